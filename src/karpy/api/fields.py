@@ -1,0 +1,123 @@
+"""A typed reader over a manifest (a plain dict as YAML or the API server gives it).
+
+``Fields`` walks nested mappings while keeping the object's name and the field path, so that every
+type error it raises is a :class:`karpy.api.errors.ValidationError` naming object, path, expected
+and found. Parsers in :mod:`karpy.api` use it instead of indexing dicts by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from karpy.api import errors
+
+
+class Fields:
+    """Read fields of one mapping at ``path`` inside object ``obj``."""
+
+    __slots__ = ("data", "obj", "path")
+
+    def __init__(self, data: Any, obj: str, path: str = "") -> None:
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise errors.ValidationError.single(obj, path or "(root)", "a mapping", data)
+        self.data: Mapping[str, Any] = data
+        self.obj = obj
+        self.path = path
+
+    def at(self, key: str | int) -> str:
+        """The field path of ``key`` below this mapping."""
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return f"{self.path}.{key}" if self.path else key
+
+    def fail(self, key: str | int, expected: str, found: Any) -> errors.ValidationError:
+        return errors.ValidationError.single(self.obj, self.at(key), expected, found)
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        value = self.data.get(key)
+        return default if value is None else value
+
+    def sub(self, key: str) -> Fields:
+        """The nested mapping at ``key`` (an empty one when absent)."""
+        return Fields(self.data.get(key), self.obj, self.at(key))
+
+    def str(self, key: str, default: str | None = None, *, required: bool = False) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise self.fail(key, "a string", None)
+            return default
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise self.fail(key, "a string", value)
+        return str(value)
+
+    def req_str(self, key: str) -> str:
+        value = self.str(key, required=True)
+        assert value is not None
+        return value
+
+    def int(self, key: str, default: int | None = None, *, required: bool = False) -> int | None:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise self.fail(key, "an integer", None)
+            return default
+        if isinstance(value, bool):
+            raise self.fail(key, "an integer", value)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        raise self.fail(key, "an integer", value)
+
+    def bool(self, key: str, default: bool | None = None) -> bool | None:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise self.fail(key, "true or false", value)
+
+    def str_map(self, key: str) -> dict[str, str]:
+        """A mapping of strings to strings (labels, annotations, nodeSelector, tags)."""
+        value = self.data.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.fail(key, "a mapping of strings", value)
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            if v is None or isinstance(v, Mapping | list):
+                raise errors.ValidationError.single(self.obj, f"{self.at(key)}.{k}", "a string", v)
+            out[str(k)] = "true" if v is True else "false" if v is False else str(v)
+        return out
+
+    def list(self, key: str) -> list[Any]:
+        value = self.data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(key, "a list", value)
+        return value
+
+    def str_list(self, key: str) -> list[str]:
+        out: list[str] = []
+        for i, v in enumerate(self.list(key)):
+            if v is None or isinstance(v, Mapping | list | bool):
+                raise errors.ValidationError.single(self.obj, f"{self.at(key)}[{i}]", "a string", v)
+            out.append(str(v))
+        return out
+
+    def items(self, key: str) -> Iterator[Fields]:
+        """Each element of the list at ``key`` as a mapping reader, with ``key[i]`` paths."""
+        path = self.at(key)
+        for i, v in enumerate(self.list(key)):
+            yield Fields(v, self.obj, f"{path}[{i}]")

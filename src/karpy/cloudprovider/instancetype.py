@@ -1,0 +1,100 @@
+"""Instance types and offerings: what a cloud can launch, as the scheduling core sees it.
+
+An :class:`InstanceType` is immutable. Its ``labels`` are the single-valued node labels every node
+of the type carries (``node.kubernetes.io/instance-type``, ``kubernetes.io/arch``,
+``karpenter.k8s.aws/instance-family`` ...). Zone and capacity type are not labels of the type: they
+come from its :class:`Offering` s, one per (zone, capacity type), each with an hourly price and
+whether it can be launched now. All amounts are milli-units (see :mod:`karpy.api.quantity`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from karpy.api import quantity
+
+LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+LABEL_ARCH = "kubernetes.io/arch"
+LABEL_OS = "kubernetes.io/os"
+CAPACITY_SPOT = "spot"
+CAPACITY_ON_DEMAND = "on-demand"
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    """One place and way to buy an instance type."""
+
+    zone: str
+    capacity_type: str
+    price: float
+    """US dollars per hour."""
+    available: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """What the kubelet and the OS keep for themselves; allocatable = capacity - total."""
+
+    kube_reserved: Mapping[str, int] = field(default_factory=dict)
+    system_reserved: Mapping[str, int] = field(default_factory=dict)
+    eviction_threshold: Mapping[str, int] = field(default_factory=dict)
+
+    def total(self) -> quantity.ResourceList:
+        return quantity.add(quantity.add(self.kube_reserved, self.system_reserved), self.eviction_threshold)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """A launchable machine shape. Equality and hashing are by name."""
+
+    name: str
+    labels: Mapping[str, str]
+    capacity: Mapping[str, int]
+    overhead: Overhead
+    offerings: tuple[Offering, ...]
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, InstanceType) and other.name == self.name
+
+    @cached_property
+    def allocatable(self) -> quantity.ResourceList:
+        """Capacity minus overhead, never below zero: what a Node of this type reports."""
+        total = self.overhead.total()
+        return {k: max(0, v - total.get(k, 0)) for k, v in self.capacity.items()}
+
+    @cached_property
+    def zones(self) -> frozenset[str]:
+        return frozenset(o.zone for o in self.offerings)
+
+    @cached_property
+    def capacity_types(self) -> frozenset[str]:
+        return frozenset(o.capacity_type for o in self.offerings)
+
+    def available_offerings(self) -> tuple[Offering, ...]:
+        return tuple(o for o in self.offerings if o.available)
+
+    def cheapest_price(self, zones: frozenset[str] | None = None,
+                       capacity_types: frozenset[str] | None = None) -> float | None:
+        """The lowest price among available offerings in ``zones`` x ``capacity_types``."""
+        best: float | None = None
+        for o in self.offerings:
+            if not o.available:
+                continue
+            if zones is not None and o.zone not in zones:
+                continue
+            if capacity_types is not None and o.capacity_type not in capacity_types:
+                continue
+            if best is None or o.price < best:
+                best = o.price
+        return best
+
+    def with_offerings(self, offerings: tuple[Offering, ...]) -> InstanceType:
+        """A copy with other offerings (availability or prices changed)."""
+        return InstanceType(self.name, self.labels, self.capacity, self.overhead, offerings)
