@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
+from karpy.api import errors, fields
+
 ResourceList = dict[str, int]
 """Resource name -> amount in milli-units."""
 
@@ -137,4 +139,26 @@ def maximum(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:
     for k, v in b.items():
         if v > out.get(k, 0):
             out[k] = v
+    return out
+
+
+def read_list(f: fields.Fields, key: str) -> ResourceList:
+    """The resource list at ``key`` of ``f`` (e.g. ``requests``) in milli-units; ``{}`` when absent.
+
+    A bad amount raises :class:`karpy.api.errors.ValidationError` naming the object and the full
+    path, e.g. ``spec.containers[0].resources.requests.cpu``.
+    """
+    values = f.data.get(key)
+    if not values:
+        return {}
+    if not isinstance(values, Mapping):
+        raise f.fail(key, "a mapping of resource names to quantities", values)
+    out: ResourceList = {}
+    for name, v in values.items():
+        try:
+            out[str(name)] = parse_milli(v)
+        except (QuantityError, TypeError):
+            raise errors.ValidationError.single(
+                f.obj, f"{f.at(key)}.{name}", "a quantity such as '500m' or '2Gi'", v
+            ) from None
     return out

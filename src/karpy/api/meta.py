@@ -1,0 +1,190 @@
+"""Object metadata shared by every Kubernetes object karpy reads: ``ObjectMeta`` and owner references.
+
+``ObjectMeta.parse`` reads the ``metadata`` mapping of a manifest as ``kubectl get -o yaml`` prints
+it or as a scenario file writes it by hand; fields karpy does not use (``managedFields``,
+``selfLink``...) are ignored. ``to_dict`` writes back what the API server would return, omitting
+empty fields. Timestamps are floats, seconds since the Unix epoch (see :mod:`karpy.clock`).
+
+A caller may rely on: ``labels`` and ``annotations`` are plain ``dict[str, str]`` that must be
+treated as read-only (the dataclasses are frozen, the mappings are not copied on access for speed);
+``namespace`` is ``"default"`` for a namespaced object written without one and ``""`` for
+cluster-scoped objects; :func:`object_name` never raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy import clock
+from karpy.api import errors, fields
+
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    """``metadata.ownerReferences[i]``: who owns (and, with ``controller``, manages) an object."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = False
+    block_owner_deletion: bool = False
+
+    @staticmethod
+    def parse(f: fields.Fields) -> OwnerReference:
+        return OwnerReference(
+            api_version=f.str("apiVersion", "") or "",
+            kind=f.req_str("kind"),
+            name=f.req_str("name"),
+            uid=f.str("uid", "") or "",
+            controller=bool(f.bool("controller", False)),
+            block_owner_deletion=bool(f.bool("blockOwnerDeletion", False)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+        if self.uid:
+            out["uid"] = self.uid
+        if self.controller:
+            out["controller"] = True
+        if self.block_owner_deletion:
+            out["blockOwnerDeletion"] = True
+        return out
+
+
+def _timestamp(f: fields.Fields, key: str) -> float | None:
+    value = f.raw(key)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise f.fail(key, "an RFC 3339 timestamp", value)
+    if isinstance(value, int | float):
+        return float(value)
+    if hasattr(value, "timestamp"):  # YAML loaders may already give a datetime
+        try:
+            return float(value.timestamp())
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise f.fail(key, "an RFC 3339 timestamp", value) from exc
+    if not isinstance(value, str):
+        raise f.fail(key, "an RFC 3339 timestamp", value)
+    try:
+        return clock.parse_rfc3339(value)
+    except ValueError:
+        raise f.fail(key, "an RFC 3339 timestamp such as 2026-01-01T00:00:00Z", value) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectMeta:
+    """The ``metadata`` of an object. Only ``name`` is required."""
+
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    finalizers: tuple[str, ...] = ()
+    owner_references: tuple[OwnerReference, ...] = ()
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: float | None = None
+    deletion_timestamp: float | None = None
+
+    @classmethod
+    def parse(cls, f: fields.Fields, *, namespaced: bool) -> ObjectMeta:
+        """Read the ``metadata`` mapping ``f``.
+
+        ``name`` is required unless ``generateName`` is given, in which case the prefix is the
+        name. A namespaced object without a namespace lands in ``default`` (as ``kubectl apply``
+        does); a cluster-scoped object's namespace is always ``""``.
+        """
+        name = f.str("name")
+        if not name:
+            name = f.str("generateName")
+            if not name:
+                raise f.fail("name", "a name (or generateName)", f.raw("name"))
+        namespace = ""
+        if namespaced:
+            namespace = f.str("namespace") or DEFAULT_NAMESPACE
+        owners = tuple(OwnerReference.parse(o) for o in f.items("ownerReferences"))
+        return cls(
+            name=name,
+            namespace=namespace,
+            uid=f.str("uid") or "",
+            labels=f.str_map("labels"),
+            annotations=f.str_map("annotations"),
+            finalizers=tuple(f.str_list("finalizers")),
+            owner_references=owners,
+            resource_version=f.str("resourceVersion") or "",
+            generation=f.int("generation", 0) or 0,
+            creation_timestamp=_timestamp(f, "creationTimestamp"),
+            deletion_timestamp=_timestamp(f, "deletionTimestamp"),
+        )
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` for namespaced objects, ``name`` otherwise."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def controller(self) -> OwnerReference | None:
+        """The owner reference with ``controller: true``, if any."""
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.namespace:
+            out["namespace"] = self.namespace
+        if self.uid:
+            out["uid"] = self.uid
+        if self.labels:
+            out["labels"] = dict(self.labels)
+        if self.annotations:
+            out["annotations"] = dict(self.annotations)
+        if self.finalizers:
+            out["finalizers"] = list(self.finalizers)
+        if self.owner_references:
+            out["ownerReferences"] = [o.to_dict() for o in self.owner_references]
+        if self.resource_version:
+            out["resourceVersion"] = self.resource_version
+        if self.generation:
+            out["generation"] = self.generation
+        if self.creation_timestamp is not None:
+            out["creationTimestamp"] = clock.rfc3339(self.creation_timestamp)
+        if self.deletion_timestamp is not None:
+            out["deletionTimestamp"] = clock.rfc3339(self.deletion_timestamp)
+        return out
+
+
+def object_name(kind: str, d: Mapping[str, Any]) -> str:
+    """``"Pod default/web-1"`` or ``"NodePool default"`` for error messages. Never raises."""
+    try:
+        kind = kind or str(d.get("kind") or "object")
+        md = d.get("metadata")
+        if not isinstance(md, Mapping):
+            return f"{kind} (unnamed)"
+        name = md.get("name") or md.get("generateName")
+        if not isinstance(name, str | int | float) or isinstance(name, bool) or name == "":
+            name = "(unnamed)"
+        ns = md.get("namespace")
+        if isinstance(ns, str) and ns:
+            return f"{kind} {ns}/{name}"
+        return f"{kind} {name}"
+    except Exception:  # garbage input must still give a usable message
+        return f"{kind or 'object'} (unnamed)"
+
+
+def reader(kind: str, d: Mapping[str, Any]) -> fields.Fields:
+    """A :class:`fields.Fields` over a whole manifest, named for error messages.
+
+    Raises :class:`errors.ValidationError` when ``d`` is not a mapping.
+    """
+    if not isinstance(d, Mapping):
+        raise errors.ValidationError.single(kind or "object", "(root)", "a mapping", d)
+    return fields.Fields(d, object_name(kind, d))

@@ -1,0 +1,526 @@
+"""Provider NodeClasses: AWS ``EC2NodeClass`` (``karpenter.k8s.aws/v1``) and AKS ``AKSNodeClass``.
+
+A NodeClass holds what a NodePool needs to know about the cloud: which image, subnets, security
+groups, disks and kubelet settings its nodes get. :class:`KubeletConfiguration` lives here because
+Karpenter v1 moved ``kubelet`` from the NodePool to the NodeClass (and karpy's AKS model uses the
+same shape).
+
+A caller may rely on: models are frozen; ``from_manifest`` reads the newest form (``v1`` for AWS,
+``v1beta1`` for Azure; older forms go through :mod:`karpy.api.conversion` first) and raises
+:class:`karpy.api.errors.ValidationError` naming object, path, expected and found; ``to_manifest``
+writes that form back and ``from_manifest(to_manifest(x)) == x``. ``hash()`` is a stable decimal
+string over the fields whose change makes nodes drift (Karpenter's static drift fields), stored in
+:data:`karpy.api.labels.NODECLASS_HASH_AWS` / :data:`karpy.api.labels.NODECLASS_HASH_AZURE`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.api import fields, meta, nodeclaim, quantity, selectors
+
+EC2_API_VERSION = "karpenter.k8s.aws/v1"
+EC2_KIND = "EC2NodeClass"
+AKS_API_VERSION = "karpenter.azure.com/v1beta1"
+AKS_KIND = "AKSNodeClass"
+
+AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022")
+ALIAS_FAMILIES = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket",
+                  "windows2019": "Windows2019", "windows2022": "Windows2022"}
+"""``amiSelectorTerms[].alias`` family prefix -> ``amiFamily`` it implies."""
+VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
+AKS_IMAGE_FAMILIES = ("Ubuntu2204", "AzureLinux")
+EVICTION_SIGNALS = ("memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
+                    "imagefs.inodesFree", "pid.available")
+RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
+
+
+def stable_hash(value: Any) -> str:
+    """A stable decimal hash of a JSON-able value (key order and set order do not matter to callers
+    that sort their sets first). Looks like Karpenter's: a uint64 in decimal."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return str(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+
+
+def _str_tuple(f: fields.Fields, key: str) -> tuple[str, ...]:
+    return tuple(f.str_list(key))
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletConfiguration:
+    """The kubelet settings Karpenter passes to nodes (a subset of the upstream KubeletConfiguration).
+
+    ``system_reserved`` / ``kube_reserved`` are milli-unit resource lists; eviction thresholds are
+    kept as written (``"5%"``, ``"500Mi"``) and grace periods as duration strings.
+    """
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    system_reserved: quantity.ResourceList = field(default_factory=dict)
+    kube_reserved: quantity.ResourceList = field(default_factory=dict)
+    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    eviction_soft: Mapping[str, str] = field(default_factory=dict)
+    eviction_soft_grace_period: Mapping[str, str] = field(default_factory=dict)
+    eviction_max_pod_grace_period: int | None = None
+    image_gc_high_threshold_percent: int | None = None
+    image_gc_low_threshold_percent: int | None = None
+    cpu_cfs_quota: bool | None = None
+    cluster_dns: tuple[str, ...] = ()
+    # AKS-only settings (karpenter.azure.com)
+    cpu_manager_policy: str | None = None
+    cpu_cfs_quota_period: str | None = None
+    topology_manager_policy: str | None = None
+    allowed_unsafe_sysctls: tuple[str, ...] = ()
+    container_log_max_size: str | None = None
+    container_log_max_files: int | None = None
+    pod_pids_limit: int | None = None
+
+    @staticmethod
+    def parse(f: fields.Fields) -> KubeletConfiguration:
+        return KubeletConfiguration(
+            max_pods=f.int("maxPods"),
+            pods_per_core=f.int("podsPerCore"),
+            system_reserved=quantity.read_list(f, "systemReserved"),
+            kube_reserved=quantity.read_list(f, "kubeReserved"),
+            eviction_hard=f.str_map("evictionHard"),
+            eviction_soft=f.str_map("evictionSoft"),
+            eviction_soft_grace_period=f.str_map("evictionSoftGracePeriod"),
+            eviction_max_pod_grace_period=f.int("evictionMaxPodGracePeriod"),
+            image_gc_high_threshold_percent=f.int("imageGCHighThresholdPercent"),
+            image_gc_low_threshold_percent=f.int("imageGCLowThresholdPercent"),
+            cpu_cfs_quota=f.bool("cpuCFSQuota"),
+            cluster_dns=_str_tuple(f, "clusterDNS"),
+            cpu_manager_policy=f.str("cpuManagerPolicy"),
+            cpu_cfs_quota_period=f.str("cpuCFSQuotaPeriod"),
+            topology_manager_policy=f.str("topologyManagerPolicy"),
+            allowed_unsafe_sysctls=_str_tuple(f, "allowedUnsafeSysctls"),
+            container_log_max_size=f.str("containerLogMaxSize"),
+            container_log_max_files=f.int("containerLogMaxFiles"),
+            pod_pids_limit=f.int("podPidsLimit"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        scalars: tuple[tuple[str, Any], ...] = (
+            ("maxPods", self.max_pods), ("podsPerCore", self.pods_per_core),
+            ("evictionMaxPodGracePeriod", self.eviction_max_pod_grace_period),
+            ("imageGCHighThresholdPercent", self.image_gc_high_threshold_percent),
+            ("imageGCLowThresholdPercent", self.image_gc_low_threshold_percent),
+            ("cpuCFSQuota", self.cpu_cfs_quota), ("cpuManagerPolicy", self.cpu_manager_policy),
+            ("cpuCFSQuotaPeriod", self.cpu_cfs_quota_period),
+            ("topologyManagerPolicy", self.topology_manager_policy),
+            ("containerLogMaxSize", self.container_log_max_size),
+            ("containerLogMaxFiles", self.container_log_max_files), ("podPidsLimit", self.pod_pids_limit),
+        )
+        for key, value in scalars:
+            if value is not None:
+                out[key] = value
+        if self.system_reserved:
+            out["systemReserved"] = quantity.format_list(self.system_reserved)
+        if self.kube_reserved:
+            out["kubeReserved"] = quantity.format_list(self.kube_reserved)
+        for key, mapping in (("evictionHard", self.eviction_hard), ("evictionSoft", self.eviction_soft),
+                             ("evictionSoftGracePeriod", self.eviction_soft_grace_period)):
+            if mapping:
+                out[key] = dict(mapping)
+        if self.cluster_dns:
+            out["clusterDNS"] = list(self.cluster_dns)
+        if self.allowed_unsafe_sysctls:
+            out["allowedUnsafeSysctls"] = list(self.allowed_unsafe_sysctls)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorTerm:
+    """One ``subnetSelectorTerms`` / ``securityGroupSelectorTerms`` / ``amiSelectorTerms`` entry.
+
+    Which fields are allowed depends on the list (see :mod:`karpy.api.validation`): subnets take
+    ``tags`` or ``id``; security groups ``tags``, ``id`` or ``name``; AMIs also ``owner``, ``alias``
+    and ``ssmParameter``. Tag value ``"*"`` matches any value.
+    """
+
+    tags: Mapping[str, str] = field(default_factory=dict)
+    id: str | None = None
+    name: str | None = None
+    owner: str | None = None
+    alias: str | None = None
+    ssm_parameter: str | None = None
+
+    def __hash__(self) -> int:
+        return hash((tuple(sorted(self.tags.items())), self.id, self.name, self.owner, self.alias,
+                     self.ssm_parameter))
+
+    @staticmethod
+    def parse(f: fields.Fields) -> SelectorTerm:
+        return SelectorTerm(tags=f.str_map("tags"), id=f.str("id"), name=f.str("name"),
+                            owner=f.str("owner"), alias=f.str("alias"), ssm_parameter=f.str("ssmParameter"))
+
+    def set_fields(self) -> tuple[str, ...]:
+        """The manifest names of the fields this term sets."""
+        names = [("tags", bool(self.tags)), ("id", self.id is not None), ("name", self.name is not None),
+                 ("owner", self.owner is not None), ("alias", self.alias is not None),
+                 ("ssmParameter", self.ssm_parameter is not None)]
+        return tuple(n for n, present in names if present)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.alias is not None:
+            out["alias"] = self.alias
+        if self.id is not None:
+            out["id"] = self.id
+        if self.name is not None:
+            out["name"] = self.name
+        if self.owner is not None:
+            out["owner"] = self.owner
+        if self.ssm_parameter is not None:
+            out["ssmParameter"] = self.ssm_parameter
+        if self.tags:
+            out["tags"] = dict(self.tags)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BlockDevice:
+    """``blockDeviceMappings[].ebs``; ``volume_size`` in milli-units of bytes (a quantity)."""
+
+    volume_size: int | None = None
+    volume_type: str | None = None
+    iops: int | None = None
+    throughput: int | None = None
+    encrypted: bool | None = None
+    kms_key_id: str | None = None
+    delete_on_termination: bool | None = None
+    snapshot_id: str | None = None
+
+    @staticmethod
+    def parse(f: fields.Fields) -> BlockDevice:
+        size = f.raw("volumeSize")
+        volume_size: int | None = None
+        if size is not None:
+            try:
+                volume_size = quantity.parse_milli(size)
+            except (quantity.QuantityError, TypeError):
+                raise f.fail("volumeSize", "a quantity such as 20Gi or 100G", size) from None
+        return BlockDevice(
+            volume_size=volume_size, volume_type=f.str("volumeType"), iops=f.int("iops"),
+            throughput=f.int("throughput"), encrypted=f.bool("encrypted"), kms_key_id=f.str("kmsKeyID"),
+            delete_on_termination=f.bool("deleteOnTermination"), snapshot_id=f.str("snapshotID"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.delete_on_termination is not None:
+            out["deleteOnTermination"] = self.delete_on_termination
+        if self.encrypted is not None:
+            out["encrypted"] = self.encrypted
+        if self.iops is not None:
+            out["iops"] = self.iops
+        if self.kms_key_id is not None:
+            out["kmsKeyID"] = self.kms_key_id
+        if self.snapshot_id is not None:
+            out["snapshotID"] = self.snapshot_id
+        if self.throughput is not None:
+            out["throughput"] = self.throughput
+        if self.volume_size is not None:
+            out["volumeSize"] = quantity.format_quantity("ephemeral-storage", self.volume_size)
+        if self.volume_type is not None:
+            out["volumeType"] = self.volume_type
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BlockDeviceMapping:
+    device_name: str | None = None
+    ebs: BlockDevice | None = None
+    root_volume: bool = False
+
+    @staticmethod
+    def parse(f: fields.Fields) -> BlockDeviceMapping:
+        ebs = BlockDevice.parse(f.sub("ebs")) if f.has("ebs") else None
+        return BlockDeviceMapping(device_name=f.str("deviceName"), ebs=ebs,
+                                  root_volume=bool(f.bool("rootVolume", False)))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.device_name is not None:
+            out["deviceName"] = self.device_name
+        if self.ebs is not None:
+            out["ebs"] = self.ebs.to_dict()
+        if self.root_volume:
+            out["rootVolume"] = True
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataOptions:
+    """Instance metadata service options; defaults are Karpenter v1's."""
+
+    http_endpoint: str = "enabled"
+    http_protocol_ipv6: str = "disabled"
+    http_put_response_hop_limit: int = 1
+    http_tokens: str = "required"
+
+    @staticmethod
+    def parse(f: fields.Fields) -> MetadataOptions:
+        return MetadataOptions(
+            http_endpoint=f.str("httpEndpoint", "enabled") or "enabled",
+            http_protocol_ipv6=f.str("httpProtocolIPv6", "disabled") or "disabled",
+            http_put_response_hop_limit=f.int("httpPutResponseHopLimit", 1) or 0,
+            http_tokens=f.str("httpTokens", "required") or "required",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"httpEndpoint": self.http_endpoint, "httpProtocolIPv6": self.http_protocol_ipv6,
+                "httpPutResponseHopLimit": self.http_put_response_hop_limit, "httpTokens": self.http_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedResource:
+    """A subnet, security group or AMI the controller resolved into ``status``."""
+
+    id: str
+    name: str = ""
+    zone: str = ""
+    zone_id: str = ""
+    requirements: tuple[selectors.NodeSelectorRequirement, ...] = ()
+
+    @staticmethod
+    def parse(f: fields.Fields) -> ResolvedResource:
+        return ResolvedResource(
+            id=f.req_str("id"), name=f.str("name", "") or "", zone=f.str("zone", "") or "",
+            zone_id=f.str("zoneID", "") or "", requirements=nodeclaim.parse_requirements(f),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if self.name:
+            out["name"] = self.name
+        if self.zone:
+            out["zone"] = self.zone
+        if self.zone_id:
+            out["zoneID"] = self.zone_id
+        if self.requirements:
+            out["requirements"] = [r.to_dict() for r in self.requirements]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class EC2NodeClassStatus:
+    subnets: tuple[ResolvedResource, ...] = ()
+    security_groups: tuple[ResolvedResource, ...] = ()
+    amis: tuple[ResolvedResource, ...] = ()
+    instance_profile: str = ""
+    conditions: tuple[nodeclaim.Condition, ...] = ()
+
+    @staticmethod
+    def parse(f: fields.Fields) -> EC2NodeClassStatus:
+        return EC2NodeClassStatus(
+            subnets=tuple(ResolvedResource.parse(s) for s in f.items("subnets")),
+            security_groups=tuple(ResolvedResource.parse(s) for s in f.items("securityGroups")),
+            amis=tuple(ResolvedResource.parse(s) for s in f.items("amis")),
+            instance_profile=f.str("instanceProfile", "") or "",
+            conditions=nodeclaim.parse_conditions(f),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.amis:
+            out["amis"] = [a.to_dict() for a in self.amis]
+        if self.conditions:
+            out["conditions"] = [c.to_dict() for c in self.conditions]
+        if self.instance_profile:
+            out["instanceProfile"] = self.instance_profile
+        if self.security_groups:
+            out["securityGroups"] = [s.to_dict() for s in self.security_groups]
+        if self.subnets:
+            out["subnets"] = [s.to_dict() for s in self.subnets]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class EC2NodeClass:
+    """A ``karpenter.k8s.aws/v1`` EC2NodeClass."""
+
+    metadata: meta.ObjectMeta
+    ami_family: str | None = None
+    ami_selector_terms: tuple[SelectorTerm, ...] = ()
+    subnet_selector_terms: tuple[SelectorTerm, ...] = ()
+    security_group_selector_terms: tuple[SelectorTerm, ...] = ()
+    role: str | None = None
+    instance_profile: str | None = None
+    block_device_mappings: tuple[BlockDeviceMapping, ...] = ()
+    metadata_options: MetadataOptions = field(default_factory=MetadataOptions)
+    detailed_monitoring: bool | None = None
+    associate_public_ip_address: bool | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    user_data: str | None = None
+    context: str | None = None
+    instance_store_policy: str | None = None
+    kubelet: KubeletConfiguration | None = None
+    status: EC2NodeClassStatus = field(default_factory=EC2NodeClassStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def resolved_ami_family(self) -> str | None:
+        """``amiFamily``, or the family an ``alias`` term implies (``al2023@latest`` -> ``AL2023``)."""
+        if self.ami_family:
+            return self.ami_family
+        for term in self.ami_selector_terms:
+            if term.alias:
+                return ALIAS_FAMILIES.get(term.alias.split("@", 1)[0].lower())
+        return None
+
+    @classmethod
+    def from_manifest(cls, d: Mapping[str, Any]) -> EC2NodeClass:
+        f = meta.reader(EC2_KIND, d)
+        spec = f.sub("spec")
+        return cls(
+            metadata=meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False),
+            ami_family=spec.str("amiFamily"),
+            ami_selector_terms=tuple(SelectorTerm.parse(t) for t in spec.items("amiSelectorTerms")),
+            subnet_selector_terms=tuple(SelectorTerm.parse(t) for t in spec.items("subnetSelectorTerms")),
+            security_group_selector_terms=tuple(
+                SelectorTerm.parse(t) for t in spec.items("securityGroupSelectorTerms")
+            ),
+            role=spec.str("role"),
+            instance_profile=spec.str("instanceProfile"),
+            block_device_mappings=tuple(
+                BlockDeviceMapping.parse(b) for b in spec.items("blockDeviceMappings")
+            ),
+            metadata_options=MetadataOptions.parse(spec.sub("metadataOptions")),
+            detailed_monitoring=spec.bool("detailedMonitoring"),
+            associate_public_ip_address=spec.bool("associatePublicIPAddress"),
+            tags=spec.str_map("tags"),
+            user_data=spec.str("userData"),
+            context=spec.str("context"),
+            instance_store_policy=spec.str("instanceStorePolicy"),
+            kubelet=KubeletConfiguration.parse(spec.sub("kubelet")) if spec.has("kubelet") else None,
+            status=EC2NodeClassStatus.parse(f.sub("status")),
+        )
+
+    def spec_dict(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {}
+        if self.ami_family is not None:
+            spec["amiFamily"] = self.ami_family
+        spec["amiSelectorTerms"] = [t.to_dict() for t in self.ami_selector_terms]
+        if self.associate_public_ip_address is not None:
+            spec["associatePublicIPAddress"] = self.associate_public_ip_address
+        if self.block_device_mappings:
+            spec["blockDeviceMappings"] = [b.to_dict() for b in self.block_device_mappings]
+        if self.context is not None:
+            spec["context"] = self.context
+        if self.detailed_monitoring is not None:
+            spec["detailedMonitoring"] = self.detailed_monitoring
+        if self.instance_profile is not None:
+            spec["instanceProfile"] = self.instance_profile
+        if self.instance_store_policy is not None:
+            spec["instanceStorePolicy"] = self.instance_store_policy
+        if self.kubelet is not None:
+            spec["kubelet"] = self.kubelet.to_dict()
+        spec["metadataOptions"] = self.metadata_options.to_dict()
+        if self.role is not None:
+            spec["role"] = self.role
+        spec["securityGroupSelectorTerms"] = [t.to_dict() for t in self.security_group_selector_terms]
+        spec["subnetSelectorTerms"] = [t.to_dict() for t in self.subnet_selector_terms]
+        if self.tags:
+            spec["tags"] = dict(self.tags)
+        if self.user_data is not None:
+            spec["userData"] = self.user_data
+        return spec
+
+    def to_manifest(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"apiVersion": EC2_API_VERSION, "kind": EC2_KIND,
+                               "metadata": self.metadata.to_dict(), "spec": self.spec_dict()}
+        status = self.status.to_dict()
+        if status:
+            out["status"] = status
+        return out
+
+    def hash(self) -> str:
+        """Hash of the static drift fields. Selector terms, ``role`` and ``instanceProfile`` are
+        excluded: subnets, security groups and AMIs drift dynamically (by what they resolve to)."""
+        spec = self.spec_dict()
+        for key in ("amiSelectorTerms", "subnetSelectorTerms", "securityGroupSelectorTerms", "role",
+                    "instanceProfile"):
+            spec.pop(key, None)
+        return stable_hash(spec)
+
+
+@dataclass(frozen=True, slots=True)
+class AKSNodeClassStatus:
+    conditions: tuple[nodeclaim.Condition, ...] = ()
+
+    @staticmethod
+    def parse(f: fields.Fields) -> AKSNodeClassStatus:
+        return AKSNodeClassStatus(conditions=nodeclaim.parse_conditions(f))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"conditions": [c.to_dict() for c in self.conditions]} if self.conditions else {}
+
+
+@dataclass(frozen=True, slots=True)
+class AKSNodeClass:
+    """An AKS Node Auto-Provisioning ``AKSNodeClass`` (``karpenter.azure.com/v1beta1``)."""
+
+    metadata: meta.ObjectMeta
+    image_family: str = "Ubuntu2204"
+    image_version: str | None = None
+    os_disk_size_gb: int = 128
+    vnet_subnet_id: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    kubelet: KubeletConfiguration | None = None
+    max_pods: int | None = None
+    status: AKSNodeClassStatus = field(default_factory=AKSNodeClassStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @classmethod
+    def from_manifest(cls, d: Mapping[str, Any]) -> AKSNodeClass:
+        f = meta.reader(AKS_KIND, d)
+        spec = f.sub("spec")
+        return cls(
+            metadata=meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False),
+            image_family=spec.str("imageFamily", "Ubuntu2204") or "Ubuntu2204",
+            image_version=spec.str("imageVersion"),
+            os_disk_size_gb=spec.int("osDiskSizeGB", 128) or 0,
+            vnet_subnet_id=spec.str("vnetSubnetID"),
+            tags=spec.str_map("tags"),
+            kubelet=KubeletConfiguration.parse(spec.sub("kubelet")) if spec.has("kubelet") else None,
+            max_pods=spec.int("maxPods"),
+            status=AKSNodeClassStatus.parse(f.sub("status")),
+        )
+
+    def spec_dict(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"imageFamily": self.image_family, "osDiskSizeGB": self.os_disk_size_gb}
+        if self.image_version is not None:
+            spec["imageVersion"] = self.image_version
+        if self.vnet_subnet_id is not None:
+            spec["vnetSubnetID"] = self.vnet_subnet_id
+        if self.tags:
+            spec["tags"] = dict(self.tags)
+        if self.kubelet is not None:
+            spec["kubelet"] = self.kubelet.to_dict()
+        if self.max_pods is not None:
+            spec["maxPods"] = self.max_pods
+        return spec
+
+    def to_manifest(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"apiVersion": AKS_API_VERSION, "kind": AKS_KIND,
+                               "metadata": self.metadata.to_dict(), "spec": self.spec_dict()}
+        status = self.status.to_dict()
+        if status:
+            out["status"] = status
+        return out
+
+    def hash(self) -> str:
+        """Hash of the spec: every AKSNodeClass field is a static drift field."""
+        return stable_hash(self.spec_dict())

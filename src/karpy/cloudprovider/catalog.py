@@ -1,0 +1,454 @@
+"""Instance-type catalogs by name, their JSON form, and the ``karpy catalog`` listing.
+
+:func:`load` returns one of the built-in catalogs as a list of
+:class:`~karpy.cloudprovider.instancetype.InstanceType`, sorted by name:
+
+* ``benchmark`` - the shapes Karpenter's scheduling benchmark uses (:mod:`karpy.cloudprovider.fake.instancetypes`);
+* ``kwok`` - Karpenter's KWOK provider's generic types (:mod:`karpy.cloudprovider.kwok.instancetypes`);
+* ``aws`` - current EC2 types in us-east-1 with Karpenter's AWS capacity and overhead formulas
+  (:mod:`karpy.cloudprovider.aws.instancetypes`);
+* ``azure`` - a selection of Azure VM SKUs with AKS Node Auto-Provisioning's formulas
+  (:mod:`karpy.cloudprovider.azure.instancetypes`).
+
+``zones`` keeps only the offerings in those zones (types left without offerings are dropped);
+``region`` picks the region of the cloud catalogs; ``kubelet`` overrides kubelet settings the way
+an EC2NodeClass / AKSNodeClass ``spec.kubelet`` does (see :class:`KubeletConfig`). Results are
+cached per arguments; every call returns a fresh list of shared, immutable instance types.
+
+:func:`to_json` / :func:`from_json` convert a catalog to and from plain data: a list of
+``{"name", "labels", "capacity", "allocatable", "offerings": [{"zone", "capacityType", "price",
+"available"}]}`` with capacity and allocatable as Kubernetes quantity strings the way a Node
+reports them. Scenarios and tests bring their own catalogs in this form.
+
+:func:`run_command` is the body of ``karpy catalog``: a table like Karpenter's instance-types
+reference page (via ``rich``) or the JSON form.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import pathlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from karpy.api import errors, fields, labels, quantity
+from karpy.cloudprovider import instancetype
+
+NAMES = ("aws", "azure", "benchmark", "kwok")
+"""The built-in catalogs :func:`load` knows."""
+
+OUTPUTS = ("table", "json")
+
+SPOT_FRACTION_MIN = 0.3
+SPOT_FRACTION_MAX = 0.7
+
+_CAPACITY_TYPES = frozenset({labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED})
+
+
+# --------------------------------------------------------------------------------------------------
+# Kubelet overrides
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletConfig:
+    """The kubelet settings that change an instance type's pods and overhead (hashable, for caching).
+
+    Reserved amounts are milli-units; eviction signals keep their text (``"10%"`` or ``"500Mi"``).
+    """
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    kube_reserved: tuple[tuple[str, int], ...] = ()
+    system_reserved: tuple[tuple[str, int], ...] = ()
+    eviction_hard: tuple[tuple[str, str], ...] = ()
+    eviction_soft: tuple[tuple[str, str], ...] = ()
+
+
+_KUBELET_KEYS = {
+    "max_pods": "max_pods", "maxPods": "max_pods",
+    "pods_per_core": "pods_per_core", "podsPerCore": "pods_per_core",
+    "kube_reserved": "kube_reserved", "kubeReserved": "kube_reserved",
+    "system_reserved": "system_reserved", "systemReserved": "system_reserved",
+    "eviction_hard": "eviction_hard", "evictionHard": "eviction_hard",
+    "eviction_soft": "eviction_soft", "evictionSoft": "eviction_soft",
+}
+
+
+def kubelet_config(kubelet: Mapping[str, Any] | KubeletConfig | None, obj: str = "kubelet") -> KubeletConfig:
+    """Read kubelet overrides from snake_case or camelCase keys (``maxPods`` or ``max_pods`` ...).
+
+    ``kube_reserved`` / ``system_reserved`` values may be quantity strings (``"100m"``, ``"1Gi"``) or
+    ints, which are milli-units as everywhere in karpy. Eviction values must be a percentage or a
+    quantity. Unknown keys (``clusterDNS``, ``imageGCHighThresholdPercent`` ...) are ignored: they do
+    not change what a node can hold. Raises :class:`karpy.api.errors.ValidationError`.
+    """
+    if kubelet is None:
+        return KubeletConfig()
+    if isinstance(kubelet, KubeletConfig):
+        return kubelet
+    f = fields.Fields(kubelet, obj)
+    values: dict[str, Any] = {}
+    for key in kubelet:
+        target = _KUBELET_KEYS.get(str(key))
+        if target is None or kubelet[key] is None:
+            continue
+        if target in ("max_pods", "pods_per_core"):
+            n = f.int(str(key))
+            if n is None or n < 0:
+                raise f.fail(str(key), "a non-negative integer", kubelet[key])
+            values[target] = n
+        elif target in ("kube_reserved", "system_reserved"):
+            values[target] = tuple(sorted(_resource_map(f, str(key)).items()))
+        else:
+            signals = f.str_map(str(key))
+            for signal, value in signals.items():
+                try:
+                    _check_signal(value)
+                except quantity.QuantityError:
+                    raise errors.ValidationError.single(
+                        obj, f"{f.at(str(key))}.{signal}", "a percentage such as '10%' or a quantity", value,
+                    ) from None
+            values[target] = tuple(sorted(signals.items()))
+    return KubeletConfig(**values)
+
+
+def _resource_map(f: fields.Fields, key: str) -> dict[str, int]:
+    raw = f.raw(key, {})
+    if not isinstance(raw, Mapping):
+        raise f.fail(key, "a mapping of resource quantities", raw)
+    out: dict[str, int] = {}
+    for name, value in raw.items():
+        try:
+            if isinstance(value, int) and not isinstance(value, bool):
+                out[str(name)] = value
+            else:
+                out[str(name)] = quantity.parse_milli(value)
+        except quantity.QuantityError:
+            raise errors.ValidationError.single(f.obj, f"{f.at(key)}.{name}", "a quantity", value) from None
+    return out
+
+
+def _check_signal(value: str) -> None:
+    text = value.strip()
+    if text.endswith("%"):
+        try:
+            float(text[:-1])
+        except ValueError:
+            raise quantity.QuantityError(value) from None
+        return
+    quantity.parse_milli(text)
+
+
+def eviction_amount(capacity_milli: int, value: str) -> int:
+    """The milli-units an eviction signal keeps free: a percentage of capacity or a quantity.
+
+    ``100%`` disables the threshold (0), as the kubelet documents. Percentages round up.
+    """
+    text = value.strip()
+    if text.endswith("%"):
+        percent = float(text[:-1])
+        if percent >= 100:
+            return 0
+        base_units = math.ceil(capacity_milli / quantity.MILLI / 100 * percent)
+        return base_units * quantity.MILLI
+    return quantity.parse_milli(text)
+
+
+# --------------------------------------------------------------------------------------------------
+# Spot prices (our price data has on-demand prices only)
+
+
+def spot_fraction(instance_type: str, zone: str) -> float:
+    """A deterministic stand-in for the spot/on-demand price ratio, in [0.3, 0.7).
+
+    Derived from a SHA-256 of ``"<type>/<zone>"`` so it is stable across runs, processes and
+    platforms (unlike ``hash()``), and differs between zones as real spot prices do.
+    """
+    digest = hashlib.sha256(f"{instance_type}/{zone}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    return SPOT_FRACTION_MIN + (SPOT_FRACTION_MAX - SPOT_FRACTION_MIN) * u
+
+
+def spot_price(instance_type: str, zone: str, on_demand: float) -> float:
+    """The spot price karpy assumes: on-demand x :func:`spot_fraction`, rounded to a millionth of a dollar."""
+    return round(on_demand * spot_fraction(instance_type, zone), 6)
+
+
+# --------------------------------------------------------------------------------------------------
+# Registry
+
+
+def load(name: str, *, zones: Sequence[str] | None = None, region: str | None = None,
+         kubelet: Mapping[str, Any] | None = None) -> list[instancetype.InstanceType]:
+    """The built-in catalog ``name`` (one of :data:`NAMES`), sorted by instance type name.
+
+    Raises :class:`karpy.api.errors.ValidationError` for an unknown name, region or bad kubelet
+    overrides.
+    """
+    if name not in NAMES:
+        raise errors.ValidationError.single("catalog", "name", f"one of {', '.join(NAMES)}", name)
+    config = kubelet_config(kubelet)
+    zone_key = tuple(sorted(set(zones))) if zones else None
+    return list(_load(name, zone_key, region, config))
+
+
+@functools.lru_cache(maxsize=64)
+def _load(name: str, zones: tuple[str, ...] | None, region: str | None,
+          kubelet: KubeletConfig) -> tuple[instancetype.InstanceType, ...]:
+    types: Sequence[instancetype.InstanceType]
+    if name == "benchmark":
+        from karpy.cloudprovider.fake import instancetypes as fake_types
+
+        _no_region(name, region)
+        types = fake_types.benchmark()
+    elif name == "kwok":
+        from karpy.cloudprovider.kwok import instancetypes as kwok_types
+
+        _no_region(name, region)
+        types = kwok_types.kwok()
+    elif name == "aws":
+        from karpy.cloudprovider.aws import instancetypes as aws_types
+
+        types = aws_types.instance_types(region=region or aws_types.DEFAULT_REGION, kubelet=kubelet)
+    else:
+        from karpy.cloudprovider.azure import instancetypes as azure_types
+
+        types = azure_types.instance_types(region=region or azure_types.DEFAULT_REGION, kubelet=kubelet)
+    if zones is not None:
+        types = restrict_zones(types, zones)
+    return tuple(sorted(types, key=lambda t: t.name))
+
+
+def _no_region(name: str, region: str | None) -> None:
+    if region is not None:
+        raise errors.ValidationError.single("catalog", "region", f"no region for the {name} catalog", region)
+
+
+def restrict_zones(types: Iterable[instancetype.InstanceType],
+                   zones: Iterable[str]) -> list[instancetype.InstanceType]:
+    """Each type with only its offerings in ``zones``; types with none left are dropped."""
+    wanted = frozenset(zones)
+    out: list[instancetype.InstanceType] = []
+    for t in types:
+        kept = tuple(o for o in t.offerings if o.zone in wanted)
+        if not kept:
+            continue
+        out.append(t if len(kept) == len(t.offerings) else t.with_offerings(kept))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# JSON form
+
+
+def to_json(types: Iterable[instancetype.InstanceType]) -> list[dict[str, Any]]:
+    """Plain data for ``types`` (see the module docstring); ``json.dumps`` can write it as is."""
+    return [
+        {
+            "name": t.name,
+            "labels": dict(sorted(t.labels.items())),
+            "capacity": quantity.format_list(t.capacity),
+            "allocatable": quantity.format_list(t.allocatable),
+            "offerings": [
+                {"zone": o.zone, "capacityType": o.capacity_type, "price": o.price, "available": o.available}
+                for o in t.offerings
+            ],
+        }
+        for t in types
+    ]
+
+
+def from_json(data: Any, *, obj: str = "catalog") -> list[instancetype.InstanceType]:
+    """Instance types from :func:`to_json`'s form, sorted by name.
+
+    ``allocatable`` is optional; when given, ``capacity - allocatable`` becomes the type's
+    kube-reserved overhead so the allocatable round-trips exactly. ``available`` defaults to true,
+    ``labels`` gets ``node.kubernetes.io/instance-type`` when missing. Raises
+    :class:`karpy.api.errors.ValidationError` naming the entry and field.
+    """
+    if not isinstance(data, list):
+        raise errors.ValidationError.single(obj, "(root)", "a list of instance types", data)
+    out: list[instancetype.InstanceType] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(data):
+        f = fields.Fields(entry, obj, f"[{i}]")
+        name = f.req_str("name")
+        if name in seen:
+            raise f.fail("name", "a name not used by an earlier instance type", name)
+        seen.add(name)
+        type_labels = f.str_map("labels")
+        type_labels.setdefault(labels.INSTANCE_TYPE, name)
+        capacity = _quantities(f, "capacity")
+        reserved: dict[str, int] = {}
+        if f.has("allocatable"):
+            allocatable = _quantities(f, "allocatable")
+            for res, amount in allocatable.items():
+                if res not in capacity:
+                    raise errors.ValidationError.single(
+                        obj, f"{f.at('allocatable')}.{res}", "a resource that is also in capacity", amount)
+                if amount > capacity[res]:
+                    raise errors.ValidationError.single(
+                        obj, f"{f.at('allocatable')}.{res}", "at most the capacity",
+                        quantity.format_quantity(res, amount))
+                if capacity[res] - amount:
+                    reserved[res] = capacity[res] - amount
+        offerings = tuple(_offering(o) for o in f.items("offerings"))
+        if not offerings:
+            raise f.fail("offerings", "at least one offering", f.raw("offerings"))
+        out.append(instancetype.InstanceType(
+            name=name, labels=type_labels, capacity=capacity,
+            overhead=instancetype.Overhead(kube_reserved=reserved), offerings=offerings,
+        ))
+    return sorted(out, key=lambda t: t.name)
+
+
+def _quantities(f: fields.Fields, key: str) -> dict[str, int]:
+    raw = f.raw(key, {})
+    if not isinstance(raw, Mapping):
+        raise f.fail(key, "a mapping of resource quantities", raw)
+    out: dict[str, int] = {}
+    for res, value in raw.items():
+        try:
+            amount = quantity.parse_milli(value)
+        except quantity.QuantityError:
+            raise errors.ValidationError.single(f.obj, f"{f.at(key)}.{res}", "a quantity such as '2' or '8Gi'",
+                                                value) from None
+        if amount < 0:
+            raise errors.ValidationError.single(f.obj, f"{f.at(key)}.{res}", "a non-negative quantity", value)
+        out[str(res)] = amount
+    return out
+
+
+def _offering(f: fields.Fields) -> instancetype.Offering:
+    zone = f.str("zone")
+    if zone is None:
+        raise f.fail("zone", "a zone name", None)
+    capacity_type = f.req_str("capacityType")
+    if capacity_type not in _CAPACITY_TYPES:
+        raise f.fail("capacityType", f"one of {', '.join(sorted(_CAPACITY_TYPES))}", capacity_type)
+    price = f.raw("price")
+    if isinstance(price, bool) or not isinstance(price, int | float) or price < 0 or math.isnan(price):
+        raise f.fail("price", "a non-negative number (dollars per hour)", price)
+    available = f.bool("available", True)
+    return instancetype.Offering(zone, capacity_type, float(price), bool(available))
+
+
+def read_file(path: str | pathlib.Path) -> list[instancetype.InstanceType]:
+    """Instance types from a JSON file in :func:`to_json`'s form."""
+    p = pathlib.Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise errors.ValidationError.single(str(p), "(root)", "JSON", f"{exc.msg} at line {exc.lineno}") from None
+    return from_json(data, obj=str(p))
+
+
+# --------------------------------------------------------------------------------------------------
+# Listing (karpy catalog)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the catalog table."""
+
+    name: str
+    vcpu: str
+    memory: str
+    pods: str
+    allocatable_cpu: str
+    allocatable_memory: str
+    on_demand: str
+    spot: str
+    zones: str
+
+
+TABLE_COLUMNS = ("NAME", "VCPU", "MEMORY", "PODS", "ALLOC CPU", "ALLOC MEMORY", "ON-DEMAND $/H", "SPOT $/H",
+                 "ZONES")
+
+
+def row(t: instancetype.InstanceType) -> Row:
+    """The table row of ``t``: capacity, allocatable, the cheapest available price per capacity type."""
+    alloc = t.allocatable
+    on_demand = t.cheapest_price(capacity_types=frozenset({labels.CAPACITY_TYPE_ON_DEMAND}))
+    spot = t.cheapest_price(capacity_types=frozenset({labels.CAPACITY_TYPE_SPOT}))
+    return Row(
+        name=t.name,
+        vcpu=_number(t.capacity.get("cpu", 0) / quantity.MILLI),
+        memory=_gib(t.capacity.get("memory", 0)),
+        pods=_number(t.capacity.get("pods", 0) / quantity.MILLI),
+        allocatable_cpu=quantity.format_quantity("cpu", alloc.get("cpu", 0)),
+        allocatable_memory=_mib(alloc.get("memory", 0)),
+        on_demand="-" if on_demand is None else f"{on_demand:.4f}",
+        spot="-" if spot is None else f"{spot:.4f}",
+        zones=zones_summary(sorted(t.zones)),
+    )
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if x == int(x) else f"{x:g}"
+
+
+def _gib(milli: int) -> str:
+    gib = milli / quantity.MILLI / 2**30
+    return f"{gib:g}Gi" if gib == int(gib) else f"{gib:.2f}Gi"
+
+
+def _mib(milli: int) -> str:
+    """Memory in whole MiB, rounded down, as Karpenter's reference page shows allocatable memory."""
+    return f"{milli // quantity.MILLI // 2**20}Mi"
+
+
+def zones_summary(zones: Sequence[str]) -> str:
+    """``us-east-1{a,b,c}`` for zones sharing a prefix, ``-`` for a regional (empty) zone."""
+    names = [z if z else "-" for z in zones]
+    if len(names) <= 1:
+        return names[0] if names else ""
+    prefix = names[0]
+    for z in names[1:]:
+        while not z.startswith(prefix):
+            prefix = prefix[:-1]
+    if not prefix or any(len(z) == len(prefix) for z in names):
+        return ",".join(names)
+    return prefix + "{" + ",".join(z[len(prefix):] for z in names) + "}"
+
+
+def render_table(types: Sequence[instancetype.InstanceType], file: IO[str], *, title: str | None = None,
+                 width: int | None = None) -> None:
+    """Write the catalog as a ``rich`` table; ``width`` defaults to the terminal's, or 200 columns."""
+    from rich.console import Console
+    from rich.table import Table
+
+    isatty = getattr(file, "isatty", None)
+    console = Console(file=file, width=width or (None if isatty is not None and isatty() else 200),
+                      highlight=False, soft_wrap=False)
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for i, column in enumerate(TABLE_COLUMNS):
+        numeric = 0 < i < len(TABLE_COLUMNS) - 1
+        table.add_column(column, justify="right" if numeric else "left", no_wrap=True)
+    for t in types:
+        r = row(t)
+        table.add_row(r.name, r.vcpu, r.memory, r.pods, r.allocatable_cpu, r.allocatable_memory, r.on_demand,
+                      r.spot, r.zones)
+    console.print(table)
+    console.print(f"{len(types)} instance types")
+
+
+def render_json(types: Sequence[instancetype.InstanceType]) -> str:
+    return json.dumps(to_json(types), indent=2) + "\n"
+
+
+def run_command(name: str, *, output: str = "table", zones: Sequence[str] = (), region: str | None = None,
+                file: IO[str]) -> None:
+    """``karpy catalog NAME``: load the catalog and write it to ``file`` as a table or JSON."""
+    if output not in OUTPUTS:
+        raise errors.ValidationError.single("catalog", "output", "table or json", output)
+    types = load(name, zones=list(zones) or None, region=region)
+    if output == "json":
+        file.write(render_json(types))
+        return
+    where = f" ({region})" if region else ""
+    render_table(types, file, title=f"karpy {name} catalog{where}")

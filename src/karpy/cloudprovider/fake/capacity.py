@@ -1,0 +1,240 @@
+"""The simulated cloud's capacity model: instance records, capacity pools and offering choice.
+
+Used by :mod:`karpy.cloudprovider.fake.provider`; pure (no I/O, no clock reads: callers pass
+``now``). What a caller may rely on:
+
+* :class:`Instance` records are frozen; the cloud replaces them when their state changes, so a
+  record handed out never changes under the holder.
+* :class:`CapacityPools`: every offering ``(instance_type, zone, capacity_type)`` has unlimited
+  capacity unless :meth:`CapacityPools.set_capacity` gave it a size (the most instances of that
+  offering that may run at once) or :meth:`CapacityPools.mark_insufficient` made it unavailable
+  until a time.
+* :func:`candidates` returns the offerings a NodeClaim may launch on, cheapest first, ties broken
+  by instance type name, then zone, so the choice is deterministic.
+* :func:`matches` evaluates node selector requirements the way Karpenter's cloud providers filter
+  instance types: a requirement on a label the provider defines (some instance type carries it,
+  or it is zone / capacity type / region) must hold for the offering, a missing label counting as
+  absent; requirements on labels the provider never defines (NodePool template labels) are left to
+  the scheduler and ignored here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from karpy.api import labels, nodeclaim, quantity, selectors
+from karpy.cloudprovider import errors, instancetype
+
+RUNNING = "running"
+TERMINATED = "terminated"
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One simulated VM, running or terminated."""
+
+    instance_id: str
+    """``i-0123456789abcdef0`` (AWS), the VM name (Azure) or the node name (KWOK)."""
+    provider_id: str
+    hostname: str
+    """The node name the kubelet registers with (``ip-10-1-2-3.ec2.internal`` on AWS)."""
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price: float
+    """US dollars per hour."""
+    launch_time: float
+    image_id: str
+    tags: Mapping[str, str]
+    labels: Mapping[str, str]
+    """Node labels of the instance: instance type labels, zone, region, capacity type, nodepool."""
+    capacity: Mapping[str, int]
+    allocatable: Mapping[str, int]
+    nodeclaim_name: str = ""
+    """Name of the NodeClaim it was launched for (``""`` for instances karpy did not launch)."""
+    node_class: str = ""
+    """Name of the NodeClass it was launched with (``""`` when none)."""
+    node_class_ref: nodeclaim.NodeClassRef | None = None
+    state: str = RUNNING
+    terminated_at: float | None = None
+    reclaim_at: float | None = None
+    """When a spot interruption notice was sent, the time the instance will be reclaimed."""
+
+    @property
+    def offering(self) -> errors.OfferingKey:
+        return (self.instance_type, self.zone, self.capacity_type)
+
+    @property
+    def running(self) -> bool:
+        return self.state == RUNNING
+
+    def cost(self, now: float) -> float:
+        """Dollars spent on this instance up to ``now`` (or its termination)."""
+        end = self.terminated_at if self.terminated_at is not None else now
+        return self.price * max(0.0, end - self.launch_time) / 3600.0
+
+
+@dataclass
+class CapacityPools:
+    """Per-offering capacity: unlimited unless limited or marked insufficient."""
+
+    limits: dict[errors.OfferingKey, int] = field(default_factory=dict)
+    insufficient_until: dict[errors.OfferingKey, float] = field(default_factory=dict)
+    running: dict[errors.OfferingKey, int] = field(default_factory=dict)
+    """How many instances of each offering are running now (maintained by the cloud)."""
+
+    def set_capacity(self, key: errors.OfferingKey, count: int | None) -> None:
+        """At most ``count`` instances of ``key`` may run at once (``None``: unlimited)."""
+        if count is None:
+            self.limits.pop(key, None)
+            return
+        if count < 0:
+            raise ValueError(f"capacity of {key} must be >= 0, got {count}")
+        self.limits[key] = count
+
+    def mark_insufficient(self, key: errors.OfferingKey, until: float) -> None:
+        """``key`` has no capacity before ``until`` (later marks extend, earlier ones do not shorten)."""
+        self.insufficient_until[key] = max(until, self.insufficient_until.get(key, until))
+
+    def launched(self, key: errors.OfferingKey) -> None:
+        self.running[key] = self.running.get(key, 0) + 1
+
+    def released(self, key: errors.OfferingKey) -> None:
+        left = self.running.get(key, 0) - 1
+        if left > 0:
+            self.running[key] = left
+        else:
+            self.running.pop(key, None)
+
+    def has_capacity(self, key: errors.OfferingKey, now: float) -> bool:
+        until = self.insufficient_until.get(key)
+        if until is not None and now < until:
+            return False
+        limit = self.limits.get(key)
+        return limit is None or self.running.get(key, 0) < limit
+
+    def unavailable(self, now: float) -> frozenset[errors.OfferingKey]:
+        """Every offering that has no capacity at ``now`` (small: only limited or marked ones)."""
+        out = {k for k, until in self.insufficient_until.items() if now < until}
+        out.update(k for k, limit in self.limits.items() if self.running.get(k, 0) >= limit)
+        return frozenset(out)
+
+
+def requirement_holds(req: selectors.NodeSelectorRequirement, value: str | None) -> bool:
+    """Whether a label with ``value`` (``None``: absent) satisfies ``req``."""
+    op = req.operator
+    if op == "In":
+        return value is not None and value in req.values
+    if op == "NotIn":
+        return value is None or value not in req.values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if value is None or not req.values:
+        return False
+    try:
+        have, bound = int(value), int(req.values[0])
+    except ValueError:
+        return False
+    if op == "Gt":
+        return have > bound
+    if op == "Lt":
+        return have < bound
+    if op == "Gte":
+        return have >= bound
+    if op == "Lte":
+        return have <= bound
+    return False
+
+
+def matches(reqs: Iterable[selectors.NodeSelectorRequirement], node_labels: Mapping[str, str],
+            defined: frozenset[str]) -> bool:
+    """Every requirement on a key in ``defined`` holds for ``node_labels``."""
+    for req in reqs:
+        if req.key in defined and not requirement_holds(req, node_labels.get(req.key)):
+            return False
+    return True
+
+
+OFFERING_KEYS = frozenset({labels.ZONE, labels.CAPACITY_TYPE, labels.REGION})
+
+
+def defined_keys(types: Iterable[instancetype.InstanceType]) -> frozenset[str]:
+    """Label keys the provider defines: any instance type's labels plus zone, capacity type, region."""
+    keys: set[str] = set(OFFERING_KEYS)
+    for it in types:
+        keys.update(it.labels)
+    return frozenset(keys)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One offering a NodeClaim could launch on."""
+
+    instance_type: instancetype.InstanceType
+    offering: instancetype.Offering
+
+    @property
+    def key(self) -> errors.OfferingKey:
+        return (self.instance_type.name, self.offering.zone, self.offering.capacity_type)
+
+    def sort_key(self) -> tuple[float, str, str, str]:
+        return (self.offering.price, self.instance_type.name, self.offering.zone,
+                self.offering.capacity_type)
+
+
+def candidates(types: Sequence[instancetype.InstanceType],
+               reqs: Sequence[selectors.NodeSelectorRequirement],
+               requests: Mapping[str, int], region: str,
+               defined: frozenset[str]) -> list[Candidate]:
+    """Offerings compatible with ``reqs`` whose type's allocatable holds ``requests``, cheapest first.
+
+    Offerings the catalog itself lists as unavailable are left out; capacity pools are not looked
+    at here (the caller decides, so it can name the offerings that were out of capacity).
+    """
+    type_reqs = [r for r in reqs if r.key not in OFFERING_KEYS]
+    offering_reqs = [r for r in reqs if r.key in OFFERING_KEYS]
+    out: list[Candidate] = []
+    for it in types:
+        if not quantity.fits(requests, it.allocatable):
+            continue
+        if not matches(type_reqs, it.labels, defined):
+            continue
+        for o in it.offerings:
+            if not o.available:
+                continue
+            where = {labels.ZONE: o.zone, labels.CAPACITY_TYPE: o.capacity_type, labels.REGION: region}
+            if matches(offering_reqs, where, defined):
+                out.append(Candidate(it, o))
+    out.sort(key=Candidate.sort_key)
+    return out
+
+
+CAPACITY_TYPE_PREFERENCE = (labels.CAPACITY_TYPE_RESERVED, labels.CAPACITY_TYPE_SPOT,
+                            labels.CAPACITY_TYPE_ON_DEMAND)
+"""Karpenter launches reserved capacity first, then spot, then on-demand, when a NodeClaim allows several."""
+
+
+def choose(cands: Sequence[Candidate], pools: CapacityPools, now: float
+           ) -> tuple[Candidate | None, list[errors.OfferingKey]]:
+    """The offering to launch and the offerings that were tried and had no capacity.
+
+    The capacity type is the most preferred one (:data:`CAPACITY_TYPE_PREFERENCE`) with any offering
+    that has capacity; within it, the cheapest offering with capacity (on-demand: lowest price;
+    spot: price-capacity-optimised, which the simulation takes as lowest price among offerings with
+    capacity). The failed list names the cheaper offerings of that capacity type that were out, or
+    every candidate when nothing has capacity.
+    """
+    order = {ct: i for i, ct in enumerate(CAPACITY_TYPE_PREFERENCE)}
+    by_type: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_type.setdefault(c.offering.capacity_type, []).append(c)
+    for ct in sorted(by_type, key=lambda t: (order.get(t, len(order)), t)):
+        failed: list[errors.OfferingKey] = []
+        for c in by_type[ct]:
+            if pools.has_capacity(c.key, now):
+                return c, failed
+            failed.append(c.key)
+    return None, [c.key for c in cands]

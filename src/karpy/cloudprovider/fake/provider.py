@@ -1,0 +1,528 @@
+"""The simulated cloud: a deterministic :class:`~karpy.cloudprovider.interface.CloudProvider`.
+
+``karpy simulate`` and the integration tests launch nodes here instead of in EC2 or Azure. It keeps
+the contract of :mod:`karpy.cloudprovider.interface` exactly, with these simulated behaviours:
+
+* **Catalog.** Instance types come from :func:`karpy.cloudprovider.catalog.load` (``"aws"``,
+  ``"azure"``, ``"kwok"``, ``"benchmark"``) or from a list the caller passes. A NodeClass's
+  ``spec.kubelet`` (and an AKSNodeClass's ``maxPods``) changes allocatable for the built-in catalogs.
+* **Launch.** :meth:`SimulatedCloud.create` filters offerings by the NodeClaim's requirements and
+  resource requests (:func:`capacity.candidates`), picks the capacity type as Karpenter does
+  (reserved, then spot, then on-demand, among those with capacity) and launches the cheapest
+  offering with capacity, skipping exhausted ones as CreateFleet skips overrides. When every
+  compatible offering is out it raises :class:`errors.InsufficientCapacityError` naming them all.
+  With ``launch_failure_rate`` > 0 a launch fails at that rate with a retryable
+  :class:`errors.CreateError` (reason ``"LaunchFailed"``).
+* **Capacity.** Unlimited by default. :meth:`SimulatedCloud.set_capacity` bounds how many
+  instances of one offering may run at once; :meth:`SimulatedCloud.mark_insufficient` (the scenario
+  step ``insufficientCapacity: {instanceType, zone, capacityType, for: 10m}``) makes an offering
+  unavailable until a time. :meth:`SimulatedCloud.get_instance_types` shows both as
+  ``Offering.available = False``.
+* **Identity.** Provider IDs have the real formats (see :mod:`karpy.cloudprovider.interface`). AWS
+  instance IDs (``i-`` + 17 hex digits) and private DNS names come from the seeded ``rng``: the
+  same seed and the same calls give the same IDs. Azure VMs are named ``aks-<nodeclaim>``, KWOK
+  nodes ``<nodeclaim>``.
+* **Ownership.** Every instance is tagged with its NodePool, NodeClaim and this cluster's ownership
+  tag (AWS ``kubernetes.io/cluster/<cluster>=owned``, Azure ``karpenter.azure.com_cluster=<cluster>``,
+  KWOK ``karpenter.sh_cluster_<cluster>=owned``). :meth:`get` and :meth:`list` see only owned
+  instances; :meth:`delete` refuses others with :class:`errors.NotOwnedError`.
+  :meth:`add_instance` puts in instances karpy did not launch (another cluster's, a hand-made VM).
+* **Interruptions.** :meth:`interrupt` queues a message (:class:`interface.InterruptionMessage`)
+  that :meth:`pending_interruptions` returns until :meth:`ack`. A ``SpotInterruption`` reclaims the
+  instance two minutes of virtual time after the notice and then queues a ``StateChange``
+  (``"terminated"``); an explicit ``StateChange`` terminates the instance at once; ``Rebalance`` and
+  ``ScheduledChange`` only queue the message.
+* **Images and drift.** An instance records the image its NodeClass resolved to at launch: the
+  first of an EC2NodeClass's ``status.amis`` matching the instance type, an AKSNodeClass's pinned
+  ``imageVersion``, otherwise the latest image :meth:`publish_image` announced, otherwise a default
+  derived from the NodeClass's image selector. :meth:`is_drifted` reports ``"NodeClassDrift"`` when
+  the NodeClaim's NodeClass hash annotation differs from the NodeClass's ``hash()``, and
+  ``"AMIDrift"`` (AWS) / ``"ImageDrift"`` (Azure, KWOK) when the image it would launch now differs.
+
+Time only moves with the ``clock`` passed in; scheduled reclaims happen lazily, at their own time,
+whenever the cloud is next called (or :meth:`settle` is). Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import hashlib
+import heapq
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from karpy import clock
+from karpy.api import labels, meta, nodeclaim, nodeclass, nodepool
+from karpy.cloudprovider import catalog as catalog_mod
+from karpy.cloudprovider import errors, instancetype, interface
+from karpy.cloudprovider.fake import capacity
+
+NodeClass = nodeclass.EC2NodeClass | nodeclass.AKSNodeClass
+NodeClassLookup = Callable[[str], NodeClass | None]
+
+FORMATS = ("aws", "azure", "kwok")
+DEFAULT_REGIONS = {"aws": "us-east-1", "azure": "eastus", "kwok": "us-east-1"}
+KWOK_GROUP = "karpenter.kwok.sh"
+AZURE_IMAGE_GALLERY = "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images"
+AZURE_DEFAULT_IMAGE_VERSION = "202501.02.0"
+
+
+def provider_format_of(catalog: str | Sequence[instancetype.InstanceType]) -> str:
+    """The provider-ID format a catalog implies: ``aws``, ``azure``, else ``kwok``."""
+    if isinstance(catalog, str) and catalog in ("aws", "azure"):
+        return catalog
+    return "kwok"
+
+
+class SimulatedCloud:
+    """A deterministic in-memory cloud; see the module docstring for what it simulates."""
+
+    name = "fake"
+
+    def __init__(self, clk: clock.Clock, rng: random.Random, *,
+                 catalog: str | Sequence[instancetype.InstanceType] = "aws",
+                 region: str | None = None, zones: Sequence[str] | None = None,
+                 cluster_name: str = "karpy", provider_format: str | None = None,
+                 node_classes: NodeClassLookup | None = None, launch_failure_rate: float = 0.0,
+                 subscription_id: str | None = None, resource_group: str | None = None) -> None:
+        self.clock = clk
+        self.rng = rng
+        self.provider_format = provider_format or provider_format_of(catalog)
+        if self.provider_format not in FORMATS:
+            raise ValueError(f"provider_format must be one of {', '.join(FORMATS)}, "
+                             f"got {self.provider_format!r}")
+        if not 0.0 <= launch_failure_rate <= 1.0:
+            raise ValueError(f"launch_failure_rate must be within [0, 1], got {launch_failure_rate}")
+        self.cluster_name = cluster_name
+        self.launch_failure_rate = launch_failure_rate
+        self._catalog = catalog if isinstance(catalog, str) else tuple(catalog)
+        self._zones = tuple(zones) if zones else None
+        self._region_arg = region if catalog in ("aws", "azure") else None
+        self._node_classes = node_classes
+        self.region = region or ""
+        digest = hashlib.sha256(cluster_name.encode()).hexdigest()
+        self.subscription_id = subscription_id or (
+            f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}")
+        if not self.region:  # the catalog's own region, else the format's default
+            first = next(iter(self._catalog_types(None)), None)
+            self.region = (first.labels.get(labels.REGION) if first is not None else None) or \
+                DEFAULT_REGIONS[self.provider_format]
+        self.resource_group = resource_group or f"MC_{cluster_name}_{cluster_name}_{self.region}"
+        self._types: dict[Any, list[instancetype.InstanceType]] = {}
+        self._views: dict[tuple[Any, frozenset[errors.OfferingKey]], list[instancetype.InstanceType]] = {}
+        self._defined: frozenset[str] | None = None
+        self.pools = capacity.CapacityPools()
+        self._live: dict[str, capacity.Instance] = {}
+        self._history: list[capacity.Instance] = []
+        self._reclaims: list[tuple[float, int, str]] = []
+        self._messages: list[interface.InterruptionMessage] = []
+        self._seq = 0
+        self._images: dict[str, str] = {}
+        self._used_ids: set[str] = set()
+        self._manual = 0
+
+    # ------------------------------------------------------------------------------------------
+    # CloudProvider
+
+    def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        self.settle()
+        nc = self._node_class(claim.spec.node_class_ref)
+        types = self._catalog_types(nc)
+        cands = capacity.candidates(types, claim.spec.requirements, claim.spec.resources_requests,
+                                    self.region, self._defined_keys())
+        if not cands:
+            raise errors.CreateError(
+                f"no offering of any instance type is compatible with NodeClaim {claim.name}'s "
+                f"requirements and resource requests", reason="NoCompatibleInstanceTypes")
+        chosen, failed = capacity.choose(cands, self.pools, self.clock.now())
+        if chosen is None:
+            raise errors.InsufficientCapacityError(failed)
+        if self.launch_failure_rate > 0 and self.rng.random() < self.launch_failure_rate:
+            raise errors.CreateError(f"simulated launch failure for NodeClaim {claim.name}",
+                                     reason="LaunchFailed", retryable=True)
+        inst = self._launch(claim, chosen, nc)
+        md = claim.metadata
+        annotations = dict(md.annotations)
+        if nc is not None:
+            annotations[_hash_annotation(nc)] = nc.hash()
+        return dataclasses.replace(
+            claim,
+            metadata=dataclasses.replace(md, labels={**md.labels, **inst.labels}, annotations=annotations),
+            status=dataclasses.replace(claim.status, provider_id=inst.provider_id, image_id=inst.image_id,
+                                       capacity=dict(inst.capacity), allocatable=dict(inst.allocatable)),
+        )
+
+    def delete(self, claim: nodeclaim.NodeClaim) -> None:
+        self.settle()
+        pid = claim.status.provider_id
+        inst = self._live.get(pid) if pid else None
+        if inst is None:
+            raise errors.NodeClaimNotFoundError(
+                f"instance {pid or '(no provider id)'} of NodeClaim {claim.name} not found")
+        if not self._owned(inst):
+            raise errors.NotOwnedError(
+                f"instance {pid} is not tagged as owned by cluster {self.cluster_name}; "
+                "refusing to terminate it")
+        self._terminate(inst, self.clock.now())
+
+    def get(self, provider_id: str) -> nodeclaim.NodeClaim:
+        self.settle()
+        inst = self._live.get(provider_id)
+        if inst is None or not self._owned(inst):
+            raise errors.NodeClaimNotFoundError(f"instance {provider_id} not found")
+        return self._claim_of(inst)
+
+    def list(self) -> builtins.list[nodeclaim.NodeClaim]:
+        self.settle()
+        owned = [i for i in self._live.values() if self._owned(i)]
+        owned.sort(key=lambda i: (i.launch_time, i.instance_id))
+        return [self._claim_of(i) for i in owned]
+
+    def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
+        self.settle()
+        ref = pool.node_class_ref if pool is not None else None
+        nc = self._lookup(ref.name) if ref is not None else None
+        key = _kubelet_key(nc)
+        base = self._catalog_types(nc)
+        out_now = self.pools.unavailable(self.clock.now())
+        cached = self._views.get((key, out_now))
+        if cached is not None:
+            return list(cached)
+        by_type: dict[str, set[tuple[str, str]]] = {}
+        for it_name, zone, ct in out_now:
+            by_type.setdefault(it_name, set()).add((zone, ct))
+        view: builtins.list[instancetype.InstanceType] = []
+        for it in base:
+            gone = by_type.get(it.name)
+            if gone is None:
+                view.append(it)
+                continue
+            view.append(it.with_offerings(tuple(
+                dataclasses.replace(o, available=False) if (o.zone, o.capacity_type) in gone else o
+                for o in it.offerings)))
+        if len(self._views) > 256:
+            self._views.clear()
+        self._views[(key, out_now)] = view
+        return list(view)
+
+    def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
+        """Drift reason of ``claim``'s instance (``""`` when none); NodeClaimNotFoundError when gone."""
+        self.settle()
+        inst = self._live.get(claim.status.provider_id)
+        if inst is None or not self._owned(inst):
+            raise errors.NodeClaimNotFoundError(f"instance {claim.status.provider_id} not found")
+        ref = claim.spec.node_class_ref
+        nc = self._lookup(ref.name) if ref is not None else None
+        if nc is not None:
+            have = claim.metadata.annotations.get(_hash_annotation(nc))
+            if have is not None and have != nc.hash():
+                return "NodeClassDrift"
+        reason = "AMIDrift" if self.provider_format == "aws" else "ImageDrift"
+        if isinstance(nc, nodeclass.EC2NodeClass) and nc.status.amis:
+            if inst.image_id not in {a.id for a in nc.status.amis}:
+                return reason
+            return ""
+        if inst.image_id != self._image_for(inst.node_class, nc, inst.labels):
+            return reason
+        return ""
+
+    def repair_policies(self) -> builtins.list[interface.RepairPolicy]:
+        """Karpenter's node auto-repair defaults: Ready False or Unknown for 30 minutes."""
+        return [interface.RepairPolicy("Ready", "False", 30 * 60.0),
+                interface.RepairPolicy("Ready", "Unknown", 30 * 60.0)]
+
+    # ------------------------------------------------------------------------------------------
+    # Capacity and images (scenario steps)
+
+    def set_capacity(self, instance_type: str, zone: str, capacity_type: str, count: int | None) -> None:
+        """At most ``count`` instances of this offering may run at once (``None``: unlimited)."""
+        self.pools.set_capacity((instance_type, zone, capacity_type), count)
+
+    def mark_insufficient(self, instance_type: str, zone: str, capacity_type: str, until: float) -> None:
+        """The offering has no capacity until ``until`` (seconds since the epoch)."""
+        self.pools.mark_insufficient((instance_type, zone, capacity_type), until)
+
+    def publish_image(self, image_id: str, node_class: str = "") -> None:
+        """A new image is released for ``node_class`` (``""``: every NodeClass without its own).
+
+        NodeClaims launched afterwards get it; running instances with an older image drift unless
+        their NodeClass pins an image (EC2NodeClass ``status.amis``, AKSNodeClass ``imageVersion``).
+        """
+        self._images[node_class] = image_id
+
+    # ------------------------------------------------------------------------------------------
+    # Interruptions (interface.InterruptionQueue)
+
+    def interrupt(self, provider_id: str, kind: str = "SpotInterruption", *,
+                  detail: str = "") -> interface.InterruptionMessage:
+        """Send an interruption notice for a running instance; see the module docstring.
+
+        Raises :class:`errors.NodeClaimNotFoundError` for an unknown or terminated instance and
+        ``ValueError`` for an unknown kind or a spot interruption of a non-spot instance.
+        """
+        self.settle()
+        if kind not in interface.INTERRUPTION_KINDS:
+            raise ValueError(f"interruption kind must be one of {', '.join(interface.INTERRUPTION_KINDS)}, "
+                             f"got {kind!r}")
+        inst = self._live.get(provider_id)
+        if inst is None:
+            raise errors.NodeClaimNotFoundError(f"instance {provider_id} not found")
+        now = self.clock.now()
+        if kind == "SpotInterruption":
+            if inst.capacity_type != labels.CAPACITY_TYPE_SPOT:
+                raise ValueError(f"instance {provider_id} is {inst.capacity_type}, not spot")
+            if inst.reclaim_at is None:
+                when = now + interface.SPOT_INTERRUPTION_WARNING_SECONDS
+                self._live[provider_id] = dataclasses.replace(inst, reclaim_at=when)
+                self._seq += 1
+                heapq.heappush(self._reclaims, (when, self._seq, provider_id))
+            return self._send(provider_id, kind, now, detail)
+        if kind == "StateChange":
+            msg = self._send(provider_id, kind, now, detail or "terminated")
+            self._terminate(inst, now)
+            return msg
+        return self._send(provider_id, kind, now, detail)
+
+    def pending_interruptions(self) -> builtins.list[interface.InterruptionMessage]:
+        self.settle()
+        return list(self._messages)
+
+    def ack(self, message: interface.InterruptionMessage) -> None:
+        self._messages = [m for m in self._messages if m.id != message.id]
+
+    def settle(self) -> None:
+        """Carry out every scheduled spot reclaim due by now, each at its own time."""
+        now = self.clock.now()
+        while self._reclaims and self._reclaims[0][0] <= now:
+            when, _, pid = heapq.heappop(self._reclaims)
+            inst = self._live.get(pid)
+            if inst is None:
+                continue  # deleted by karpy before the reclaim
+            self._terminate(inst, when)
+            self._send(pid, "StateChange", when, "terminated")
+
+    # ------------------------------------------------------------------------------------------
+    # Reports and test hooks
+
+    def instances(self) -> builtins.list[capacity.Instance]:
+        """Every instance ever launched or added, terminated ones included, by launch time."""
+        self.settle()
+        out = [*self._history, *self._live.values()]
+        out.sort(key=lambda i: (i.launch_time, i.instance_id))
+        return out
+
+    def instance(self, provider_id: str) -> capacity.Instance | None:
+        """The running instance with ``provider_id``, if any (owned or not)."""
+        self.settle()
+        return self._live.get(provider_id)
+
+    def cost_per_hour(self) -> float:
+        """Sum of the hourly prices of this cluster's running instances."""
+        self.settle()
+        return sum(i.price for i in self._live.values() if self._owned(i))
+
+    def accrued_cost(self) -> float:
+        """Dollars spent so far on this cluster's instances, running and terminated."""
+        self.settle()
+        now = self.clock.now()
+        return sum(i.cost(now) for i in [*self._history, *self._live.values()] if self._owned(i))
+
+    def add_instance(self, instance_type: str, zone: str, capacity_type: str = labels.CAPACITY_TYPE_ON_DEMAND,
+                     *, tags: dict[str, str] | None = None, nodeclaim_name: str = "") -> capacity.Instance:
+        """Put in a running instance karpy did not launch, with exactly ``tags`` (default: none).
+
+        Pass this cluster's ownership tag (:meth:`ownership_tag`) to simulate a leaked instance
+        that garbage collection should find. Raises ``KeyError`` for an unknown instance type.
+        """
+        self.settle()
+        it = {t.name: t for t in self._catalog_types(None)}[instance_type]
+        price = next((o.price for o in it.offerings
+                      if o.zone == zone and o.capacity_type == capacity_type), 0.0)
+        offer = instancetype.Offering(zone, capacity_type, price)
+        self._manual += 1
+        name = nodeclaim_name or f"manual-{self._manual}"
+        return self._new_instance(it, offer, name=name, claim_name=nodeclaim_name, tags=dict(tags or {}),
+                                  nodepool_name="", nc=None, ref=None)
+
+    def ownership_tag(self) -> tuple[str, str]:
+        """The tag ``(key, value)`` marking an instance as launched for this cluster."""
+        if self.provider_format == "aws":
+            return (f"kubernetes.io/cluster/{self.cluster_name}", "owned")
+        if self.provider_format == "azure":
+            return ("karpenter.azure.com_cluster", self.cluster_name)
+        return (f"karpenter.sh_cluster_{self.cluster_name}", "owned")
+
+    # ------------------------------------------------------------------------------------------
+    # Internals
+
+    def _owned(self, inst: capacity.Instance) -> bool:
+        key, value = self.ownership_tag()
+        return inst.tags.get(key) == value
+
+    def _send(self, provider_id: str, kind: str, when: float, detail: str) -> interface.InterruptionMessage:
+        self._seq += 1
+        msg = interface.InterruptionMessage(f"msg-{self._seq:06d}", provider_id, kind, when, detail)
+        self._messages.append(msg)
+        return msg
+
+    def _terminate(self, inst: capacity.Instance, when: float) -> None:
+        del self._live[inst.provider_id]
+        self.pools.released(inst.offering)
+        self._history.append(dataclasses.replace(inst, state=capacity.TERMINATED, terminated_at=when))
+
+    def _lookup(self, name: str) -> NodeClass | None:
+        return self._node_classes(name) if self._node_classes is not None else None
+
+    def _node_class(self, ref: nodeclaim.NodeClassRef | None) -> NodeClass | None:
+        """The NodeClass a NodeClaim refers to; NodeClassNotReadyError when missing or not Ready."""
+        if ref is None or self._node_classes is None:
+            return None
+        nc = self._node_classes(ref.name)
+        if nc is None:
+            raise errors.NodeClassNotReadyError(f"{ref.kind} {ref.name} not found")
+        for c in nc.status.conditions:
+            if c.type == "Ready" and not c.is_true:
+                raise errors.NodeClassNotReadyError(
+                    f"{ref.kind} {ref.name} is not ready: {c.reason or c.status}")
+        return nc
+
+    def _catalog_types(self, nc: NodeClass | None) -> builtins.list[instancetype.InstanceType]:
+        key = _kubelet_key(nc)
+        types = self._types.get(key)
+        if types is None:
+            if isinstance(self._catalog, str):
+                types = catalog_mod.load(self._catalog, zones=self._zones, region=self._region_arg,
+                                         kubelet=_kubelet_overrides(nc))
+            elif self._zones is not None:
+                types = catalog_mod.restrict_zones(self._catalog, self._zones)
+            else:
+                types = list(self._catalog)
+            self._types[key] = types
+        return types
+
+    def _defined_keys(self) -> frozenset[str]:
+        if self._defined is None:
+            self._defined = capacity.defined_keys(self._catalog_types(None))
+        return self._defined
+
+    def _launch(self, claim: nodeclaim.NodeClaim, chosen: capacity.Candidate,
+                nc: NodeClass | None) -> capacity.Instance:
+        tags: dict[str, str] = dict(nc.tags) if nc is not None else {}
+        nodepool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
+        sep = "_" if self.provider_format == "azure" else "/"
+        tags[f"karpenter.sh{sep}nodepool"] = nodepool_name
+        tags[f"karpenter.sh{sep}nodeclaim"] = claim.name
+        if isinstance(nc, nodeclass.EC2NodeClass):
+            tags["karpenter.k8s.aws/ec2nodeclass"] = nc.name
+            tags["eks:eks-cluster-name"] = self.cluster_name
+        key, value = self.ownership_tag()
+        tags[key] = value
+        return self._new_instance(chosen.instance_type, chosen.offering, name=claim.name,
+                                  claim_name=claim.name, tags=tags, nodepool_name=nodepool_name, nc=nc,
+                                  ref=claim.spec.node_class_ref)
+
+    def _new_instance(self, it: instancetype.InstanceType, offer: instancetype.Offering, *, name: str,
+                      claim_name: str, tags: dict[str, str], nodepool_name: str, nc: NodeClass | None,
+                      ref: nodeclaim.NodeClassRef | None) -> capacity.Instance:
+        """Start an instance; ``name`` names Azure VMs and KWOK nodes (AWS ids are random)."""
+        fmt = self.provider_format
+        if fmt == "aws":
+            iid = self._aws_instance_id()
+            pid = f"aws:///{offer.zone}/{iid}"
+            a, b, c = self.rng.randrange(256), self.rng.randrange(256), self.rng.randrange(1, 255)
+            suffix = "ec2.internal" if self.region == "us-east-1" else f"{self.region}.compute.internal"
+            hostname = f"ip-10-{a}-{b}-{c}.{suffix}"
+        elif fmt == "azure":
+            iid = hostname = f"aks-{name}"
+            pid = (f"azure:///subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
+                   f"/providers/Microsoft.Compute/virtualMachines/{iid}")
+        else:
+            iid = hostname = name
+            pid = f"kwok://{iid}"
+        if pid in self._live:
+            raise errors.CreateError(f"an instance named {iid} is already running", reason="AlreadyExists")
+        node_labels = dict(it.labels)
+        node_labels.setdefault(labels.ARCH, "amd64")
+        node_labels.setdefault(labels.OS, "linux")
+        node_labels.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: offer.zone,
+                            labels.REGION: self.region, labels.CAPACITY_TYPE: offer.capacity_type})
+        if nodepool_name:
+            node_labels[labels.NODEPOOL] = nodepool_name
+        inst = capacity.Instance(
+            instance_id=iid, provider_id=pid, hostname=hostname, instance_type=it.name, zone=offer.zone,
+            capacity_type=offer.capacity_type, price=offer.price, launch_time=self.clock.now(),
+            image_id=self._image_for(nc.name if nc is not None else "", nc, node_labels),
+            tags=tags, labels=node_labels, capacity=dict(it.capacity), allocatable=dict(it.allocatable),
+            nodeclaim_name=claim_name, node_class=nc.name if nc is not None else "", node_class_ref=ref,
+        )
+        self._live[pid] = inst
+        self._used_ids.add(iid)
+        self.pools.launched(inst.offering)
+        return inst
+
+    def _aws_instance_id(self) -> str:
+        while True:
+            iid = f"i-{self.rng.getrandbits(68):017x}"
+            if iid not in self._used_ids:
+                return iid
+
+    def _image_for(self, nc_name: str, nc: NodeClass | None, node_labels: dict[str, str] | Any) -> str:
+        """The image a launch with NodeClass ``nc`` would get now (see the module docstring)."""
+        if isinstance(nc, nodeclass.EC2NodeClass) and nc.status.amis:
+            for ami in nc.status.amis:
+                if all(capacity.requirement_holds(r, node_labels.get(r.key)) for r in ami.requirements):
+                    return ami.id
+            return nc.status.amis[0].id
+        if isinstance(nc, nodeclass.AKSNodeClass) and nc.image_version:
+            return _azure_image(nc.image_family, nc.image_version)
+        published = self._images.get(nc_name) or self._images.get("")
+        if published:
+            return published
+        if self.provider_format == "azure":
+            family = nc.image_family if isinstance(nc, nodeclass.AKSNodeClass) else "Ubuntu2204"
+            return _azure_image(family, AZURE_DEFAULT_IMAGE_VERSION)
+        selector = ""
+        if isinstance(nc, nodeclass.EC2NodeClass):
+            selector = nodeclass.stable_hash([t.to_dict() for t in nc.ami_selector_terms])
+        digest = hashlib.sha256(f"{self.region}/{selector}".encode()).hexdigest()
+        if self.provider_format == "aws":
+            return f"ami-{digest[:17]}"
+        return f"kwok-image-{digest[:12]}"
+
+    def _claim_of(self, inst: capacity.Instance) -> nodeclaim.NodeClaim:
+        """The NodeClaim view of an instance, as garbage collection sees it."""
+        return nodeclaim.NodeClaim(
+            metadata=meta.ObjectMeta(name=inst.nodeclaim_name or inst.instance_id, labels=dict(inst.labels),
+                                     creation_timestamp=inst.launch_time),
+            spec=nodeclaim.NodeClaimSpec(node_class_ref=inst.node_class_ref),
+            status=nodeclaim.NodeClaimStatus(provider_id=inst.provider_id, image_id=inst.image_id,
+                                             capacity=dict(inst.capacity),
+                                             allocatable=dict(inst.allocatable)),
+        )
+
+
+def _hash_annotation(nc: NodeClass) -> str:
+    if isinstance(nc, nodeclass.EC2NodeClass):
+        return labels.NODECLASS_HASH_AWS
+    return labels.NODECLASS_HASH_AZURE
+
+
+def _kubelet_overrides(nc: NodeClass | None) -> dict[str, Any] | None:
+    if nc is None:
+        return None
+    out: dict[str, Any] = nc.kubelet.to_dict() if nc.kubelet is not None else {}
+    if isinstance(nc, nodeclass.AKSNodeClass) and nc.max_pods is not None:
+        out["maxPods"] = nc.max_pods
+    return out or None
+
+
+def _kubelet_key(nc: NodeClass | None) -> Any:
+    overrides = _kubelet_overrides(nc)
+    return None if overrides is None else catalog_mod.kubelet_config(overrides)
+
+
+def _azure_image(family: str, version: str) -> str:
+    sku = "2204gen2containerd" if family == "Ubuntu2204" else "AzureLinuxgen2containerd"
+    return f"{AZURE_IMAGE_GALLERY}/{sku}/versions/{version}"

@@ -1,0 +1,136 @@
+"""Kubernetes Events published through the cluster interface, aggregated as kubectl shows them.
+
+``EventRecorder(cluster, clock, component="karpenter").publish(involved, "Normal", reason, msg)``
+creates a core/v1 ``Event`` about ``involved`` (any object dict). Publishing the same event again
+(same involved object uid, type, reason and message from the same component) does not create a
+new object: the existing one gets ``count += 1`` and a new ``lastTimestamp``, so
+``kubectl get events`` shows ``(x3 over 2m)``. The recorder remembers what it published; when the
+remembered Event has been deleted meanwhile, a fresh one is created.
+
+Events about cluster-scoped objects (Nodes, NodeClaims, NodePools) live in the ``default``
+namespace, as with the real client. Event names are ``<involved name>.<hex nanoseconds>``.
+Publishing never raises for a vanished Event; other cluster errors propagate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.kube import errors, interface
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+_AggregationKey = tuple[str, str, str, str, str, str, str, str]
+
+
+def involved_object(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``involvedObject`` reference for ``obj``."""
+    kind = str(obj.get("kind", ""))
+    meta = obj.get("metadata") or {}
+    ref: dict[str, Any] = {"kind": kind, "name": meta.get("name", "")}
+    namespace = meta.get("namespace") or ""
+    if namespace:
+        ref["namespace"] = namespace
+    if meta.get("uid"):
+        ref["uid"] = meta["uid"]
+    info = interface.kind_info(kind)
+    api_version = obj.get("apiVersion") or (info.api_version if info else "")
+    if api_version:
+        ref["apiVersion"] = api_version
+    if meta.get("resourceVersion"):
+        ref["resourceVersion"] = meta["resourceVersion"]
+    return ref
+
+
+class EventRecorder:
+    """Publishes Events for one component (``source.component`` and ``reportingComponent``)."""
+
+    def __init__(
+        self, cluster: interface.Cluster, clock: clock_mod.Clock, component: str = "karpenter"
+    ) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.component = component
+        self._published: dict[_AggregationKey, tuple[str, str]] = {}
+
+    def publish(self, involved: Mapping[str, Any], type: str, reason: str, message: str) -> dict[str, Any]:
+        """Create or aggregate an Event; returns it as stored."""
+        if type not in (NORMAL, WARNING):
+            raise errors.Invalid(f"event type must be {NORMAL} or {WARNING}, found {type!r}")
+        ref = involved_object(involved)
+        key: _AggregationKey = (
+            ref["kind"],
+            ref.get("namespace", ""),
+            ref["name"],
+            ref.get("uid", ""),
+            type,
+            reason,
+            message,
+            self.component,
+        )
+        now = clock_mod.rfc3339(self.clock.now())
+        known = self._published.get(key)
+        if known is not None:
+            updated = self._bump(known, now)
+            if updated is not None:
+                return updated
+            del self._published[key]
+        event = self._create(ref, type, reason, message, now)
+        self._published[key] = (event["metadata"]["namespace"], event["metadata"]["name"])
+        return event
+
+    def _bump(self, known: tuple[str, str], now: str) -> dict[str, Any] | None:
+        """count += 1 on a published Event; ``None`` when it no longer exists."""
+        namespace, name = known
+        for attempt in range(3):
+            try:
+                current = self.cluster.get("Event", name, namespace)
+                return self.cluster.patch(
+                    "Event",
+                    name,
+                    {
+                        "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                        "count": int(current.get("count") or 1) + 1,
+                        "lastTimestamp": now,
+                    },
+                    namespace,
+                )
+            except errors.NotFound:
+                return None
+            except errors.Conflict:
+                if attempt == 2:
+                    raise
+        return None
+
+    def normal(self, involved: Mapping[str, Any], reason: str, message: str) -> dict[str, Any]:
+        return self.publish(involved, NORMAL, reason, message)
+
+    def warning(self, involved: Mapping[str, Any], reason: str, message: str) -> dict[str, Any]:
+        return self.publish(involved, WARNING, reason, message)
+
+    def _create(self, ref: dict[str, Any], type: str, reason: str, message: str, now: str) -> dict[str, Any]:
+        namespace = ref.get("namespace") or "default"
+        stamp = int(self.clock.now() * 1_000_000_000)
+        for attempt in range(1000):
+            event = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{ref['name']}.{stamp + attempt:x}", "namespace": namespace},
+                "involvedObject": ref,
+                "reason": reason,
+                "message": message,
+                "type": type,
+                "source": {"component": self.component},
+                "reportingComponent": self.component,
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            }
+            try:
+                return self.cluster.create(event)
+            except errors.AlreadyExists:
+                continue
+        raise errors.AlreadyExists(f"could not find a free Event name for {ref['kind']}/{ref['name']}")

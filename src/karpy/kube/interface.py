@@ -1,0 +1,262 @@
+"""The cluster interface karpy's controllers talk to, and small helpers over object dicts.
+
+Controllers (provisioner, NodeClaim lifecycle, termination, garbage collection, disruption) take
+a :class:`Cluster` and nothing else that touches Kubernetes. Two implementations exist:
+:class:`karpy.kube.memory.InMemoryCluster` (simulator, integration tests) and an adapter over a
+real API server. Both follow the contract written on :class:`Cluster`; a controller that relies
+on anything else is wrong.
+
+Objects are plain dicts exactly as the API server returns them: ``apiVersion``, ``kind``,
+``metadata``, ``spec``, ``status``. Kinds are identified by their ``kind`` string; :data:`KINDS`
+says which API version and scope each kind karpy uses has. Other kinds are accepted as namespaced
+custom objects with whatever ``apiVersion`` they are created with.
+
+Namespaces: for a namespaced kind, ``namespace=""`` means ``"default"`` in ``get``, ``create``,
+``update``, ``patch`` and ``delete``, and *all namespaces* in ``list``. For a cluster-scoped kind
+the namespace is ignored and objects carry none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+WatchHandler = Callable[[str, dict[str, Any]], None]
+"""``handler(event_type, obj)`` with ``event_type`` one of ADDED, MODIFIED, DELETED."""
+
+Unsubscribe = Callable[[], None]
+
+LabelSelectorArg = str | Mapping[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    api_version: str
+    namespaced: bool
+
+
+KINDS: Mapping[str, KindInfo] = {
+    "Pod": KindInfo("v1", True),
+    "Node": KindInfo("v1", False),
+    "Event": KindInfo("v1", True),
+    "Namespace": KindInfo("v1", False),
+    "PersistentVolumeClaim": KindInfo("v1", True),
+    "PersistentVolume": KindInfo("v1", False),
+    "ConfigMap": KindInfo("v1", True),
+    "DaemonSet": KindInfo("apps/v1", True),
+    "Deployment": KindInfo("apps/v1", True),
+    "ReplicaSet": KindInfo("apps/v1", True),
+    "StatefulSet": KindInfo("apps/v1", True),
+    "Job": KindInfo("batch/v1", True),
+    "PodDisruptionBudget": KindInfo("policy/v1", True),
+    "StorageClass": KindInfo("storage.k8s.io/v1", False),
+    "CSINode": KindInfo("storage.k8s.io/v1", False),
+    "VolumeAttachment": KindInfo("storage.k8s.io/v1", False),
+    "Lease": KindInfo("coordination.k8s.io/v1", True),
+    "NodePool": KindInfo("karpenter.sh/v1", False),
+    "NodeClaim": KindInfo("karpenter.sh/v1", False),
+    "EC2NodeClass": KindInfo("karpenter.k8s.aws/v1", False),
+    "AKSNodeClass": KindInfo("karpenter.azure.com/v1beta1", False),
+    # v1alpha5-era kinds, read from old manifests before conversion.
+    "Provisioner": KindInfo("karpenter.sh/v1alpha5", False),
+    "Machine": KindInfo("karpenter.sh/v1alpha5", False),
+    "AWSNodeTemplate": KindInfo("karpenter.k8s.aws/v1alpha1", False),
+}
+
+
+def kind_info(kind: str) -> KindInfo | None:
+    """The registered API version and scope of ``kind`` (``None`` for a custom kind)."""
+    return KINDS.get(kind)
+
+
+def is_namespaced(kind: str) -> bool:
+    """Unknown kinds are namespaced custom objects."""
+    info = KINDS.get(kind)
+    return True if info is None else info.namespaced
+
+
+def scoped_namespace(kind: str, namespace: str | None) -> str:
+    """The namespace an object of ``kind`` lives in: ``""`` for cluster-scoped, else default."""
+    if not is_namespaced(kind):
+        return ""
+    return namespace or "default"
+
+
+class Cluster(Protocol):
+    """What a controller may rely on when talking to a cluster.
+
+    Reads. ``get`` and ``list`` return dicts the caller MUST NOT mutate: an implementation may
+    hand out shared, cached objects (an informer cache, or the in-memory store itself). Copy
+    (``copy.deepcopy``) before changing an object and sending it back.
+
+    Errors are :mod:`karpy.kube.errors` classes: ``NotFound`` (gone), ``AlreadyExists`` (name
+    taken), ``Conflict`` (stale ``resourceVersion``: re-read, re-apply, retry), ``Invalid`` /
+    ``BadRequest`` (the request can never succeed as is), ``TooManyRequests`` (retry later).
+
+    Writes. Every successful write returns the object as stored (with its new
+    ``metadata.resourceVersion``). ``resourceVersion`` is an opaque string; never compare two of
+    them except for equality.
+    """
+
+    def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
+        """The object, or ``NotFound``."""
+        ...
+
+    def list(
+        self,
+        kind: str,
+        namespace: str = "",
+        label_selector: LabelSelectorArg = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Objects of ``kind`` (in ``namespace``, or all when ``""``) matching both selectors.
+
+        Field selectors support ``=``, ``==`` and ``!=`` on the fields listed by
+        :func:`karpy.kube.selectors.supported_fields` (``metadata.name``, ``metadata.namespace``;
+        Pods: ``spec.nodeName``, ``status.phase``, ...; Events: ``involvedObject.*``, ``reason``,
+        ``source``, ``reportingComponent``, ``type``). Others raise ``BadRequest``.
+        The order of the result is unspecified.
+        """
+        ...
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create ``obj``; ``AlreadyExists`` when the name is taken.
+
+        Sets ``metadata.uid``, ``resourceVersion``, ``creationTimestamp`` and ``generation=1``;
+        ``metadata.generateName`` without a name gets a random suffix. A missing ``apiVersion`` is
+        filled from :data:`KINDS`. ``obj`` itself is not modified.
+        """
+        ...
+
+    def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace metadata and spec of an existing object (status changes are ignored).
+
+        ``Conflict`` when ``metadata.resourceVersion`` is set and stale (omit it for an
+        unconditional update). ``metadata.generation`` increases when ``spec`` changes. Removing
+        the last finalizer of a terminating object completes its deletion. Adding a finalizer to
+        a terminating object is ``Invalid``.
+        """
+        ...
+
+    def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace only ``status``; same ``Conflict`` rule as :meth:`update`."""
+        ...
+
+    def patch(self, kind: str, name: str, patch: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        """Apply a JSON merge patch (RFC 7386: ``None`` deletes a key, lists are replaced).
+
+        ``status`` in the patch is ignored (use :meth:`patch_status`). A
+        ``metadata.resourceVersion`` in the patch is a precondition (``Conflict`` when stale).
+        """
+        ...
+
+    def patch_status(
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str = ""
+    ) -> dict[str, Any]:
+        """Apply a JSON merge patch to ``status`` only (the ``/status`` subresource)."""
+        ...
+
+    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+        """Delete, or ``NotFound``.
+
+        With finalizers the object gets ``metadata.deletionTimestamp`` and stays until an update
+        or patch removes the last finalizer; without, it is gone at once. Deleting a terminating
+        object again does nothing. Dependents (``ownerReferences``) whose every owner is gone are
+        deleted afterwards (background propagation).
+        """
+        ...
+
+    def evict(self, name: str, namespace: str) -> None:
+        """The Pod ``eviction`` subresource: delete the pod unless a PodDisruptionBudget forbids it.
+
+        ``TooManyRequests`` when the budget selecting the pod allows no disruption now;
+        ``InternalError`` when more than one budget selects it; ``NotFound`` when the pod is
+        gone. Pods that are not running (pending, succeeded, failed) or already terminating can
+        always be evicted. On success the pod is deleted as by :meth:`delete`.
+        """
+        ...
+
+    def watch(self, kind: str, handler: WatchHandler) -> Unsubscribe:
+        """Call ``handler(event_type, obj)`` after every committed write to ``kind``, in order.
+
+        Events are ADDED, MODIFIED and DELETED (``obj`` is the last state for DELETED). A
+        handler MUST only record or enqueue work: it must not mutate ``obj`` and should not
+        write to the cluster itself. Returns a function that stops the watch.
+        """
+        ...
+
+
+# ----------------------------------------------------------------------------- object helpers
+
+
+def meta_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(kind, namespace, name)``; namespace is ``""`` for cluster-scoped kinds."""
+    kind = str(obj.get("kind", ""))
+    meta = obj.get("metadata") or {}
+    return kind, scoped_namespace(kind, meta.get("namespace")), str(meta.get("name", ""))
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    labels: Mapping[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    annotations: Mapping[str, str] = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations
+
+
+def is_terminating(obj: Mapping[str, Any]) -> bool:
+    """True once a delete was accepted (``metadata.deletionTimestamp`` is set)."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
+    return finalizer in ((obj.get("metadata") or {}).get("finalizers") or ())
+
+
+def owner_references(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    refs: list[dict[str, Any]] = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return refs
+
+
+def owner(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The controlling ownerReference (``controller: true``), else the first one, else ``None``."""
+    refs = owner_references(obj)
+    for ref in refs:
+        if ref.get("controller"):
+            return ref
+    return refs[0] if refs else None
+
+
+def owner_reference(obj: Mapping[str, Any], *, controller: bool = True) -> dict[str, Any]:
+    """An ownerReference pointing at ``obj``, to put into a dependent's metadata."""
+    meta = obj.get("metadata") or {}
+    info = KINDS.get(str(obj.get("kind", "")))
+    ref: dict[str, Any] = {
+        "apiVersion": obj.get("apiVersion") or (info.api_version if info else ""),
+        "kind": obj.get("kind", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+    }
+    if controller:
+        ref["controller"] = True
+        ref["blockOwnerDeletion"] = True
+    return ref

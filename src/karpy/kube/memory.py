@@ -1,0 +1,551 @@
+"""An in-memory cluster with the API server's semantics, for the simulator and integration tests.
+
+:class:`InMemoryCluster` implements :class:`karpy.kube.interface.Cluster`; controllers run on it
+unchanged. What it does like a real API server: per-object ``resourceVersion`` from one global
+counter, optimistic concurrency (``Conflict``), ``generation`` bumped on spec changes, status only
+through ``update_status`` / ``patch_status``, JSON merge patches, finalizers and
+``deletionTimestamp``, ownerReference garbage collection (background propagation, cascading;
+dependents that keep a live owner lose only their dangling references), the Pod eviction
+subresource with PodDisruptionBudgets (:mod:`karpy.kube.memory_eviction`), and synchronous,
+ordered watches.
+
+Deliberate differences: ``create`` keeps a given ``status`` (tests and the simulator build
+running pods and ready nodes in one call; a Pod without status gets ``phase: Pending``); deleting
+a pod removes it at once (there is no kubelet grace period); namespaces need not exist, and a
+removed Namespace deletes what is in it without waiting; objects created with an ownerReference
+to an owner that never existed are left alone (only an owner's removal triggers collection).
+
+Object ownership. The store keeps private copies of what callers write and never mutates a stored
+version in place: every write stores a new dict. ``get`` returns a private copy the caller may
+modify and send back. ``list``, ``objects`` and watch handlers get the *stored* objects, shared
+and read-only - copy before changing one (``InMemoryCluster(copy_reads=True)`` makes ``list``
+copy too, for hunting such bugs; passing a stored object back to ``update`` raises at once).
+
+Speed. Objects are indexed by kind and namespace, pods also by ``spec.nodeName`` (``""`` for
+unbound pods), so ``list("Pod", field_selector="spec.nodeName=n")`` reads only that node's pods,
+and ``metadata.name=`` is a direct lookup. ``scanned`` counts the objects list filters examined.
+
+Watches. Notifications are queued at commit and delivered after the outer write finished, in
+write order; a handler that writes back does not recurse, its writes are delivered after the
+current ones. An exception from a handler is re-raised once the queue is drained.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import random
+import re
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.kube import errors, interface, memory_eviction, memory_gc, selectors
+
+Key = memory_gc.Key
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+_SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+
+
+class SharedObjectMutatedError(AssertionError):
+    """A caller passed a stored (shared, read-only) object back to a write: it must copy first."""
+
+
+def copy_obj(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, scalars); much faster than ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {k: copy_obj(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_obj(v) for v in value]
+    return value
+
+
+def copy_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`copy_obj` of one object, typed."""
+    return {k: copy_obj(v) for k, v in obj.items()}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch; returns a new value and leaves both arguments unchanged."""
+    if not isinstance(patch, dict):
+        return copy_obj(patch)
+    result: dict[str, Any] = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class _Watcher:
+    __slots__ = ("active", "handler")
+
+    def __init__(self, handler: interface.WatchHandler) -> None:
+        self.handler = handler
+        self.active = True
+
+
+class InMemoryCluster:
+    """A :class:`karpy.kube.interface.Cluster` kept in dicts; see the module docstring."""
+
+    def __init__(
+        self, clock: clock_mod.Clock, *, rng: random.Random | None = None, copy_reads: bool = False
+    ) -> None:
+        self.clock = clock
+        self.copy_reads = copy_reads
+        self.scanned = 0
+        """Objects examined by ``list`` filters so far (to check that an index was used)."""
+        self._rng = rng if rng is not None else random.Random(0)
+        self._lock = threading.RLock()
+        self._revision = 0
+        self._objects: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+        self._idx = memory_gc.Indexes()
+        self._watchers: dict[str, list[_Watcher]] = {}
+        self._pending: collections.deque[tuple[str, str, dict[str, Any]]] = collections.deque()
+        self._draining = False
+        self._removed: collections.deque[dict[str, Any]] = collections.deque()
+
+    # ------------------------------------------------------------------------------------ reads
+
+    @property
+    def revision(self) -> int:
+        """The last resourceVersion handed out (the global write counter)."""
+        return self._revision
+
+    def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
+        with self._lock:
+            return copy_dict(self._require(kind, name, namespace))
+
+    def list(
+        self,
+        kind: str,
+        namespace: str = "",
+        label_selector: interface.LabelSelectorArg = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        labels = selectors.label_query(label_selector)
+        fields = selectors.field_query(field_selector)
+        if fields is not None:
+            fields.check(kind)
+        namespace = namespace if interface.is_namespaced(kind) else ""
+        out: list[dict[str, Any]] = []
+        with self._lock:
+            for obj in self._candidates(kind, namespace, fields):
+                self.scanned += 1
+                if namespace and obj["metadata"].get("namespace") != namespace:
+                    continue
+                if labels is not None and not labels.matches(obj["metadata"].get("labels")):
+                    continue
+                if fields is not None and not fields.matches(obj, kind):
+                    continue
+                out.append(obj)
+        return [copy_dict(o) for o in out] if self.copy_reads else out
+
+    def _candidates(
+        self, kind: str, namespace: str, fields: selectors.FieldQuery | None
+    ) -> Iterable[dict[str, Any]]:
+        by_ns = self._objects.get(kind, {})
+        if fields is not None:
+            pinned_ns = fields.equals("metadata.namespace")
+            if pinned_ns is not None:
+                if namespace and pinned_ns != namespace:
+                    return ()
+                namespace = pinned_ns
+            name = fields.equals("metadata.name")
+            if name is not None:
+                spaces = [namespace] if namespace or not interface.is_namespaced(kind) else list(by_ns)
+                found = (by_ns.get(ns, {}).get(name) for ns in spaces)
+                return [o for o in found if o is not None]
+            node = fields.equals("spec.nodeName") if kind == "Pod" else None
+            if node is not None:
+                return self._idx.pods_on(node)
+        if namespace:
+            return list(by_ns.get(namespace, {}).values())
+        return [o for objs in list(by_ns.values()) for o in list(objs.values())]
+
+    def objects(self, kind: str) -> builtins.list[dict[str, Any]]:
+        """Every stored ``kind`` object (shared, read-only), sorted by namespace and name."""
+        with self._lock:
+            by_ns = self._objects.get(kind, {})
+            return [by_ns[ns][n] for ns in sorted(by_ns) for n in sorted(by_ns[ns])]
+
+    def kinds(self) -> builtins.list[str]:
+        with self._lock:
+            return sorted(k for k, by_ns in self._objects.items() if any(by_ns.values()))
+
+    def snapshot(self) -> dict[str, builtins.list[dict[str, Any]]]:
+        """A private deep copy of everything, ``{kind: [objects sorted by namespace/name]}``."""
+        with self._lock:
+            return {kind: [copy_dict(o) for o in self.objects(kind)] for kind in self.kinds()}
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Every stored object (shared, read-only), kinds in sorted order."""
+        for kind in self.kinds():
+            yield from self.objects(kind)
+
+    # ----------------------------------------------------------------------------------- writes
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            new = self._prepare_create(obj)
+            self._commit(new, interface.ADDED)
+            self._drain()
+            return copy_dict(new)
+
+    def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            old = self._for_write(obj)
+            new = copy_dict(obj)
+            new["apiVersion"] = obj.get("apiVersion") or old["apiVersion"]
+            new["kind"] = old["kind"]
+            new["metadata"] = dict(new.get("metadata") or {})
+            self._restore_server_fields(old, new)
+            result = self._replace(old, new)
+            self._drain()
+            return result
+
+    def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            old = self._for_write(obj)
+            new = dict(old)
+            new["metadata"] = dict(old["metadata"])
+            if obj.get("status") is None:
+                new.pop("status", None)
+            else:
+                new["status"] = copy_obj(obj["status"])
+            result = self._replace(old, new)
+            self._drain()
+            return result
+
+    def patch(self, kind: str, name: str, patch: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        with self._lock:
+            old = self._patch_target(kind, name, namespace, patch)
+            body = {k: v for k, v in patch.items() if k not in ("status", "kind")}
+            new: dict[str, Any] = merge_patch(old, body)
+            new["metadata"] = dict(new.get("metadata") or {})
+            if not new.get("apiVersion"):
+                new["apiVersion"] = old["apiVersion"]
+            self._restore_server_fields(old, new)
+            result = self._replace(old, new)
+            self._drain()
+            return result
+
+    def patch_status(
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str = ""
+    ) -> dict[str, Any]:
+        with self._lock:
+            old = self._patch_target(kind, name, namespace, patch)
+            new = dict(old)
+            new["metadata"] = dict(old["metadata"])
+            if "status" in patch:
+                status = merge_patch(old.get("status"), patch["status"])
+                if status is None:
+                    new.pop("status", None)
+                else:
+                    new["status"] = status
+            result = self._replace(old, new)
+            self._drain()
+            return result
+
+    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+        with self._lock:
+            self._delete(self._require(kind, name, namespace))
+            self._collect_garbage()
+            self._drain()
+
+    def evict(self, name: str, namespace: str) -> None:
+        with self._lock:
+            pod = self._require("Pod", name, namespace)
+            ns = pod["metadata"]["namespace"]
+            memory_eviction.check_eviction(
+                pod,
+                list(self._objects.get("PodDisruptionBudget", {}).get(ns, {}).values()),
+                list(self._objects.get("Pod", {}).get(ns, {}).values()),
+                self._find_owner,
+            )
+            self._delete(pod)
+            self._collect_garbage()
+            self._drain()
+
+    def watch(self, kind: str, handler: interface.WatchHandler) -> interface.Unsubscribe:
+        """As :meth:`karpy.kube.interface.Cluster.watch`; ``kind="*"`` watches every kind."""
+        watcher = _Watcher(handler)
+        with self._lock:
+            self._watchers.setdefault(kind, []).append(watcher)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                watcher.active = False
+                watchers = self._watchers.get(kind, [])
+                if watcher in watchers:
+                    watchers.remove(watcher)
+
+        return unsubscribe
+
+    # ---------------------------------------------------------------------------------- helpers
+
+    def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._objects.get(kind, {}).get(namespace, {}).get(name)
+
+    def _require(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
+        ns = interface.scoped_namespace(kind, namespace)
+        obj = self._lookup(kind, ns, name)
+        if obj is None:
+            where = f" in namespace {ns!r}" if ns else ""
+            raise errors.NotFound(f'{kind} "{name}" not found{where}', kind=kind, name=name, namespace=ns)
+        return obj
+
+    def _find_owner(self, namespace: str, ref: Any) -> dict[str, Any] | None:
+        key = self._idx.uids.get(str(ref.get("uid", "")))
+        return None if key is None else self._lookup(*key)
+
+    def _lookup_key(self, key: Key) -> dict[str, Any] | None:
+        return self._lookup(*key)
+
+    def _for_write(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The stored object ``obj`` wants to replace, after its preconditions hold."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            raise errors.BadRequest("an object needs a metadata mapping")
+        kind, ns, name = interface.meta_key(obj)
+        old = self._require(kind, name, ns)
+        if obj is old or obj["metadata"] is old["metadata"]:
+            raise SharedObjectMutatedError(
+                f"{kind} {ns}/{name}: a stored object from list()/watch was passed back; copy it first"
+            )
+        self._check_preconditions(old, obj["metadata"])
+        return old
+
+    def _patch_target(self, kind: str, name: str, namespace: str, patch: Any) -> dict[str, Any]:
+        if not isinstance(patch, dict):
+            raise errors.BadRequest(f"a merge patch of {kind} {name!r} must be a mapping")
+        old = self._require(kind, name, namespace)
+        meta = patch.get("metadata") or {}
+        for field in ("name", "namespace"):
+            if meta.get(field) is not None and meta[field] != old["metadata"].get(field, ""):
+                raise errors.Invalid(f"{kind} {name!r}: metadata.{field} cannot be changed by a patch")
+        self._check_preconditions(old, meta)
+        return old
+
+    def _check_preconditions(self, old: dict[str, Any], meta: Any) -> None:
+        kind, ns, name = interface.meta_key(old)
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
+            raise errors.Conflict(
+                f'Operation cannot be fulfilled on {kind} "{name}": the object has been modified; '
+                "please apply your changes to the latest version and try again",
+                kind=kind,
+                name=name,
+                namespace=ns,
+            )
+        uid = meta.get("uid")
+        if uid not in (None, "") and uid != old["metadata"]["uid"]:
+            raise errors.Conflict(
+                f'Precondition failed for {kind} "{name}": uid {uid} is not {old["metadata"]["uid"]}',
+                kind=kind,
+                name=name,
+                namespace=ns,
+            )
+
+    def _restore_server_fields(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """Server-managed metadata and status come from the stored version, not the request."""
+        meta, old_meta = new["metadata"], old["metadata"]
+        meta["name"] = old_meta["name"]
+        if "namespace" in old_meta:
+            meta["namespace"] = old_meta["namespace"]
+        else:
+            meta.pop("namespace", None)
+        for field in _SERVER_META:
+            if field in old_meta:
+                meta[field] = old_meta[field]
+            else:
+                meta.pop(field, None)
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+        if interface.is_terminating(old):
+            before = set(old_meta.get("finalizers") or ())
+            added = [f for f in meta.get("finalizers") or () if f not in before]
+            if added:
+                raise errors.Invalid(
+                    f"{old['kind']} {old_meta['name']!r}: metadata.finalizers: Forbidden: no new finalizers "
+                    f"can be added if the object is being deleted, found new finalizers {added}"
+                )
+
+    def _prepare_create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(obj, dict) or not obj.get("kind"):
+            raise errors.Invalid("an object needs a kind")
+        kind = str(obj["kind"])
+        new = copy_dict(obj)
+        meta = new.get("metadata")
+        if not isinstance(meta, dict):
+            raise errors.Invalid(f"{kind}: an object needs a metadata mapping", kind=kind)
+        info = interface.kind_info(kind)
+        if not new.get("apiVersion"):
+            if info is None:
+                raise errors.Invalid(f"{kind}: apiVersion is required for a custom kind", kind=kind)
+            new["apiVersion"] = info.api_version
+        ns = interface.scoped_namespace(kind, meta.get("namespace"))
+        if ns:
+            meta["namespace"] = ns
+            self._check_namespace_open(kind, ns)
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise errors.Invalid(f"{kind}: metadata.name or metadata.generateName is required", kind=kind)
+            meta["name"] = self._generate_name(kind, ns, str(meta["generateName"]))
+        name = meta["name"]
+        if not isinstance(name, str) or len(name) > 253 or not _NAME_RE.match(name):
+            raise errors.Invalid(
+                f"{kind}: metadata.name {name!r} must be a lowercase RFC 1123 subdomain",
+                kind=kind,
+                name=str(name),
+            )
+        if self._lookup(kind, ns, name) is not None:
+            raise errors.AlreadyExists(f'{kind} "{name}" already exists', kind=kind, name=name, namespace=ns)
+        refs = meta.get("ownerReferences") or []
+        if any(not r.get("uid") or not r.get("name") or not r.get("kind") for r in refs):
+            raise errors.Invalid(f"{kind} {name!r}: every ownerReference needs kind, name and uid", kind=kind)
+        if sum(1 for r in refs if r.get("controller")) > 1:
+            raise errors.Invalid(f"{kind} {name!r}: only one ownerReference can be a controller", kind=kind)
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+            meta.pop(field, None)
+        meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = clock_mod.rfc3339(self.clock.now())
+        meta["generation"] = 1
+        if kind == "Pod" and not new.get("status"):
+            new["status"] = {"phase": "Pending"}
+        elif kind == "Namespace" and not new.get("status"):
+            new["status"] = {"phase": "Active"}
+        return new
+
+    def _check_namespace_open(self, kind: str, namespace: str) -> None:
+        ns_obj = self._lookup("Namespace", "", namespace)
+        if ns_obj is not None and interface.is_terminating(ns_obj):
+            raise errors.Forbidden(
+                f"{kind} cannot be created in namespace {namespace!r} because it is being terminated",
+                kind=kind,
+                namespace=namespace,
+            )
+
+    def _generate_name(self, kind: str, namespace: str, prefix: str) -> str:
+        prefix = prefix[:58]
+        for _ in range(100):
+            name = prefix + "".join(self._rng.choice(_SUFFIX_ALPHABET) for _ in range(5))
+            if self._lookup(kind, namespace, name) is None:
+                return name
+        raise errors.AlreadyExists(f"{kind}: could not generate a free name from {prefix!r}", kind=kind)
+
+    def _replace(self, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+        """Store ``new`` over ``old`` (no-op when nothing changed); finish deletion if due."""
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if new == old:
+            return copy_dict(old)
+        if new.get("spec") != old.get("spec"):
+            new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        if interface.is_terminating(new) and not new["metadata"].get("finalizers"):
+            self._remove(new)
+            self._collect_garbage()
+        else:
+            self._commit(new, interface.MODIFIED)
+        return copy_dict(new)
+
+    def _delete(self, obj: dict[str, Any]) -> None:
+        """Start (finalizers) or finish deleting ``obj``; a terminating object is left as is."""
+        if interface.is_terminating(obj):
+            return
+        if obj["metadata"].get("finalizers"):
+            new = dict(obj)
+            new["metadata"] = dict(obj["metadata"])
+            new["metadata"]["deletionTimestamp"] = clock_mod.rfc3339(self.clock.now())
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            self._commit(new, interface.MODIFIED)
+        else:
+            self._remove(obj)
+
+    # ---------------------------------------------------------------------------- store + index
+
+    def _commit(self, obj: dict[str, Any], event_type: str) -> None:
+        kind, ns, name = interface.meta_key(obj)
+        self._revision += 1
+        obj["metadata"]["resourceVersion"] = str(self._revision)
+        old = self._lookup(kind, ns, name)
+        if old is not None:
+            self._idx.drop(old)
+        self._objects.setdefault(kind, {}).setdefault(ns, {})[name] = obj
+        self._idx.add(obj)
+        self._pending.append((kind, event_type, obj))
+
+    def _remove(self, obj: dict[str, Any]) -> None:
+        kind, ns, name = interface.meta_key(obj)
+        stored = self._lookup(kind, ns, name)
+        if stored is not None:
+            self._idx.drop(stored)
+            del self._objects[kind][ns][name]
+        self._revision += 1
+        final = dict(obj)
+        final["metadata"] = dict(obj["metadata"])
+        final["metadata"]["resourceVersion"] = str(self._revision)
+        self._pending.append((kind, interface.DELETED, final))
+        self._removed.append(final)
+
+    # ------------------------------------------------------------------------ garbage collection
+
+    def _collect_garbage(self) -> None:
+        """Delete dependents of removed owners, breadth first, until nothing more goes away."""
+        while self._removed:
+            gone = self._removed.popleft()
+            kind, _, name = interface.meta_key(gone)
+            if kind == "Namespace":
+                for content_key in self._namespace_contents(name):
+                    content = self._lookup(*content_key)
+                    if content is not None:
+                        self._delete(content)
+            for action, dep in memory_gc.collect(gone["metadata"]["uid"], self._idx, self._lookup_key):
+                if action == memory_gc.DELETE:
+                    self._delete(dep)
+                else:
+                    self._commit(dep, interface.MODIFIED)
+
+    def _namespace_contents(self, namespace: str) -> builtins.list[Key]:
+        return sorted(
+            (kind, namespace, name)
+            for kind, by_ns in self._objects.items()
+            if interface.is_namespaced(kind)
+            for name in by_ns.get(namespace, {})
+        )
+
+    # ---------------------------------------------------------------------------------- watches
+
+    def _drain(self) -> None:
+        """Deliver queued notifications in order; re-entrant writes only append to the queue."""
+        if self._draining:
+            return
+        self._draining = True
+        failure: BaseException | None = None
+        try:
+            while self._pending:
+                kind, event_type, obj = self._pending.popleft()
+                for watcher in (*self._watchers.get(kind, ()), *self._watchers.get("*", ())):
+                    if not watcher.active:
+                        continue
+                    try:
+                        watcher.handler(event_type, obj)
+                    except Exception as exc:  # deliver the rest, then report the first failure
+                        if failure is None:
+                            failure = exc
+        finally:
+            self._draining = False
+        if failure is not None:
+            raise failure
+
+
+def new_cluster(clock: clock_mod.Clock, seed: int = 0) -> InMemoryCluster:
+    """An empty cluster whose generated names and uids follow ``seed``."""
+    return InMemoryCluster(clock, rng=random.Random(seed))
+

@@ -1,0 +1,167 @@
+"""Bins: existing nodes, in-flight NodeClaims and new NodeClaims as arrays, during one run.
+
+Every place a pod may go is a bin with a row in ``remaining`` (free capacity per resource
+dimension), a requirement-set id, a taint-set id, and for every non-hostname topology key in use
+its domain: a value index, ``UNDETERMINED`` (a new NodeClaim that may still be narrowed to one
+of ``possible`` values) or ``NONE``. Arrays grow by doubling; Python lists hold what NumPy cannot.
+The scheduler asks "how many pods of this shape fit on each bin" in one vectorised expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy.api import pod as pod_mod
+from karpy.scheduling import hostports
+from karpy.scheduling import requirements as reqs_mod
+
+NONE = -2
+UNDETERMINED = -1
+
+IntArray = npt.NDArray[np.int64]
+
+
+class Registry:
+    """Interns hashable values to small integer ids (requirement sets, taint sets, domains)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+        self.values: list[Any] = []
+
+    def id(self, value: Any) -> int:
+        i = self.ids.get(value)
+        if i is None:
+            i = len(self.values)
+            self.ids[value] = i
+            self.values.append(value)
+        return i
+
+
+class Bins:
+    """Capacity and identity of every bin in one scheduling run."""
+
+    def __init__(self, dims: Sequence[str], keys: Sequence[str]) -> None:
+        self.dims = list(dims)
+        self.keys = list(keys)
+        self.n = 0
+        cap = 64
+        k = len(dims)
+        self.remaining: IntArray = np.zeros((cap, k), dtype=np.int64)
+        self.used: IntArray = np.zeros((cap, k), dtype=np.int64)
+        self.reqset: IntArray = np.zeros(cap, dtype=np.int64)
+        self.taintset: IntArray = np.zeros(cap, dtype=np.int64)
+        self.schedulable = np.zeros(cap, dtype=np.bool_)
+        self.dom: dict[str, IntArray] = {key: np.full(cap, NONE, dtype=np.int64) for key in keys}
+        self.possible: dict[str, IntArray] = {key: np.full(cap, -1, dtype=np.int64) for key in keys}
+        self.reqsets = Registry()
+        self.taintsets = Registry()
+        self.domains: dict[str, Registry] = {key: Registry() for key in keys}
+        self.possible_sets: dict[str, Registry] = {key: Registry() for key in keys}
+        self.names: list[str] = []
+        self.template: list[int] = []  # template index for new claims, -1 for existing
+        self.target: list[int] = []  # target instance type index for new claims
+        self.pods: list[list[pod_mod.Pod]] = []
+        self.ports: list[hostports.HostPortUsage | None] = []
+        self.is_node: list[bool] = []
+
+    def _grow(self) -> None:
+        cap = len(self.reqset)
+        if self.n < cap:
+            return
+        new = cap * 2
+
+        def grow(a: Any, fill: Any) -> Any:
+            shape = (new - cap, *a.shape[1:])
+            return np.concatenate([a, np.full(shape, fill, dtype=a.dtype)])
+
+        self.remaining = grow(self.remaining, 0)
+        self.used = grow(self.used, 0)
+        self.reqset = grow(self.reqset, 0)
+        self.taintset = grow(self.taintset, 0)
+        self.schedulable = grow(self.schedulable, False)
+        for key in self.keys:
+            self.dom[key] = grow(self.dom[key], NONE)
+            self.possible[key] = grow(self.possible[key], -1)
+
+    def add(self, name: str, remaining: IntArray, used: IntArray, reqs: reqs_mod.Requirements,
+            taints: tuple[Any, ...], *, is_node: bool, schedulable: bool = True,
+            template: int = -1, target: int = -1, pods: list[pod_mod.Pod] | None = None,
+            domains: dict[str, str | frozenset[str] | None] | None = None) -> int:
+        """Add a bin; ``domains[key]`` is a value, a set of possible values, or None."""
+        self._grow()
+        b = self.n
+        self.n += 1
+        self.remaining[b] = remaining
+        self.used[b] = used
+        self.reqset[b] = self.reqsets.id((reqs, is_node))
+        self.taintset[b] = self.taintsets.id(taints)
+        self.schedulable[b] = schedulable
+        self.names.append(name)
+        self.template.append(template)
+        self.target.append(target)
+        self.pods.append(list(pods or ()))
+        self.ports.append(None)
+        self.is_node.append(is_node)
+        for key, value in (domains or {}).items():
+            if key in self.dom:
+                self.set_domain(b, key, value)
+        return b
+
+    def set_domain(self, b: int, key: str, value: str | frozenset[str] | None) -> None:
+        if value is None:
+            self.dom[key][b] = NONE
+        elif isinstance(value, str):
+            self.dom[key][b] = self.domains[key].id(value)
+            self.possible[key][b] = -1
+        elif len(value) == 1:
+            self.set_domain(b, key, next(iter(value)))
+        else:
+            self.dom[key][b] = UNDETERMINED
+            self.possible[key][b] = self.possible_sets[key].id(value)
+
+    def domain_of(self, b: int, key: str) -> str | None:
+        i = int(self.dom[key][b])
+        return str(self.domains[key].values[i]) if i >= 0 else None
+
+    def requirements(self, b: int) -> reqs_mod.Requirements:
+        reqs: reqs_mod.Requirements = self.reqsets.values[int(self.reqset[b])][0]
+        return reqs
+
+    def set_requirements(self, b: int, reqs: reqs_mod.Requirements) -> None:
+        self.reqset[b] = self.reqsets.id((reqs, self.is_node[b]))
+
+    def fit_counts(self, req: IntArray) -> IntArray:
+        """How many pods requesting ``req`` each bin can still take (0 for full bins)."""
+        n = self.n
+        nz = np.flatnonzero(req > 0)
+        if len(nz) == 0:
+            return np.full(n, 1 << 40, dtype=np.int64)
+        rem = self.remaining[:n, nz]
+        fit = (rem // req[nz]).min(axis=1)
+        return np.maximum(fit, 0)
+
+    def domain_mask(self, key: str, allowed: set[str]) -> npt.NDArray[np.bool_]:
+        """Bins whose domain for ``key`` is in ``allowed`` or could still be narrowed into it."""
+        n = self.n
+        reg = self.domains[key]
+        ids = [reg.ids[v] for v in allowed if v in reg.ids]
+        dom = self.dom[key][:n]
+        mask = np.isin(dom, ids) if ids else np.zeros(n, dtype=np.bool_)
+        sets = self.possible_sets[key]
+        ok = [i for i, s in enumerate(sets.values) if s & allowed]
+        if ok:
+            mask |= (dom == UNDETERMINED) & np.isin(self.possible[key][:n], ok)
+        return mask
+
+    def possible_values(self, b: int, key: str) -> frozenset[str]:
+        i = int(self.dom[key][b])
+        if i >= 0:
+            return frozenset({self.domains[key].values[i]})
+        if i == UNDETERMINED:
+            s: frozenset[str] = self.possible_sets[key].values[int(self.possible[key][b])]
+            return s
+        return frozenset()

@@ -1,0 +1,167 @@
+"""Opening new NodeClaims for a pod group, and turning them into results at the end.
+
+:func:`open_claim` tries NodePools in weight order. A NodePool qualifies when the group tolerates
+its taints, its requirements are compatible with the group's, and some instance type that is
+compatible with the combined requirements, offered in an allowed domain and within the remaining
+limits holds one pod plus the DaemonSet overhead of the DaemonSets that would run there.
+
+The claim is then sized after one *target* instance type: the one with the lowest price per unit
+of the run's total demand (how many "average pods" it holds per dollar), taking the largest of
+near-ties so that pods pack into few, dense nodes. With minValues, the target is the largest type
+whose set of equal-or-larger types still offers minValues distinct values, so any packing that fits
+the target keeps enough options. :func:`finalize` lists every type holding what the claim got.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy.api import labels as wk
+from karpy.provisioning import podgroups, results, templates
+from karpy.provisioning import placement as placement_mod
+from karpy.scheduling import requirements as reqs_mod
+
+IntArray = npt.NDArray[np.int64]
+NEAR_TIE = 1.01
+MAX_INSTANCE_TYPES = 60
+
+
+def open_claim(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
+               constraints: dict[str, set[str]]) -> int | None:
+    """Open a new NodeClaim that can take at least one pod of ``g``; its bin index, or None."""
+    greq = g.requirements()
+    for ti, tmpl in enumerate(run.templates):
+        if placement_mod._untolerated(g.tolerations, tmpl.taints,
+                                      prefer_ok=g.tolerate_prefer_no_schedule) is not None:
+            continue
+        if tmpl.requirements.compatible(greq) is not None:
+            continue
+        base = tmpl.requirements.intersect(greq)
+        for creqs in _domain_choices(run, g, base, constraints):
+            b = _open(run, ti, tmpl, creqs, req)
+            if b is not None:
+                return b
+    return None
+
+
+def _domain_choices(run: placement_mod.Placement, g: podgroups.PodGroup, base: reqs_mod.Requirements,
+                    constraints: dict[str, set[str]]) -> list[reqs_mod.Requirements]:
+    """Requirement sets to try, narrowed to each allowed domain (least-loaded first)."""
+    out = [base]
+    for key, allowed in sorted(constraints.items()):
+        narrowed: list[reqs_mod.Requirements] = []
+        for reqs in out:
+            r = reqs.get(key)
+            values = sorted((v for v in allowed if r is None or r.has(v)),
+                            key=lambda v: (run.terms_count(g, key, v), v))
+            narrowed.extend(reqs.add(reqs_mod.Requirement.new(key, "In", [v])) for v in values)
+        out = narrowed
+    return out
+
+
+def _open(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs: reqs_mod.Requirements,
+          req: IntArray) -> int | None:
+    table = tmpl.table
+    if len(table) == 0:
+        return None
+    info = table.info(creqs)
+    ds = run.daemon_overhead(ti, creqs)
+    avail = table.alloc - ds
+    limit = tmpl.remaining_limit_vector(run.dims)
+    feasible = info.mask & (avail >= req).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    if not feasible.any():
+        return None
+    target = _target(run, tmpl, info, avail, feasible, creqs)
+    if target is None:
+        return None
+    for j, d in enumerate(run.dims):
+        if d in tmpl.limits:
+            tmpl.limits[d] -= int(table.capacity[target, j])
+    domains: dict[str, str | frozenset[str] | None] = {}
+    for key in run.keys:
+        domains[key] = _claim_domain(creqs, key, table, target, info)
+    name = f"{tmpl.name}-new-{len(run.new_bins)}"
+    b = run.bins.add(name, avail[target].copy(), ds.copy(), creqs, tmpl.taints, is_node=False,
+                     template=ti, target=target, domains=domains)
+    run.new_bins.append(b)
+    run.initial_pods.append(0)
+    return b
+
+
+def _claim_domain(creqs: reqs_mod.Requirements, key: str, table: templates.TypeTable, target: int,
+                  info: templates.TypeInfo) -> str | frozenset[str] | None:
+    r = creqs.get(key)
+    if key == wk.ZONE:
+        return frozenset(info.zones[target])
+    if key == wk.CAPACITY_TYPE:
+        return frozenset(info.capacity_types[target])
+    value = table.types[target].labels.get(key)
+    if value is not None:
+        return value
+    if r is not None and not r.complement and r.values:
+        return frozenset(r.values)
+    return None
+
+
+def _target(run: placement_mod.Placement, tmpl: templates.Template, info: templates.TypeInfo,
+            avail: IntArray, feasible: Any, creqs: reqs_mod.Requirements) -> int | None:
+    idx = np.flatnonzero(feasible)
+    demand = run.demand
+    nz = demand > 0
+    units = (avail[idx][:, nz] / demand[nz]).min(axis=1)
+    score = info.price[idx] / np.maximum(units, 1e-12)
+    order = np.lexsort((-units, score))
+    if tmpl.has_min_values:
+        for j in order:
+            t = int(idx[j])
+            if _min_values_ok(tmpl, creqs, avail, info, avail[t]):
+                return t
+        return None
+    best = score[order[0]]
+    near = np.flatnonzero(score <= best * NEAR_TIE)
+    return int(idx[near[np.argmax(units[near])]])
+
+
+def _min_values_ok(tmpl: templates.Template, creqs: reqs_mod.Requirements, avail: IntArray,
+                   info: templates.TypeInfo, used: IntArray) -> bool:
+    holds = info.mask & (avail >= used).all(axis=1)
+    types = [tmpl.table.types[i].labels for i in np.flatnonzero(holds)]
+    return not creqs.min_values_violations(types)
+
+
+def finalize(run: placement_mod.Placement, b: int) -> results.NewNodeClaim | None:
+    """The NodeClaim for new bin ``b``: its pods, requirements and instance type options."""
+    pods = run.bins.pods[b]
+    if not pods:
+        return None
+    ti = run.bins.template[b]
+    tmpl = run.templates[ti]
+    table = tmpl.table
+    creqs = run.bins.requirements(b)
+    info = table.info(creqs)
+    ds = run.daemon_overhead(ti, creqs)
+    used = run.bins.used[b]
+    target = run.bins.target[b]
+    limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[target]
+    holds = info.mask & ((table.alloc - ds) >= used).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    idx = np.flatnonzero(holds)
+    if len(idx) == 0:
+        idx = np.array([target])
+    idx = idx[np.lexsort((idx, info.price[idx]))]
+    if tmpl.has_min_values:
+        options = [int(i) for i in idx]
+    else:
+        options = [int(i) for i in idx[:MAX_INSTANCE_TYPES]]
+    types = [table.types[i] for i in options]
+    names = [t.name for t in types]
+    out_reqs = creqs.add(reqs_mod.Requirement.new(wk.INSTANCE_TYPE, "In", names))
+    requests = {d: int(used[j]) for j, d in enumerate(run.dims) if used[j]}
+    overhead = {d: int(ds[j]) for j, d in enumerate(run.dims) if ds[j]}
+    return results.NewNodeClaim(
+        nodepool=tmpl.name, requirements=out_reqs, instance_types=types, pods=list(pods),
+        requests=requests, daemon_overhead=overhead, labels=dict(tmpl.labels), taints=tmpl.taints,
+        startup_taints=tmpl.startup_taints, price=float(info.price[options[0]]),
+        hostname=run.bins.names[b])

@@ -1,0 +1,176 @@
+"""How a pod group is placed: three paths over the same bins.
+
+- **fill**: no constraint on a non-hostname key. Per-bin fit counts (resources, hostname caps,
+  host ports) are computed in one NumPy expression and the group goes first-fit in bin order;
+  what is left opens new NodeClaims, each filled at once.
+- **water-fill**: one topology spread on one non-hostname key (zone, capacity type, a custom
+  label). The group's pods are split over the key's domains by water-filling (always the
+  least-loaded domain, which keeps every step within maxSkew), then each domain's share is a fill
+  restricted to bins in, or narrowable to, that domain.
+- **pod by pod**: pod (anti-)affinity on a non-hostname key, or several such constraints: the
+  allowed domains are recomputed after every pod.
+
+Every path moves the placed pods to the front of ``g.pods`` and returns their number.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy.provisioning import claims, podgroups
+from karpy.provisioning import placement as placement_mod
+from karpy.scheduling import topology
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def place(run: placement_mod.Placement, g: podgroups.PodGroup) -> int:
+    keyed = [t for t in g.terms() if not t.hostname]
+    inverse = any(not t.hostname and t.kind == topology.ANTI_AFFINITY and s.owners
+                  and t.matches(g.namespace, g.labels) for t, s in run.terms.items())
+    req = run.vector(g.requests)
+    if not keyed and not inverse:
+        return fill(run, g, req, 0, g.size, None)
+    if (not inverse and len(keyed) == 1 and keyed[0].kind == topology.SPREAD
+            and keyed[0].matches(g.namespace, g.labels)):
+        return water_fill(run, g, req, keyed[0])
+    return pod_by_pod(run, g, req)
+
+
+def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, start: int, count: int,
+         domain: tuple[str, str] | None) -> int:
+    """Place ``g.pods[start:start+count]`` first-fit; returns how many were placed.
+
+    ``domain`` restricts bins to one (key, value); undetermined bins are narrowed when used.
+    """
+    placed = 0
+    n = run.bins.n
+    mask = run.base_mask(g)
+    if domain is not None:
+        mask &= run.bins.domain_mask(domain[0], {domain[1]})
+    fit = run.bins.fit_counts(req)
+    fit[~mask] = 0
+    cap = run.hostname_cap(g, n)
+    if cap is not None:
+        fit = np.minimum(fit, cap)
+    if g.host_ports:
+        fit = np.minimum(fit, run.ports_mask(g, n).astype(np.int64))
+    cand = np.flatnonzero(fit > 0)
+    if len(cand):
+        take = fit[cand]
+        cum = np.cumsum(take)
+        stop = int(np.searchsorted(cum, count))
+        for j in range(min(stop + 1, len(cand))):
+            b = int(cand[j])
+            k = int(min(take[j], count - placed))
+            if k <= 0:
+                break
+            _put(run, g, b, req, start + placed, k, domain)
+            placed += k
+    while placed < count:
+        b = claims.open_claim(run, g, req, {domain[0]: {domain[1]}} if domain else {})
+        if b is None:
+            break
+        k = _fit_one(run, g, req, b)
+        if k <= 0:
+            break
+        k = min(k, count - placed)
+        _put(run, g, b, req, start + placed, k, domain)
+        placed += k
+    return placed
+
+
+def _fit_one(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, b: int) -> int:
+    nz = req > 0
+    k = int((run.bins.remaining[b, nz] // req[nz]).min()) if nz.any() else 1 << 30
+    cap = run.hostname_cap(g, run.bins.n)
+    if cap is not None:
+        k = min(k, int(cap[b]))
+    if g.host_ports:
+        k = min(k, 1)
+    return max(k, 0)
+
+
+def _put(run: placement_mod.Placement, g: podgroups.PodGroup, b: int, req: IntArray, start: int, k: int,
+         domain: tuple[str, str] | None) -> None:
+    if domain is not None:
+        run.narrow(b, domain[0], domain[1])
+    run.record(g, b, g.pods[start:start + k], req)
+
+
+def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
+               term: topology.Term) -> int:
+    state = run.terms[term]
+    eligible = run.eligible(term.key, g.requirements(), term.honor_node_affinity)
+    # respect minDomains / skew against domains no pod of the group can reach
+    allowed = topology.allowed_domains(state, eligible, self_match=True)
+    if not allowed:
+        return 0
+    shares = topology.spread_water_fill(state, eligible, g.size)
+    if any(d not in allowed and c for d, c in shares.items()):
+        return pod_by_pod(run, g, req)
+    placed = 0
+    order = list(g.pods)
+    cursor = 0
+    done: list[int] = []
+    for d in sorted(shares):
+        want = shares[d]
+        got = fill(run, g, req, cursor, want, (term.key, d))
+        done.extend(range(cursor, cursor + got))
+        placed += got
+        cursor += want
+        if got < want:
+            # the rest of this domain's share stays unplaced: the skew would break elsewhere
+            continue
+    _front(g, order, done)
+    return placed
+
+
+def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> int:
+    order = list(g.pods)
+    done: list[int] = []
+    for i in range(len(order)):
+        g.pods = order  # fill() indexes g.pods
+        constraints = run.domain_constraints(g)
+        if any(not v for v in constraints.values()):
+            break
+        b = _first_bin(run, g, req, constraints)
+        if b is None:
+            b = claims.open_claim(run, g, req, constraints)
+            if b is None or _fit_one(run, g, req, b) <= 0:
+                break
+        for key, allowed in constraints.items():
+            if run.bins.domain_of(b, key) is None:
+                choices = sorted(run.bins.possible_values(b, key) & allowed,
+                                 key=lambda v, k=key: (run.terms_count(g, k, v), v))
+                if not choices:
+                    break
+                run.narrow(b, key, choices[0])
+        run.record(g, b, [order[i]], req)
+        done.append(i)
+    _front(g, order, done)
+    return len(done)
+
+
+def _first_bin(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
+               constraints: dict[str, set[str]]) -> int | None:
+    n = run.bins.n
+    mask = run.base_mask(g)
+    for key, allowed in constraints.items():
+        mask &= run.bins.domain_mask(key, allowed)
+    fit = run.bins.fit_counts(req)
+    fit[~mask] = 0
+    cap = run.hostname_cap(g, n)
+    if cap is not None:
+        fit = np.minimum(fit, cap)
+    if g.host_ports:
+        fit = np.minimum(fit, run.ports_mask(g, n).astype(np.int64))
+    cand = np.flatnonzero(fit > 0)
+    return int(cand[0]) if len(cand) else None
+
+
+def _front(g: podgroups.PodGroup, order: list[object], done: list[int]) -> None:
+    chosen = set(done)
+    g.pods = [order[i] for i in done] + [p for i, p in enumerate(order) if i not in chosen]  # type: ignore[misc]

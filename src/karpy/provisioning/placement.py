@@ -1,0 +1,313 @@
+"""One run's placement state: bins, topology counts, and how a pod group is placed.
+
+:class:`Placement` is the working memory of :class:`karpy.provisioning.scheduler.Scheduler`.
+It owns the :class:`bins.Bins`, one :class:`topology.TermState` per distinct topology term, the
+domain universe of every topology key, and caches of requirement compatibility, taint toleration
+and DaemonSet overhead keyed by small integer ids so that the per-group work is a handful of
+NumPy expressions over all bins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy.api import labels as wk
+from karpy.api import pod as pod_mod
+from karpy.provisioning import bins as bins_mod
+from karpy.provisioning import podgroups, results, templates
+from karpy.scheduling import hostports
+from karpy.scheduling import requirements as reqs_mod
+from karpy.scheduling import taints as taints_mod
+from karpy.scheduling import topology
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+BIG = np.int64(1 << 40)
+NEAR_TIE = 1.01
+
+
+class Placement:
+    """Bins and counts of one scheduling run; places pod groups."""
+
+    def __init__(self, dims: list[str], tmpls: list[templates.Template],
+                 groups: Sequence[podgroups.PodGroup], existing: Sequence[results.ExistingNode],
+                 daemon_pods: Sequence[pod_mod.Pod]) -> None:
+        self.dims = dims
+        self.templates = tmpls
+        self.daemon_pods = list(daemon_pods)
+        self.dim_index = {d: i for i, d in enumerate(dims)}
+        # topology terms: from pending groups and from running pods' anti-affinity (inverse rule)
+        self.terms: dict[topology.Term, topology.TermState] = {}
+        for g in groups:
+            for t in _all_terms(g):
+                self.terms.setdefault(t, topology.TermState(t))
+        for node in existing:
+            for p in node.pods:
+                if p.pod_anti_affinity is not None:
+                    for at in p.pod_anti_affinity.required:
+                        t = topology.term_from_affinity(at, p.namespace, anti=True, required=True)
+                        self.terms.setdefault(t, topology.TermState(t))
+        keys = sorted({t.key for t in self.terms if not t.hostname})
+        self.keys = keys
+        self.bins = bins_mod.Bins(dims, keys)
+        self.new_bins: list[int] = []
+        self.initial_pods: list[int] = []
+        self._compat: dict[tuple[reqs_mod.Requirements, int], bool] = {}
+        self._tol: dict[tuple[Any, bool, int], bool] = {}
+        self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
+        self.universe: dict[str, set[str]] = {k: set() for k in keys}
+        total = np.zeros(len(dims), dtype=np.int64)
+        for g in groups:
+            total += self.vector(g.requests) * g.size
+        self.demand = total.astype(np.float64)
+        for node in existing:
+            self._add_existing(node)
+        for tmpl in tmpls:
+            for key in keys:
+                self.universe[key] |= self._template_domains(tmpl, key)
+
+    # -- setup ------------------------------------------------------------------------------------
+
+    def vector(self, resources: Any) -> IntArray:
+        v = np.zeros(len(self.dims), dtype=np.int64)
+        for name, amount in resources.items():
+            i = self.dim_index.get(name)
+            if i is not None:
+                v[i] = amount
+        return v
+
+    def _add_existing(self, node: results.ExistingNode) -> None:
+        used = np.zeros(len(self.dims), dtype=np.int64)
+        for p in node.pods:
+            used += self.vector(p.requests)
+        taints = tuple(t for t in node.taints
+                       if not (node.in_flight and t.key in EPHEMERAL))
+        reqs = reqs_mod.Requirements.from_labels(node.labels)
+        if node.in_flight:
+            present = {p.metadata.controller.name for p in node.pods
+                       if p.is_daemonset_pod and p.metadata.controller is not None}
+            for d in self.daemon_pods:
+                owner = d.metadata.controller
+                if owner is not None and owner.name in present:
+                    continue
+                if _daemon_fits(d, reqs, taints, node=True):
+                    used += self.vector(d.requests)
+        remaining = self.vector(node.allocatable) - used
+        domains: dict[str, str | frozenset[str] | None] = {k: node.labels.get(k) for k in self.keys}
+        b = self.bins.add(node.name, remaining, used, reqs, taints, is_node=True,
+                          schedulable=node.schedulable, pods=node.pods, domains=domains)
+        self.initial_pods.append(len(node.pods))
+        for key, value in domains.items():
+            if isinstance(value, str):
+                self.universe[key].add(value)
+        ports = [hostports.host_port(ip, proto, port) for p in node.pods for ip, proto, port in p.host_ports()]
+        if ports:
+            usage = hostports.HostPortUsage()
+            for p in node.pods:
+                usage.add(p.key, [hostports.host_port(*hp) for hp in p.host_ports()])
+            self.bins.ports[b] = usage
+        for p in node.pods:
+            self._count(p.namespace, p.labels, _owned_anti(p), b, 1)
+
+    def _template_domains(self, tmpl: templates.Template, key: str) -> set[str]:
+        r = tmpl.requirements.get(key)
+        if key == wk.ZONE:
+            zones = {z for t in tmpl.table.types for z in t.zones}
+            return {z for z in zones if r is None or r.has(z)}
+        if key == wk.CAPACITY_TYPE:
+            cts = {c for t in tmpl.table.types for c in t.capacity_types}
+            return {c for c in cts if r is None or r.has(c)}
+        values = {t.labels[key] for t in tmpl.table.types if key in t.labels}
+        if values:
+            return {v for v in values if r is None or r.has(v)}
+        if r is not None and not r.complement:
+            return set(r.values)
+        return set()
+
+    def _count(self, namespace: str, labels_: Any, owned: Sequence[topology.Term], b: int, n: int) -> None:
+        for term, state in self.terms.items():
+            match = term.matches(namespace, labels_)
+            owner = term in owned
+            if match or owner:
+                domain = None if term.hostname else self.bins.domain_of(b, term.key)
+                state.record(domain, b, n, owner=owner, match=match)
+
+    # -- masks ----------------------------------------------------------------------------------
+
+    def base_mask(self, g: podgroups.PodGroup) -> BoolArray:
+        """Bins a pod of ``g`` may use by requirements and taints (ignoring capacity)."""
+        n = self.bins.n
+        greq = g.requirements()
+        rs_ids = self.bins.reqset[:n]
+        tol_ids = self.bins.taintset[:n]
+        compat = np.array([self._compatible(greq, i) for i in range(len(self.bins.reqsets.values))],
+                          dtype=np.bool_)
+        tol = np.array([self._tolerates(g, i) for i in range(len(self.bins.taintsets.values))],
+                       dtype=np.bool_)
+        return compat[rs_ids] & tol[tol_ids] & self.bins.schedulable[:n]
+
+    def _compatible(self, greq: reqs_mod.Requirements, rs_id: int) -> bool:
+        key = (greq, rs_id)
+        hit = self._compat.get(key)
+        if hit is None:
+            reqs, is_node = self.bins.reqsets.values[rs_id]
+            allow = frozenset() if is_node else wk.WELL_KNOWN_LABELS
+            hit = reqs.compatible(greq, allow) is None
+            self._compat[key] = hit
+        return hit
+
+    def _tolerates(self, g: podgroups.PodGroup, ts_id: int) -> bool:
+        key = (g.tolerations, g.tolerate_prefer_no_schedule, ts_id)
+        hit = self._tol.get(key)
+        if hit is None:
+            taints = self.bins.taintsets.values[ts_id]
+            hit = _untolerated(g.tolerations, taints, prefer_ok=g.tolerate_prefer_no_schedule) is None
+            self._tol[key] = hit
+        return hit
+
+    def hostname_cap(self, g: podgroups.PodGroup, size: int) -> IntArray | None:
+        cap: IntArray | None = None
+        owned = set(g.terms())
+        for term, state in self.terms.items():
+            if not term.hostname:
+                continue
+            match = term.matches(g.namespace, g.labels)
+            c = topology.hostname_caps(state, size, owner=term in owned, match=match)
+            if c is None:
+                if term in owned and term.kind == topology.AFFINITY:
+                    c = self._hostname_affinity_cap(state, size, match)
+                else:
+                    continue
+            cap = c if cap is None else np.minimum(cap, c)
+        return cap
+
+    def _hostname_affinity_cap(self, state: topology.TermState, size: int, match: bool) -> IntArray:
+        state.grow(size)
+        counts = state.bin_counts[:size]
+        if counts.sum() == 0 and match:
+            return np.full(size, BIG, dtype=np.int64)  # bootstrap: any node, then follow it
+        return np.where(counts > 0, BIG, 0).astype(np.int64)
+
+    def domain_constraints(self, g: podgroups.PodGroup) -> dict[str, set[str]]:
+        """Allowed domains per non-hostname key for one more pod of ``g``."""
+        out: dict[str, set[str]] = {}
+        greq = g.requirements()
+        for term in g.terms():
+            if term.hostname:
+                continue
+            state = self.terms[term]
+            eligible = self.eligible(term.key, greq, term.honor_node_affinity)
+            allowed = topology.allowed_domains(state, eligible, self_match=term.matches(g.namespace, g.labels))
+            out[term.key] = out[term.key] & allowed if term.key in out else allowed
+        for term, state in self.terms.items():
+            if term.hostname or term.kind != topology.ANTI_AFFINITY or not state.owners:
+                continue
+            if term.matches(g.namespace, g.labels):
+                blocked = topology.inverse_blocked(state)
+                base = out.get(term.key, self.eligible(term.key, greq, True))
+                out[term.key] = base - blocked
+        return out
+
+    def terms_count(self, g: podgroups.PodGroup, key: str, value: str) -> int:
+        """Pods counted in domain ``value`` of ``key`` by the terms ``g`` must satisfy."""
+        return sum(self.terms[t].counts.get(value, 0) for t in g.terms() if t.key == key)
+
+    def eligible(self, key: str, greq: reqs_mod.Requirements, honor: bool) -> list[str]:
+        r = greq.get(key)
+        values = self.universe.get(key, set())
+        return sorted(v for v in values if not honor or r is None or r.has(v))
+
+    # -- placing --------------------------------------------------------------------------------
+
+    def place_group(self, g: podgroups.PodGroup) -> int:
+        """Place as many pods of ``g`` as possible; they move to the front of ``g.pods``.
+
+        Returns how many were placed.
+        """
+        from karpy.provisioning import grouping_paths
+
+        return grouping_paths.place(self, g)
+
+    def record(self, g: podgroups.PodGroup, b: int, pods: list[pod_mod.Pod], req: IntArray) -> None:
+        """Put ``pods`` of ``g`` on bin ``b`` and update capacity, ports and topology counts."""
+        k = len(pods)
+        self.bins.remaining[b] -= req * k
+        self.bins.used[b] += req * k
+        self.bins.pods[b].extend(pods)
+        if g.host_ports:
+            usage = self.bins.ports[b]
+            if usage is None:
+                usage = hostports.HostPortUsage()
+                self.bins.ports[b] = usage
+            for p in pods:
+                usage.add(p.key, [hostports.host_port(*hp) for hp in g.host_ports])
+        owned = [t for t in g.terms() if t.kind == topology.ANTI_AFFINITY]
+        self._count(g.namespace, g.labels, owned, b, k)
+
+    def narrow(self, b: int, key: str, value: str) -> None:
+        """Restrict new NodeClaim ``b`` to domain ``value`` of ``key``."""
+        if self.bins.domain_of(b, key) == value:
+            return
+        reqs = self.bins.requirements(b).add(reqs_mod.Requirement.new(key, "In", [value]))
+        self.bins.set_requirements(b, reqs)
+        self.bins.set_domain(b, key, value)
+
+    def ports_mask(self, g: podgroups.PodGroup, n: int) -> BoolArray:
+        wanted = [hostports.host_port(*hp) for hp in g.host_ports]
+        mask = np.ones(n, dtype=np.bool_)
+        for b in range(n):
+            usage = self.bins.ports[b]
+            if usage is not None and usage.conflicts(wanted) is not None:
+                mask[b] = False
+        return mask
+
+    def daemon_overhead(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> IntArray:
+        key = (tmpl_index, reqs)
+        hit = self._ds.get(key)
+        if hit is None:
+            tmpl = self.templates[tmpl_index]
+            hit = np.zeros(len(self.dims), dtype=np.int64)
+            for d in self.daemon_pods:
+                if _daemon_fits(d, reqs, tmpl.taints, node=False):
+                    hit += self.vector(d.requests)
+            self._ds[key] = hit
+        return hit
+
+    def finalize(self, b: int) -> results.NewNodeClaim | None:
+        from karpy.provisioning import claims
+
+        return claims.finalize(self, b)
+
+
+EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGISTERED,
+                       "node.cloudprovider.kubernetes.io/uninitialized"})
+
+
+def _untolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: bool) -> Any:
+    effects = ("NoSchedule", "NoExecute") if prefer_ok else ("NoSchedule", "NoExecute", "PreferNoSchedule")
+    return taints_mod.first_untolerated(tolerations, taints, effects)
+
+
+def _daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequence[Any], *,
+                 node: bool) -> bool:
+    if _untolerated(dpod.tolerations, taints, prefer_ok=True) is not None:
+        return False
+    g = podgroups.make_group([dpod])
+    allow = frozenset() if node else wk.WELL_KNOWN_LABELS
+    return reqs.compatible(g.strict_requirements(), allow) is None
+
+
+def _all_terms(g: podgroups.PodGroup) -> list[topology.Term]:
+    return (g.spreads + g.pod_affinity_required + g.pod_affinity_preferred
+            + g.anti_affinity_required + g.anti_affinity_preferred)
+
+
+def _owned_anti(p: pod_mod.Pod) -> list[topology.Term]:
+    if p.pod_anti_affinity is None:
+        return []
+    return [topology.term_from_affinity(t, p.namespace, anti=True, required=True)
+            for t in p.pod_anti_affinity.required]

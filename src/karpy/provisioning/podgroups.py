@@ -1,0 +1,213 @@
+"""Pods grouped by everything the scheduler looks at, with Karpenter's preference relaxation.
+
+Pods of one Deployment are interchangeable for scheduling: same requests, requirements,
+tolerations, topology and labels. :func:`group_pods` folds them into :class:`PodGroup` s so the
+scheduler decides for a group at once. Groups are ordered as Karpenter orders pods: larger cpu
+first, then larger memory.
+
+A group starts strict: the first required node-affinity term, the heaviest preferred
+node-affinity term, preferred pod (anti-)affinity and ScheduleAnyway spreads all treated as
+required, PreferNoSchedule taints treated as NoSchedule. When pods of the group cannot be placed,
+:meth:`PodGroup.relax` drops one preference in Karpenter's order and the scheduler tries again:
+
+1. a required node-affinity term beyond the last (terms are ORed: try the next one),
+2. a preferred pod-affinity term, 3. a preferred pod anti-affinity term,
+4. the heaviest preferred node-affinity term (the next heaviest becomes active),
+5. a ScheduleAnyway topology spread, 6. PreferNoSchedule taints become tolerated.
+
+The last required node-affinity term is never relaxed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.api import labels as wk
+from karpy.api import pod as pod_mod
+from karpy.scheduling import requirements as reqs_mod
+from karpy.scheduling import topology
+
+
+def _normalize(r: Any) -> Any:
+    key = wk.NORMALIZED_LABELS.get(r.key)
+    if key is None:
+        return r
+    return type(r)(key=key, operator=r.operator, values=r.values, min_values=r.min_values)
+
+
+def _selector_requirements(node_selector: dict[str, str]) -> reqs_mod.Requirements:
+    return reqs_mod.Requirements.from_labels(
+        {wk.NORMALIZED_LABELS.get(k, k): v for k, v in node_selector.items()})
+
+
+@dataclass(eq=False)
+class PodGroup:
+    """Interchangeable pending pods and their current (possibly relaxed) constraints."""
+
+    pods: list[pod_mod.Pod]
+    sample: pod_mod.Pod
+    requests: dict[str, int]
+    namespace: str
+    labels: dict[str, str]
+    host_ports: tuple[tuple[str, str, int], ...]
+    tolerations: tuple[Any, ...]
+    node_selector: dict[str, str]
+    required_terms: list[Any]
+    preferred_node: list[Any]
+    pod_affinity_required: list[topology.Term]
+    pod_affinity_preferred: list[topology.Term]
+    anti_affinity_required: list[topology.Term]
+    anti_affinity_preferred: list[topology.Term]
+    spreads: list[topology.Term]
+    tolerate_prefer_no_schedule: bool = False
+    relaxed: list[str] = field(default_factory=list)
+    _requirements: reqs_mod.Requirements | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.pods)
+
+    def requirements(self) -> reqs_mod.Requirements:
+        """The node requirements now in force (nodeSelector, active terms)."""
+        if self._requirements is None:
+            r = _selector_requirements(self.node_selector)
+            if self.preferred_node:
+                heaviest = self.preferred_node[0]
+                r = r.intersect(reqs_mod.Requirements.from_node_selector_requirements(
+                    _normalize(e) for e in heaviest.preference.match_expressions))
+            if self.required_terms:
+                r = r.intersect(reqs_mod.Requirements.from_node_selector_requirements(
+                    _normalize(e) for e in self.required_terms[0].match_expressions))
+            self._requirements = r
+        return self._requirements
+
+    def strict_requirements(self) -> reqs_mod.Requirements:
+        """Requirements without preferences: what the pod truly needs (for explanations)."""
+        r = _selector_requirements(self.node_selector)
+        if self.required_terms:
+            r = r.intersect(reqs_mod.Requirements.from_node_selector_requirements(
+                _normalize(e) for e in self.required_terms[0].match_expressions))
+        return r
+
+    def terms(self) -> list[topology.Term]:
+        """Topology terms this group must satisfy now."""
+        return (self.spreads + self.pod_affinity_required + self.pod_affinity_preferred
+                + self.anti_affinity_required + self.anti_affinity_preferred)
+
+    def split(self, count: int) -> PodGroup:
+        """Detach the last ``count`` pods into a new group with the same constraints."""
+        tail = self.pods[len(self.pods) - count:]
+        del self.pods[len(self.pods) - count:]
+        clone = PodGroup(**{k: getattr(self, k) for k in self.__dataclass_fields__ if k != "pods"})
+        clone.pods = tail
+        clone.required_terms = list(self.required_terms)
+        clone.preferred_node = list(self.preferred_node)
+        clone.pod_affinity_preferred = list(self.pod_affinity_preferred)
+        clone.anti_affinity_preferred = list(self.anti_affinity_preferred)
+        clone.spreads = list(self.spreads)
+        clone.relaxed = list(self.relaxed)
+        clone._requirements = None
+        return clone
+
+    def relax(self) -> str | None:
+        """Drop one preference in Karpenter's order; None when nothing is left to relax."""
+        self._requirements = None
+        if len(self.required_terms) > 1:
+            self.required_terms.pop(0)
+            return self._note("required node affinity term (trying the next one)")
+        if self.pod_affinity_preferred:
+            self.pod_affinity_preferred.pop(0)
+            return self._note("preferred pod affinity term")
+        if self.anti_affinity_preferred:
+            self.anti_affinity_preferred.pop(0)
+            return self._note("preferred pod anti-affinity term")
+        if self.preferred_node:
+            self.preferred_node.pop(0)
+            return self._note("preferred node affinity term (heaviest)")
+        for i, t in enumerate(self.spreads):
+            if not t.required:
+                self.spreads.pop(i)
+                return self._note(f"ScheduleAnyway topology spread on {t.key}")
+        if not self.tolerate_prefer_no_schedule:
+            self.tolerate_prefer_no_schedule = True
+            return self._note("PreferNoSchedule taints")
+        return None
+
+    def _note(self, what: str) -> str:
+        self.relaxed.append(what)
+        return what
+
+
+def _signature(p: pod_mod.Pod) -> tuple[Any, ...]:
+    return (
+        p.namespace,
+        tuple(sorted(p.labels.items())),
+        tuple(sorted(p.requests.items())),
+        tuple(sorted(p.node_selector.items())),
+        _hashable(p.node_affinity),
+        _hashable(p.pod_affinity),
+        _hashable(p.pod_anti_affinity),
+        _hashable(p.tolerations),
+        _hashable(p.topology_spread_constraints),
+        p.host_ports(),
+    )
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def make_group(pods: list[pod_mod.Pod]) -> PodGroup:
+    p = pods[0]
+    ns = p.namespace
+    na = p.node_affinity
+    required_terms = list(na.required) if na is not None else []
+    preferred = sorted(na.preferred, key=lambda t: -t.weight) if na is not None else []
+    aff = p.pod_affinity
+    anti = p.pod_anti_affinity
+
+    def terms(src: Any, *, anti_: bool, required: bool) -> list[topology.Term]:
+        if src is None:
+            return []
+        if required:
+            return [topology.term_from_affinity(t, ns, anti=anti_, required=True) for t in src.required]
+        ordered = sorted(src.preferred, key=lambda w: -w.weight)
+        return [topology.term_from_affinity(w.term, ns, anti=anti_, required=False) for w in ordered]
+
+    return PodGroup(
+        pods=pods,
+        sample=p,
+        requests=dict(p.requests),
+        namespace=ns,
+        labels=dict(p.labels),
+        host_ports=p.host_ports(),
+        tolerations=tuple(p.tolerations),
+        node_selector=dict(p.node_selector),
+        required_terms=required_terms,
+        preferred_node=preferred,
+        pod_affinity_required=terms(aff, anti_=False, required=True),
+        pod_affinity_preferred=terms(aff, anti_=False, required=False),
+        anti_affinity_required=terms(anti, anti_=True, required=True),
+        anti_affinity_preferred=terms(anti, anti_=True, required=False),
+        spreads=[topology.term_from_spread(c, ns) for c in p.topology_spread_constraints],
+    )
+
+
+def group_pods(pods: Iterable[pod_mod.Pod]) -> list[PodGroup]:
+    """Group interchangeable pods, largest first (cpu, then memory), stable otherwise."""
+    buckets: dict[tuple[Any, ...], list[pod_mod.Pod]] = {}
+    for p in pods:
+        buckets.setdefault(_signature(p), []).append(p)
+    groups = [make_group(b) for b in buckets.values()]
+    groups.sort(key=lambda g: (-g.requests.get("cpu", 0), -g.requests.get("memory", 0)))
+    return groups
+
+
+def all_pods(groups: Sequence[PodGroup]) -> list[pod_mod.Pod]:
+    return [p for g in groups for p in g.pods]

@@ -1,0 +1,148 @@
+"""The scheduling simulation: pending pods -> existing nodes, in-flight and new NodeClaims.
+
+Given pending pods, existing nodes (with their pods) and in-flight NodeClaims, NodePools with
+their instance types, DaemonSets and each NodePool's usage, :meth:`Scheduler.solve` returns a
+:class:`results.Results`. It is pure and synchronous. The algorithm:
+
+1. Pods are grouped (:mod:`podgroups`), larger first. Each group is decided at once.
+2. Bins (:mod:`bins`) are existing nodes, then in-flight NodeClaims, then new NodeClaims in
+   creation order; a group goes first-fit into them, vectorised over all bins with NumPy:
+   compatible requirements, tolerated taints, free resources, host ports and topology.
+3. When no bin can take more, a new NodeClaim is opened from the first NodePool (by weight) that
+   is compatible, tolerated, within its limits and has an instance type that fits the pod with the
+   DaemonSet overhead of the DaemonSets that would run there. The claim is sized after the
+   instance type with the best price per unit of the run's total demand (the largest of the
+   near-ties), so that many small pods pack densely; at the end each claim lists every instance
+   type that holds what it got, cheapest first (respecting minValues and limits).
+4. Topology: hostname terms cap pods per bin; a zonal (or other key) spread is water-filled over
+   its domains and each domain's share placed separately; pod (anti-)affinity on a non-hostname
+   key is decided pod by pod. New NodeClaims are narrowed to the chosen domain.
+5. A group that does not fully fit relaxes one preference (:meth:`podgroups.PodGroup.relax`) and
+   its remaining pods go again; when nothing is left to relax they get an explanation
+   (:mod:`explain`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy.api import labels as wk
+from karpy.api import pod as pod_mod
+from karpy.cloudprovider import instancetype
+from karpy.provisioning import bins as bins_mod
+from karpy.provisioning import explain, podgroups, results, templates
+from karpy.provisioning import placement as placement_mod
+from karpy.scheduling import requirements as reqs_mod
+from karpy.scheduling import taints as taints_mod
+from karpy.scheduling import topology
+
+IntArray = npt.NDArray[np.int64]
+BASE_DIMS = ("cpu", "memory", "pods")
+EPHEMERAL_TAINTS = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGISTERED,
+                              "node.cloudprovider.kubernetes.io/uninitialized"})
+MAX_INSTANCE_TYPES = 60
+
+
+class Scheduler:
+    """One scheduling run over a snapshot of the cluster. Create one per run."""
+
+    def __init__(
+        self,
+        nodepools: Sequence[Any] = (),
+        instance_types: Mapping[str, Sequence[instancetype.InstanceType]] | None = None,
+        existing: Sequence[results.ExistingNode] = (),
+        daemonsets: Sequence[pod_mod.Pod] = (),
+        usage: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """``daemonsets`` are the DaemonSets' template pods; ``usage`` is each NodePool's
+        launched-plus-in-flight capacity, counted against its limits."""
+        self.nodepools = list(nodepools)
+        self.instance_types = dict(instance_types or {})
+        self.existing = list(existing)
+        self.daemon_pods = list(daemonsets)
+        self.usage = dict(usage or {})
+
+    def solve(self, pods: Sequence[pod_mod.Pod]) -> results.Results:
+        groups = podgroups.group_pods(pods)
+        out = results.Results()
+        if not groups:
+            return out
+        dims = _dims(groups, self.daemon_pods, self.existing)
+        tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims)
+        run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods)
+        queue = list(groups)
+        while queue:
+            g = queue.pop(0)
+            if g.size == 0:
+                continue
+            placed = run.place_group(g)
+            if placed < g.size:
+                unplaced = g.split(g.size - placed) if placed else g
+                if placed:
+                    _record_relaxed(out, g)
+                if unplaced.relax() is not None:
+                    queue.append(unplaced)
+                    continue
+                reason = explain.explain(unplaced, run)
+                for p in unplaced.pods:
+                    out.errors[p.key] = reason
+                    out.unschedulable.append(p)
+                unplaced.pods = []
+            else:
+                _record_relaxed(out, g)
+        for b in range(run.bins.n):
+            if run.bins.template[b] < 0:
+                node_pods = run.bins.pods[b][run.initial_pods[b]:]
+                if node_pods:
+                    out.existing[run.bins.names[b]] = node_pods
+        out.new_claims = [c for c in (run.finalize(b) for b in run.new_bins) if c is not None]
+        for c in out.new_claims:
+            if not c.instance_types:  # pragma: no cover - finalize keeps the target type
+                for p in c.pods:
+                    out.errors[p.key] = f"no instance type of NodePool {c.nodepool} holds the pods"
+        return out
+
+
+def _record_relaxed(out: results.Results, g: podgroups.PodGroup) -> None:
+    if g.relaxed:
+        for p in g.pods:
+            out.relaxed[p.key] = list(g.relaxed)
+
+
+def _dims(groups: Sequence[podgroups.PodGroup], daemon_pods: Sequence[pod_mod.Pod],
+          existing: Sequence[results.ExistingNode]) -> list[str]:
+    names: set[str] = set()
+    for g in groups:
+        names.update(g.requests)
+    for d in daemon_pods:
+        names.update(d.requests)
+    return list(BASE_DIMS) + sorted(names - set(BASE_DIMS))
+
+
+def tolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: bool) -> Any:
+    """The first taint not tolerated (PreferNoSchedule counts until relaxed), or None."""
+    effects = ("NoSchedule", "NoExecute") if prefer_ok else ("NoSchedule", "NoExecute", "PreferNoSchedule")
+    return taints_mod.first_untolerated(tolerations, taints, effects)
+
+
+def daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequence[Any], *,
+                node: bool) -> bool:
+    """Would a DaemonSet's pod run on a node with these requirements (labels) and taints?"""
+    if tolerated(dpod.tolerations, taints, prefer_ok=True) is not None:
+        return False
+    g = podgroups.make_group([dpod])
+    allow = frozenset() if node else wk.WELL_KNOWN_LABELS
+    return reqs.compatible(g.strict_requirements(), allow) is None
+
+
+def instance_type_requirements(t: instancetype.InstanceType) -> reqs_mod.Requirements:
+    r = reqs_mod.Requirements.from_labels(t.labels)
+    return r.add(reqs_mod.Requirement.new(wk.ZONE, "In", sorted(t.zones)),
+                 reqs_mod.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(t.capacity_types)))
+
+
+__all__ = ["Scheduler", "bins_mod", "topology"]

@@ -1,0 +1,174 @@
+"""NodeClaim templates: a NodePool with its instance types as arrays the packer can scan fast.
+
+A :class:`Template` is what one NodePool can launch during one scheduling run: its requirements
+(spec requirements plus template labels), taints, startup taints, the instance types it may use,
+and how much of its limits is left. :class:`TypeTable` holds the instance types of a template
+as NumPy arrays over the run's resource dimensions, and answers, per requirement set (cached):
+which types are compatible, at what cheapest price, and which zones they offer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy.api import labels as wk
+from karpy.cloudprovider import instancetype
+from karpy.scheduling import requirements as reqs_mod
+
+IntMatrix = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+UNLIMITED = np.int64(1 << 62)
+
+
+@dataclass
+class TypeInfo:
+    """Per requirement set: compatible types, their price and offered zones."""
+
+    mask: BoolArray
+    price: FloatArray
+    zones: list[frozenset[str]]
+    capacity_types: list[frozenset[str]]
+
+
+class TypeTable:
+    """The instance types of one template as arrays over resource dimensions ``dims``."""
+
+    def __init__(self, types: Sequence[instancetype.InstanceType], dims: Sequence[str]) -> None:
+        self.types = list(types)
+        self.dims = list(dims)
+        n = len(self.types)
+        self.alloc: IntMatrix = np.zeros((n, len(dims)), dtype=np.int64)
+        self.capacity: IntMatrix = np.zeros((n, len(dims)), dtype=np.int64)
+        for i, t in enumerate(self.types):
+            alloc = t.allocatable
+            for j, d in enumerate(dims):
+                self.alloc[i, j] = alloc.get(d, 0)
+                self.capacity[i, j] = t.capacity.get(d, 0)
+        self.label_keys = frozenset(k for t in self.types for k in t.labels)
+        self._info: dict[reqs_mod.Requirements, TypeInfo] = {}
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def info(self, requirements: reqs_mod.Requirements) -> TypeInfo:
+        """Which types a NodeClaim with ``requirements`` may be, and their cheapest offering."""
+        cached = self._info.get(requirements)
+        if cached is not None:
+            return cached
+        n = len(self.types)
+        mask = np.zeros(n, dtype=np.bool_)
+        price = np.full(n, np.inf)
+        zones: list[frozenset[str]] = []
+        cts: list[frozenset[str]] = []
+        zone_req = requirements.get(wk.ZONE)
+        ct_req = requirements.get(wk.CAPACITY_TYPE)
+        label_reqs = [(k, r) for k, r in requirements.items()
+                      if k in self.label_keys and k not in (wk.ZONE, wk.CAPACITY_TYPE)]
+        for i, t in enumerate(self.types):
+            ok = True
+            for key, r in label_reqs:
+                value = t.labels.get(key)
+                if (value is None and not r.admits_absence()) or (value is not None and not r.has(value)):
+                    ok = False
+                    break
+            best = np.inf
+            zs: set[str] = set()
+            cs: set[str] = set()
+            if ok:
+                for o in t.offerings:
+                    if not o.available:
+                        continue
+                    if zone_req is not None and not zone_req.has(o.zone):
+                        continue
+                    if ct_req is not None and not ct_req.has(o.capacity_type):
+                        continue
+                    zs.add(o.zone)
+                    cs.add(o.capacity_type)
+                    best = min(best, o.price)
+            mask[i] = ok and bool(zs)
+            price[i] = best
+            zones.append(frozenset(zs))
+            cts.append(frozenset(cs))
+        info = TypeInfo(mask, price, zones, cts)
+        self._info[requirements] = info
+        return info
+
+
+@dataclass
+class Template:
+    """One NodePool as a source of new NodeClaims during one scheduling run."""
+
+    nodepool: Any
+    name: str
+    weight: int
+    requirements: reqs_mod.Requirements
+    labels: dict[str, str]
+    taints: tuple[Any, ...]
+    startup_taints: tuple[Any, ...]
+    table: TypeTable
+    limits: dict[str, int]
+    """Remaining limit per resource (absent: unlimited)."""
+    has_min_values: bool = False
+    daemon_overhead: dict[reqs_mod.Requirements, npt.NDArray[np.int64]] = field(default_factory=dict)
+
+    def remaining_limit_vector(self, dims: Sequence[str]) -> npt.NDArray[np.int64]:
+        return np.array([self.limits.get(d, UNLIMITED) for d in dims], dtype=np.int64)
+
+
+def nodepool_requirements(nodepool: Any) -> reqs_mod.Requirements:
+    """A NodePool's requirements: its template requirements, its labels and its own name."""
+    spec = nodepool.template.spec
+    r = reqs_mod.Requirements.from_node_selector_requirements(spec.requirements)
+    labels_ = dict(nodepool.template.labels)
+    labels_[wk.NODEPOOL] = nodepool.metadata.name
+    return r.intersect(reqs_mod.Requirements.from_labels(labels_))
+
+
+def build_templates(nodepools: Sequence[Any],
+                    instance_types: Mapping[str, Sequence[instancetype.InstanceType]],
+                    usage: Mapping[str, Mapping[str, int]], dims: Sequence[str]) -> list[Template]:
+    """Templates in Karpenter's order: higher weight first, then by name."""
+    out: list[Template] = []
+    for np_ in nodepools:
+        name = np_.metadata.name
+        if np_.metadata.deletion_timestamp is not None:
+            continue
+        reqs = nodepool_requirements(np_)
+        types = [t for t in instance_types.get(name, ()) if _type_compatible(reqs, t)]
+        limits: dict[str, int] = {}
+        used = usage.get(name, {})
+        for res, limit in (np_.limits or {}).items():
+            limits[res] = limit - used.get(res, 0)
+        labels_ = dict(np_.template.labels)
+        labels_[wk.NODEPOOL] = name
+        out.append(Template(
+            nodepool=np_, name=name, weight=int(np_.weight or 0), requirements=reqs, labels=labels_,
+            taints=tuple(np_.template.spec.taints), startup_taints=tuple(np_.template.spec.startup_taints),
+            table=TypeTable(types, dims), limits=limits,
+            has_min_values=any(r.min_values for r in reqs.values()),
+        ))
+    out.sort(key=lambda t: (-t.weight, t.name))
+    return out
+
+
+def _type_compatible(reqs: reqs_mod.Requirements, t: instancetype.InstanceType) -> bool:
+    for key, r in reqs.items():
+        if key == wk.ZONE:
+            if not any(r.has(z) for z in t.zones):
+                return False
+            continue
+        if key == wk.CAPACITY_TYPE:
+            if not any(r.has(c) for c in t.capacity_types):
+                return False
+            continue
+        value = t.labels.get(key)
+        if value is not None and not r.has(value):
+            return False
+    return True

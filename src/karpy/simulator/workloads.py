@@ -1,0 +1,414 @@
+"""Simulated Kubernetes workload controllers: Deployment -> ReplicaSet -> Pods.
+
+These stand in for kube-controller-manager in ``karpy simulate``. They run on the same
+:class:`karpy.controllers.runtime.Manager` as karpy's own controllers and talk to the cluster only
+through :class:`karpy.kube.interface.Cluster`, so they behave the same on the in-memory cluster and
+on anything else that implements it.
+
+What a caller may rely on:
+
+* :class:`ReplicaSetController` keeps ``spec.replicas`` *active* pods (not terminal, not being
+  deleted) owned by each ReplicaSet (``ownerReferences[].controller: true``). Pods are created
+  from ``spec.template`` named ``<replicaset>-<5 chars>`` drawn from the seeded ``random.Random``
+  (Kubernetes' ``generateName`` alphabet), so the same seed gives the same names. Evicted, deleted
+  and failed pods are replaced. Surplus pods are deleted in Kubernetes' scale-down order:
+  unassigned before assigned, Pending before Unknown before Running, not ready before ready,
+  lower ``controller.kubernetes.io/pod-deletion-cost`` first, newer before older, then by name.
+  Not simulated: the "more siblings on the same node first" rank, slow-start creation batches,
+  adoption of orphan pods that match the selector.
+* :class:`DeploymentController` keeps one ReplicaSet per pod template, told apart by the
+  ``pod-template-hash`` label (a deterministic hash of ``spec.template``), named
+  ``<deployment>-<hash>``. Scaling sets the current ReplicaSet's ``spec.replicas``. A template
+  change creates a new ReplicaSet with the full replica count and scales every older one to zero
+  **at once** (no surge/unavailability pacing; ``strategy`` and ``paused`` are ignored). Old
+  ReplicaSets at zero beyond ``revisionHistoryLimit`` (default 10) are deleted.
+* Both controllers write ``status`` (replicas, readyReplicas, availableReplicas, ...) only when it
+  changes. Cascading deletion (a deleted Deployment's ReplicaSets, a deleted ReplicaSet's pods) is
+  the cluster's garbage collector's job (see :meth:`karpy.kube.interface.Cluster.delete`).
+
+The helpers :func:`generate_name`, :func:`pod_from_template`, :func:`controller_key`,
+:func:`owner_mapper` and :func:`is_active` are shared with :mod:`karpy.simulator.daemonsets`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import random
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.api import meta
+from karpy.api import workloads as api_workloads
+from karpy.controllers import runtime
+from karpy.kube import errors, interface
+
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+"""The characters Kubernetes uses for generated name suffixes (no vowels, no ambiguous digits)."""
+
+POD_TEMPLATE_HASH = "pod-template-hash"
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
+DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+
+REPLICASET_CONTROLLER = "simulator.replicaset"
+DEPLOYMENT_CONTROLLER = "simulator.deployment"
+
+_MAX_NAME = 63
+_SUFFIX = 5
+_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers shared by the simulated workload controllers
+
+
+def random_suffix(rng: random.Random, length: int = _SUFFIX) -> str:
+    return "".join(rng.choice(NAME_ALPHABET) for _ in range(length))
+
+
+def generate_name(base: str, rng: random.Random, taken: Iterable[str] = ()) -> str:
+    """``<base>-<5 random chars>`` as ``metadata.generateName`` would give, avoiding ``taken``.
+
+    The base is cut so the name stays within 63 characters, as the API server does.
+    """
+    used = set(taken)
+    prefix = base[: _MAX_NAME - _SUFFIX - 1] + "-"
+    while True:
+        name = prefix + random_suffix(rng)
+        if name not in used:
+            return name
+
+
+def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The owner reference with ``controller: true``, or None."""
+    for ref in obj.get("metadata", {}).get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return ref
+    return None
+
+
+def controller_key(kind: str, obj: Mapping[str, Any]) -> str | None:
+    """``namespace/name`` of ``obj``'s controlling owner when it is of ``kind``, else None."""
+    ref = controller_ref(obj)
+    if ref is None or ref.get("kind") != kind:
+        return None
+    ns = obj.get("metadata", {}).get("namespace") or ""
+    return f"{ns}/{ref.get('name')}" if ns else str(ref.get("name"))
+
+
+def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    """``obj``'s controller reference points at ``owner`` (by uid when both have one, else name)."""
+    ref = controller_ref(obj)
+    if ref is None:
+        return False
+    omd = owner.get("metadata", {})
+    if ref.get("kind") != owner.get("kind") or ref.get("name") != omd.get("name"):
+        return False
+    uid, owner_uid = ref.get("uid"), omd.get("uid")
+    return not uid or not owner_uid or uid == owner_uid
+
+
+def owner_mapper(kind: str) -> runtime.Mapper:
+    """A watch mapper from an object to the key of its controlling owner of ``kind``."""
+
+    def mapper(_event: str, obj: dict[str, Any]) -> Iterable[str]:
+        key = controller_key(kind, obj)
+        return (key,) if key else ()
+
+    return mapper
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(obj.get("metadata", {}).get("deletionTimestamp"))
+
+
+def is_active(pod: Mapping[str, Any]) -> bool:
+    """Counts toward a controller's replicas: not being deleted and not Succeeded/Failed."""
+    phase = pod.get("status", {}).get("phase", "Pending")
+    return not is_deleting(pod) and phase not in ("Succeeded", "Failed")
+
+
+def is_pod_ready(pod: Mapping[str, Any]) -> bool:
+    for cond in pod.get("status", {}).get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def creation_time(obj: Mapping[str, Any]) -> float:
+    value = obj.get("metadata", {}).get("creationTimestamp")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and value:
+        try:
+            return clock_mod.parse_rfc3339(value)
+        except ValueError:
+            return 0.0
+    return 0.0
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``"ns/name"`` -> ``("ns", "name")``; ``"name"`` -> ``("", "name")``."""
+    ns, _, name = key.rpartition("/")
+    return ns, name
+
+
+def spec_replicas(obj: Mapping[str, Any]) -> int:
+    """``spec.replicas`` as stored (1 when unset, as Kubernetes defaults it)."""
+    value = obj.get("spec", {}).get("replicas")
+    return 1 if value is None else int(value)
+
+
+def pod_from_template(owner: Mapping[str, Any], name: str, template: Mapping[str, Any],
+                      extra_labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A new Pod manifest from a pod template, controlled by ``owner``."""
+    tmd = template.get("metadata") or {}
+    labels = dict(tmd.get("labels") or {})
+    labels.update(extra_labels or {})
+    md: dict[str, Any] = {
+        "name": name,
+        "namespace": owner.get("metadata", {}).get("namespace") or meta.DEFAULT_NAMESPACE,
+        "labels": labels,
+        "ownerReferences": [interface.owner_reference(owner)],
+    }
+    if tmd.get("annotations"):
+        md["annotations"] = dict(tmd["annotations"])
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": md,
+        "spec": copy.deepcopy(dict(template.get("spec") or {})),
+        "status": {"phase": "Pending"},
+    }
+
+
+def delete_quietly(cluster: interface.Cluster, kind: str, name: str, namespace: str = "") -> None:
+    """Delete, treating "already gone" as success."""
+    with contextlib.suppress(errors.NotFound):
+        cluster.delete(kind, name, namespace)
+
+
+def update_status_if_changed(cluster: interface.Cluster, obj: Mapping[str, Any],
+                             status: Mapping[str, Any]) -> None:
+    """Write ``status`` fields when any differs from ``obj``'s (avoids endless watch loops)."""
+    current = obj.get("status") or {}
+    if all(current.get(k) == v for k, v in status.items()):
+        return
+    updated = copy.deepcopy(dict(obj))
+    updated["status"] = {**current, **status}
+    cluster.update_status(updated)
+
+
+def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
+    """A stable short hash of a pod template: FNV-1a (32 bit) of its canonical JSON, spelled in
+    :data:`NAME_ALPHABET` so it is a valid label value and name part."""
+    data = json.dumps(template, sort_keys=True, separators=(",", ":"), default=str).encode()
+    h = 0x811C9DC5
+    for byte in data + str(collision_count).encode():
+        h ^= byte
+        h = (h * 0x01000193) & 0xFFFFFFFF
+    return "".join(NAME_ALPHABET[int(d)] for d in str(h))
+
+
+# ---------------------------------------------------------------------------------------------
+# ReplicaSet
+
+
+def deletion_rank(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Sort key: pods that sort first are deleted first when scaling down (Kubernetes' order)."""
+    md = pod.get("metadata", {})
+    status = pod.get("status", {})
+    try:
+        cost = int((md.get("annotations") or {}).get(DELETION_COST_ANNOTATION, 0))
+    except (TypeError, ValueError):
+        cost = 0
+    return (
+        bool(pod.get("spec", {}).get("nodeName")),
+        _PHASE_RANK.get(status.get("phase", "Pending"), 0),
+        is_pod_ready(pod),
+        cost,
+        -creation_time(pod),
+        md.get("name", ""),
+    )
+
+
+class ReplicaSetController:
+    """Keeps each ReplicaSet's pods at ``spec.replicas``. Register with :meth:`register`."""
+
+    def __init__(self, cluster: interface.Cluster, rng: random.Random) -> None:
+        self.cluster = cluster
+        self.rng = rng
+
+    def controller(self) -> runtime.Controller:
+        return runtime.Controller(
+            name=REPLICASET_CONTROLLER,
+            reconcile=self.reconcile,
+            watches=[("ReplicaSet", runtime.by_name), ("Pod", owner_mapper("ReplicaSet"))],
+        )
+
+    def register(self, manager: runtime.Manager) -> None:
+        manager.register(self.controller())
+
+    def owned_pods(self, rs: Mapping[str, Any]) -> list[dict[str, Any]]:
+        ns = rs.get("metadata", {}).get("namespace") or ""
+        return [p for p in self.cluster.list("Pod", ns) if is_controlled_by(p, rs)]
+
+    def reconcile(self, key: str) -> float | None:
+        ns, name = split_key(key)
+        try:
+            rs = self.cluster.get("ReplicaSet", name, ns)
+        except errors.NotFound:
+            return None  # the cluster's garbage collector deletes the pods it owned
+        model = api_workloads.ReplicaSet.from_manifest(rs)
+        pods = self.owned_pods(rs)
+        active = [p for p in pods if is_active(p)]
+        if not is_deleting(rs):
+            want = model.replicas
+            if len(active) < want:
+                active.extend(self._create(rs, want - len(active), pods))
+            elif len(active) > want:
+                victims = sorted(active, key=deletion_rank)[: len(active) - want]
+                for pod in victims:
+                    delete_quietly(self.cluster, "Pod", pod["metadata"]["name"], ns)
+                gone = {id(p) for p in victims}
+                active = [p for p in active if id(p) not in gone]
+        selector = model.selector
+        ready = sum(1 for p in active if is_pod_ready(p))
+        update_status_if_changed(self.cluster, rs, {
+            "replicas": len(active),
+            "fullyLabeledReplicas": sum(
+                1 for p in active if selector.matches(p.get("metadata", {}).get("labels") or {})),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "observedGeneration": rs.get("metadata", {}).get("generation", 0),
+        })
+        return None
+
+    def _create(self, rs: Mapping[str, Any], count: int,
+                existing: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        md = rs["metadata"]
+        template = rs.get("spec", {}).get("template") or {}
+        taken = {p["metadata"]["name"] for p in existing}
+        created: list[dict[str, Any]] = []
+        for _ in range(count):
+            while True:
+                name = generate_name(md["name"], self.rng, taken)
+                taken.add(name)
+                try:
+                    created.append(self.cluster.create(pod_from_template(rs, name, template)))
+                    break
+                except errors.AlreadyExists:
+                    continue
+        return created
+
+
+# ---------------------------------------------------------------------------------------------
+# Deployment
+
+
+def _revision(rs: Mapping[str, Any]) -> int:
+    try:
+        return int((rs.get("metadata", {}).get("annotations") or {}).get(REVISION_ANNOTATION, 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+class DeploymentController:
+    """Keeps one ReplicaSet per pod template of each Deployment. Register with :meth:`register`."""
+
+    def __init__(self, cluster: interface.Cluster) -> None:
+        self.cluster = cluster
+
+    def controller(self) -> runtime.Controller:
+        return runtime.Controller(
+            name=DEPLOYMENT_CONTROLLER,
+            reconcile=self.reconcile,
+            watches=[("Deployment", runtime.by_name), ("ReplicaSet", owner_mapper("Deployment"))],
+        )
+
+    def register(self, manager: runtime.Manager) -> None:
+        manager.register(self.controller())
+
+    def reconcile(self, key: str) -> float | None:
+        ns, name = split_key(key)
+        try:
+            deploy = self.cluster.get("Deployment", name, ns)
+        except errors.NotFound:
+            return None  # the cluster's garbage collector deletes the ReplicaSets it owned
+        owned = [rs for rs in self.cluster.list("ReplicaSet", ns) if is_controlled_by(rs, deploy)]
+        model = api_workloads.Deployment.from_manifest(deploy)
+        if not is_deleting(deploy):
+            owned = self._sync(deploy, model, owned)
+        self._write_status(deploy, model, owned)
+        return None
+
+    def _sync(self, deploy: dict[str, Any], model: api_workloads.Deployment,
+              owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        ns = deploy["metadata"].get("namespace") or ""
+        want = model.replicas
+        template = model.template
+        hash_ = template_hash(template)
+        current = next((rs for rs in owned if (rs["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH)
+                        == hash_), None)
+        result: list[dict[str, Any]] = []
+        if current is None:
+            current = self.cluster.create(self._new_replicaset(deploy, model, hash_, owned))
+        elif spec_replicas(current) != want:
+            updated = copy.deepcopy(current)
+            updated.setdefault("spec", {})["replicas"] = want
+            current = self.cluster.update(updated)
+        result.append(current)
+        old = [rs for rs in owned if rs["metadata"]["name"] != current["metadata"]["name"]]
+        for rs in old:
+            if spec_replicas(rs) != 0:
+                updated = copy.deepcopy(rs)
+                updated.setdefault("spec", {})["replicas"] = 0
+                rs = self.cluster.update(updated)
+            result.append(rs)
+        limit = deploy.get("spec", {}).get("revisionHistoryLimit", 10)
+        idle = sorted((rs for rs in old if not (rs.get("status") or {}).get("replicas")), key=_revision)
+        for rs in idle[: max(0, len(idle) - int(limit))]:
+            delete_quietly(self.cluster, "ReplicaSet", rs["metadata"]["name"], ns)
+            result = [r for r in result if r["metadata"]["name"] != rs["metadata"]["name"]]
+        return result
+
+    def _new_replicaset(self, deploy: dict[str, Any], model: api_workloads.Deployment, hash_: str,
+                        owned: list[dict[str, Any]]) -> dict[str, Any]:
+        md = deploy["metadata"]
+        tmpl = copy.deepcopy(dict(model.template))
+        tmpl.setdefault("metadata", {}).setdefault("labels", {})[POD_TEMPLATE_HASH] = hash_
+        selector = model.selector.to_dict()
+        selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH] = hash_
+        revision = max((_revision(rs) for rs in owned), default=0) + 1
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": f"{md['name'][: _MAX_NAME - len(hash_) - 1]}-{hash_}",
+                "namespace": md.get("namespace") or meta.DEFAULT_NAMESPACE,
+                "labels": dict(tmpl["metadata"]["labels"]),
+                "annotations": {REVISION_ANNOTATION: str(revision)},
+                "ownerReferences": [interface.owner_reference(deploy)],
+            },
+            "spec": {"replicas": model.replicas, "selector": selector, "template": tmpl},
+        }
+
+    def _write_status(self, deploy: dict[str, Any], model: api_workloads.Deployment,
+                      owned: list[dict[str, Any]]) -> None:
+        hash_ = template_hash(model.template)
+
+        def total(field: str, rss: Iterable[dict[str, Any]]) -> int:
+            return sum(int((rs.get("status") or {}).get(field, 0) or 0) for rs in rss)
+
+        updated = [rs for rs in owned if (rs["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH) == hash_]
+        available = total("availableReplicas", owned)
+        update_status_if_changed(self.cluster, deploy, {
+            "replicas": total("replicas", owned),
+            "updatedReplicas": total("replicas", updated),
+            "readyReplicas": total("readyReplicas", owned),
+            "availableReplicas": available,
+            "unavailableReplicas": max(0, model.replicas - available),
+            "observedGeneration": deploy.get("metadata", {}).get("generation", 0),
+        })
