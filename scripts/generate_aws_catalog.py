@@ -51,13 +51,16 @@ def _first_existing(*paths: pathlib.Path) -> pathlib.Path:
     raise FileNotFoundError(f"none of {[str(p) for p in paths]} exists")
 
 
-def load_inputs(prices_path: pathlib.Path, region: str,
-                resources: pathlib.Path | None = None) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, Any]]:
+Inputs = tuple[dict[str, Any], dict[str, list[str]], dict[str, Any]]
+
+
+def load_inputs(prices_path: pathlib.Path, region: str, resources: pathlib.Path | None = None) -> Inputs:
     """(instance type infos by name, zones by type, price file) from moto and the price file."""
     res = resources or moto_resources()
     infos = _load_json(_first_existing(res / "instance_types.json.gz", res / "instance_types.json"))
     offerings_dir = res / "instance_type_offerings" / "availability-zone"
-    offerings = _load_json(_first_existing(offerings_dir / f"{region}.json.gz", offerings_dir / f"{region}.json"))
+    offerings = _load_json(
+        _first_existing(offerings_dir / f"{region}.json.gz", offerings_dir / f"{region}.json"))
     zones: dict[str, set[str]] = {}
     for entry in offerings:
         zones.setdefault(entry["InstanceType"], set()).add(entry["Location"])
@@ -103,8 +106,10 @@ def _specs(info: Mapping[str, Any], zones: list[str], price: float) -> dict[str,
         out["nvme"] = storage["TotalSizeInGB"]
     gpus = (info.get("GpuInfo") or {}).get("Gpus") or []
     if gpus:
-        out["gpus"] = [[g["Name"], g["Manufacturer"], g["Count"], (g.get("MemoryInfo") or {}).get("SizeInMiB", 0)]
-                       for g in gpus]
+        out["gpus"] = [
+            [g["Name"], g["Manufacturer"], g["Count"], (g.get("MemoryInfo") or {}).get("SizeInMiB", 0)]
+            for g in gpus
+        ]
     accs = (info.get("InferenceAcceleratorInfo") or {}).get("Accelerators") or []
     if accs:
         out["acc"] = [[a["Name"], a["Manufacturer"], a["Count"]] for a in accs]

@@ -91,7 +91,8 @@ def _record(sku: Mapping[str, Any], price: float) -> dict[str, Any]:
     return out
 
 
-def build(skus_path: pathlib.Path = DEFAULT_SKUS, prices_path: pathlib.Path = DEFAULT_PRICES) -> dict[str, Any]:
+def build(skus_path: pathlib.Path = DEFAULT_SKUS,
+          prices_path: pathlib.Path = DEFAULT_PRICES) -> dict[str, Any]:
     """The catalog document: ``{"format", "source", "skipped", "regions": {region: {sku: record}}}``."""
     sku_doc = json.loads(skus_path.read_text(encoding="utf-8"))
     price_doc = json.loads(prices_path.read_text(encoding="utf-8"))

@@ -1,7 +1,9 @@
 """The ``karpy`` command line: a small click group; each subcommand's logic lives in its module.
 
 ``karpy catalog aws|azure|benchmark|kwok [--output table|json] [--zone Z ...] [--region R]`` lists a
-built-in instance-type catalog (:mod:`karpy.cloudprovider.catalog`). Bad input exits with status 2
+built-in instance-type catalog (:mod:`karpy.cloudprovider.catalog`). ``karpy simulate FILE [--until D]
+[--seed N] [--output table|json|yaml] [--report DIR]`` runs a scenario
+(:mod:`karpy.simulator.output`). Bad input exits with status 2
 and a message naming what was expected.
 """
 
@@ -28,13 +30,45 @@ def main() -> None:
               help="A table like Karpenter's instance-types page, or the JSON form scenarios accept.")
 @click.option("--zone", "zones", multiple=True, metavar="ZONE",
               help="Keep only offerings in this zone (repeatable).")
-@click.option("--region", default=None, help="Region of the aws / azure catalog (default us-east-1 / southcentralus).")
+@click.option("--region", default=None,
+              help="Region of the aws / azure catalog (default us-east-1 / southcentralus).")
 def catalog_command(name: str, output: str, zones: tuple[str, ...], region: str | None) -> None:
     """List the instance types of catalog NAME with capacity, allocatable, prices and zones."""
     try:
         catalog.run_command(name, output=output, zones=zones, region=region, file=sys.stdout)
     except errors.ValidationError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+@main.command("simulate")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--until", default=None, metavar="DURATION",
+              help="Simulate this long (e.g. 15m, 24h); overrides the scenario's spec.until.")
+@click.option("--seed", type=int, default=None,
+              help="Seed of every random choice (default: spec.seed, else 0).")
+@click.option("--output", "-o", type=click.Choice(("table", "json", "yaml")), default="table",
+              show_default=True,
+              help="Tables like kubectl, or the whole result (objects, events, metrics, timeline).")
+@click.option("--report", "report_dir", default=None, metavar="DIR",
+              help="Also write an HTML report with plots into DIR.")
+@click.option("--verbose", "-v", is_flag=True, help="Log controller warnings to stderr.")
+def simulate_command(file: str, until: str | None, seed: int | None, output: str,  # noqa: PLR0917
+                     report_dir: str | None, verbose: bool) -> None:
+    """Run karpy's controllers against the simulated cluster and cloud of scenario FILE."""
+    import logging
+
+    from karpy.simulator import output as sim_output
+
+    logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("karpy").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+    try:
+        sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
+                               stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty())
+    except errors.ValidationError as exc:
+        click.echo(f"Error: {file} cannot be simulated:", err=True)
+        for e in exc.errors:
+            click.echo(f"  {e}", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ def parse_duration(text: str | int | float | None) -> float | None:
         return float(value)
     sign = 1.0
     body = value
-    if body[:1] in "+-":
+    if body and body[0] in "+-":
         sign = -1.0 if body[0] == "-" else 1.0
         body = body[1:]
     if not body:

@@ -130,7 +130,7 @@ def _check_requirements(
         if r.operator not in selectors.OPERATORS:
             c.add(f"{at}.operator", "one of " + ", ".join(selectors.OPERATORS), r.operator)
             continue
-        for j, v in enumerate(r.values):
+        for j, v in enumerate(r.values if r.operator not in INT_OPERATORS else ()):
             problem = label_value_problem(v)
             if problem:
                 c.add(f"{at}.values[{j}]", problem, v)
@@ -338,6 +338,8 @@ def _check_terms(
 ) -> None:
     if not terms:
         example = "- tags: {karpenter.sh/discovery: my-cluster}"
+        if what == "AMI":
+            example = "- alias: al2023@latest"
         c.add(path, f"at least one {what} selector term, e.g. {example}", None)
     if len(terms) > MAX_SELECTOR_TERMS:
         c.add(path, f"at most {MAX_SELECTOR_TERMS} terms", len(terms))

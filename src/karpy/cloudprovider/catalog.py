@@ -3,7 +3,8 @@
 :func:`load` returns one of the built-in catalogs as a list of
 :class:`~karpy.cloudprovider.instancetype.InstanceType`, sorted by name:
 
-* ``benchmark`` - the shapes Karpenter's scheduling benchmark uses (:mod:`karpy.cloudprovider.fake.instancetypes`);
+* ``benchmark`` - the shapes Karpenter's scheduling benchmark uses
+  (:mod:`karpy.cloudprovider.fake.instancetypes`);
 * ``kwok`` - Karpenter's KWOK provider's generic types (:mod:`karpy.cloudprovider.kwok.instancetypes`);
 * ``aws`` - current EC2 types in us-east-1 with Karpenter's AWS capacity and overhead formulas
   (:mod:`karpy.cloudprovider.aws.instancetypes`);
@@ -46,7 +47,9 @@ OUTPUTS = ("table", "json")
 SPOT_FRACTION_MIN = 0.3
 SPOT_FRACTION_MAX = 0.7
 
-_CAPACITY_TYPES = frozenset({labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED})
+_CAPACITY_TYPES = frozenset({
+    labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED,
+})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -315,8 +318,8 @@ def _quantities(f: fields.Fields, key: str) -> dict[str, int]:
         try:
             amount = quantity.parse_milli(value)
         except quantity.QuantityError:
-            raise errors.ValidationError.single(f.obj, f"{f.at(key)}.{res}", "a quantity such as '2' or '8Gi'",
-                                                value) from None
+            raise errors.ValidationError.single(
+                f.obj, f"{f.at(key)}.{res}", "a quantity such as '2' or '8Gi'", value) from None
         if amount < 0:
             raise errors.ValidationError.single(f.obj, f"{f.at(key)}.{res}", "a non-negative quantity", value)
         out[str(res)] = amount
@@ -343,7 +346,8 @@ def read_file(path: str | pathlib.Path) -> list[instancetype.InstanceType]:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise errors.ValidationError.single(str(p), "(root)", "JSON", f"{exc.msg} at line {exc.lineno}") from None
+        found = f"{exc.msg} at line {exc.lineno}"
+        raise errors.ValidationError.single(str(p), "(root)", "JSON", found) from None
     return from_json(data, obj=str(p))
 
 

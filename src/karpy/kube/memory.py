@@ -548,4 +548,3 @@ class InMemoryCluster:
 def new_cluster(clock: clock_mod.Clock, seed: int = 0) -> InMemoryCluster:
     """An empty cluster whose generated names and uids follow ``seed``."""
     return InMemoryCluster(clock, rng=random.Random(seed))
-

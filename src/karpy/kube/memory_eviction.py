@@ -76,31 +76,37 @@ def _name(pdb: Mapping[str, Any]) -> str:
     return f"PodDisruptionBudget {meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+def pod_query(pdb: Mapping[str, Any]) -> selectors.LabelQuery | None:
+    """The budget's pod selector; ``None`` (a missing selector) selects no pod."""
+    selector = (pdb.get("spec") or {}).get("selector")
+    return None if selector is None else selectors.from_label_selector(selector)
+
+
 def selects(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     """True when the budget's selector matches the pod (same namespace is the caller's job)."""
-    selector = (pdb.get("spec") or {}).get("selector")
-    return selectors.matches_label_selector(selector, interface.labels_of(pod))
+    query = pod_query(pdb)
+    return query is not None and query.matches(interface.labels_of(pod))
 
 
 def expected_count(pods: Sequence[Mapping[str, Any]], namespace: str, lookup: OwnerLookup) -> int:
     """The scale the matching pods should have: their controllers' replicas, else pod counts."""
     total = 0
-    seen_owners: set[str] = set()
+    pods_by_owner: dict[str, tuple[Mapping[str, Any], int]] = {}
     for pod in pods:
-        ref = interface.owner(pod)
-        if ref is None:
+        controller = interface.owner(pod)
+        if controller is None:
             total += 1
             continue
-        uid = str(ref.get("uid", ""))
-        if uid in seen_owners:
-            continue
-        seen_owners.add(uid)
+        uid = str(controller.get("uid", ""))
+        _, count = pods_by_owner.get(uid, (controller, 0))
+        pods_by_owner[uid] = (controller, count + 1)
+    for ref, count in pods_by_owner.values():
         owner_obj = lookup(namespace, ref)
         replicas = ((owner_obj or {}).get("spec") or {}).get("replicas")
         if isinstance(replicas, int) and not isinstance(replicas, bool):
             total += replicas
         else:
-            total += sum(1 for p in pods if (interface.owner(p) or {}).get("uid") == uid)
+            total += count
     return total
 
 
@@ -118,10 +124,13 @@ def disruptions_allowed(
 ) -> tuple[int, int, int]:
     """``(healthy, desired_healthy, disruptions_allowed)`` for one budget right now."""
     namespace = str((pdb.get("metadata") or {}).get("namespace") or "default")
+    query = pod_query(pdb)
     matching = [
         p
         for p in namespace_pods
-        if selects(pdb, p) and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
+        if query is not None
+        and query.matches(interface.labels_of(p))
+        and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
     ]
     live = [p for p in matching if not interface.is_terminating(p)]
     healthy = sum(1 for p in live if is_healthy(p))

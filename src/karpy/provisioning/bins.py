@@ -141,8 +141,8 @@ class Bins:
         if len(nz) == 0:
             return np.full(n, 1 << 40, dtype=np.int64)
         rem = self.remaining[:n, nz]
-        fit = (rem // req[nz]).min(axis=1)
-        return np.maximum(fit, 0)
+        fit: IntArray = np.maximum((rem // req[nz]).min(axis=1), 0)
+        return fit
 
     def domain_mask(self, key: str, allowed: set[str]) -> npt.NDArray[np.bool_]:
         """Bins whose domain for ``key`` is in ``allowed`` or could still be narrowed into it."""

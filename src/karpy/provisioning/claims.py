@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy.api import labels as wk
-from karpy.provisioning import podgroups, results, templates
 from karpy.provisioning import placement as placement_mod
+from karpy.provisioning import podgroups, results, templates
 from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
@@ -44,6 +44,29 @@ def open_claim(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
             b = _open(run, ti, tmpl, creqs, req)
             if b is not None:
                 return b
+    return None
+
+
+def first_template(run: placement_mod.Placement, g: podgroups.PodGroup,
+                   req: IntArray) -> tuple[int, reqs_mod.Requirements] | None:
+    """The first NodePool (by weight) that could open a NodeClaim for ``g``, with the claim's
+    requirements; None when none can."""
+    greq = g.requirements()
+    for ti, tmpl in enumerate(run.templates):
+        if placement_mod._untolerated(g.tolerations, tmpl.taints,
+                                      prefer_ok=g.tolerate_prefer_no_schedule) is not None:
+            continue
+        if tmpl.requirements.compatible(greq) is not None:
+            continue
+        creqs = tmpl.requirements.intersect(greq)
+        table = tmpl.table
+        if len(table) == 0 or tmpl.has_min_values:
+            continue
+        info = table.info(creqs)
+        avail = table.alloc - run.daemon_overhead(ti, creqs)
+        limit = tmpl.remaining_limit_vector(run.dims)
+        if (info.mask & (avail >= req).all(axis=1) & (table.capacity <= limit).all(axis=1)).any():
+            return ti, creqs
     return None
 
 
@@ -77,6 +100,15 @@ def _open(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs
     target = _target(run, tmpl, info, avail, feasible, creqs)
     if target is None:
         return None
+    return create_bin(run, ti, creqs, target)
+
+
+def create_bin(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements, target: int) -> int:
+    """Add a new NodeClaim bin of template ``ti`` sized after instance type ``target``."""
+    tmpl = run.templates[ti]
+    table = tmpl.table
+    info = table.info(creqs)
+    ds = run.daemon_overhead(ti, creqs)
     for j, d in enumerate(run.dims):
         if d in tmpl.limits:
             tmpl.limits[d] -= int(table.capacity[target, j])
@@ -84,7 +116,7 @@ def _open(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs
     for key in run.keys:
         domains[key] = _claim_domain(creqs, key, table, target, info)
     name = f"{tmpl.name}-new-{len(run.new_bins)}"
-    b = run.bins.add(name, avail[target].copy(), ds.copy(), creqs, tmpl.taints, is_node=False,
+    b = run.bins.add(name, table.alloc[target] - ds, ds.copy(), creqs, tmpl.taints, is_node=False,
                      template=ti, target=target, domains=domains)
     run.new_bins.append(b)
     run.initial_pods.append(0)
@@ -127,7 +159,7 @@ def _target(run: placement_mod.Placement, tmpl: templates.Template, info: templa
 
 def _min_values_ok(tmpl: templates.Template, creqs: reqs_mod.Requirements, avail: IntArray,
                    info: templates.TypeInfo, used: IntArray) -> bool:
-    holds = info.mask & (avail >= used).all(axis=1)
+    holds = info.mask & (avail >= used).all(axis=1)  # used excludes the DaemonSet overhead here
     types = [tmpl.table.types[i].labels for i in np.flatnonzero(holds)]
     return not creqs.min_values_violations(types)
 
@@ -146,7 +178,7 @@ def finalize(run: placement_mod.Placement, b: int) -> results.NewNodeClaim | Non
     used = run.bins.used[b]
     target = run.bins.target[b]
     limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[target]
-    holds = info.mask & ((table.alloc - ds) >= used).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    holds = info.mask & (table.alloc >= used).all(axis=1) & (table.capacity <= limit).all(axis=1)
     idx = np.flatnonzero(holds)
     if len(idx) == 0:
         idx = np.array([target])

@@ -11,14 +11,15 @@ topology or host-port constraints are to blame and the message says which.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from karpy.api import quantity
-from karpy.provisioning import podgroups
 from karpy.provisioning import placement as placement_mod
+from karpy.provisioning import podgroups
 from karpy.scheduling import taints as taints_mod
 
 
-def _fmt(dims: list[str], vec: np.ndarray) -> str:  # type: ignore[type-arg]
+def _fmt(dims: list[str], vec: npt.NDArray[np.int64]) -> str:
     parts = [f"{d} {quantity.format_quantity(d, int(v))}" for d, v in zip(dims, vec, strict=True) if v]
     return ", ".join(parts) if parts else "nothing"
 
@@ -46,7 +47,7 @@ def explain(g: podgroups.PodGroup, run: placement_mod.Placement) -> str:
 
 
 def _nodepool_reason(run: placement_mod.Placement, g: podgroups.PodGroup, greq: object,
-                     req: np.ndarray, ti: int) -> str | None:  # type: ignore[type-arg]
+                     req: npt.NDArray[np.int64], ti: int) -> str | None:
     tmpl = run.templates[ti]
     taint = taints_mod.first_untolerated(g.tolerations, tmpl.taints, ("NoSchedule", "NoExecute"))
     if taint is not None:

@@ -15,9 +15,12 @@ Every path moves the placed pods to the front of ``g.pods`` and returns their nu
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import numpy.typing as npt
 
+from karpy.api import pod as pod_mod
 from karpy.provisioning import claims, podgroups
 from karpy.provisioning import placement as placement_mod
 from karpy.scheduling import topology
@@ -40,7 +43,7 @@ def place(run: placement_mod.Placement, g: podgroups.PodGroup) -> int:
 
 
 def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, start: int, count: int,
-         domain: tuple[str, str] | None) -> int:
+         domain: tuple[str, str] | None, *, open_new: bool = True) -> int:
     """Place ``g.pods[start:start+count]`` first-fit; returns how many were placed.
 
     ``domain`` restricts bins to one (key, value); undetermined bins are narrowed when used.
@@ -69,15 +72,15 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
                 break
             _put(run, g, b, req, start + placed, k, domain)
             placed += k
-    while placed < count:
-        b = claims.open_claim(run, g, req, {domain[0]: {domain[1]}} if domain else {})
-        if b is None:
+    while open_new and placed < count:
+        new = claims.open_claim(run, g, req, {domain[0]: {domain[1]}} if domain else {})
+        if new is None:
             break
-        k = _fit_one(run, g, req, b)
+        k = _fit_one(run, g, req, new)
         if k <= 0:
             break
         k = min(k, count - placed)
-        _put(run, g, b, req, start + placed, k, domain)
+        _put(run, g, new, req, start + placed, k, domain)
         placed += k
     return placed
 
@@ -136,15 +139,16 @@ def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
         constraints = run.domain_constraints(g)
         if any(not v for v in constraints.values()):
             break
-        b = _first_bin(run, g, req, constraints)
-        if b is None:
-            b = claims.open_claim(run, g, req, constraints)
-            if b is None or _fit_one(run, g, req, b) <= 0:
+        found = _first_bin(run, g, req, constraints)
+        if found is None:
+            found = claims.open_claim(run, g, req, constraints)
+            if found is None or _fit_one(run, g, req, found) <= 0:
                 break
+        b = found
         for key, allowed in constraints.items():
             if run.bins.domain_of(b, key) is None:
                 choices = sorted(run.bins.possible_values(b, key) & allowed,
-                                 key=lambda v, k=key: (run.terms_count(g, k, v), v))
+                                 key=functools.partial(_load, run, g, key))
                 if not choices:
                     break
                 run.narrow(b, key, choices[0])
@@ -171,6 +175,10 @@ def _first_bin(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     return int(cand[0]) if len(cand) else None
 
 
-def _front(g: podgroups.PodGroup, order: list[object], done: list[int]) -> None:
+def _load(run: placement_mod.Placement, g: podgroups.PodGroup, key: str, value: str) -> tuple[int, str]:
+    return run.terms_count(g, key, value), value
+
+
+def _front(g: podgroups.PodGroup, order: list[pod_mod.Pod], done: list[int]) -> None:
     chosen = set(done)
-    g.pods = [order[i] for i in done] + [p for i, p in enumerate(order) if i not in chosen]  # type: ignore[misc]
+    g.pods = [order[i] for i in done] + [p for i, p in enumerate(order) if i not in chosen]

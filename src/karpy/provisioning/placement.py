@@ -19,10 +19,9 @@ from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
 from karpy.provisioning import podgroups, results, templates
-from karpy.scheduling import hostports
+from karpy.scheduling import hostports, topology
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
-from karpy.scheduling import topology
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -208,7 +207,7 @@ class Placement:
                 continue
             if term.matches(g.namespace, g.labels):
                 blocked = topology.inverse_blocked(state)
-                base = out.get(term.key, self.eligible(term.key, greq, True))
+                base = out.get(term.key, set(self.eligible(term.key, greq, True)))
                 out[term.key] = base - blocked
         return out
 

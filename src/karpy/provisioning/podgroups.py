@@ -62,6 +62,7 @@ class PodGroup:
     anti_affinity_preferred: list[topology.Term]
     spreads: list[topology.Term]
     tolerate_prefer_no_schedule: bool = False
+    placed_count: int = 0
     relaxed: list[str] = field(default_factory=list)
     _requirements: reqs_mod.Requirements | None = None
 
@@ -100,8 +101,8 @@ class PodGroup:
         """Detach the last ``count`` pods into a new group with the same constraints."""
         tail = self.pods[len(self.pods) - count:]
         del self.pods[len(self.pods) - count:]
-        clone = PodGroup(**{k: getattr(self, k) for k in self.__dataclass_fields__ if k != "pods"})
-        clone.pods = tail
+        clone = PodGroup(pods=tail, **{k: getattr(self, k) for k in self.__dataclass_fields__
+                                       if k not in ("pods", "placed_count")})
         clone.required_terms = list(self.required_terms)
         clone.preferred_node = list(self.preferred_node)
         clone.pod_affinity_preferred = list(self.pod_affinity_preferred)

@@ -34,7 +34,7 @@ from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import explain, podgroups, results, templates
+from karpy.provisioning import claims, explain, grouping_paths, packer, podgroups, results, templates
 from karpy.provisioning import placement as placement_mod
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
@@ -74,26 +74,20 @@ class Scheduler:
         dims = _dims(groups, self.daemon_pods, self.existing)
         tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims)
         run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods)
-        queue = list(groups)
-        while queue:
-            g = queue.pop(0)
-            if g.size == 0:
-                continue
-            placed = run.place_group(g)
-            if placed < g.size:
-                unplaced = g.split(g.size - placed) if placed else g
-                if placed:
-                    _record_relaxed(out, g)
-                if unplaced.relax() is not None:
-                    queue.append(unplaced)
-                    continue
-                reason = explain.explain(unplaced, run)
-                for p in unplaced.pods:
-                    out.errors[p.key] = reason
-                    out.unschedulable.append(p)
-                unplaced.pods = []
-            else:
-                _record_relaxed(out, g)
+        free = [g for g in groups if _is_free(run, g)]
+        free_ids = {id(g) for g in free}
+        queue = [g for g in groups if id(g) not in free_ids]
+        self._drain(run, queue, out)
+        while free:
+            leftovers = self._pack_free(run, free, out)
+            free = []
+            for g in leftovers:
+                if g.relax() is None:
+                    self._fail(run, g, out)
+                elif _is_free(run, g):
+                    free.append(g)
+                else:
+                    self._drain(run, [g], out)
         for b in range(run.bins.n):
             if run.bins.template[b] < 0:
                 node_pods = run.bins.pods[b][run.initial_pods[b]:]
@@ -106,11 +100,81 @@ class Scheduler:
                     out.errors[p.key] = f"no instance type of NodePool {c.nodepool} holds the pods"
         return out
 
+    def _drain(self, run: placement_mod.Placement, queue: list[podgroups.PodGroup],
+               out: results.Results) -> None:
+        """Place constrained groups one by one, relaxing and retrying what does not fit."""
+        while queue:
+            g = queue.pop(0)
+            if g.size == 0:
+                continue
+            placed = run.place_group(g)
+            if placed >= g.size:
+                _record_relaxed(out, g)
+                continue
+            unplaced = g.split(g.size - placed) if placed else g
+            if placed:
+                _record_relaxed(out, g)
+            if unplaced.relax() is not None:
+                queue.append(unplaced)
+            else:
+                self._fail(run, unplaced, out)
+
+    def _fail(self, run: placement_mod.Placement, g: podgroups.PodGroup, out: results.Results) -> None:
+        reason = explain.explain(g, run)
+        for p in g.pods:
+            out.errors[p.key] = reason
+            out.unschedulable.append(p)
+        g.pods = []
+
+    def _pack_free(self, run: placement_mod.Placement, free: list[podgroups.PodGroup],
+                   out: results.Results) -> list[podgroups.PodGroup]:
+        """Existing capacity first, then the cost-aware packer per NodePool; returns leftovers."""
+        buckets: dict[tuple[int, reqs_mod.Requirements], list[podgroups.PodGroup]] = {}
+        leftovers: list[podgroups.PodGroup] = []
+        for g in free:
+            req = run.vector(g.requests)
+            placed = grouping_paths.fill(run, g, req, 0, g.size, None, open_new=False)
+            if placed >= g.size:
+                _record_relaxed(out, g)
+                continue
+            rest = g.split(g.size - placed) if placed else g
+            if placed:
+                _record_relaxed(out, g)
+            target = claims.first_template(run, rest, req)
+            if target is None:
+                leftovers.append(rest)
+            else:
+                buckets.setdefault(target, []).append(rest)
+        for (ti, creqs), bucket in buckets.items():
+            packer.pack(run, ti, creqs, bucket)
+            for g in bucket:
+                if g.placed_count >= g.size:
+                    _record_relaxed(out, g)
+                    continue
+                rest = g.split(g.size - g.placed_count) if g.placed_count else g
+                if g.placed_count:
+                    _record_relaxed(out, g)
+                leftovers.append(rest)
+        return leftovers
+
+
+def _unused() -> None:  # pragma: no cover
+    pass
+
 
 def _record_relaxed(out: results.Results, g: podgroups.PodGroup) -> None:
     if g.relaxed:
         for p in g.pods:
             out.relaxed[p.key] = list(g.relaxed)
+
+
+def _is_free(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
+    """No topology term, host port or inverse anti-affinity applies: the packer may take it."""
+    if g.terms() or g.host_ports:
+        return False
+    return not any(t.kind == topology.ANTI_AFFINITY and s.owners is not None
+                   and (s.owners or s.bin_owners.any()) and t.matches(g.namespace, g.labels)
+                   for t, s in run.terms.items())
 
 
 def _dims(groups: Sequence[podgroups.PodGroup], daemon_pods: Sequence[pod_mod.Pod],

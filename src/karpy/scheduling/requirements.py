@@ -250,6 +250,13 @@ class Requirement:
             values = self.values & other.values
         if (gt is not None or lt is not None) and values:
             values = frozenset(v for v in values if _within(v, gt, lt))
+        # The result is a subset of every In-set operand: equal sizes mean equal sets, so reuse it.
+        n = len(values)
+        if not self.complement and n == len(self.values) and absent is self._absent and mv == self.min_values:
+            return self
+        if (not other.complement and n == len(other.values) and absent is other._absent
+                and mv == other.min_values):
+            return other
         return _make(self.key, False, values, None, None, mv, absent)
 
     __and__ = intersection

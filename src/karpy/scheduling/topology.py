@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy.api import labels as wk
+from karpy.api import pod as pod_mod
 from karpy.api import selectors
 
 SPREAD = "spread"
@@ -190,22 +191,22 @@ def hostname_caps(state: TermState, size: int, *, owner: bool, match: bool) -> I
     return None
 
 
-def term_from_spread(c: object, namespace: str) -> Term:
+def term_from_spread(c: pod_mod.TopologySpreadConstraint, namespace: str) -> Term:
     """A :class:`Term` from a pod's TopologySpreadConstraint (``karpy.api.pod``)."""
     return Term(
         kind=SPREAD,
-        key=getattr(c, "topology_key"),
-        selector=getattr(c, "label_selector"),
+        key=c.topology_key,
+        selector=c.label_selector,
         namespaces=frozenset({namespace}),
-        max_skew=int(getattr(c, "max_skew")),
-        min_domains=getattr(c, "min_domains"),
+        max_skew=int(c.max_skew),
+        min_domains=c.min_domains,
         honor_node_affinity=getattr(c, "node_affinity_policy", "Honor") != "Ignore",
         honor_node_taints=getattr(c, "node_taints_policy", "Ignore") == "Honor",
         required=getattr(c, "when_unsatisfiable", "DoNotSchedule") == "DoNotSchedule",
     )
 
 
-def term_from_affinity(t: object, namespace: str, *, anti: bool, required: bool) -> Term:
+def term_from_affinity(t: pod_mod.PodAffinityTerm, namespace: str, *, anti: bool, required: bool) -> Term:
     """A :class:`Term` from a PodAffinityTerm (``karpy.api.pod``)."""
     namespaces = tuple(getattr(t, "namespaces", ()) or ())
     ns_selector = getattr(t, "namespace_selector", None)
@@ -216,8 +217,8 @@ def term_from_affinity(t: object, namespace: str, *, anti: bool, required: bool)
         scope = frozenset(namespaces) if namespaces else frozenset({namespace})
     return Term(
         kind=ANTI_AFFINITY if anti else AFFINITY,
-        key=getattr(t, "topology_key"),
-        selector=getattr(t, "label_selector"),
+        key=t.topology_key,
+        selector=t.label_selector,
         namespaces=scope,
         required=required,
     )

@@ -91,7 +91,7 @@ class InstanceInfo:
 
 @dataclass
 class _Launch:
-    claim: dict[str, Any]
+    claim: nodeclaim.NodeClaim
     instance: InstanceInfo
     node_name: str
     address: str
@@ -161,7 +161,6 @@ class SimulatedKubelet:
         self._launches: dict[str, _Launch] = {}
         self._startup: dict[str, list[dict[str, Any]]] = {}
         self._addresses: dict[str, str] = {}
-        self._used_names: set[str] = set()
         self._used_addresses: set[str] = set()
         self._dead: set[str] = set()
         self._pod_start: dict[str, float] = {}
@@ -188,12 +187,15 @@ class SimulatedKubelet:
     # --------------------------------------------------------------------------- cloud API
 
     def instance_launched(self, claim: Mapping[str, Any], instance: InstanceInfo) -> str:
-        """Schedule the instance's Node registration; returns the name the Node will have."""
-        claim_name = str(claim.get("metadata", {}).get("name", ""))
+        """Schedule the instance's Node registration; returns the name the Node will have.
+
+        Raises :class:`karpy.api.errors.ValidationError` at once when ``claim`` is not a valid
+        NodeClaim.
+        """
+        parsed = nodeclaim.NodeClaim.from_manifest(claim)
         address = self._new_address()
-        name = instance.node_name or self._node_name(claim_name, instance, address)
-        self._used_names.add(name)
-        self._launches[instance.provider_id] = _Launch(copy.deepcopy(dict(claim)), instance, name, address)
+        name = instance.node_name or self._node_name(parsed.name, instance, address)
+        self._launches[instance.provider_id] = _Launch(parsed, instance, name, address)
         latency = max(0.0, self.launch_latency + self.rng.uniform(-self.jitter, self.jitter))
         self._enqueue(NODE_CONTROLLER, _LAUNCH + instance.provider_id, latency)
         return name
@@ -223,7 +225,9 @@ class SimulatedKubelet:
 
     def add_node(self, node: Mapping[str, Any]) -> dict[str, Any]:
         """Create a scenario's pre-existing node exactly as given."""
-        self._used_names.add(interface.name_of(node))
+        for address in (node.get("status") or {}).get("addresses") or ():
+            if address.get("type") == "InternalIP":
+                self._used_addresses.add(str(address.get("address")))
         return self.cluster.create(copy.deepcopy(dict(node)))
 
     def pending_launches(self) -> dict[str, str]:
@@ -274,7 +278,7 @@ class SimulatedKubelet:
         launch = self._launches.pop(provider_id, None)
         if launch is None:
             return  # terminated before it registered
-        claim = nodeclaim.NodeClaim.from_manifest(launch.claim)
+        claim = launch.claim
         try:
             self.cluster.create(self._build_node(launch, claim))
         except errors.AlreadyExists:

@@ -44,7 +44,7 @@ def test_node_selector_requirements_on_the_same_key_intersect() -> None:
 
 
 def test_bad_node_selector_requirements_raise_value_error() -> None:
-    with pytest.raises(ValueError, match="Gt on key example.com/team needs exactly one integer value"):
+    with pytest.raises(ValueError, match=r"Gt on key example\.com/team needs exactly one integer value"):
         Requirements.from_node_selector_requirements([Term(TEAM, "Gt", ("x",))])
 
 

@@ -211,7 +211,9 @@ nonempty_specs = specs.filter(lambda s: s[0] != "In" or bool(s[1]))
 @SETTINGS
 @given(nonempty_specs, nonempty_specs)
 def test_karpy_agrees_with_karpenters_rule_except_for_integer_free_bounds(node: Spec, pod: Spec) -> None:
-    ours = Requirements.of(Requirement.new(KEY, *node)).intersects(Requirements.of(Requirement.new(KEY, *pod)))
+    node_side = Requirements.of(Requirement.new(KEY, *node))
+    pod_side = Requirements.of(Requirement.new(KEY, *pod))
+    ours = node_side.intersects(pod_side)
     theirs = KarpenterReq.new(*node).intersects(KarpenterReq.new(*pod))
     if (ours is None) is not theirs:
         a, b = Requirement.new(KEY, *node), Requirement.new(KEY, *pod)

@@ -42,7 +42,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -65,6 +65,7 @@ RESOURCE_AMD_GPU = "amd.com/gpu"
 RESOURCE_HABANA_GAUDI = "habana.ai/gaudi"
 RESOURCE_NEURON = "aws.amazon.com/neuron"
 RESOURCE_EFA = "vpc.amazonaws.com/efa"
+GPU_RESOURCES = {"NVIDIA": RESOURCE_NVIDIA_GPU, "AMD": RESOURCE_AMD_GPU, "Habana": RESOURCE_HABANA_GAUDI}
 
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}
 """EC2 architecture -> kubernetes.io/arch; types with neither (mac) are left out."""
@@ -84,15 +85,21 @@ def data() -> Mapping[str, Any]:
     return doc
 
 
-def instance_types(region: str = DEFAULT_REGION,
-                   kubelet: catalog.KubeletConfig | Mapping[str, Any] | None = None,
-                   vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> list[instancetype.InstanceType]:
-    """Every priced EC2 type in ``region`` (only us-east-1 is in the data), sorted by name."""
+def instance_types(
+    region: str = DEFAULT_REGION,
+    kubelet: catalog.KubeletConfig | Mapping[str, Any] | None = None,
+    vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
+    zones: Sequence[str] | None = None,
+) -> list[instancetype.InstanceType]:
+    """Every priced EC2 type in ``region`` (only us-east-1 is in the data), sorted by name.
+
+    ``zones`` keeps only the offerings in those zones (types left without any are dropped).
+    """
     if region != data()["region"]:
-        raise errors.ValidationError.single("catalog/aws", "region",
-                                            f"{data()['region']} (the only region in karpy's AWS data)", region)
-    config = catalog.kubelet_config(kubelet)
-    return list(_instance_types(region, config, vm_memory_overhead_percent))
+        raise errors.ValidationError.single(
+            "catalog/aws", "region", f"{data()['region']} (the only region in karpy's AWS data)", region)
+    types = _instance_types(region, catalog.kubelet_config(kubelet), vm_memory_overhead_percent)
+    return catalog.restrict_zones(types, zones) if zones is not None else list(types)
 
 
 @functools.lru_cache(maxsize=16)
@@ -207,7 +214,8 @@ def pods(spec: Mapping[str, Any], kubelet: catalog.KubeletConfig) -> int:
     return count
 
 
-def memory_capacity_mib(spec: Mapping[str, Any], vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> int:
+def memory_capacity_mib(spec: Mapping[str, Any],
+                        vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> int:
     """MiB the node will report: the EC2 size less Graviton CMA and the VM overhead (rounded up)."""
     mib = int(spec["mem"])
     arch = spec.get("arch") or []
@@ -228,13 +236,14 @@ def compute_capacity(name: str, spec: Mapping[str, Any], kubelet: catalog.Kubele
     }
     gpu_counts: dict[str, int] = {}
     for _gpu_name, manufacturer, count, _mem in spec.get("gpus") or []:
-        resource = {"NVIDIA": RESOURCE_NVIDIA_GPU, "AMD": RESOURCE_AMD_GPU, "Habana": RESOURCE_HABANA_GAUDI}.get(
-            manufacturer)
+        resource = GPU_RESOURCES.get(manufacturer)
         if resource is not None:
             gpu_counts[resource] = gpu_counts.get(resource, 0) + int(count)
     for resource, count in sorted(gpu_counts.items()):
         out[resource] = count * quantity.MILLI
-    neurons = sum(int(n[1]) for n in spec.get("neuron") or []) or sum(int(a[2]) for a in spec.get("acc") or [])
+    neurons = sum(int(n[1]) for n in spec.get("neuron") or [])
+    if not neurons:
+        neurons = sum(int(a[2]) for a in spec.get("acc") or [])
     if neurons:
         out[RESOURCE_NEURON] = neurons * quantity.MILLI
     if spec.get("efa"):
@@ -291,5 +300,6 @@ def offerings(name: str, spec: Mapping[str, Any]) -> tuple[instancetype.Offering
     for zone in spec["zones"]:
         out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_ON_DEMAND, price))
         if not spec.get("nospot"):
-            out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, catalog.spot_price(name, zone, price)))
+            spot = catalog.spot_price(name, zone, price)
+            out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))
     return tuple(out)

@@ -35,7 +35,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -111,7 +111,8 @@ def parse_size(size: str) -> VMSize | None:
 @functools.lru_cache(maxsize=1)
 def data() -> Mapping[str, Any]:
     """The generated data file (package data), parsed once."""
-    text = resources.files("karpy.cloudprovider.azure").joinpath("data", DATA_FILE).read_text(encoding="utf-8")
+    path = resources.files("karpy.cloudprovider.azure").joinpath("data", DATA_FILE)
+    text = path.read_text(encoding="utf-8")
     doc: Mapping[str, Any] = json.loads(text)
     return doc
 
@@ -120,14 +121,17 @@ def regions() -> tuple[str, ...]:
     return tuple(sorted(data()["regions"]))
 
 
-def instance_types(region: str = DEFAULT_REGION,
-                   kubelet: catalog.KubeletConfig | Mapping[str, Any] | None = None) -> list[instancetype.InstanceType]:
-    """The AKS-supported, priced SKUs of ``region``, sorted by name."""
+def instance_types(
+    region: str = DEFAULT_REGION,
+    kubelet: catalog.KubeletConfig | Mapping[str, Any] | None = None,
+    zones: Sequence[str] | None = None,
+) -> list[instancetype.InstanceType]:
+    """The AKS-supported, priced SKUs of ``region``, sorted by name, optionally only in ``zones``."""
     if region not in data()["regions"]:
-        raise errors.ValidationError.single("catalog/azure", "region",
-                                            f"one of {', '.join(regions())} (the regions in karpy's Azure data)",
-                                            region)
-    return list(_instance_types(region, catalog.kubelet_config(kubelet)))
+        expected = f"one of {', '.join(regions())} (the regions in karpy's Azure data)"
+        raise errors.ValidationError.single("catalog/azure", "region", expected, region)
+    types = _instance_types(region, catalog.kubelet_config(kubelet))
+    return catalog.restrict_zones(types, zones) if zones is not None else list(types)
 
 
 @functools.lru_cache(maxsize=16)
@@ -299,5 +303,6 @@ def offerings(name: str, rec: Mapping[str, Any], region: str) -> tuple[instancet
     for zone in zones(region, rec):
         out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_ON_DEMAND, price))
         if rec.get("low_priority"):
-            out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, catalog.spot_price(name, zone, price)))
+            spot = catalog.spot_price(name, zone, price)
+            out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))
     return tuple(out)

@@ -1,4 +1,4 @@
-"""The simulated cloud's capacity model: instance records, capacity pools and offering choice.
+"""The simulated cloud's launch model: instance records, capacity pools, offering choice, images.
 
 Used by :mod:`karpy.cloudprovider.fake.provider`; pure (no I/O, no clock reads: callers pass
 ``now``). What a caller may rely on:
@@ -11,20 +11,28 @@ Used by :mod:`karpy.cloudprovider.fake.provider`; pure (no I/O, no clock reads: 
   until a time.
 * :func:`candidates` returns the offerings a NodeClaim may launch on, cheapest first, ties broken
   by instance type name, then zone, so the choice is deterministic.
+* :func:`resolve_image` is the image a launch gets (deterministic, no randomness).
 * :func:`matches` evaluates node selector requirements the way Karpenter's cloud providers filter
   instance types: a requirement on a label the provider defines (some instance type carries it,
   or it is zone / capacity type / region) must hold for the offering, a missing label counting as
   absent; requirements on labels the provider never defines (NodePool template labels) are left to
-  the scheduler and ignored here.
+  the scheduler and ignored here. Deprecated keys (``failure-domain.beta.kubernetes.io/zone``...)
+  are read as their current names; integer bounds (``Gt``/``Lt``/``Gte``/``Lte``) use Go's
+  ``strconv.Atoi`` syntax like :mod:`karpy.scheduling.requirements`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from karpy.api import labels, nodeclaim, quantity, selectors
+from karpy.api import labels, nodeclaim, nodeclass, quantity, selectors
 from karpy.cloudprovider import errors, instancetype
+from karpy.scheduling import requirements
+
+NodeClass = nodeclass.EC2NodeClass | nodeclass.AKSNodeClass
 
 RUNNING = "running"
 TERMINATED = "terminated"
@@ -134,9 +142,8 @@ def requirement_holds(req: selectors.NodeSelectorRequirement, value: str | None)
         return value is None
     if value is None or not req.values:
         return False
-    try:
-        have, bound = int(value), int(req.values[0])
-    except ValueError:
+    have, bound = requirements.parse_int(value), requirements.parse_int(req.values[0])
+    if have is None or bound is None:
         return False
     if op == "Gt":
         return have > bound
@@ -194,6 +201,8 @@ def candidates(types: Sequence[instancetype.InstanceType],
     Offerings the catalog itself lists as unavailable are left out; capacity pools are not looked
     at here (the caller decides, so it can name the offerings that were out of capacity).
     """
+    reqs = [dataclasses.replace(r, key=labels.NORMALIZED_LABELS[r.key]) if r.key in labels.NORMALIZED_LABELS
+            else r for r in reqs]
     type_reqs = [r for r in reqs if r.key not in OFFERING_KEYS]
     offering_reqs = [r for r in reqs if r.key in OFFERING_KEYS]
     out: list[Candidate] = []
@@ -238,3 +247,43 @@ def choose(cands: Sequence[Candidate], pools: CapacityPools, now: float
                 return c, failed
             failed.append(c.key)
     return None, [c.key for c in cands]
+
+
+AZURE_IMAGE_GALLERY = "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images"
+AZURE_DEFAULT_IMAGE_VERSION = "202501.02.0"
+
+
+def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | None,
+                  node_labels: Mapping[str, str]) -> str:
+    """The image an instance with ``node_labels`` launched with NodeClass ``nc`` gets now.
+
+    In order: the first of an EC2NodeClass's ``status.amis`` whose requirements the labels meet
+    (else its first), an AKSNodeClass's pinned ``imageVersion``, the ``published`` image, and a
+    default derived from the region and the EC2NodeClass's ``amiSelectorTerms`` (so changing the
+    selector changes the image, as AMI resolution does).
+    """
+    if isinstance(nc, nodeclass.EC2NodeClass) and nc.status.amis:
+        for ami in nc.status.amis:
+            if all(requirement_holds(r, node_labels.get(r.key)) for r in ami.requirements):
+                return ami.id
+        return nc.status.amis[0].id
+    if isinstance(nc, nodeclass.AKSNodeClass) and nc.image_version:
+        return azure_image(nc.image_family, nc.image_version)
+    if published:
+        return published
+    if fmt == "azure":
+        family = nc.image_family if isinstance(nc, nodeclass.AKSNodeClass) else "Ubuntu2204"
+        return azure_image(family, AZURE_DEFAULT_IMAGE_VERSION)
+    selector = ""
+    if isinstance(nc, nodeclass.EC2NodeClass):
+        selector = nodeclass.stable_hash([t.to_dict() for t in nc.ami_selector_terms])
+    digest = hashlib.sha256(f"{region}/{selector}".encode()).hexdigest()
+    if fmt == "aws":
+        return f"ami-{digest[:17]}"
+    return f"kwok-image-{digest[:12]}"
+
+
+def azure_image(family: str, version: str) -> str:
+    """An AKS node image id in the community gallery, e.g. ``.../2204gen2containerd/versions/<v>``."""
+    sku = "2204gen2containerd" if family == "Ubuntu2204" else "AzureLinuxgen2containerd"
+    return f"{AZURE_IMAGE_GALLERY}/{sku}/versions/{version}"

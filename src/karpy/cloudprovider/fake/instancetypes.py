@@ -43,7 +43,8 @@ def price(vcpus: int, memory_bytes: int) -> float:
     return CPU_PRICE * vcpus + MEMORY_PRICE * memory_bytes / 1e9
 
 
-def benchmark(n: int = DEFAULT_COUNT, zones: Sequence[str] = DEFAULT_ZONES) -> list[instancetype.InstanceType]:
+def benchmark(n: int = DEFAULT_COUNT,
+              zones: Sequence[str] = DEFAULT_ZONES) -> list[instancetype.InstanceType]:
     """``n`` benchmark instance types, sorted by name, offered in ``zones`` (three expected).
 
     Spot is offered in the first two zones, on-demand in all of them.

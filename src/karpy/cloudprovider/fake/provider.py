@@ -50,7 +50,7 @@ import dataclasses
 import hashlib
 import heapq
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy import clock
@@ -59,14 +59,11 @@ from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import errors, instancetype, interface
 from karpy.cloudprovider.fake import capacity
 
-NodeClass = nodeclass.EC2NodeClass | nodeclass.AKSNodeClass
+NodeClass = capacity.NodeClass
 NodeClassLookup = Callable[[str], NodeClass | None]
 
 FORMATS = ("aws", "azure", "kwok")
 DEFAULT_REGIONS = {"aws": "us-east-1", "azure": "eastus", "kwok": "us-east-1"}
-KWOK_GROUP = "karpenter.kwok.sh"
-AZURE_IMAGE_GALLERY = "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images"
-AZURE_DEFAULT_IMAGE_VERSION = "202501.02.0"
 
 
 def provider_format_of(catalog: str | Sequence[instancetype.InstanceType]) -> str:
@@ -81,13 +78,18 @@ class SimulatedCloud:
 
     name = "fake"
 
-    def __init__(self, clk: clock.Clock, rng: random.Random, *,
+    def __init__(self, clock: clock.Clock, rng: random.Random, *,
                  catalog: str | Sequence[instancetype.InstanceType] = "aws",
                  region: str | None = None, zones: Sequence[str] | None = None,
                  cluster_name: str = "karpy", provider_format: str | None = None,
                  node_classes: NodeClassLookup | None = None, launch_failure_rate: float = 0.0,
                  subscription_id: str | None = None, resource_group: str | None = None) -> None:
-        self.clock = clk
+        """``catalog`` is a built-in catalog name or a list of instance types; ``zones`` keeps only
+        offerings there; ``region`` defaults to the catalog's own (``us-east-1`` when it has none);
+        ``provider_format`` (``aws``/``azure``/``kwok``) defaults to the catalog's (a list: ``kwok``);
+        ``node_classes`` looks NodeClasses up by name (``None``: NodeClaims' refs are not checked);
+        ``launch_failure_rate`` is the chance a launch fails with a retryable CreateError."""
+        self.clock = clock
         self.rng = rng
         self.provider_format = provider_format or provider_format_of(catalog)
         if self.provider_format not in FORMATS:
@@ -105,14 +107,10 @@ class SimulatedCloud:
         digest = hashlib.sha256(cluster_name.encode()).hexdigest()
         self.subscription_id = subscription_id or (
             f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}")
-        if not self.region:  # the catalog's own region, else the format's default
-            first = next(iter(self._catalog_types(None)), None)
-            self.region = (first.labels.get(labels.REGION) if first is not None else None) or \
-                DEFAULT_REGIONS[self.provider_format]
-        self.resource_group = resource_group or f"MC_{cluster_name}_{cluster_name}_{self.region}"
         self._types: dict[Any, list[instancetype.InstanceType]] = {}
         self._views: dict[tuple[Any, frozenset[errors.OfferingKey]], list[instancetype.InstanceType]] = {}
         self._defined: frozenset[str] | None = None
+        self._indexes: dict[Any, dict[str, instancetype.InstanceType]] = {}
         self.pools = capacity.CapacityPools()
         self._live: dict[str, capacity.Instance] = {}
         self._history: list[capacity.Instance] = []
@@ -122,6 +120,11 @@ class SimulatedCloud:
         self._images: dict[str, str] = {}
         self._used_ids: set[str] = set()
         self._manual = 0
+        if not self.region:  # the catalog's own region, else the format's default
+            first = next(iter(self._catalog_types(None)), None)
+            self.region = (first.labels.get(labels.REGION) if first is not None else None) or \
+                DEFAULT_REGIONS[self.provider_format]
+        self.resource_group = resource_group or f"MC_{cluster_name}_{cluster_name}_{self.region}"
 
     # ------------------------------------------------------------------------------------------
     # CloudProvider
@@ -129,7 +132,11 @@ class SimulatedCloud:
     def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
         self.settle()
         nc = self._node_class(claim.spec.node_class_ref)
-        types = self._catalog_types(nc)
+        types: Sequence[instancetype.InstanceType] = self._catalog_types(nc)
+        for req in claim.spec.requirements:  # the usual case: the scheduler lists the options
+            if req.key == labels.INSTANCE_TYPE and req.operator == "In":
+                index = self._index(nc)
+                types = [index[n] for n in sorted(set(req.values)) if n in index]
         cands = capacity.candidates(types, claim.spec.requirements, claim.spec.resources_requests,
                                     self.region, self._defined_keys())
         if not cands:
@@ -224,7 +231,7 @@ class SimulatedCloud:
             if inst.image_id not in {a.id for a in nc.status.amis}:
                 return reason
             return ""
-        if inst.image_id != self._image_for(inst.node_class, nc, inst.labels):
+        if inst.image_id != self._image_for(nc, inst.labels, inst.node_class):
             return reason
         return ""
 
@@ -337,7 +344,7 @@ class SimulatedCloud:
         that garbage collection should find. Raises ``KeyError`` for an unknown instance type.
         """
         self.settle()
-        it = {t.name: t for t in self._catalog_types(None)}[instance_type]
+        it = self._index(None)[instance_type]
         price = next((o.price for o in it.offerings
                       if o.zone == zone and o.capacity_type == capacity_type), 0.0)
         offer = instancetype.Offering(zone, capacity_type, price)
@@ -402,6 +409,13 @@ class SimulatedCloud:
             self._types[key] = types
         return types
 
+    def _index(self, nc: NodeClass | None) -> dict[str, instancetype.InstanceType]:
+        key = _kubelet_key(nc)
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = {t.name: t for t in self._catalog_types(nc)}
+        return index
+
     def _defined_keys(self) -> frozenset[str]:
         if self._defined is None:
             self._defined = capacity.defined_keys(self._catalog_types(None))
@@ -453,7 +467,7 @@ class SimulatedCloud:
         inst = capacity.Instance(
             instance_id=iid, provider_id=pid, hostname=hostname, instance_type=it.name, zone=offer.zone,
             capacity_type=offer.capacity_type, price=offer.price, launch_time=self.clock.now(),
-            image_id=self._image_for(nc.name if nc is not None else "", nc, node_labels),
+            image_id=self._image_for(nc, node_labels),
             tags=tags, labels=node_labels, capacity=dict(it.capacity), allocatable=dict(it.allocatable),
             nodeclaim_name=claim_name, node_class=nc.name if nc is not None else "", node_class_ref=ref,
         )
@@ -468,28 +482,10 @@ class SimulatedCloud:
             if iid not in self._used_ids:
                 return iid
 
-    def _image_for(self, nc_name: str, nc: NodeClass | None, node_labels: dict[str, str] | Any) -> str:
-        """The image a launch with NodeClass ``nc`` would get now (see the module docstring)."""
-        if isinstance(nc, nodeclass.EC2NodeClass) and nc.status.amis:
-            for ami in nc.status.amis:
-                if all(capacity.requirement_holds(r, node_labels.get(r.key)) for r in ami.requirements):
-                    return ami.id
-            return nc.status.amis[0].id
-        if isinstance(nc, nodeclass.AKSNodeClass) and nc.image_version:
-            return _azure_image(nc.image_family, nc.image_version)
-        published = self._images.get(nc_name) or self._images.get("")
-        if published:
-            return published
-        if self.provider_format == "azure":
-            family = nc.image_family if isinstance(nc, nodeclass.AKSNodeClass) else "Ubuntu2204"
-            return _azure_image(family, AZURE_DEFAULT_IMAGE_VERSION)
-        selector = ""
-        if isinstance(nc, nodeclass.EC2NodeClass):
-            selector = nodeclass.stable_hash([t.to_dict() for t in nc.ami_selector_terms])
-        digest = hashlib.sha256(f"{self.region}/{selector}".encode()).hexdigest()
-        if self.provider_format == "aws":
-            return f"ami-{digest[:17]}"
-        return f"kwok-image-{digest[:12]}"
+    def _image_for(self, nc: NodeClass | None, node_labels: Mapping[str, str], nc_name: str = "") -> str:
+        name = nc.name if nc is not None else nc_name
+        published = self._images.get(name) or self._images.get("")
+        return capacity.resolve_image(self.provider_format, self.region, nc, published, node_labels)
 
     def _claim_of(self, inst: capacity.Instance) -> nodeclaim.NodeClaim:
         """The NodeClaim view of an instance, as garbage collection sees it."""
@@ -521,8 +517,3 @@ def _kubelet_overrides(nc: NodeClass | None) -> dict[str, Any] | None:
 def _kubelet_key(nc: NodeClass | None) -> Any:
     overrides = _kubelet_overrides(nc)
     return None if overrides is None else catalog_mod.kubelet_config(overrides)
-
-
-def _azure_image(family: str, version: str) -> str:
-    sku = "2204gen2containerd" if family == "Ubuntu2204" else "AzureLinuxgen2containerd"
-    return f"{AZURE_IMAGE_GALLERY}/{sku}/versions/{version}"

@@ -31,7 +31,9 @@ LABEL_INSTANCE_FAMILY = GROUP + "/instance-family"
 LABEL_INSTANCE_SIZE = GROUP + "/instance-size"
 LABEL_INSTANCE_CPU = GROUP + "/instance-cpu"
 LABEL_INSTANCE_MEMORY = GROUP + "/instance-memory"
-KWOK_LABELS = frozenset({LABEL_INSTANCE_FAMILY, LABEL_INSTANCE_SIZE, LABEL_INSTANCE_CPU, LABEL_INSTANCE_MEMORY})
+KWOK_LABELS = frozenset({
+    LABEL_INSTANCE_FAMILY, LABEL_INSTANCE_SIZE, LABEL_INSTANCE_CPU, LABEL_INSTANCE_MEMORY,
+})
 
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
 CPUS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
@@ -76,7 +78,8 @@ def _kwok(zones: tuple[str, ...]) -> tuple[instancetype.InstanceType, ...]:
     return tuple(sorted(types, key=lambda t: t.name))
 
 
-def _kwok_type(cpu: int, factor: int, arch: str, os: str, zones: tuple[str, ...]) -> instancetype.InstanceType:
+def _kwok_type(cpu: int, factor: int, arch: str, os: str,
+               zones: tuple[str, ...]) -> instancetype.InstanceType:
     name = type_name(cpu, factor, arch, os)
     memory_gib = cpu * factor
     memory_bytes = memory_gib * 2**30

@@ -1,0 +1,402 @@
+"""The NodeClaim lifecycle: launch, registration, initialization and liveness, as Karpenter v1 does.
+
+One reconcile per NodeClaim (key: its name), triggered by NodeClaim events and by events of the
+Node that has the NodeClaim's provider ID. NodeClaims being deleted belong to
+:mod:`karpy.controllers.termination`. Steps, each written back before the next:
+
+1. **Launch** (no ``status.providerID``): ``cloud.create``. On success the NodeClaim gets the
+   cloud's labels, the single-valued requirement labels and its own labels (its own win), the
+   cloud's annotations, ``status.providerID / imageID / capacity / allocatable`` and
+   ``Launched=True``; ``karpenter_nodeclaims_launched_total`` counts it and the optional
+   ``on_launched(nodeclaim)`` hook is called (the simulator starts its kubelet there).
+   ``InsufficientCapacityError``: every offering it names goes into the shared
+   :class:`~karpy.controllers.offerings.UnavailableOfferings` cache, a Warning
+   ``InsufficientCapacityError`` event is published and the NodeClaim is deleted, so the
+   provisioner plans its pods again on other offerings. ``NodeClassNotReadyError`` (event
+   ``NodeClassNotReady``) and other retryable errors: ``Launched=False`` and a retry with
+   exponential backoff (1 s doubling, at most 60 s). A non-retryable error: Warning event
+   ``LaunchFailed`` and the NodeClaim is deleted. A launch that succeeded but whose status write
+   failed is remembered by uid and never launched twice.
+2. **Registration** (a Node with the same provider ID exists): the Node gets the NodeClaim's labels,
+   ``karpenter.sh/registered=true``, the ``karpenter.sh/termination`` finalizer and an
+   ownerReference to the NodeClaim; the ``karpenter.sh/unregistered`` taint is removed (the
+   NodeClaim's taints and startup taints are added if missing at that moment). The NodeClaim gets
+   ``status.nodeName`` and ``Registered=True``; ``karpenter_nodeclaims_registered_total`` and
+   ``karpenter_nodes_created_total`` count it.
+3. **Initialization**: the Node is Ready, none of the NodeClaim's startup taints and no ephemeral
+   taint (not-ready, unreachable, unregistered, uninitialized) is left, and every extended resource
+   the NodeClaim requests has allocatable > 0. Then the Node gets ``karpenter.sh/initialized=true``
+   and the NodeClaim ``Initialized=True`` and ``Ready=True``.
+4. **Liveness**: not launched within ``settings.launch_ttl`` or not registered within
+   ``settings.registration_ttl`` of its creation, the NodeClaim is deleted (Warning event
+   ``LaunchTimeout`` / ``RegistrationTimeout``, ``karpenter_nodeclaims_disrupted_total{reason=
+   "launch_timeout" | "registration_timeout"}``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy import settings as settings_mod
+from karpy.api import labels as wk
+from karpy.api import nodeclaim as nodeclaim_mod
+from karpy.api import quantity
+from karpy.cloudprovider import errors as cp_errors
+from karpy.cloudprovider import interface as cp_interface
+from karpy.controllers import offerings as offerings_mod
+from karpy.controllers import runtime, state
+from karpy.kube import errors as kube_errors
+from karpy.kube import events, interface
+from karpy.observability import metrics as metrics_mod
+from karpy.provisioning import scheduler
+
+log = logging.getLogger("karpy.controllers.lifecycle")
+
+NAME = "nodeclaim.lifecycle"
+BASE_BACKOFF = 1.0
+MAX_BACKOFF = 60.0
+MAX_MESSAGE = 300
+WELL_KNOWN_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+REASON_ICE = "InsufficientCapacityError"
+REASON_NODECLASS_NOT_READY = "NodeClassNotReady"
+REASON_LAUNCH_FAILED = "LaunchFailed"
+REASON_LAUNCH_TIMEOUT = "LaunchTimeout"
+REASON_REGISTRATION_TIMEOUT = "RegistrationTimeout"
+
+LaunchHook = Callable[[dict[str, Any]], None]
+
+
+def truncate(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "..."
+
+
+def set_condition(status: dict[str, Any], type_: str, value: str, now: float, reason: str = "",
+                  message: str = "") -> None:
+    """Put condition ``type_`` into a status dict; an unchanged status keeps its transition time."""
+    conditions = [dict(c) for c in status.get("conditions") or ()]
+    new: dict[str, Any] = {"type": type_, "status": value,
+                           "reason": reason or (type_ if value == "True" else "AwaitingReconciliation"),
+                           "lastTransitionTime": clock_mod.rfc3339(now)}
+    if message:
+        new["message"] = truncate(message)
+    for i, c in enumerate(conditions):
+        if c.get("type") == type_:
+            if c.get("status") == value and c.get("lastTransitionTime"):
+                new["lastTransitionTime"] = c["lastTransitionTime"]
+            conditions[i] = new
+            break
+    else:
+        conditions.append(new)
+    status["conditions"] = conditions
+
+
+def _condition(status: Mapping[str, Any], type_: str) -> str | None:
+    for c in status.get("conditions") or ():
+        if c.get("type") == type_:
+            return str(c.get("status"))
+    return None
+
+
+def _settle_conditions(status: dict[str, Any], now: float) -> None:
+    """Every lifecycle condition is present (Unknown until known) and Ready follows the others."""
+    for type_ in (nodeclaim_mod.LAUNCHED, nodeclaim_mod.REGISTERED, nodeclaim_mod.INITIALIZED):
+        if _condition(status, type_) is None:
+            set_condition(status, type_, "Unknown", now)
+    parts = [_condition(status, t) for t in
+             (nodeclaim_mod.LAUNCHED, nodeclaim_mod.REGISTERED, nodeclaim_mod.INITIALIZED)]
+    if all(p == "True" for p in parts):
+        set_condition(status, nodeclaim_mod.READY, "True", now)
+    elif any(p == "False" for p in parts):
+        set_condition(status, nodeclaim_mod.READY, "False", now, "NotReady")
+    else:
+        set_condition(status, nodeclaim_mod.READY, "Unknown", now)
+
+
+def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return a.get("key") == b.get("key") and (a.get("effect") or "NoSchedule") == (b.get("effect") or "NoSchedule")
+
+
+class Lifecycle:
+    """See the module docstring. Register :meth:`controller` with a Manager."""
+
+    def __init__(self, cluster: interface.Cluster, cluster_state: state.ClusterState,
+                 cloud: cp_interface.CloudProvider, clock: clock_mod.Clock,
+                 settings: settings_mod.Settings, recorder: events.EventRecorder,
+                 metrics: metrics_mod.Metrics, offerings: offerings_mod.UnavailableOfferings,
+                 on_launched: LaunchHook | None = None) -> None:
+        self.cluster = cluster
+        self.state = cluster_state
+        self.cloud = cloud
+        self.clock = clock
+        self.settings = settings
+        self.recorder = recorder
+        self.metrics = metrics
+        self.offerings = offerings
+        self.on_launched = on_launched
+        self._launched: dict[str, nodeclaim_mod.NodeClaim] = {}
+        self._attempts: dict[str, int] = {}
+
+    def controller(self) -> runtime.Controller:
+        return runtime.Controller(NAME, self.reconcile, [("NodeClaim", self._map_claim), ("Node", self._map_node)])
+
+    def _map_claim(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        if event == interface.DELETED or interface.is_terminating(obj):
+            return ()
+        return (interface.name_of(obj),)
+
+    def _map_node(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        if event == interface.DELETED:
+            return ()
+        node_labels = interface.labels_of(obj)
+        if node_labels.get(wk.INITIALIZED) == "true" and node_labels.get(wk.REGISTERED) == "true":
+            return ()
+        for ref in interface.owner_references(obj):
+            if ref.get("kind") == "NodeClaim":
+                return (str(ref.get("name")),)
+        claim = self.state.nodeclaim_name_for_provider_id(str((obj.get("spec") or {}).get("providerID") or ""))
+        return (claim,) if claim else ()
+
+    # ------------------------------------------------------------------------------ reconcile
+
+    def reconcile(self, name: str) -> float | None:
+        obj = self.state.raw("NodeClaim", name)
+        if obj is None:
+            self._forget(name)
+            return None
+        if interface.is_terminating(obj):
+            return None
+        claim = self.state.nodeclaim(name)
+        if claim is None:
+            return None  # unparsable: the state logged it
+        if not interface.has_finalizer(obj, wk.FINALIZER_TERMINATION):
+            finalizers = [*(obj["metadata"].get("finalizers") or ()), wk.FINALIZER_TERMINATION]
+            self.cluster.patch("NodeClaim", name, {"metadata": {
+                "finalizers": finalizers, "resourceVersion": obj["metadata"]["resourceVersion"]}})
+        if not claim.status.provider_id:
+            return self._launch(claim)
+        if not claim.is_true(nodeclaim_mod.LAUNCHED):
+            self._write_status(name, lambda s, now: set_condition(s, nodeclaim_mod.LAUNCHED, "True", now))
+        if not claim.is_true(nodeclaim_mod.REGISTERED):
+            return self._register(name)
+        if not claim.is_true(nodeclaim_mod.INITIALIZED):
+            return self._initialize(name)
+        return None
+
+    def _forget(self, name: str) -> None:
+        for uid in [u for u, c in self._launched.items() if c.name == name]:
+            del self._launched[uid]
+        self._attempts.pop(name, None)
+
+    def _created(self, claim: nodeclaim_mod.NodeClaim) -> float:
+        created = claim.metadata.creation_timestamp
+        return self.clock.now() if created is None else created
+
+    def _write_status(self, name: str, mutate: Callable[[dict[str, Any], float], None]) -> dict[str, Any]:
+        obj = self.cluster.get("NodeClaim", name)
+        status = obj.setdefault("status", {})
+        now = self.clock.now()
+        mutate(status, now)
+        _settle_conditions(status, now)
+        return self.cluster.update_status(obj)
+
+    # --------------------------------------------------------------------------------- launch
+
+    def _launch(self, claim: nodeclaim_mod.NodeClaim) -> float | None:
+        now = self.clock.now()
+        uid = claim.metadata.uid
+        launched = self._launched.get(uid)
+        deadline = self._created(claim) + self.settings.launch_ttl
+        if launched is None:
+            if now >= deadline:
+                self._delete_for_timeout(claim, REASON_LAUNCH_TIMEOUT, "launch_timeout",
+                                         f"NodeClaim {claim.name} did not launch within "
+                                         f"{self.settings.launch_ttl:g}s of its creation")
+                return None
+            try:
+                launched = self.cloud.create(claim)
+            except cp_errors.InsufficientCapacityError as exc:
+                self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
+                self.offerings.mark_unavailable(exc.offerings)
+                log.warning("lifecycle: NodeClaim %s: %s", claim.name, exc)
+                self._event(claim, events.WARNING, REASON_ICE, f"NodeClaim {claim.name} event: {truncate(str(exc))}")
+                self._delete(claim.name)
+                return None
+            except Exception as exc:
+                return self._launch_failed(claim, exc, deadline)
+            self._launched[uid] = launched
+        self._record_launch(claim, launched)
+        self._launched.pop(uid, None)
+        self._attempts.pop(claim.name, None)
+        return self._register(claim.name)
+
+    def _launch_failed(self, claim: nodeclaim_mod.NodeClaim, exc: Exception, deadline: float) -> float | None:
+        self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
+        message = truncate(str(exc) or type(exc).__name__)
+        retryable = cp_errors.is_retryable(exc) or not isinstance(exc, cp_errors.CloudProviderError)
+        if isinstance(exc, cp_errors.NodeClassNotReadyError):
+            self._event(claim, events.WARNING, REASON_NODECLASS_NOT_READY, f"NodeClaim {claim.name} event: {message}")
+        if not retryable:
+            log.warning("lifecycle: NodeClaim %s cannot launch: %s", claim.name, message)
+            self._event(claim, events.WARNING, REASON_LAUNCH_FAILED, f"NodeClaim {claim.name} event: {message}")
+            self._delete(claim.name)
+            return None
+        reason = str(getattr(exc, "reason", "") or REASON_LAUNCH_FAILED)
+        with contextlib.suppress(kube_errors.NotFound):
+            self._write_status(claim.name, lambda s, now: set_condition(
+                s, nodeclaim_mod.LAUNCHED, "False", now, reason, message))
+        attempts = self._attempts.get(claim.name, 0)
+        self._attempts[claim.name] = attempts + 1
+        backoff = min(MAX_BACKOFF, BASE_BACKOFF * 2 ** min(attempts, 16))
+        log.info("lifecycle: launching NodeClaim %s failed (%s), retrying in %.0fs", claim.name, message, backoff)
+        return max(0.0, min(backoff, deadline - self.clock.now()))
+
+    def _record_launch(self, claim: nodeclaim_mod.NodeClaim, launched: nodeclaim_mod.NodeClaim) -> None:
+        labels = dict(launched.labels)
+        labels.update(state.claim_labels(claim))
+        annotations = {k: v for k, v in launched.metadata.annotations.items()
+                       if claim.metadata.annotations.get(k) != v}
+        meta_patch: dict[str, Any] = {"labels": {k: v for k, v in labels.items() if claim.labels.get(k) != v}}
+        if annotations:
+            meta_patch["annotations"] = annotations
+        if meta_patch["labels"] or annotations:
+            self.cluster.patch("NodeClaim", claim.name, {"metadata": meta_patch})
+
+        def mutate(status: dict[str, Any], now: float) -> None:
+            ls = launched.status
+            status["providerID"] = ls.provider_id
+            if ls.image_id:
+                status["imageID"] = ls.image_id
+            if ls.capacity:
+                status["capacity"] = quantity.format_list(ls.capacity)
+            if ls.allocatable:
+                status["allocatable"] = quantity.format_list(ls.allocatable)
+            set_condition(status, nodeclaim_mod.LAUNCHED, "True", now)
+
+        stored = self._write_status(claim.name, mutate)
+        pool = claim.nodepool_name or ""
+        self.metrics.nodeclaims_launched.labels(pool).inc()
+        log.info("lifecycle: launched NodeClaim %s: %s %s %s", claim.name, launched.status.provider_id,
+                 launched.labels.get(wk.INSTANCE_TYPE, "?"), launched.labels.get(wk.CAPACITY_TYPE, "?"))
+        if self.on_launched is not None:
+            try:
+                self.on_launched(stored)
+            except Exception:
+                log.exception("lifecycle: on_launched hook failed for NodeClaim %s", claim.name)
+
+    # --------------------------------------------------------------------------- registration
+
+    def _register(self, name: str) -> float | None:
+        claim = self.state.nodeclaim(name)
+        if claim is None:
+            return None
+        node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
+        if node_name is None:
+            now = self.clock.now()
+            deadline = self._created(claim) + self.settings.registration_ttl
+            if now >= deadline:
+                self._delete_for_timeout(claim, REASON_REGISTRATION_TIMEOUT, "registration_timeout",
+                                         f"NodeClaim {claim.name} did not register a node within "
+                                         f"{self.settings.registration_ttl:g}s of its creation")
+                return None
+            return deadline - now
+        node = self.cluster.get("Node", node_name)
+        self._adopt(node, claim)
+
+        def mutate(status: dict[str, Any], now: float) -> None:
+            status["nodeName"] = node_name
+            set_condition(status, nodeclaim_mod.REGISTERED, "True", now)
+
+        self._write_status(name, mutate)
+        pool = claim.nodepool_name or ""
+        self.metrics.nodeclaims_registered.labels(pool).inc()
+        self.metrics.nodes_created.labels(pool).inc()
+        log.info("lifecycle: registered NodeClaim %s as node %s", name, node_name)
+        return self._initialize(name)
+
+    def _adopt(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> None:
+        """Sync labels, finalizer, owner and taints onto the node (one update)."""
+        claim_obj = self.state.raw("NodeClaim", claim.name) or claim.to_manifest()
+        meta = node.setdefault("metadata", {})
+        node_labels = dict(meta.get("labels") or {})
+        node_labels.update(claim.labels)
+        node_labels[wk.REGISTERED] = "true"
+        meta["labels"] = node_labels
+        if not interface.is_terminating(node):
+            finalizers = list(meta.get("finalizers") or ())
+            if wk.FINALIZER_TERMINATION not in finalizers:
+                finalizers.append(wk.FINALIZER_TERMINATION)
+            meta["finalizers"] = finalizers
+        refs = list(meta.get("ownerReferences") or ())
+        uid = interface.uid_of(claim_obj)
+        if uid and not any(r.get("uid") == uid for r in refs):
+            ref = interface.owner_reference(claim_obj, controller=False)
+            ref["blockOwnerDeletion"] = True
+            refs.append(ref)
+        meta["ownerReferences"] = refs
+        spec = node.setdefault("spec", {})
+        taints = [dict(t) for t in spec.get("taints") or ()]
+        unregistered = {"key": wk.TAINT_UNREGISTERED, "effect": "NoExecute"}
+        if any(_same_taint(t, unregistered) for t in taints):
+            taints = [t for t in taints if not _same_taint(t, unregistered)]
+            for t in (*claim.spec.taints, *claim.spec.startup_taints):
+                d = t.to_dict()
+                if not any(_same_taint(d, x) for x in taints):
+                    taints.append(d)
+            spec["taints"] = taints
+        self.cluster.update(node)
+
+    # ------------------------------------------------------------------------- initialization
+
+    def _initialize(self, name: str) -> float | None:
+        claim = self.state.nodeclaim(name)
+        if claim is None or not claim.status.node_name:
+            return None
+        node = self.state.node(claim.status.node_name)
+        if node is None or not self._initialized(claim, node):
+            return None
+        if node.labels.get(wk.INITIALIZED) != "true":
+            self.cluster.patch("Node", node.name, {"metadata": {"labels": {wk.INITIALIZED: "true"}}})
+        self._write_status(name, lambda s, now: set_condition(s, nodeclaim_mod.INITIALIZED, "True", now))
+        self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
+        log.info("lifecycle: initialized NodeClaim %s (node %s)", name, node.name)
+        return None
+
+    @staticmethod
+    def _initialized(claim: nodeclaim_mod.NodeClaim, node: Any) -> bool:
+        if not node.ready:
+            return False
+        for t in node.taints:
+            if t.key in scheduler.EPHEMERAL_TAINTS:
+                return False
+            if any(s.key == t.key and s.effect == t.effect for s in claim.spec.startup_taints):
+                return False
+        for res, amount in claim.spec.resources_requests.items():
+            if res not in WELL_KNOWN_RESOURCES and amount > 0 and node.allocatable.get(res, 0) <= 0:
+                return False
+        return True
+
+    # -------------------------------------------------------------------------------- helpers
+
+    def _delete_for_timeout(self, claim: nodeclaim_mod.NodeClaim, reason: str, metric_reason: str,
+                            message: str) -> None:
+        log.warning("lifecycle: %s; deleting it", message)
+        self._event(claim, events.WARNING, reason, message)
+        self.metrics.nodeclaims_disrupted.labels(metric_reason, claim.nodepool_name or "").inc()
+        self._delete(claim.name)
+
+    def _delete(self, name: str) -> None:
+        with contextlib.suppress(kube_errors.NotFound):
+            self.cluster.delete("NodeClaim", name)
+        self._forget(name)
+
+    def _event(self, claim: nodeclaim_mod.NodeClaim, type_: str, reason: str, message: str) -> None:
+        obj = self.state.raw("NodeClaim", claim.name) or claim.to_manifest()
+        try:
+            self.recorder.publish(obj, type_, reason, message)
+        except Exception as exc:
+            log.warning("lifecycle: cannot publish %s on NodeClaim %s: %s", reason, claim.name, exc)

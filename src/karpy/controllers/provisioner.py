@@ -1,0 +1,304 @@
+"""The provisioner: batches pending pods, runs the scheduling core, creates NodeClaims.
+
+Like Karpenter's provisioner it does not bind pods (the kube-scheduler does); it decides which
+capacity the pending pods need and asks for it. What a caller may rely on:
+
+* **Batching.** Every watch event of a provisionable pod (see
+  :func:`karpy.controllers.state.is_provisionable`) opens or extends a batch. The batch is
+  scheduled once no new pending pod arrived for ``settings.batch_idle_duration`` or
+  ``settings.batch_max_duration`` passed since the batch opened, whichever comes first
+  (Karpenter's batcher). NodeClaim deletions, Node deletions and NodePool changes also open a
+  batch, so pods of a NodeClaim that failed to launch are planned again.
+* **Scheduling.** One run takes the pending pods, the NodePools (not being deleted), each pool's
+  instance types from the cloud with the unavailable offerings of
+  :class:`karpy.controllers.offerings.UnavailableOfferings` switched off, existing nodes and
+  in-flight NodeClaims (counted as capacity, so pods already nominated to one do not get a
+  second NodeClaim), DaemonSets and NodePool usage, and calls
+  :class:`karpy.provisioning.scheduler.Scheduler`. Its duration (real seconds) goes to
+  ``karpenter_scheduler_scheduling_duration_seconds{controller="provisioner"}``.
+* **NodeClaims.** Each new claim becomes a ``karpenter.sh/v1`` NodeClaim (see
+  :func:`nodeclaim_manifest`), counted in ``karpenter_nodeclaims_created_total{reason=
+  "provisioning"}``.
+* **Events.** ``Nominated`` (Normal) on each placed pod, ``Pod should schedule on:
+  nodeclaim/<name>`` (``, node/<name>`` once the claim has a node; ``node/<name>`` alone for a
+  node karpy does not manage); ``FailedScheduling`` (Warning) ``Failed to schedule pod,
+  <explanation>`` on each pod the core could not place. While such pods remain, the provisioner
+  looks again every :data:`RETRY_UNSCHEDULABLE` seconds (offerings come back, limits change).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy import settings as settings_mod
+from karpy.api import duration
+from karpy.api import labels as wk
+from karpy.api import nodeclass as nodeclass_mod
+from karpy.api import nodepool as nodepool_mod
+from karpy.api import pod as pod_mod
+from karpy.api import quantity
+from karpy.cloudprovider import instancetype
+from karpy.cloudprovider import interface as cp_interface
+from karpy.controllers import offerings as offerings_mod
+from karpy.controllers import runtime, state
+from karpy.kube import errors as kube_errors
+from karpy.kube import events, interface
+from karpy.observability import metrics as metrics_mod
+from karpy.provisioning import results, scheduler
+
+log = logging.getLogger("karpy.controllers.provisioner")
+
+NAME = "provisioner"
+BATCH_KEY = "batch"
+MAX_INSTANCE_TYPES = 60
+RETRY_UNSCHEDULABLE = 60.0
+CREATED_REASON = "provisioning"
+
+REASON_NOMINATED = "Nominated"
+REASON_FAILED_SCHEDULING = "FailedScheduling"
+
+
+def _requirement_terms(claim: results.NewNodeClaim) -> list[dict[str, Any]]:
+    """``spec.requirements`` of a new claim: exact terms, instance types cheapest first (<= 60)."""
+    out: list[dict[str, Any]] = []
+    names = claim.instance_type_names()
+    for key in sorted(claim.requirements):
+        r = claim.requirements[key]
+        first = True
+        for k, op, values in r.to_node_selector_requirements():
+            vals = list(values)
+            if k == wk.INSTANCE_TYPE and op == "In":
+                ordered = [n for n in names if r.has(n)]
+                vals = ordered + sorted(set(vals) - set(ordered))
+                if r.min_values is None:
+                    vals = vals[:MAX_INSTANCE_TYPES]
+            term: dict[str, Any] = {"key": k, "operator": op}
+            if vals:
+                term["values"] = vals
+            if first and r.min_values is not None:
+                term["minValues"] = r.min_values
+            first = False
+            out.append(term)
+    return out
+
+
+def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool, pool_obj: dict[str, Any],
+                       nodeclass_hash: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The ``karpenter.sh/v1`` NodeClaim for one of the scheduler's new claims.
+
+    ``generateName: <nodepool>-``; labels are the template labels plus ``karpenter.sh/nodepool``;
+    annotations the template annotations plus ``karpenter.sh/nodepool-hash`` (and its version) and,
+    when given, the NodeClass hash ``(annotation, value)``; an ownerReference to the NodePool; the
+    ``karpenter.sh/termination`` finalizer; spec from the claim and the NodePool template.
+    """
+    spec_t = pool.template.spec
+    labels = dict(pool.template.labels)
+    labels.update(claim.labels)
+    labels[wk.NODEPOOL] = pool.name
+    annotations = dict(pool.template.annotations)
+    annotations[wk.NODEPOOL_HASH] = pool.hash()
+    annotations[wk.NODEPOOL_HASH_VERSION] = nodepool_mod.HASH_VERSION
+    if nodeclass_hash is not None:
+        annotations[nodeclass_hash[0]] = nodeclass_hash[1]
+    owner = interface.owner_reference(pool_obj, controller=False)
+    owner["blockOwnerDeletion"] = True
+    spec: dict[str, Any] = {"requirements": _requirement_terms(claim)}
+    if claim.requests:
+        spec["resources"] = {"requests": quantity.format_list(claim.requests)}
+    if claim.taints:
+        spec["taints"] = [t.to_dict() for t in claim.taints]
+    if claim.startup_taints:
+        spec["startupTaints"] = [t.to_dict() for t in claim.startup_taints]
+    if spec_t.node_class_ref is not None:
+        spec["nodeClassRef"] = spec_t.node_class_ref.to_dict()
+    spec["expireAfter"] = duration.format_duration(spec_t.expire_after)
+    if spec_t.termination_grace_period is not None:
+        spec["terminationGracePeriod"] = duration.format_duration(spec_t.termination_grace_period)
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "generateName": f"{pool.name}-",
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [owner],
+            "finalizers": [wk.FINALIZER_TERMINATION],
+        },
+        "spec": spec,
+    }
+
+
+class Provisioner:
+    """See the module docstring. Register :meth:`controller` with a Manager."""
+
+    def __init__(self, cluster: interface.Cluster, cluster_state: state.ClusterState,
+                 cloud: cp_interface.CloudProvider, clock: clock_mod.Clock,
+                 settings: settings_mod.Settings, recorder: events.EventRecorder,
+                 metrics: metrics_mod.Metrics, offerings: offerings_mod.UnavailableOfferings) -> None:
+        self.cluster = cluster
+        self.state = cluster_state
+        self.cloud = cloud
+        self.clock = clock
+        self.settings = settings
+        self.recorder = recorder
+        self.metrics = metrics
+        self.offerings = offerings
+        self._batch_start: float | None = None
+        self._last_trigger: float | None = None
+        self.runs = 0
+        self.last_results: results.Results | None = None
+
+    def controller(self) -> runtime.Controller:
+        return runtime.Controller(NAME, self.reconcile, [
+            ("Pod", self._map_pod),
+            ("NodeClaim", self._map_nodeclaim),
+            ("Node", self._map_node),
+            ("NodePool", self._map_nodepool),
+        ])
+
+    # ------------------------------------------------------------------------------ batching
+
+    def trigger(self) -> None:
+        """Open a batch, or extend the open one (a new pending pod arrived now)."""
+        now = self.clock.now()
+        if self._batch_start is None:
+            self._batch_start = now
+        self._last_trigger = now
+
+    def _map_pod(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        if event != interface.DELETED and state.is_provisionable(obj):
+            self.trigger()
+            return (BATCH_KEY,)
+        return ()
+
+    def _map_nodeclaim(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        if event == interface.DELETED or interface.is_terminating(obj):
+            self.trigger()
+            return (BATCH_KEY,)
+        return ()
+
+    def _map_node(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        if event == interface.DELETED:
+            self.trigger()
+            return (BATCH_KEY,)
+        return ()
+
+    def _map_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        self.trigger()
+        return (BATCH_KEY,)
+
+    def reconcile(self, key: str) -> float | None:
+        now = self.clock.now()
+        if self._batch_start is None or self._last_trigger is None:
+            self._batch_start = self._last_trigger = now
+        due = min(self._last_trigger + self.settings.batch_idle_duration,
+                  self._batch_start + self.settings.batch_max_duration)
+        if now < due:
+            return due - now
+        self._batch_start = self._last_trigger = None
+        res = self.provision()
+        return RETRY_UNSCHEDULABLE if res.errors else None
+
+    # ---------------------------------------------------------------------------- scheduling
+
+    def instance_types(self, pools: Sequence[nodepool_mod.NodePool]) -> dict[str, list[instancetype.InstanceType]]:
+        """Each pool's instance types from the cloud, with cached unavailable offerings switched off."""
+        out: dict[str, list[instancetype.InstanceType]] = {}
+        for pool in pools:
+            try:
+                types = self.cloud.get_instance_types(pool)
+            except Exception as exc:  # one pool's failure must not stop the others
+                self.metrics.cloud_error(NAME, "GetInstanceTypes", self.cloud.name, exc)
+                log.warning("provisioner: cannot get instance types of NodePool %s: %s", pool.name, exc)
+                continue
+            out[pool.name] = self.offerings.apply(types)
+        return out
+
+    def schedule(self, pods: Sequence[pod_mod.Pod]) -> tuple[results.Results, list[nodepool_mod.NodePool]]:
+        """One scheduling run over the current state (no writes)."""
+        pools = [p for p in self.state.nodepools() if p.metadata.deletion_timestamp is None]
+        types = self.instance_types(pools)
+        pools = [p for p in pools if p.name in types]
+        existing = self.state.existing_nodes(types)
+        usage = self.state.nodepool_usage(types)
+        start = clock_mod.perf_counter()
+        res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage).solve(pods)
+        self.metrics.scheduling_duration.labels(NAME).observe(max(0.0, clock_mod.perf_counter() - start))
+        return res, pools
+
+    def provision(self) -> results.Results:
+        """Schedule the pending pods now and act on the result (create NodeClaims, publish events)."""
+        pods = self.state.pending_pods()
+        if not pods:
+            return results.Results()
+        self.runs += 1
+        res, pools = self.schedule(pods)
+        self.last_results = res
+        by_name = {p.name: p for p in pools}
+        hashes: dict[str, tuple[str, str] | None] = {}
+        for claim in res.new_claims:
+            self._create(claim, by_name, hashes)
+        for target, placed in sorted(res.existing.items()):
+            message = "Pod should schedule on: " + self._describe_target(target)
+            for p in placed:
+                self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
+        for key, explanation in sorted(res.errors.items()):
+            self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING, f"Failed to schedule pod, {explanation}")
+        return res
+
+    def _create(self, claim: results.NewNodeClaim, pools: dict[str, nodepool_mod.NodePool],
+                hashes: dict[str, tuple[str, str] | None]) -> None:
+        pool = pools.get(claim.nodepool)
+        pool_obj = self.state.raw("NodePool", claim.nodepool)
+        if pool is None or pool_obj is None:
+            log.warning("provisioner: NodePool %s vanished; not creating its NodeClaim", claim.nodepool)
+            return
+        if pool.name not in hashes:
+            hashes[pool.name] = self._nodeclass_hash(pool)
+        try:
+            created = self.cluster.create(nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name]))
+        except Exception as exc:  # e.g. the API server refused it; the pods stay pending
+            log.warning("provisioner: cannot create a NodeClaim for NodePool %s: %s", pool.name, exc)
+            for p in claim.pods:
+                self._pod_event(p.key, events.WARNING, REASON_FAILED_SCHEDULING,
+                                f"Failed to schedule pod, creating a NodeClaim of NodePool {pool.name} failed: {exc}")
+            return
+        name = interface.name_of(created)
+        self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name).inc()
+        log.info("provisioner: created NodeClaim %s (NodePool %s, %d pods, %d instance types, $%.4f/h)",
+                 name, pool.name, len(claim.pods), len(claim.instance_types), claim.price)
+        message = f"Pod should schedule on: nodeclaim/{name}"
+        for p in claim.pods:
+            self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
+
+    def _nodeclass_hash(self, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
+        ref = pool.node_class_ref
+        if ref is None:
+            return None
+        try:
+            obj = self.cluster.get(ref.kind, ref.name)
+            if ref.kind == nodeclass_mod.EC2_KIND:
+                return (wk.NODECLASS_HASH_AWS, nodeclass_mod.EC2NodeClass.from_manifest(obj).hash())
+            if ref.kind == nodeclass_mod.AKS_KIND:
+                return (wk.NODECLASS_HASH_AZURE, nodeclass_mod.AKSNodeClass.from_manifest(obj).hash())
+        except (kube_errors.KubeError, ValueError) as exc:
+            log.debug("provisioner: NodeClass %s of NodePool %s not readable: %s", ref, pool.name, exc)
+        return None
+
+    def _describe_target(self, target: str) -> str:
+        if self.state.raw("Node", target) is not None:
+            claim = self.state.nodeclaim_for_node(target)
+            return f"nodeclaim/{claim.name}, node/{target}" if claim is not None else f"node/{target}"
+        return f"nodeclaim/{target}"
+
+    def _pod_event(self, key: str, type_: str, reason: str, message: str) -> None:
+        obj = self.state.raw("Pod", key)
+        if obj is None:
+            return
+        try:
+            self.recorder.publish(obj, type_, reason, message)
+        except Exception as exc:  # an event that cannot be written must not stop provisioning
+            log.warning("provisioner: cannot publish %s on pod %s: %s", reason, key, exc)

@@ -1,0 +1,420 @@
+"""A typed cache of the cluster, fed by watches: what every karpy controller reads.
+
+:class:`ClusterState` watches Nodes, NodeClaims, Pods, NodePools, DaemonSets and
+PodDisruptionBudgets through :class:`karpy.kube.interface.Cluster` (call :meth:`ClusterState.start`
+once, before the controllers are registered, so that watch events reach the state first). It
+keeps the objects as the cluster hands them out (shared, read-only) and parses each one into its
+:mod:`karpy.api` model lazily, at most once per ``resourceVersion``. An object that does not parse
+is logged once per version and left out of every typed view; it never breaks the cache.
+
+Indexes: pods by ``spec.nodeName``, unbound pods, Nodes and NodeClaims by ``providerID``.
+
+What it produces for the scheduling core (:mod:`karpy.provisioning.scheduler`):
+
+* :meth:`pending_pods`: pods the kube-scheduler marked ``PodScheduled=False`` with reason
+  ``Unschedulable``, without ``spec.nodeName``, not terminal, not terminating, not owned by a
+  DaemonSet or a Node (Karpenter's "provisionable" pods).
+* :meth:`existing_nodes`: every Node (with its non-terminal pods) plus every NodeClaim whose Node
+  has not registered yet. Nodes of NodeClaims that are not initialized and NodeClaims without a
+  Node are ``in_flight``; their allocatable is the NodeClaim's ``status.allocatable`` or, before
+  launch, the cheapest of its instance type options. Cordoned or deleting nodes are not
+  ``schedulable``; deleting NodeClaims without a Node are left out.
+* :meth:`nodepool_usage`: per NodePool, the summed capacity of its NodeClaims (launched capacity,
+  else the cheapest option's capacity), counted against ``spec.limits``.
+* :meth:`daemonset_pods`: each DaemonSet's template pod.
+
+It also implements :class:`karpy.observability.metrics.ClusterView`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from karpy.api import errors as api_errors
+from karpy.api import labels as wk
+from karpy.api import node as node_mod
+from karpy.api import nodeclaim as nodeclaim_mod
+from karpy.api import nodepool as nodepool_mod
+from karpy.api import pod as pod_mod
+from karpy.api import quantity, workloads
+from karpy.cloudprovider import instancetype
+from karpy.kube import interface
+from karpy.provisioning import results
+from karpy.scheduling import requirements as reqs_mod
+
+log = logging.getLogger("karpy.controllers.state")
+
+KINDS = ("Node", "NodeClaim", "Pod", "NodePool", "DaemonSet", "PodDisruptionBudget")
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+_PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "Node": node_mod.Node.from_manifest,
+    "NodeClaim": nodeclaim_mod.NodeClaim.from_manifest,
+    "Pod": pod_mod.Pod.from_manifest,
+    "NodePool": nodepool_mod.NodePool.from_manifest,
+    "DaemonSet": workloads.DaemonSet.from_manifest,
+    "PodDisruptionBudget": workloads.PodDisruptionBudget.from_manifest,
+}
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` for namespaced kinds, ``name`` otherwise."""
+    _, ns, name = interface.meta_key(obj)
+    return f"{ns}/{name}" if ns else name
+
+
+def _rv(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def is_provisionable(obj: Mapping[str, Any]) -> bool:
+    """A raw pod Karpenter would provision for (see the module docstring)."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    if spec.get("nodeName") or interface.is_terminating(obj):
+        return False
+    if status.get("phase") in TERMINAL_PHASES:
+        return False
+    for ref in interface.owner_references(obj):
+        if ref.get("controller") and ref.get("kind") in ("DaemonSet", "Node"):
+            return False
+    if pod_mod.MIRROR_POD_ANNOTATION in interface.annotations_of(obj):
+        return False
+    for c in status.get("conditions") or ():
+        if c.get("type") == "PodScheduled":
+            return bool(c.get("status") == "False" and c.get("reason") == "Unschedulable")
+    return False
+
+
+class ClusterState:
+    """The watch-fed cache; see the module docstring."""
+
+    def __init__(self, cluster: interface.Cluster) -> None:
+        self.cluster = cluster
+        self._objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in KINDS}
+        self._parsed: dict[tuple[str, str], tuple[str, Any]] = {}
+        self._bad: dict[tuple[str, str], str] = {}
+        self._pods_by_node: dict[str, set[str]] = {}
+        self._pod_node: dict[str, str] = {}
+        self._node_by_pid: dict[str, str] = {}
+        self._claim_by_pid: dict[str, str] = {}
+        self._unsubscribe: list[interface.Unsubscribe] = []
+        self.parses = 0
+        """How many objects were parsed so far (to check the once-per-version rule)."""
+
+    # ------------------------------------------------------------------------------ feeding
+
+    def start(self) -> ClusterState:
+        """Watch every kind and load what exists; idempotent."""
+        if self._unsubscribe:
+            return self
+        for kind in KINDS:
+            self._unsubscribe.append(self.cluster.watch(kind, self._handler(kind)))
+            for obj in self.cluster.list(kind):
+                self.observe(interface.ADDED, obj)
+        return self
+
+    def stop(self) -> None:
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe.clear()
+
+    def _handler(self, kind: str) -> interface.WatchHandler:
+        def handle(event: str, obj: dict[str, Any]) -> None:
+            try:
+                self.observe(event, obj)
+            except Exception:  # a bad object must never break the watch
+                log.exception("state: cannot record %s %s", event, kind)
+
+        return handle
+
+    def observe(self, event: str, obj: dict[str, Any]) -> None:
+        """Record one watch event (also usable to feed the state by hand)."""
+        kind = str(obj.get("kind", ""))
+        store = self._objects.get(kind)
+        if store is None:
+            return
+        key = object_key(obj)
+        old = store.get(key)
+        if old is not None:
+            self._unindex(kind, key, old)
+        if event == interface.DELETED:
+            store.pop(key, None)
+            self._parsed.pop((kind, key), None)
+            self._bad.pop((kind, key), None)
+            return
+        store[key] = obj
+        self._index(kind, key, obj)
+
+    def _index(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
+        if kind == "Pod":
+            node_name = str((obj.get("spec") or {}).get("nodeName") or "")
+            self._pod_node[key] = node_name
+            self._pods_by_node.setdefault(node_name, set()).add(key)
+        elif kind == "Node":
+            pid = str((obj.get("spec") or {}).get("providerID") or "")
+            if pid:
+                self._node_by_pid[pid] = key
+        elif kind == "NodeClaim":
+            pid = str((obj.get("status") or {}).get("providerID") or "")
+            if pid:
+                self._claim_by_pid[pid] = key
+
+    def _unindex(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
+        if kind == "Pod":
+            node_name = self._pod_node.pop(key, "")
+            keys = self._pods_by_node.get(node_name)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._pods_by_node[node_name]
+        elif kind == "Node":
+            pid = str((obj.get("spec") or {}).get("providerID") or "")
+            if pid and self._node_by_pid.get(pid) == key:
+                del self._node_by_pid[pid]
+        elif kind == "NodeClaim":
+            pid = str((obj.get("status") or {}).get("providerID") or "")
+            if pid and self._claim_by_pid.get(pid) == key:
+                del self._claim_by_pid[pid]
+
+    # ------------------------------------------------------------------------------ parsing
+
+    def parsed(self, kind: str, key: str) -> Any:
+        """The model of ``kind``/``key`` (``None`` when absent or unparsable), parsed once per version."""
+        obj = self._objects.get(kind, {}).get(key)
+        if obj is None:
+            return None
+        rv = _rv(obj)
+        cached = self._parsed.get((kind, key))
+        if cached is not None and cached[0] == rv and rv:
+            return cached[1]
+        if self._bad.get((kind, key)) == rv and rv:
+            return None
+        try:
+            self.parses += 1
+            model = _PARSERS[kind](obj)
+        except (api_errors.ValidationError, ValueError) as exc:
+            self._bad[(kind, key)] = rv
+            self._parsed.pop((kind, key), None)
+            log.warning("state: ignoring %s %s (resourceVersion %s): %s", kind, key, rv, exc)
+            return None
+        self._parsed[(kind, key)] = (rv, model)
+        self._bad.pop((kind, key), None)
+        return model
+
+    def _all(self, kind: str) -> list[Any]:
+        out = []
+        for key in sorted(self._objects[kind]):
+            model = self.parsed(kind, key)
+            if model is not None:
+                out.append(model)
+        return out
+
+    # ------------------------------------------------------------------------------ raw reads
+
+    def raw(self, kind: str, key: str) -> dict[str, Any] | None:
+        """The stored object (shared, read-only: copy before changing it)."""
+        return self._objects.get(kind, {}).get(key)
+
+    def raws(self, kind: str) -> list[dict[str, Any]]:
+        return [self._objects[kind][k] for k in sorted(self._objects.get(kind, {}))]
+
+    # ---------------------------------------------------------------------------- typed reads
+
+    def nodes(self) -> list[node_mod.Node]:
+        return self._all("Node")
+
+    def node(self, name: str) -> node_mod.Node | None:
+        model: node_mod.Node | None = self.parsed("Node", name)
+        return model
+
+    def nodeclaims(self) -> list[nodeclaim_mod.NodeClaim]:
+        return self._all("NodeClaim")
+
+    def nodeclaim(self, name: str) -> nodeclaim_mod.NodeClaim | None:
+        model: nodeclaim_mod.NodeClaim | None = self.parsed("NodeClaim", name)
+        return model
+
+    def nodepools(self) -> list[nodepool_mod.NodePool]:
+        return self._all("NodePool")
+
+    def nodepool(self, name: str) -> nodepool_mod.NodePool | None:
+        model: nodepool_mod.NodePool | None = self.parsed("NodePool", name)
+        return model
+
+    def pdbs(self) -> list[workloads.PodDisruptionBudget]:
+        return self._all("PodDisruptionBudget")
+
+    def daemonset_pods(self) -> list[pod_mod.Pod]:
+        """The template pod of every DaemonSet."""
+        return [ds.template_pod for ds in self._all("DaemonSet")]
+
+    def node_name_for_provider_id(self, provider_id: str) -> str | None:
+        return self._node_by_pid.get(provider_id) if provider_id else None
+
+    def nodeclaim_name_for_provider_id(self, provider_id: str) -> str | None:
+        return self._claim_by_pid.get(provider_id) if provider_id else None
+
+    def nodeclaim_for_node(self, node_name: str) -> nodeclaim_mod.NodeClaim | None:
+        """The NodeClaim whose ``status.providerID`` is the node's (``None`` for unmanaged nodes)."""
+        obj = self._objects["Node"].get(node_name)
+        if obj is None:
+            return None
+        claim = self.nodeclaim_name_for_provider_id(str((obj.get("spec") or {}).get("providerID") or ""))
+        return self.nodeclaim(claim) if claim else None
+
+    def pod_keys_on(self, node_name: str) -> list[str]:
+        return sorted(self._pods_by_node.get(node_name, ()))
+
+    def pods_on(self, node_name: str) -> list[pod_mod.Pod]:
+        """Parsed pods bound to ``node_name`` (terminal ones included)."""
+        out = []
+        for key in self.pod_keys_on(node_name):
+            p = self.parsed("Pod", key)
+            if p is not None:
+                out.append(p)
+        return out
+
+    def pending_pods(self) -> list[pod_mod.Pod]:
+        """Provisionable pods, by namespace/name (see :func:`is_provisionable`)."""
+        out = []
+        store = self._objects["Pod"]
+        for key in sorted(self._pods_by_node.get("", ())):
+            obj = store.get(key)
+            if obj is None or not is_provisionable(obj):
+                continue
+            p = self.parsed("Pod", key)
+            if p is not None:
+                out.append(p)
+        return out
+
+    # -------------------------------------------------------------------- scheduler inputs
+
+    def existing_nodes(self, instance_types: Mapping[str, Sequence[instancetype.InstanceType]] | None = None
+                       ) -> list[results.ExistingNode]:
+        """Nodes and in-flight NodeClaims as the scheduling core's bins (see the module docstring).
+
+        ``instance_types`` is the scheduler's ``{nodepool: [InstanceType]}``; it sizes NodeClaims
+        that have not launched yet.
+        """
+        types = _TypeIndex(instance_types)
+        out: list[results.ExistingNode] = []
+        registered_claims: set[str] = set()
+        for n in self.nodes():
+            claim_name = self.nodeclaim_name_for_provider_id(n.provider_id)
+            claim = self.nodeclaim(claim_name) if claim_name else None
+            if claim_name:
+                registered_claims.add(claim_name)
+            pods = [p for p in self.pods_on(n.name) if not p.is_terminal]
+            deleting = n.deleting or (claim is not None and claim.metadata.deletion_timestamp is not None)
+            in_flight = claim is not None and not claim.is_true(nodeclaim_mod.INITIALIZED) and \
+                n.labels.get(wk.INITIALIZED) != "true"
+            out.append(results.ExistingNode(
+                name=n.name, labels=n.labels, taints=n.taints,
+                allocatable=n.allocatable or (claim.status.allocatable if claim is not None else {}),
+                pods=pods, nodepool=n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim else None),
+                in_flight=in_flight, schedulable=not (deleting or n.unschedulable)))
+        for claim in self.nodeclaims():
+            if claim.name in registered_claims or claim.metadata.deletion_timestamp is not None:
+                continue
+            if self.node_name_for_provider_id(claim.status.provider_id):
+                continue  # its node exists but is unparsable: do not count it twice
+            out.append(results.ExistingNode(
+                name=claim.name, labels=claim_labels(claim),
+                taints=(*claim.spec.taints, *claim.spec.startup_taints),
+                allocatable=claim.status.allocatable or _cheapest_resources(claim, types, allocatable=True),
+                pods=[], nodepool=claim.nodepool_name, in_flight=True, schedulable=True))
+        return out
+
+    def nodepool_usage(self, instance_types: Mapping[str, Sequence[instancetype.InstanceType]] | None = None
+                       ) -> dict[str, dict[str, int]]:
+        """NodePool -> resource -> summed capacity of its NodeClaims (milli-units)."""
+        types = _TypeIndex(instance_types)
+        usage: dict[str, dict[str, int]] = {}
+        for claim in self.nodeclaims():
+            pool = claim.nodepool_name
+            if not pool:
+                continue
+            capacity = claim.status.capacity or _cheapest_resources(claim, types, allocatable=False)
+            usage[pool] = quantity.add(usage.get(pool, {}), capacity)
+        return usage
+
+    # ------------------------------------------------------------------- metrics ClusterView
+
+    def node_count(self) -> int:
+        return len(self._objects["Node"])
+
+    def pending_pod_count(self) -> int:
+        store = self._objects["Pod"]
+        return sum(1 for k in self._pods_by_node.get("", ()) if is_provisionable(store.get(k) or {}))
+
+    def pod_states(self) -> Iterable[Mapping[str, str]]:
+        nodes = self._objects["Node"]
+        for key in sorted(self._objects["Pod"]):
+            obj = self._objects["Pod"][key]
+            node_name = str((obj.get("spec") or {}).get("nodeName") or "")
+            node_labels = interface.labels_of(nodes.get(node_name) or {})
+            ref = interface.owner(obj)
+            yield {
+                "name": interface.name_of(obj), "namespace": interface.namespace_of(obj),
+                "owner": f"{ref.get('kind', '')}/{ref.get('name', '')}" if ref else "",
+                "node": node_name, "nodepool": node_labels.get(wk.NODEPOOL, ""),
+                "zone": node_labels.get(wk.ZONE, ""), "arch": node_labels.get(wk.ARCH, ""),
+                "capacity_type": node_labels.get(wk.CAPACITY_TYPE, ""),
+                "instance_type": node_labels.get(wk.INSTANCE_TYPE, ""),
+                "phase": str((obj.get("status") or {}).get("phase") or ""),
+            }
+
+
+def claim_labels(claim: nodeclaim_mod.NodeClaim) -> dict[str, str]:
+    """The labels a NodeClaim's node will have for sure: its labels plus decided requirements."""
+    out: dict[str, str] = {}
+    # hand-written requirements karpy cannot read: keep the labels only
+    with contextlib.suppress(ValueError):
+        out.update(reqs_mod.Requirements.from_node_selector_requirements(claim.spec.requirements).labels())
+    out.update(claim.labels)
+    return out
+
+
+def instance_type_options(claim: nodeclaim_mod.NodeClaim) -> list[str]:
+    """The ``node.kubernetes.io/instance-type In [...]`` values of a NodeClaim (may be empty)."""
+    for r in claim.spec.requirements:
+        if r.key == wk.INSTANCE_TYPE and r.operator == "In":
+            return list(r.values)
+    return []
+
+
+class _TypeIndex:
+    """Instance types by name, per NodePool first, then across NodePools."""
+
+    def __init__(self, by_pool: Mapping[str, Sequence[instancetype.InstanceType]] | None) -> None:
+        self.by_pool = {pool: {t.name: t for t in types} for pool, types in (by_pool or {}).items()}
+        self.any: dict[str, instancetype.InstanceType] = {}
+        for index in self.by_pool.values():
+            for name, t in index.items():
+                self.any.setdefault(name, t)
+
+    def get(self, pool: str | None, name: str) -> instancetype.InstanceType | None:
+        found = self.by_pool.get(pool or "", {}).get(name)
+        return found if found is not None else self.any.get(name)
+
+
+def _cheapest_resources(claim: nodeclaim_mod.NodeClaim, types: _TypeIndex,
+                        *, allocatable: bool) -> quantity.ResourceList:
+    """Allocatable (or capacity) of the claim's cheapest known option; its requests when none is known."""
+    best: instancetype.InstanceType | None = None
+    best_price = float("inf")
+    for name in instance_type_options(claim):
+        it = types.get(claim.nodepool_name, name)
+        if it is None:
+            continue
+        price = it.cheapest_price()
+        price = float("inf") if price is None else price
+        if best is None or price < best_price or (price == best_price and it.name < best.name):
+            best, best_price = it, price
+    if best is None:
+        return dict(claim.spec.resources_requests)
+    return dict(best.allocatable if allocatable else best.capacity)

@@ -1,0 +1,536 @@
+"""The simulation engine of ``karpy simulate``: karpy's controllers against a simulated world.
+
+:class:`Simulation` wires one run together, all on one :class:`karpy.clock.VirtualClock`:
+
+* the cluster - :class:`karpy.kube.memory.InMemoryCluster`;
+* the cloud - :class:`karpy.cloudprovider.fake.provider.SimulatedCloud` with the scenario's
+  catalog, region and zones, seen by karpy through :class:`CloudBridge`, which tells the simulated
+  kubelet about every launch and termination (a launched instance registers as a Node after the
+  launch latency; a terminated one takes its Node and pods with it);
+* one :class:`karpy.controllers.runtime.Manager` running karpy's controllers
+  (``karpy.controllers.register_all``) and the world's: the simulated kubelet, the ReplicaSet,
+  Deployment and DaemonSet controllers and the simulated kube-scheduler.
+
+The scenario's objects are applied at time 0 (pre-existing Nodes through the kubelet); its steps
+run at their times. The event loop jumps the clock to the earliest of: the Manager's next due
+work, the next step, the next timeline sample, the next cloud event (a spot reclaim), and stops at
+``until``. Every ``sample_interval`` virtual seconds it records a :class:`Sample` (nodes by
+NodePool and by instance type, pending pods, NodeClaims, $/h).
+
+A caller may rely on: one seed gives the same run - the same names, times, events and outputs,
+byte for byte (nothing reads the wall clock; every random choice comes from a ``random.Random``
+derived from the seed). :meth:`Simulation.run` returns a :class:`Result` with the final objects
+(as the API returns them, sorted), the events in the order they happened, metrics and the
+timeline. Problems a step meets at run time (a node to interrupt that does not exist...) are
+recorded in ``Result.notes``, never raised.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import inspect
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.api import labels, nodeclaim, nodeclass, nodepool
+from karpy.cloudprovider import errors as cp_errors
+from karpy.cloudprovider import instancetype
+from karpy.cloudprovider import interface as cp_interface
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.controllers import runtime
+from karpy.kube import errors, interface, memory
+from karpy.observability import metrics as metrics_mod
+from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, workloads
+
+log = logging.getLogger("karpy.simulator")
+
+Progress = Callable[[float, float], None]
+"""``progress(virtual seconds done, virtual seconds in total)``."""
+
+UNMANAGED = "(unmanaged)"
+"""The NodePool column of nodes karpy does not own (pre-existing nodes)."""
+
+_APPLY_ORDER = {
+    "Namespace": 0, "EC2NodeClass": 1, "AKSNodeClass": 1, "NodePool": 2, "Node": 3,
+    "PriorityClass": 4, "StorageClass": 4, "PersistentVolume": 4, "PersistentVolumeClaim": 5,
+    "PodDisruptionBudget": 5, "DaemonSet": 6, "Deployment": 7, "ReplicaSet": 7, "Pod": 8,
+}
+
+
+def default_sample_interval(until: float) -> float:
+    """10 s for runs up to an hour, then about 360 samples in whole multiples of 10 s."""
+    if until <= 3600:
+        return 10.0
+    return float(max(10, int(until / 360 / 10) * 10))
+
+
+# ---------------------------------------------------------------------------------- the cloud
+
+
+class CloudBridge:
+    """The :class:`SimulatedCloud` as karpy sees it, connected to the simulated kubelet.
+
+    A :class:`karpy.cloudprovider.interface.CloudProvider` and ``InterruptionQueue``: every call
+    goes to the cloud; a successful :meth:`create` schedules the Node registration with the
+    kubelet, a :meth:`delete` (and any termination the cloud does on its own, e.g. a spot
+    reclaim, noticed by :meth:`settle`) makes the kubelet remove the Node.
+    """
+
+    def __init__(self, cloud: fake_provider.SimulatedCloud, sim_kubelet: kubelet.SimulatedKubelet) -> None:
+        self.cloud = cloud
+        self.kubelet = sim_kubelet
+        self.name = cloud.name
+        self.launched = 0
+        self.terminated = 0
+        self._live: set[str] = set()
+
+    # CloudProvider
+    def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        launched = self.cloud.create(claim)
+        pid = launched.status.provider_id
+        inst = self.cloud.instance(pid) if pid else None
+        if inst is not None:
+            info = kubelet.InstanceInfo(
+                provider_id=pid, instance_type=inst.instance_type, zone=inst.zone,
+                capacity_type=inst.capacity_type, capacity=dict(inst.capacity),
+                allocatable=dict(inst.allocatable), labels=dict(inst.labels), node_name=inst.hostname)
+            self.kubelet.instance_launched(launched.to_manifest(), info)
+            self._live.add(pid)
+            self.launched += 1
+        return launched
+
+    def delete(self, claim: nodeclaim.NodeClaim) -> None:
+        self.cloud.delete(claim)
+        self._gone(claim.status.provider_id)
+
+    def get(self, provider_id: str) -> nodeclaim.NodeClaim:
+        return self.cloud.get(provider_id)
+
+    def list(self) -> builtins.list[nodeclaim.NodeClaim]:
+        return self.cloud.list()
+
+    def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
+        return self.cloud.get_instance_types(pool)
+
+    def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
+        return self.cloud.is_drifted(claim)
+
+    def repair_policies(self) -> builtins.list[cp_interface.RepairPolicy]:
+        return self.cloud.repair_policies()
+
+    # InterruptionQueue
+    def pending_interruptions(self) -> builtins.list[cp_interface.InterruptionMessage]:
+        self.settle()
+        return self.cloud.pending_interruptions()
+
+    def ack(self, message: cp_interface.InterruptionMessage) -> None:
+        self.cloud.ack(message)
+
+    # world
+    def settle(self) -> None:
+        """Let the cloud carry out due reclaims; the kubelet removes the Nodes of dead instances."""
+        self.cloud.settle()
+        for pid in sorted(self._live):
+            if self.cloud.instance(pid) is None:
+                self._gone(pid)
+
+    def next_reclaim(self) -> float | None:
+        """When the next scheduled spot reclaim happens (``None`` when none is scheduled)."""
+        times = [i.reclaim_at for i in self.cloud.instances() if i.reclaim_at is not None
+                 and i.state == "running" and i.provider_id in self._live]
+        return min(times) if times else None
+
+    def _gone(self, provider_id: str) -> None:
+        if provider_id in self._live:
+            self._live.discard(provider_id)
+            self.terminated += 1
+            self.kubelet.instance_terminated(provider_id)
+
+    def cost_per_hour(self) -> float:
+        return self.cloud.cost_per_hour()
+
+    def __getattr__(self, name: str) -> Any:  # anything else a controller may use (hooks, stats)
+        return getattr(self.cloud, name)
+
+
+# ------------------------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """The state of the world at one time of the timeline."""
+
+    t: float
+    """Seconds since the start."""
+    nodes_by_nodepool: Mapping[str, int]
+    nodes_by_instance_type: Mapping[str, int]
+    pending_pods: int
+    running_pods: int
+    nodeclaims: int
+    cost_per_hour: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "t": round(self.t, 3),
+            "nodes": sum(self.nodes_by_nodepool.values()),
+            "nodesByNodePool": dict(sorted(self.nodes_by_nodepool.items())),
+            "nodesByInstanceType": dict(sorted(self.nodes_by_instance_type.items())),
+            "pendingPods": self.pending_pods,
+            "runningPods": self.running_pods,
+            "nodeClaims": self.nodeclaims,
+            "costPerHour": round(self.cost_per_hour, 6),
+        }
+
+
+@dataclass
+class Result:
+    """Everything one run produced; :mod:`karpy.simulator.output` renders it."""
+
+    scenario: scenario.Scenario
+    seed: int
+    until: float
+    start: float
+    objects: dict[str, list[dict[str, Any]]]
+    """``nodes``, ``nodeclaims``, ``pods``, ``nodepools`` -> objects as the API returns them."""
+    events: list[dict[str, Any]]
+    """Every Event, in the order they were first published."""
+    metrics: dict[str, Any]
+    timeline: list[Sample]
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    """What the simulator itself did or could not do: ``{"t", "message"}``."""
+    reconciles: int = 0
+    cost_per_hour: float = 0.0
+    accrued_cost: float = 0.0
+    karpy_controllers: list[str] = field(default_factory=list)
+
+    @property
+    def end(self) -> float:
+        return self.start + self.until
+
+
+# ------------------------------------------------------------------------------ karpy wiring
+
+
+def register_karpy(manager: runtime.Manager, **env: Any) -> list[str]:
+    """Register karpy's controllers with ``manager`` through ``karpy.controllers.register_all``.
+
+    ``env`` holds everything a controller may need (``cluster``, ``cloud``, ``clock``,
+    ``settings``, ``metrics``, ``interruption_queue``, ``rng``...); only the parameters
+    ``register_all`` declares are passed. Returns the names of the controllers registered
+    (empty when ``register_all`` does not exist yet).
+    """
+    from karpy import controllers
+
+    register_all = getattr(controllers, "register_all", None)
+    if register_all is None:
+        log.warning("karpy.controllers.register_all is missing: running the world without karpy")
+        return []
+    before = set(manager.controllers)
+    params = inspect.signature(register_all).parameters
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = {k: v for k, v in env.items() if takes_all or k in params}
+    first = next(iter(params.values()), None)
+    if first is not None and first.name in ("manager", "mgr") and first.name not in kwargs:
+        register_all(manager, **kwargs)
+    else:
+        register_all(**{"manager": manager, **kwargs} if takes_all or "manager" in params else kwargs)
+    return sorted(set(manager.controllers) - before)
+
+
+# ----------------------------------------------------------------------------------- the run
+
+
+class Simulation:
+    """One run of a scenario; see the module docstring."""
+
+    def __init__(self, scn: scenario.Scenario, *, seed: int | None = None, until: float | None = None,
+                 sample_interval: float | None = None, progress: Progress | None = None,
+                 karpy: bool = True, scheduler_events: bool = True) -> None:
+        self.scenario = scn
+        self.seed = seed if seed is not None else (scn.seed if scn.seed is not None else 0)
+        self.until = float(until if until is not None else scn.until)
+        self.sample_interval = sample_interval or default_sample_interval(self.until)
+        self.progress = progress
+        rngs = random.Random(self.seed)
+        seeds = [rngs.getrandbits(64) for _ in range(6)]
+        self.clock = clock_mod.VirtualClock()
+        self.start = self.clock.now()
+        self.cluster = memory.InMemoryCluster(self.clock, rng=random.Random(seeds[0]))
+        self.manager = runtime.Manager(self.cluster, self.clock)
+        self.cloud = fake_provider.SimulatedCloud(
+            self.clock, random.Random(seeds[1]), catalog=scn.cloud.catalog,
+            region=scn.cloud.region, zones=scn.cloud.zones or None, cluster_name=scn.cluster_name,
+            node_classes=self._node_class)
+        self.kubelet = kubelet.SimulatedKubelet(
+            self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
+            jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in
+            ("aws", "azure") else "")
+        self.bridge = CloudBridge(self.cloud, self.kubelet)
+        self.metrics = metrics_mod.Metrics()
+        self.metrics.attach(cost=self.bridge.cost_per_hour)
+        self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,
+                                                           record_events=scheduler_events)
+        self._karpy = karpy
+        self._seeds = seeds
+        self._events: dict[tuple[str, str], tuple[int, float, dict[str, Any]]] = {}
+        self._event_seq = 0
+        self._pods: dict[str, str] = {}
+        self.notes: list[dict[str, Any]] = []
+        self.timeline: list[Sample] = []
+        self.karpy_controllers: list[str] = []
+        self._wired = False
+
+    # ------------------------------------------------------------------------------- wiring
+
+    def _node_class(self, name: str) -> fake_provider.NodeClass | None:
+        for kind, parse in (("EC2NodeClass", nodeclass.EC2NodeClass.from_manifest),
+                            ("AKSNodeClass", nodeclass.AKSNodeClass.from_manifest)):
+            with contextlib.suppress(errors.NotFound):
+                obj = self.cluster.get(kind, name)
+                return parse(obj)
+        return None
+
+    def wire(self) -> None:
+        """Register every controller and watch; apply the scenario's objects (time 0)."""
+        if self._wired:
+            return
+        self._wired = True
+        self.cluster.watch("Event", self._on_event)
+        self.cluster.watch("Pod", self._on_pod)
+        self.cluster.watch("Pod", metrics_mod.PodStartupRecorder(self.metrics, self.clock).handle)
+        if self._karpy:
+            self.karpy_controllers = register_karpy(
+                self.manager, cluster=self.cluster, cloud=self.bridge, cloud_provider=self.bridge,
+                clock=self.clock, settings=self.scenario.settings, metrics=self.metrics,
+                interruption_queue=self.bridge, rng=random.Random(self._seeds[5]))
+        self.kubelet.register(self.manager)
+        workloads.ReplicaSetController(self.cluster, random.Random(self._seeds[3])).register(self.manager)
+        workloads.DeploymentController(self.cluster).register(self.manager)
+        daemonsets.DaemonSetController(self.cluster, random.Random(self._seeds[4])).register(self.manager)
+        self.kube_scheduler.register(self.manager)
+        self._apply(self.scenario.objects, at_start=True)
+
+    def _on_event(self, event: str, obj: dict[str, Any]) -> None:
+        key = (interface.namespace_of(obj), interface.name_of(obj))
+        if event == interface.DELETED:
+            return  # keep what happened
+        known = self._events.get(key)
+        if known is None:
+            self._event_seq += 1
+            self._events[key] = (self._event_seq, self.clock.now() - self.start, obj)
+        else:
+            self._events[key] = (known[0], known[1], obj)
+
+    def _on_pod(self, event: str, obj: dict[str, Any]) -> None:
+        uid = interface.uid_of(obj)
+        if event == interface.DELETED:
+            self._pods.pop(uid, None)
+        else:
+            self._pods[uid] = str((obj.get("status") or {}).get("phase") or "Pending")
+
+    def _apply(self, objects: Sequence[Mapping[str, Any]], *, at_start: bool = False) -> None:
+        ordered = sorted(enumerate(objects),
+                         key=lambda io: (_APPLY_ORDER.get(str(io[1].get("kind")), 5), io[0]))
+        for _, obj in ordered:
+            kind = str(obj.get("kind"))
+            try:
+                if kind == "Node" and at_start:
+                    self.kubelet.add_node(obj)
+                else:
+                    self._create_or_replace(dict(obj))
+            except (errors.KubeError, ValueError) as exc:
+                self.note(f"could not apply {kind}/{interface.name_of(obj)}: {exc}")
+
+    def _create_or_replace(self, obj: dict[str, Any]) -> None:
+        kind, ns, name = interface.meta_key(obj)
+        try:
+            current = self.cluster.get(kind, name, ns)
+        except errors.NotFound:
+            self.cluster.create(obj)
+            return
+        new = memory.copy_dict(obj)
+        md = new.setdefault("metadata", {})
+        md["resourceVersion"] = current["metadata"]["resourceVersion"]
+        stored = self.cluster.update(new)
+        if "status" in obj:
+            self.cluster.update_status({**stored, "status": obj["status"]})
+
+    def note(self, message: str) -> None:
+        self.notes.append({"t": round(self.clock.now() - self.start, 3), "message": message})
+
+    # -------------------------------------------------------------------------------- steps
+
+    def _run_step(self, step: scenario.Step) -> None:
+        a = step.action
+        self.note(f"step {step.index}: {step.describe}")
+        if isinstance(a, scenario.Scale):
+            try:
+                self.cluster.patch(a.kind, a.name, {"spec": {"replicas": a.replicas}}, a.namespace)
+            except errors.NotFound:
+                self.note(f"step {step.index}: {a.kind} {a.namespace}/{a.name} does not exist")
+        elif isinstance(a, scenario.Apply):
+            self._apply(a.objects)
+        elif isinstance(a, scenario.Delete):
+            try:
+                self.cluster.delete(a.kind, a.name, a.namespace)
+            except errors.NotFound:
+                self.note(f"step {step.index}: {a.kind} {a.name} does not exist")
+        elif isinstance(a, scenario.Interrupt):
+            self._interrupt(step, a)
+        else:
+            until = self.clock.now() + a.duration
+            self.cloud.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
+
+    def _interrupt(self, step: scenario.Step, a: scenario.Interrupt) -> None:
+        if a.node:
+            try:
+                n = self.cluster.get("Node", a.node)
+            except errors.NotFound:
+                self.note(f"step {step.index}: node {a.node} does not exist")
+                return
+        else:
+            matching = [o for o in self.cluster.objects("Node") if not interface.is_terminating(o)
+                        and all(interface.labels_of(o).get(k) == v for k, v in a.node_selector)]
+            if not matching:
+                self.note(f"step {step.index}: no node matches the nodeSelector")
+                return
+            n = matching[0]
+        self.note(f"step {step.index}: {a.kind} for node {interface.name_of(n)}")
+        pid = str((n.get("spec") or {}).get("providerID") or "")
+        try:
+            self.cloud.interrupt(pid, a.kind)
+        except (cp_errors.NodeClaimNotFoundError, ValueError) as exc:
+            self.note(f"step {step.index}: cannot interrupt node {interface.name_of(n)}: {exc}")
+
+    # -------------------------------------------------------------------------------- loop
+
+    def run(self) -> Result:
+        """Run to ``until`` and return the :class:`Result`."""
+        self.wire()
+        end = self.start + self.until
+        steps = list(self.scenario.steps)
+        step_times = [self.start + s.at for s in steps]
+        si = 0
+        next_sample = self.start
+        while True:
+            now = self.clock.now()
+            t = end
+            due = self.manager.next_due()
+            if due is not None:
+                t = min(t, due)
+            if si < len(steps):
+                t = min(t, step_times[si])
+            t = min(t, next_sample)
+            reclaim = self.bridge.next_reclaim()
+            if reclaim is not None:
+                t = min(t, reclaim)
+            if t > now:
+                self.clock.set(t)
+                now = t
+            while si < len(steps) and step_times[si] <= now:
+                self._run_step(steps[si])
+                si += 1
+            self.bridge.settle()
+            self.manager.run_due()
+            self.bridge.settle()
+            if now >= next_sample:
+                self.timeline.append(self.sample())
+                next_sample = self.start + self.sample_interval * len(self.timeline)
+                next_sample = min(next_sample, end) if now < end else next_sample
+            if self.progress is not None:
+                self.progress(now - self.start, self.until)
+            if now >= end:
+                break
+        if not self.timeline or self.timeline[-1].t < self.until:
+            self.timeline.append(self.sample())
+        return self._result()
+
+    def sample(self) -> Sample:
+        by_pool: dict[str, int] = {}
+        by_type: dict[str, int] = {}
+        for n in self.cluster.objects("Node"):
+            lb = interface.labels_of(n)
+            pool = lb.get(labels.NODEPOOL) or UNMANAGED
+            by_pool[pool] = by_pool.get(pool, 0) + 1
+            it = lb.get(labels.INSTANCE_TYPE) or "(unknown)"
+            by_type[it] = by_type.get(it, 0) + 1
+        phases = list(self._pods.values())
+        return Sample(
+            t=self.clock.now() - self.start, nodes_by_nodepool=by_pool, nodes_by_instance_type=by_type,
+            pending_pods=phases.count("Pending"), running_pods=phases.count("Running"),
+            nodeclaims=len(self.cluster.objects("NodeClaim")), cost_per_hour=self.bridge.cost_per_hour())
+
+    # ------------------------------------------------------------------------------ result
+
+    def _result(self) -> Result:
+        objects = {
+            "nodes": [memory.copy_dict(o) for o in self.cluster.objects("Node")],
+            "nodeclaims": [memory.copy_dict(o) for o in self.cluster.objects("NodeClaim")],
+            "pods": [memory.copy_dict(o) for o in self.cluster.objects("Pod")],
+            "nodepools": [memory.copy_dict(o) for o in self.cluster.objects("NodePool")],
+        }
+        evs = [event_record(seq, t, obj, self.start)
+               for seq, t, obj in sorted(self._events.values(), key=lambda e: e[0])]
+        return Result(
+            scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
+            events=evs, metrics=self.metrics_summary(), timeline=list(self.timeline), notes=list(self.notes),
+            reconciles=self.manager.reconciles, cost_per_hour=self.bridge.cost_per_hour(),
+            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers))
+
+    def metrics_summary(self) -> dict[str, Any]:
+        """Karpenter's metrics (deterministic ones only) plus the simulator's own counts."""
+        samples = self.metrics.snapshot()
+        karpenter: dict[str, Any] = {}
+        for name in sorted(samples):
+            if name.startswith("karpenter_pods_state") or \
+                    (name.startswith("karpenter_scheduler_scheduling_duration_seconds") and
+                     not name.endswith("_count")):
+                continue  # one sample per pod / wall-clock durations: not part of a deterministic report
+            rows = [{"labels": dict(sorted(s["labels"].items())), "value": s["value"]} for s in samples[name]]
+            rows.sort(key=lambda r: sorted(r["labels"].items()))
+            karpenter[name] = rows
+        return {
+            "simulator": {
+                "virtualSeconds": self.until,
+                "reconciles": self.manager.reconciles,
+                "reconcileErrors": sum(c.errors for c in self.manager.controllers.values()),
+                "instancesLaunched": self.bridge.launched,
+                "instancesTerminated": self.bridge.terminated,
+                "podsBoundByKubeScheduler": self.kube_scheduler.bound,
+                "kubeSchedulerRuns": self.kube_scheduler.runs,
+                "costPerHour": round(self.bridge.cost_per_hour(), 6),
+                "accruedCost": round(self.cloud.accrued_cost(), 6),
+            },
+            "karpenter": karpenter,
+        }
+
+
+def event_record(seq: int, t: float, obj: Mapping[str, Any], start: float) -> dict[str, Any]:
+    """An Event as the simulator reports it: time, type, reason, involved object, message."""
+    ref = obj.get("involvedObject") or {}
+    involved = {k: ref[k] for k in ("kind", "namespace", "name") if ref.get(k)}
+    last = str(obj.get("lastTimestamp") or obj.get("firstTimestamp") or "")
+    return {
+        "time": str(obj.get("firstTimestamp") or ""),
+        "t": round(t, 3),
+        "lastTime": last,
+        "count": int(obj.get("count") or 1),
+        "type": str(obj.get("type") or ""),
+        "reason": str(obj.get("reason") or ""),
+        "source": str((obj.get("source") or {}).get("component") or obj.get("reportingComponent") or ""),
+        "involvedObject": involved,
+        "message": str(obj.get("message") or ""),
+    }
+
+
+def run(scn: scenario.Scenario, *, seed: int | None = None, until: float | None = None,
+        progress: Progress | None = None) -> Result:
+    """Shorthand: ``Simulation(scn, seed=seed, until=until, progress=progress).run()``."""
+    return Simulation(scn, seed=seed, until=until, progress=progress).run()
+
+

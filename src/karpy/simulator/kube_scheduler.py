@@ -1,0 +1,325 @@
+"""The simulated kube-scheduler: binds pending pods to Ready nodes, or says why it cannot.
+
+In ``karpy simulate`` nothing else binds ordinary pods. :class:`KubeScheduler` is one controller
+on the :class:`karpy.controllers.runtime.Manager`, woken by Pod and Node changes and run at most
+once per ``interval`` virtual seconds (default 1 s). Each run:
+
+* takes every pending pod (phase Pending, no ``spec.nodeName``, not being deleted, scheduler
+  ``default-scheduler``) and every existing node that is ``Ready`` and not being deleted;
+* asks the scheduling core (:class:`karpy.provisioning.scheduler.Scheduler`) with those nodes only
+  and no NodePools where the pods fit - the very predicates karpy's provisioner uses (resources,
+  taints and tolerations, node selectors and affinity, pod (anti-)affinity, topology spread, host
+  ports) - and binds each pod the core placed: ``spec.nodeName`` plus ``PodScheduled=True``;
+* marks every other pending pod ``PodScheduled=False``, reason ``Unschedulable``, with a message
+  in the real scheduler's form, e.g. ``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had
+  untolerated taint {karpenter.sh/unregistered: }.`` (reasons per node are the first failing
+  filter in kube-scheduler's order; counts are summed and sorted), and publishes a
+  ``FailedScheduling`` Warning event (component ``default-scheduler``) when the message changes.
+  That condition is what makes a pod provisionable for karpy, as for Karpenter.
+
+Nodes that are not Ready count as having the ``node.kubernetes.io/not-ready`` taint. A pod is
+written only when its binding or condition changes, so a run that changes nothing writes nothing
+and does not wake itself. Deterministic: pods and nodes are handled in name order.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.api import errors as api_errors
+from karpy.api import labels, node, pod
+from karpy.controllers import runtime
+from karpy.kube import errors, events, interface
+from karpy.provisioning import podgroups, results
+from karpy.provisioning import scheduler as core
+from karpy.scheduling import requirements, taints
+
+log = logging.getLogger("karpy.simulator.kube_scheduler")
+
+CONTROLLER = "simulator.kube-scheduler"
+COMPONENT = "default-scheduler"
+KEY = "schedule"
+UNSCHEDULABLE = "Unschedulable"
+_TERMINAL = ("Succeeded", "Failed")
+NOT_READY_TAINT = node.Taint(key=labels.TAINT_NOT_READY, effect="NoSchedule")
+
+
+def is_pending(p: Mapping[str, Any]) -> bool:
+    """A pod the kube-scheduler should place."""
+    spec = p.get("spec") or {}
+    phase = (p.get("status") or {}).get("phase") or "Pending"
+    return phase == "Pending" and not spec.get("nodeName") and not interface.is_terminating(p) \
+        and (spec.get("schedulerName") or pod.DEFAULT_SCHEDULER) == pod.DEFAULT_SCHEDULER
+
+
+def _condition(p: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for c in (p.get("status") or {}).get("conditions") or ():
+        if c.get("type") == type_:
+            return c  # type: ignore[no-any-return]
+    return None
+
+
+def _taint_text(t: Any) -> str:
+    return "{" + f"{t.key}: {t.value}" + "}"
+
+
+class KubeScheduler:
+    """See the module docstring. Call :meth:`register` with the Manager."""
+
+    def __init__(self, cluster: interface.Cluster, clock: clock_mod.Clock, *, interval: float = 1.0,
+                 record_events: bool = True) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.interval = interval
+        self.recorder = events.EventRecorder(cluster, clock, component=COMPONENT) if record_events else None
+        self.runs = 0
+        self.bound = 0
+        self._manager: runtime.Manager | None = None
+        self._last_run: float | None = None
+        self._pods: dict[str, tuple[str, pod.Pod | None]] = {}
+        self._nodes: dict[str, tuple[str, node.Node | None]] = {}
+
+    # ------------------------------------------------------------------------------ wiring
+
+    def controller(self) -> runtime.Controller:
+        return runtime.Controller(CONTROLLER, self.reconcile)
+
+    def register(self, manager: runtime.Manager) -> None:
+        self._manager = manager
+        manager.register(self.controller())
+        manager.cluster.watch("Pod", self._on_pod)
+        manager.cluster.watch("Node", self._on_node)
+
+    def _wake(self) -> None:
+        if self._manager is None:
+            return
+        now = self.clock.now()
+        after = 0.0 if self._last_run is None else max(0.0, self._last_run + self.interval - now)
+        self._manager.enqueue(CONTROLLER, KEY, after)
+
+    def _on_pod(self, event: str, obj: dict[str, Any]) -> None:
+        if event == interface.ADDED and is_pending(obj):
+            self._wake()
+        elif event == interface.DELETED and (obj.get("spec") or {}).get("nodeName"):
+            self._wake()  # capacity freed
+        elif event == interface.MODIFIED and (obj.get("status") or {}).get("phase") in _TERMINAL:
+            self._wake()
+
+    def _on_node(self, event: str, obj: dict[str, Any]) -> None:
+        self._wake()
+
+    # ------------------------------------------------------------------------------ models
+
+    def _pod(self, obj: Mapping[str, Any]) -> pod.Pod | None:
+        uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        hit = self._pods.get(uid)
+        if hit is not None and hit[0] == rv:
+            return hit[1]
+        try:
+            model: pod.Pod | None = pod.Pod.from_manifest(obj)
+        except api_errors.ValidationError as exc:
+            log.warning("kube-scheduler: cannot read pod %s: %s", uid, exc)
+            model = None
+        self._pods[uid] = (rv, model)
+        return model
+
+    def _node(self, obj: Mapping[str, Any]) -> node.Node | None:
+        name = interface.name_of(obj)
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        hit = self._nodes.get(name)
+        if hit is not None and hit[0] == rv:
+            return hit[1]
+        try:
+            model: node.Node | None = node.Node.from_manifest(obj)
+        except api_errors.ValidationError as exc:
+            log.warning("kube-scheduler: cannot read node %s: %s", name, exc)
+            model = None
+        self._nodes[name] = (rv, model)
+        return model
+
+    # ----------------------------------------------------------------------------- reconcile
+
+    def reconcile(self, key: str) -> float | None:
+        now = self.clock.now()
+        if self._last_run is not None and now < self._last_run + self.interval:
+            return self._last_run + self.interval - now
+        self._last_run = now
+        pods = self.cluster.list("Pod")
+        pending_objs = sorted((p for p in pods if is_pending(p)),
+                              key=lambda p: (interface.namespace_of(p), interface.name_of(p)))
+        if not pending_objs:
+            self._forget(pods)
+            return None
+        self.runs += 1
+        by_node: dict[str, list[pod.Pod]] = collections.defaultdict(list)
+        for p in pods:
+            spec = p.get("spec") or {}
+            name = spec.get("nodeName")
+            if name and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                model = self._pod(p)
+                if model is not None:
+                    by_node[str(name)].append(model)
+        nodes: list[node.Node] = []
+        for n in sorted(self.cluster.list("Node"), key=interface.name_of):
+            model_n = self._node(n)
+            if model_n is not None:
+                nodes.append(model_n)
+        usable = [n for n in nodes if n.ready and not n.deleting]
+        existing = [results.ExistingNode(
+            name=n.name, labels=n.labels, taints=tuple(n.taints), allocatable=n.allocatable,
+            pods=list(by_node.get(n.name, ())), nodepool=n.labels.get(labels.NODEPOOL),
+            schedulable=not n.unschedulable) for n in usable]
+        pending: list[pod.Pod] = []
+        raw_by_key: dict[str, Mapping[str, Any]] = {}
+        for p in pending_objs:
+            model = self._pod(p)
+            if model is not None:
+                pending.append(model)
+                raw_by_key[model.key] = p
+        out = _solve(existing, pending)
+        placed: set[str] = set()
+        for node_name in sorted(out.existing):
+            for model in out.existing[node_name]:
+                if self._bind(raw_by_key[model.key], node_name):
+                    placed.add(model.key)
+                    by_node[node_name].append(model)
+        explainer = _Explainer(nodes, by_node)
+        for model in pending:
+            if model.key not in placed:
+                self._mark_unschedulable(raw_by_key[model.key], explainer.message(model))
+        self._forget(pods)
+        return None
+
+    def _forget(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        if len(self._pods) > 2 * len(pods) + 1000:
+            live = {interface.uid_of(p) for p in pods}
+            self._pods = {k: v for k, v in self._pods.items() if k in live}
+
+    def _bind(self, obj: Mapping[str, Any], node_name: str) -> bool:
+        name, ns = interface.name_of(obj), interface.namespace_of(obj)
+        try:
+            self.cluster.patch("Pod", name, {"spec": {"nodeName": node_name}}, ns)
+            ts = clock_mod.rfc3339(self.clock.now())
+            conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()
+                          if c.get("type") != "PodScheduled"]
+            conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts})
+            self.cluster.patch_status("Pod", name, {"status": {"conditions": conditions}}, ns)
+        except errors.NotFound:
+            return False
+        self.bound += 1
+        return True
+
+    def _mark_unschedulable(self, obj: Mapping[str, Any], message: str) -> None:
+        current = _condition(obj, "PodScheduled")
+        if current is not None and current.get("status") == "False" and \
+                current.get("reason") == UNSCHEDULABLE and current.get("message") == message:
+            return
+        name, ns = interface.name_of(obj), interface.namespace_of(obj)
+        ts = clock_mod.rfc3339(self.clock.now())
+        keep_since = current is not None and current.get("status") == "False"
+        cond = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": message,
+                "lastTransitionTime": (current or {}).get("lastTransitionTime", ts) if keep_since else ts}
+        conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()
+                      if c.get("type") != "PodScheduled"]
+        conditions.insert(0, cond)
+        try:
+            self.cluster.patch_status("Pod", name, {"status": {"conditions": conditions}}, ns)
+        except errors.NotFound:
+            return
+        if self.recorder is not None:
+            self.recorder.warning(obj, "FailedScheduling", message)
+
+
+def _solve(existing: list[results.ExistingNode], pending: list[pod.Pod]) -> results.Results:
+    """The core's placements of ``pending`` on ``existing`` nodes (no NodePools).
+
+    Adapter: when the core fails on a batch (a ``TypeError`` from splitting a partly placed pod
+    group, seen in the core under development), place the pods one at a time instead - the same
+    predicates, only slower - counting each placed pod on its node before the next.
+    """
+    try:
+        return core.Scheduler(existing=existing).solve(pending)
+    except TypeError as exc:
+        log.warning("kube-scheduler: the scheduling core failed on a batch (%s); placing pods one by one",
+                    exc)
+    by_name = {n.name: n for n in existing}
+    out = results.Results()
+    for p in pending:
+        one = core.Scheduler(existing=existing).solve([p])
+        for node_name, placed in one.existing.items():
+            out.existing.setdefault(node_name, []).extend(placed)
+            by_name[node_name].pods.extend(placed)
+        out.errors.update(one.errors)
+        out.unschedulable.extend(one.unschedulable)
+    return out
+
+
+class _Explainer:
+    """kube-scheduler's ``0/N nodes are available: ...`` message for pods that fit nowhere."""
+
+    def __init__(self, nodes: Sequence[node.Node], by_node: Mapping[str, Sequence[pod.Pod]]) -> None:
+        self.nodes = nodes
+        self.free: dict[str, dict[str, int]] = {}
+        self.ports: dict[str, set[tuple[str, str, int]]] = {}
+        self.reqs: dict[str, requirements.Requirements] = {}
+        for n in nodes:
+            free = dict(n.allocatable)
+            ports: set[tuple[str, str, int]] = set()
+            for p in by_node.get(n.name, ()):
+                for k, v in p.requests.items():
+                    free[k] = free.get(k, 0) - v
+                ports.update(p.host_ports())
+            self.free[n.name] = free
+            self.ports[n.name] = ports
+            self.reqs[n.name] = requirements.Requirements.from_labels(n.labels)
+        self._cache: dict[Any, str] = {}
+
+    def message(self, p: pod.Pod) -> str:
+        sig = (tuple(sorted(p.requests.items())), p.tolerations, tuple(sorted(p.node_selector.items())),
+               repr(p.node_affinity), repr(p.pod_affinity), repr(p.pod_anti_affinity),
+               p.topology_spread_constraints, p.host_ports())
+        hit = self._cache.get(sig)
+        if hit is not None:
+            return hit
+        if not self.nodes:
+            text = "no nodes available to schedule pods"
+        else:
+            counts: collections.Counter[str] = collections.Counter()
+            for n in self.nodes:
+                counts.update(self._reasons(p, n))
+            parts = sorted(f"{count} {reason}" for reason, count in counts.items())
+            text = f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}."
+        self._cache[sig] = text
+        return text
+
+    def _reasons(self, p: pod.Pod, n: node.Node) -> Iterable[str]:
+        if n.unschedulable or n.deleting:
+            return ("node(s) were unschedulable",)
+        node_taints: list[Any] = list(n.taints)
+        if not n.ready:
+            node_taints.append(NOT_READY_TAINT)
+        bad = taints.first_untolerated(p.tolerations, node_taints, ("NoSchedule", "NoExecute"))
+        if bad is not None:
+            return (f"node(s) had untolerated taint {_taint_text(bad)}",)
+        greq = podgroups.make_group([p]).strict_requirements()
+        if self.reqs[n.name].compatible(greq, frozenset()) is not None:
+            return ("node(s) didn't match Pod's node affinity/selector",)
+        used = self.ports[n.name]
+        if any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports()):
+            return ("node(s) didn't have free ports for the requested pod ports",)
+        free = self.free[n.name]
+        short = sorted(k for k, v in p.requests.items() if v > 0 and v > free.get(k, 0))
+        if short:
+            return tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
+        if p.topology_spread_constraints:
+            return ("node(s) didn't match pod topology spread constraints",)
+        if p.pod_anti_affinity is not None and p.pod_anti_affinity.required:
+            return ("node(s) didn't match pod anti-affinity rules",)
+        if p.pod_affinity is not None and p.pod_affinity.required:
+            return ("node(s) didn't match pod affinity rules",)
+        return ("node(s) had no room left once the other pending pods were placed",)

@@ -1,0 +1,453 @@
+"""The scenario document of ``karpy simulate`` and loading a scenario file.
+
+A scenario file is a multi-document YAML text. Every ordinary Kubernetes / Karpenter document
+(any version karpy reads, v1alpha5 Provisioners included) is applied at time 0: Nodes given there
+are pre-existing nodes karpy does not own, Pods with ``spec.nodeName`` already run there. Exactly
+one document is the scenario itself::
+
+    apiVersion: karpy.io/v1alpha1
+    kind: Scenario
+    metadata: {name: my-scenario}
+    spec:
+      cloud: {provider: aws, region: us-east-1, zones: [us-east-1a, us-east-1b]}
+      settings: {clusterName: demo, batchIdleDuration: 1s, batchMaxDuration: 10s}
+      until: 15m                 # how long to simulate
+      seed: 7                    # optional; --seed overrides
+      launchLatency: 60s         # optional; instance launch to Node registration
+      steps:
+      - at: 3m
+        scale: {kind: Deployment, namespace: default, name: app, replicas: 5}
+      - at: 5m
+        apply: [ {apiVersion: apps/v1, kind: Deployment, ...} ]
+      - at: 6m
+        delete: {kind: Deployment, namespace: default, name: app}
+      - at: 7m
+        interrupt: {node: ip-10-0-0-1.ec2.internal, kind: SpotInterruption}
+      - at: 9m                   # or the first node (by name) with these labels
+        interrupt: {nodeSelector: {karpenter.sh/capacity-type: spot}, kind: SpotInterruption}
+      - at: 8m
+        insufficientCapacity: {instanceType: m5.large, zone: us-east-1a, capacityType: spot, for: 10m}
+
+What a caller may rely on: :func:`load` (and :func:`load_text`) validates *everything* - every
+document, every step, the manifests a step applies, the instance types and zones a step names -
+before returning, and reports every problem at once in one
+:class:`karpy.api.errors.ValidationError` whose errors name the document (``document N
+(Kind/name)``), the field path and what was expected and found. A :class:`Scenario` that loaded
+can be simulated without input errors. Steps come out sorted by time (ties keep file order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from karpy import settings as settings_mod
+from karpy.api import duration, errors, fields, labels, manifest
+from karpy.cloudprovider import catalog as catalog_mod
+from karpy.cloudprovider import interface as cloud_interface
+
+API_VERSION = "karpy.io/v1alpha1"
+KIND = "Scenario"
+
+PROVIDERS: Mapping[str, str] = {
+    "aws": "aws", "azure": "azure", "kwok": "kwok", "fake": "benchmark", "benchmark": "benchmark",
+}
+"""``spec.cloud.provider`` -> the built-in instance-type catalog it simulates."""
+
+SCALABLE_KINDS = ("Deployment", "ReplicaSet")
+CAPACITY_TYPES = (labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED)
+ACTIONS = ("scale", "apply", "delete", "interrupt", "insufficientCapacity")
+
+DEFAULT_LAUNCH_LATENCY = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    kind: str
+    namespace: str
+    name: str
+    replicas: int
+
+
+@dataclass(frozen=True, slots=True)
+class Apply:
+    objects: tuple[dict[str, Any], ...]
+    """The manifests in their newest (v1) form, as the API server would store them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    node: str
+    """A node name, or ``""`` to take the first node (by name) matching ``node_selector``."""
+    kind: str
+    node_selector: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientCapacity:
+    instance_type: str
+    zone: str
+    capacity_type: str
+    duration: float
+    """Seconds the offering stays out of capacity."""
+
+
+Action = Scale | Apply | Delete | Interrupt | InsufficientCapacity
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    at: float
+    """Seconds after the start of the simulation."""
+    action: Action
+    index: int
+    """Position in ``spec.steps`` (0-based), for messages."""
+
+    @property
+    def describe(self) -> str:
+        a = self.action
+        if isinstance(a, Scale):
+            return f"scale {a.kind} {a.namespace}/{a.name} to {a.replicas}"
+        if isinstance(a, Apply):
+            return "apply " + ", ".join(f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}"
+                                        for o in a.objects)
+        if isinstance(a, Delete):
+            return f"delete {a.kind} {(a.namespace + '/') if a.namespace else ''}{a.name}"
+        if isinstance(a, Interrupt):
+            target = a.node or "first node with " + ",".join(f"{k}={v}" for k, v in a.node_selector)
+            return f"interrupt {target} ({a.kind})"
+        return (f"insufficient capacity for {a.instance_type} {a.capacity_type} in {a.zone} "
+                f"for {duration.format_duration(a.duration)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Cloud:
+    provider: str
+    """As written: aws, azure, kwok, fake or benchmark."""
+    region: str | None
+    zones: tuple[str, ...]
+
+    @property
+    def catalog(self) -> str:
+        return PROVIDERS[self.provider]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    source: str
+    cloud: Cloud
+    settings: settings_mod.Settings
+    """``spec.settings`` read as karpy's operator settings."""
+    cluster_name: str
+    until: float
+    seed: int | None
+    launch_latency: float
+    objects: tuple[dict[str, Any], ...]
+    """Every document but the scenario, in file order, in v1 form."""
+    steps: tuple[Step, ...]
+    warnings: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    """The scenario document as written."""
+
+    def with_until(self, until: float) -> Scenario:
+        return dataclasses.replace(self, until=until)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain data describing the scenario, for outputs."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "cloud": {"provider": self.cloud.provider, "region": self.cloud.region,
+                      "zones": list(self.cloud.zones)},
+            "clusterName": self.cluster_name,
+            "until": duration.format_duration(self.until),
+            "seed": self.seed,
+            "launchLatency": duration.format_duration(self.launch_latency),
+            "steps": [{"at": duration.format_duration(s.at), "action": s.describe} for s in self.steps],
+        }
+
+
+# --------------------------------------------------------------------------------------- loading
+
+
+def load(path: str | pathlib.Path, *, until: float | None = None) -> Scenario:
+    """Read and validate a scenario file (see the module docstring). ``until`` overrides
+    ``spec.until``. Raises :class:`errors.ValidationError`, also for an unreadable file."""
+    p = pathlib.Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.ValidationError.single(str(p), "(file)", "a readable UTF-8 YAML file",
+                                            str(exc)) from None
+    return load_text(text, source=str(p), until=until)
+
+
+def _label(index: int, kind: str, name: str) -> str:
+    return f"document {index} ({kind}/{name})"
+
+
+def _is_scenario(d: Any) -> bool:
+    return isinstance(d, Mapping) and d.get("kind") == KIND and \
+        str(d.get("apiVersion", "")).startswith("karpy.io/")
+
+
+def load_text(text: str, *, source: str = "<input>", until: float | None = None) -> Scenario:
+    """Parse and validate a scenario text; see :func:`load`."""
+    try:
+        raw_docs = [d for d in yaml.safe_load_all(text)]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "(document)"
+        raise errors.ValidationError.single(source, where, "valid YAML",
+                                            getattr(exc, "problem", None) or str(exc)) from None
+    problems: list[errors.FieldError] = []
+    scenario_docs = [(i + 1, d) for i, d in enumerate(raw_docs) if _is_scenario(d)]
+    if len(scenario_docs) != 1:
+        found = "none" if not scenario_docs else \
+            "documents " + ", ".join(str(i) for i, _ in scenario_docs)
+        problems.append(errors.FieldError(
+            source, "(documents)", f"exactly one document with apiVersion: {API_VERSION}, kind: {KIND}",
+            found))
+    for index, d in scenario_docs:
+        if d.get("apiVersion") != API_VERSION:
+            problems.append(errors.FieldError(_label(index, KIND, _doc_name(d)), "apiVersion",
+                                              API_VERSION, d.get("apiVersion")))
+
+    # Every other document goes through the manifest loader. Scenario documents are replaced by
+    # empty ones so that document numbers stay those of the file.
+    rest = [None if _is_scenario(d) else d for d in raw_docs]
+    objects: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    if any(d is not None for d in rest):
+        other_text = "\n".join("---\n" + (yaml.safe_dump(d, sort_keys=False) if d is not None else "")
+                               for d in rest)
+        try:
+            loaded = manifest.load_documents(other_text, source=source)
+            objects = [o.raw for o in loaded.objects]
+            warnings.extend(loaded.warnings)
+        except errors.ValidationError as exc:
+            problems.extend(exc.errors)
+
+    scenario: Scenario | None = None
+    if len(scenario_docs) == 1:
+        index, doc = scenario_docs[0]
+        try:
+            scenario = _read_scenario(doc, _label(index, KIND, _doc_name(doc)), source, objects, until=until,
+                                      problems=problems, warnings=warnings)
+        except errors.ValidationError as exc:
+            problems.extend(exc.errors)
+    if problems or scenario is None:
+        raise errors.ValidationError(problems)
+    return scenario
+
+
+def _doc_name(d: Mapping[str, Any]) -> str:
+    md = d.get("metadata")
+    name = md.get("name") if isinstance(md, Mapping) else None
+    return str(name) if name else "(unnamed)"
+
+
+def _duration(f: fields.Fields, key: str, *, required: bool = False,
+              default: float | None = None) -> float | None:
+    raw = f.raw(key)
+    if raw is None:
+        if required:
+            raise f.fail(key, duration.EXPECTED, None)
+        return default
+    try:
+        value = duration.parse_duration(raw)
+    except duration.DurationError:
+        raise f.fail(key, duration.EXPECTED, raw) from None
+    if value is None:
+        raise f.fail(key, duration.EXPECTED, raw)
+    return value
+
+
+def _collect(problems: list[errors.FieldError], fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn``; a ValidationError adds its errors to ``problems`` and gives ``None``."""
+    try:
+        return fn(*args, **kwargs)
+    except errors.ValidationError as exc:
+        problems.extend(exc.errors)
+        return None
+
+
+def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: list[dict[str, Any]], *,
+                   until: float | None, problems: list[errors.FieldError], warnings: list[str]) -> Scenario:
+    f = fields.Fields(doc, label)
+    spec = f.sub("spec")
+    cloud = _collect(problems, _read_cloud, spec.sub("cloud"))
+    settings = _read_settings(spec, problems)
+    spec_until = _collect(problems, lambda: _duration(spec, "until", required=until is None))
+    total = until if until is not None else spec_until
+    if total is not None and total <= 0:
+        problems.append(errors.FieldError(label, "spec.until", "a positive duration", spec.raw("until")))
+    seed = _collect(problems, spec.int, "seed")
+    latency = _collect(problems, lambda: _duration(spec, "launchLatency", default=DEFAULT_LAUNCH_LATENCY))
+
+    known = _Known(objects)
+    steps: list[Step] = []
+    types: set[str] | None = None
+    if cloud is not None:
+        try:
+            types = {t.name for t in catalog_mod.load(cloud.catalog, zones=cloud.zones or None,
+                                                      region=_catalog_region(cloud))}
+        except errors.ValidationError as exc:
+            problems.extend(dataclasses.replace(e, obj=label, path="spec.cloud." + e.path)
+                            for e in exc.errors)
+    for i, step_f in enumerate(spec.items("steps")):
+        step = _collect(problems, _read_step, step_f, i, known, cloud=cloud, types=types,
+                        source=source, warnings=warnings)
+        if step is not None:
+            steps.append(step)
+    if total is not None:
+        for s in steps:
+            if s.at > total:
+                warnings.append(f"{label}: spec.steps[{s.index}] at {duration.format_duration(s.at)} is "
+                                f"after the end of the simulation ({duration.format_duration(total)}); "
+                                "it will not run")
+    steps.sort(key=lambda s: (s.at, s.index))
+    if cloud is None or total is None or latency is None:
+        raise errors.ValidationError(())
+    return Scenario(
+        name=_doc_name(doc), source=source, cloud=cloud, settings=settings,
+        cluster_name=settings.cluster_name, until=float(total), seed=seed, launch_latency=float(latency),
+        objects=tuple(objects), steps=tuple(steps), warnings=tuple(warnings), raw=dict(doc))
+
+
+def _read_settings(spec: fields.Fields, problems: list[errors.FieldError]) -> settings_mod.Settings:
+    f = spec.sub("settings")
+    try:
+        return settings_mod.Settings.from_mapping(f.data)
+    except errors.ValidationError as exc:
+        problems.extend(errors.FieldError(spec.obj, f"{f.path}.{e.path}", e.expected, e.found)
+                        for e in exc.errors)
+    return settings_mod.Settings()
+
+
+def _catalog_region(cloud: Cloud) -> str | None:
+    return cloud.region if cloud.catalog in ("aws", "azure") else None
+
+
+def _read_cloud(f: fields.Fields) -> Cloud:
+    provider = f.req_str("provider")
+    if provider not in PROVIDERS:
+        raise f.fail("provider", "one of " + ", ".join(PROVIDERS), provider)
+    zones: tuple[str, ...] = tuple(f.str_list("zones"))
+    region = f.str("region")
+    if region is not None and PROVIDERS[provider] not in ("aws", "azure"):
+        raise f.fail("region", f"no region for provider {provider} (its catalog has fixed zones)", region)
+    return Cloud(provider=provider, region=region, zones=zones)
+
+
+class _Known:
+    """Objects that exist at a step's time because the scenario created them (for scale/delete)."""
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        self.keys: set[tuple[str, str, str]] = set()
+        self.add(objects)
+
+    def add(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        for o in objects:
+            md = o.get("metadata") or {}
+            self.keys.add((str(o.get("kind")), str(md.get("namespace") or "default"), str(md.get("name"))))
+
+
+def _read_step(f: fields.Fields, index: int, known: _Known, *, cloud: Cloud | None, types: set[str] | None,
+               source: str, warnings: list[str]) -> Step:
+    at = _duration(f, "at", required=True)
+    assert at is not None
+    present = [a for a in ACTIONS if f.has(a)]
+    if len(present) != 1:
+        raise errors.ValidationError.single(
+            f.obj, f.path, "exactly one of " + ", ".join(ACTIONS) + " besides at",
+            ", ".join(present) if present else sorted(str(k) for k in f.data if k != "at") or None)
+    what = present[0]
+    if what == "scale":
+        s = f.sub("scale")
+        kind = s.req_str("kind")
+        if kind not in SCALABLE_KINDS:
+            raise s.fail("kind", " or ".join(SCALABLE_KINDS), kind)
+        ns = s.str("namespace", "default") or "default"
+        name = s.req_str("name")
+        replicas = s.int("replicas", required=True)
+        assert replicas is not None
+        if replicas < 0:
+            raise s.fail("replicas", "a non-negative integer", replicas)
+        if (kind, ns, name) not in known.keys:
+            raise s.fail("name", f"a {kind} in namespace {ns} that the scenario creates before this step",
+                         name)
+        return Step(at, Scale(kind, ns, name, replicas), index)
+    if what == "apply":
+        docs = f.list("apply")
+        if not docs:
+            raise f.fail("apply", "a non-empty list of manifests", f.raw("apply"))
+        text = "\n".join("---\n" + yaml.safe_dump(d, sort_keys=False) for d in docs)
+        try:
+            loaded = manifest.load_documents(text, source=source)
+        except errors.ValidationError as exc:
+            raise errors.ValidationError([_apply_error(f, e) for e in exc.errors]) from None
+        objs = tuple(o.raw for o in loaded.objects)
+        if any(_is_scenario(o) for o in objs):
+            raise f.fail("apply", "Kubernetes or Karpenter manifests (not a Scenario)", KIND)
+        warnings.extend(f"{f.obj}: {f.at('apply')}: {w}" for w in loaded.warnings)
+        known.add(objs)
+        return Step(at, Apply(objs), index)
+    if what == "delete":
+        s = f.sub("delete")
+        kind = s.req_str("kind")
+        name = s.req_str("name")
+        ns = s.str("namespace", "") or ""
+        return Step(at, Delete(kind, ns, name), index)
+    if what == "interrupt":
+        s = f.sub("interrupt")
+        node = s.str("node", "") or ""
+        selector = s.str_map("nodeSelector")
+        if bool(node) == bool(selector):
+            raise s.fail("node", "either node (a node name) or nodeSelector (labels), not both",
+                         node or None)
+        kind = s.str("kind", "SpotInterruption") or "SpotInterruption"
+        if kind not in cloud_interface.INTERRUPTION_KINDS:
+            raise s.fail("kind", "one of " + ", ".join(cloud_interface.INTERRUPTION_KINDS), kind)
+        return Step(at, Interrupt(node, kind, tuple(sorted(selector.items()))), index)
+    s = f.sub("insufficientCapacity")
+    it = s.req_str("instanceType")
+    zone = s.req_str("zone")
+    ct = s.str("capacityType", labels.CAPACITY_TYPE_ON_DEMAND) or labels.CAPACITY_TYPE_ON_DEMAND
+    if ct not in CAPACITY_TYPES:
+        raise s.fail("capacityType", "one of " + ", ".join(CAPACITY_TYPES), ct)
+    for_ = _duration(s, "for", required=True)
+    assert for_ is not None
+    if types is not None and it not in types:
+        raise s.fail("instanceType", f"an instance type of the {cloud.catalog if cloud else ''} catalog", it)
+    if cloud is not None and cloud.zones and zone not in cloud.zones:
+        raise s.fail("zone", "one of spec.cloud.zones (" + ", ".join(cloud.zones) + ")", zone)
+    return Step(at, InsufficientCapacity(it, zone, ct, for_), index)
+
+
+def _apply_error(f: fields.Fields, e: errors.FieldError) -> errors.FieldError:
+    """Re-home an error of an applied manifest under the scenario document and the step's path."""
+    # e.obj is "<source> document N ..." or "document N (Kind/name)"; N counts the apply list.
+    where = e.obj
+    marker = "document "
+    item = where[where.find(marker) + len(marker):] if marker in where else where
+    number, _, rest = item.partition(" ")
+    try:
+        pos = int(number) - 1
+    except ValueError:
+        return errors.FieldError(f.obj, f"{f.at('apply')}: {e.path}", e.expected, e.found)
+    rest = f" {rest.strip()}" if rest.strip() else ""
+    return errors.FieldError(f.obj, f"{f.at('apply')}[{pos}]{rest}: {e.path}", e.expected, e.found)

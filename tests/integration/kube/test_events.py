@@ -1,0 +1,78 @@
+"""EventRecorder: core/v1 Events over the cluster interface, aggregated like kubectl shows them."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpy.kube import errors, events
+
+from . import builders
+
+
+def test_publishing_creates_a_core_v1_event_about_the_involved_object() -> None:
+    cluster, vclock = builders.new_cluster()
+    pod = cluster.create(builders.pod("web-0"))
+    vclock.advance(7)
+    recorder = events.EventRecorder(cluster, vclock)
+    event = recorder.publish(pod, "Warning", "FailedScheduling", "no nodepool fits")
+    assert event["apiVersion"] == "v1"
+    assert event["kind"] == "Event"
+    assert event["metadata"]["namespace"] == "default"
+    involved = event["involvedObject"]
+    assert (involved["kind"], involved["name"], involved["namespace"]) == ("Pod", "web-0", "default")
+    assert involved["uid"] == pod["metadata"]["uid"]
+    assert involved["apiVersion"] == "v1"
+    assert (event["type"], event["reason"], event["message"]) == (
+        "Warning",
+        "FailedScheduling",
+        "no nodepool fits",
+    )
+    assert event["source"] == {"component": "karpenter"}
+    assert event["firstTimestamp"] == event["lastTimestamp"] == "2026-01-01T00:00:07Z"
+    assert event["count"] == 1
+
+
+def test_a_duplicate_event_increments_count_and_moves_last_timestamp() -> None:
+    cluster, vclock = builders.new_cluster()
+    node = cluster.create(builders.node("n1"))
+    recorder = events.EventRecorder(cluster, vclock)
+    recorder.normal(node, "Unconsolidatable", "pdb prevents disruption")
+    vclock.advance(60)
+    recorder.normal(node, "Unconsolidatable", "pdb prevents disruption")
+    vclock.advance(60)
+    recorder.normal(node, "Unconsolidatable", "pdb prevents disruption")
+    (event,) = cluster.list("Event")
+    assert event["count"] == 3
+    assert event["firstTimestamp"] == "2026-01-01T00:00:00Z"
+    assert event["lastTimestamp"] == "2026-01-01T00:02:00Z"
+    assert event["metadata"]["namespace"] == "default"  # a cluster-scoped object's events
+
+
+def test_a_different_message_or_reason_is_a_separate_event() -> None:
+    cluster, vclock = builders.new_cluster()
+    node = cluster.create(builders.node("n1"))
+    recorder = events.EventRecorder(cluster, vclock)
+    recorder.normal(node, "DisruptionBlocked", "a")
+    recorder.normal(node, "DisruptionBlocked", "b")
+    recorder.warning(node, "DisruptionBlocked", "a")
+    assert len(cluster.list("Event")) == 3
+    selector = "involvedObject.name=n1,type=Warning"
+    assert len(cluster.list("Event", field_selector=selector)) == 1
+
+
+def test_a_deleted_event_is_created_again_on_the_next_publish() -> None:
+    cluster, vclock = builders.new_cluster()
+    node = cluster.create(builders.node("n1"))
+    recorder = events.EventRecorder(cluster, vclock)
+    first = recorder.normal(node, "Launched", "ok")
+    cluster.delete("Event", first["metadata"]["name"], "default")
+    second = recorder.normal(node, "Launched", "ok")
+    assert second["count"] == 1
+    assert len(cluster.list("Event")) == 1
+
+
+def test_an_unknown_event_type_is_invalid() -> None:
+    cluster, vclock = builders.new_cluster()
+    recorder = events.EventRecorder(cluster, vclock, component="karpy")
+    with pytest.raises(errors.Invalid):
+        recorder.publish(builders.node("n1"), "Info", "Reason", "message")
