@@ -7,6 +7,7 @@ and found. Parsers in :mod:`karpy.api` use it instead of indexing dicts by hand.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -57,12 +58,13 @@ class Fields:
             raise self.fail(key, "a string", value)
         return str(value)
 
-    def req_str(self, key: str) -> str:
+    def req_str(self, key: builtins.str) -> builtins.str:
         value = self.str(key, required=True)
         assert value is not None
         return value
 
-    def int(self, key: str, default: int | None = None, *, required: bool = False) -> int | None:
+    def int(self, key: builtins.str, default: builtins.int | None = None, *,
+            required: builtins.bool = False) -> builtins.int | None:
         value = self.data.get(key)
         if value is None:
             if required:
@@ -76,7 +78,7 @@ class Fields:
             return int(value)
         raise self.fail(key, "an integer", value)
 
-    def bool(self, key: str, default: bool | None = None) -> bool | None:
+    def bool(self, key: builtins.str, default: builtins.bool | None = None) -> builtins.bool | None:
         value = self.data.get(key)
         if value is None:
             return default
@@ -86,21 +88,21 @@ class Fields:
             return value.lower() == "true"
         raise self.fail(key, "true or false", value)
 
-    def str_map(self, key: str) -> dict[str, str]:
+    def str_map(self, key: builtins.str) -> dict[builtins.str, builtins.str]:
         """A mapping of strings to strings (labels, annotations, nodeSelector, tags)."""
         value = self.data.get(key)
         if value is None:
             return {}
         if not isinstance(value, Mapping):
             raise self.fail(key, "a mapping of strings", value)
-        out: dict[str, str] = {}
+        out: dict[builtins.str, builtins.str] = {}
         for k, v in value.items():
             if v is None or isinstance(v, Mapping | list):
                 raise errors.ValidationError.single(self.obj, f"{self.at(key)}.{k}", "a string", v)
             out[str(k)] = "true" if v is True else "false" if v is False else str(v)
         return out
 
-    def list(self, key: str) -> list[Any]:
+    def list(self, key: builtins.str) -> builtins.list[Any]:
         value = self.data.get(key)
         if value is None:
             return []
@@ -108,15 +110,15 @@ class Fields:
             raise self.fail(key, "a list", value)
         return value
 
-    def str_list(self, key: str) -> list[str]:
-        out: list[str] = []
+    def str_list(self, key: builtins.str) -> builtins.list[builtins.str]:
+        out: builtins.list[builtins.str] = []
         for i, v in enumerate(self.list(key)):
             if v is None or isinstance(v, Mapping | list | bool):
                 raise errors.ValidationError.single(self.obj, f"{self.at(key)}[{i}]", "a string", v)
             out.append(str(v))
         return out
 
-    def items(self, key: str) -> Iterator[Fields]:
+    def items(self, key: builtins.str) -> Iterator[Fields]:
         """Each element of the list at ``key`` as a mapping reader, with ``key[i]`` paths."""
         path = self.at(key)
         for i, v in enumerate(self.list(key)):

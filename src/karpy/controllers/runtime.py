@@ -22,17 +22,18 @@ import heapq
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.kube import interface
 
 log = logging.getLogger("karpy.controllers")
 
-Mapper = Callable[[str, dict], Iterable[str]]
+Mapper = Callable[[str, dict[str, Any]], Iterable[str]]
 """(event type, object) -> keys to reconcile."""
 
 
-def by_name(_event: str, obj: dict) -> Iterable[str]:
+def by_name(_event: str, obj: dict[str, Any]) -> Iterable[str]:
     """Map an object to its own ``namespace/name`` (or ``name``) key."""
     md = obj.get("metadata", {})
     ns = md.get("namespace") or ""
@@ -72,8 +73,8 @@ class Manager:
         for kind, mapper in controller.watches:
             self.cluster.watch(kind, self._watch_handler(controller.name, mapper))
 
-    def _watch_handler(self, name: str, mapper: Mapper) -> Callable[[str, dict], None]:
-        def handle(event: str, obj: dict) -> None:
+    def _watch_handler(self, name: str, mapper: Mapper) -> Callable[[str, dict[str, Any]], None]:
+        def handle(event: str, obj: dict[str, Any]) -> None:
             try:
                 keys = list(mapper(event, obj))
             except Exception:  # a bad object must not break the watch
