@@ -1,1 +1,101 @@
-"""karpy.controllers."""
+"""karpy's controllers: provisioner, NodeClaim lifecycle, termination, garbage collection.
+
+:func:`register_all` wires them onto one :class:`karpy.controllers.runtime.Manager` over one
+cluster and one cloud, with the shared pieces they need: the watch-fed
+:class:`~karpy.controllers.state.ClusterState` (started before any controller registers, so it
+sees every event first), an :class:`~karpy.kube.events.EventRecorder` (component ``karpenter``),
+the :class:`~karpy.observability.metrics.Metrics` and the
+:class:`~karpy.controllers.offerings.UnavailableOfferings` cache. The same wiring runs in the
+simulator (virtual clock) and in a real cluster (wall clock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from karpy import clock as clock_mod
+    from karpy import settings as settings_mod
+    from karpy.cloudprovider import interface as cp_interface
+    from karpy.controllers import gc, lifecycle, offerings, provisioner, runtime, state, termination
+    from karpy.kube import events, interface
+    from karpy.observability import metrics as metrics_mod
+
+
+@dataclass
+class Controllers:
+    """What :func:`register_all` built, for callers that want to inspect or drive it."""
+
+    state: state.ClusterState
+    recorder: events.EventRecorder
+    metrics: metrics_mod.Metrics
+    offerings: offerings.UnavailableOfferings
+    provisioner: provisioner.Provisioner
+    lifecycle: lifecycle.Lifecycle
+    termination: termination.Termination
+    gc: gc.GarbageCollector
+
+
+def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
+                 clock: clock_mod.Clock, settings: settings_mod.Settings | None = None, *,
+                 metrics: metrics_mod.Metrics | None = None, recorder: events.EventRecorder | None = None,
+                 on_launched: Any = None) -> Controllers:
+    """Register the provisioner, lifecycle, termination and garbage-collection controllers.
+
+    ``metrics`` defaults to a fresh :class:`Metrics` (which then also records pod startup
+    durations and, when the cloud has ``cost_per_hour()``, the cost gauge); a caller passing its
+    own is expected to have done that. ``on_launched(nodeclaim dict)`` is called after each launch
+    (see :mod:`karpy.controllers.lifecycle`). The garbage collector's first sweep is queued at once.
+    """
+    from karpy import settings as settings_mod
+    from karpy.controllers import gc, lifecycle, offerings, provisioner, state, termination
+    from karpy.kube import events
+    from karpy.observability import metrics as metrics_mod
+
+    settings = settings if settings is not None else settings_mod.Settings()
+    own_metrics = metrics is None
+    metrics = metrics if metrics is not None else metrics_mod.Metrics()
+    recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock, "karpenter")
+    cluster_state = state.ClusterState(cluster).start()
+    metrics.attach(view=cluster_state)
+    if own_metrics:
+        cost = getattr(cloud, "cost_per_hour", None)
+        if callable(cost):
+            metrics.attach(cost=cost)
+        cluster.watch("Pod", metrics_mod.PodStartupRecorder(metrics, clock).handle)
+    cache = offerings.UnavailableOfferings(clock, settings.ice_cache_ttl)
+    built = Controllers(
+        state=cluster_state, recorder=recorder, metrics=metrics, offerings=cache,
+        provisioner=provisioner.Provisioner(cluster, cluster_state, cloud, clock, settings, recorder, metrics, cache),
+        lifecycle=lifecycle.Lifecycle(cluster, cluster_state, cloud, clock, settings, recorder, metrics, cache,
+                                      on_launched=on_launched),
+        termination=termination.Termination(cluster, cluster_state, cloud, clock, recorder, metrics),
+        gc=gc.GarbageCollector(cluster, cluster_state, cloud, clock, recorder, metrics),
+    )
+    manager.register(built.provisioner.controller())
+    manager.register(built.lifecycle.controller())
+    manager.register(built.termination.controller())
+    manager.register(built.gc.controller())
+    manager.enqueue(gc.NAME, gc.KEY)
+    _enqueue_existing(manager, cluster_state)
+    return built
+
+
+def _enqueue_existing(manager: runtime.Manager, cluster_state: state.ClusterState) -> None:
+    """Objects that existed before the watches started get their first reconcile too."""
+    from karpy.api import labels as wk
+    from karpy.controllers import lifecycle, provisioner, termination
+    from karpy.kube import interface
+
+    for obj in cluster_state.raws("NodeClaim"):
+        name = interface.name_of(obj)
+        if interface.is_terminating(obj):
+            manager.enqueue(termination.NAME, termination.NODECLAIM + name)
+        else:
+            manager.enqueue(lifecycle.NAME, name)
+    for obj in cluster_state.raws("Node"):
+        if interface.is_terminating(obj) and interface.has_finalizer(obj, wk.FINALIZER_TERMINATION):
+            manager.enqueue(termination.NAME, termination.NODE + interface.name_of(obj))
+    if cluster_state.pending_pod_count():
+        manager.enqueue(provisioner.NAME, provisioner.BATCH_KEY)

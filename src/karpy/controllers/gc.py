@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
 
 from karpy import clock as clock_mod
+from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import runtime, state
@@ -101,7 +101,7 @@ class GarbageCollector:
             except Exception:
                 log.exception("gc: cannot collect NodeClaim %s", claim.name)
 
-    def _collect_instance(self, inst: Any) -> None:
+    def _collect_instance(self, inst: nodeclaim_mod.NodeClaim) -> None:
         pid = inst.status.provider_id
         try:
             self.cloud.delete(inst)
@@ -121,7 +121,7 @@ class GarbageCollector:
             with contextlib.suppress(kube_errors.NotFound):
                 self.cluster.delete("Node", node_name)
 
-    def _collect_nodeclaim(self, claim: Any) -> None:
+    def _collect_nodeclaim(self, claim: nodeclaim_mod.NodeClaim) -> None:
         obj = self.state.raw("NodeClaim", claim.name)
         try:
             self.cluster.delete("NodeClaim", claim.name)

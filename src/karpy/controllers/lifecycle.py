@@ -251,7 +251,7 @@ class Lifecycle:
                 s, nodeclaim_mod.LAUNCHED, "False", now, reason, message))
         attempts = self._attempts.get(claim.name, 0)
         self._attempts[claim.name] = attempts + 1
-        backoff = min(MAX_BACKOFF, BASE_BACKOFF * 2 ** min(attempts, 16))
+        backoff = min(MAX_BACKOFF, BASE_BACKOFF * float(2 ** min(attempts, 16)))
         log.info("lifecycle: launching NodeClaim %s failed (%s), retrying in %.0fs", claim.name, message, backoff)
         return max(0.0, min(backoff, deadline - self.clock.now()))
 

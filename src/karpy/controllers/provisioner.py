@@ -34,12 +34,11 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy import settings as settings_mod
-from karpy.api import duration
+from karpy.api import duration, quantity
 from karpy.api import labels as wk
 from karpy.api import nodeclass as nodeclass_mod
 from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
-from karpy.api import quantity
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import offerings as offerings_mod

@@ -186,7 +186,7 @@ class Metrics:
                     {"labels": dict(sample.labels), "value": float(sample.value)})
         return out
 
-    def value(self, name: str, **labels: str) -> float:
+    def value(self, name: str, /, **labels: str) -> float:
         """The sum of the samples of ``name`` whose labels include ``labels`` (0 when none)."""
         total = 0.0
         for family in self.registry.collect():

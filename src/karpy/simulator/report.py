@@ -46,7 +46,8 @@ def _axis(timeline: Sequence[engine.Sample]) -> tuple[list[float], str]:
 
 def _png(fig: Any) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    fig.subplots_adjust(left=0.08, right=0.78, bottom=0.17, top=0.88)  # the same frame for every plot
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
 
@@ -60,12 +61,14 @@ def _steps_on(ax: Any, result: engine.Result, scale: float) -> None:
 def _stacked(result: engine.Result, series: dict[str, list[int]], title: str) -> bytes:
     xs, label = _axis(result.timeline)
     scale = 3600.0 if label.startswith("hours") else 60.0
-    fig, ax = plt.subplots(figsize=(9, 3.6))
+    fig, ax = plt.subplots(figsize=(10, 3.4))
     names = list(series)
     if names:
         ax.stackplot(xs, [series[n] for n in names], labels=names, step="post",
                      colors=[_COLORS[i % len(_COLORS)] for i in range(len(names))], alpha=0.9)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        handles, names_ = ax.get_legend_handles_labels()  # top of the stack first, as drawn
+        ax.legend(handles[::-1], names_[::-1], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+                  frameon=False)
     _steps_on(ax, result, scale)
     ax.set_title(title)
     ax.set_xlabel(label)
@@ -80,7 +83,7 @@ def _stacked(result: engine.Result, series: dict[str, list[int]], title: str) ->
 def _line(result: engine.Result, values: list[float], title: str, ylabel: str, color: str) -> bytes:
     xs, label = _axis(result.timeline)
     scale = 3600.0 if label.startswith("hours") else 60.0
-    fig, ax = plt.subplots(figsize=(9, 3.0))
+    fig, ax = plt.subplots(figsize=(10, 3.4))
     ax.step(xs, values, where="post", color=color, linewidth=1.6)
     ax.fill_between(xs, values, step="post", color=color, alpha=0.15)
     _steps_on(ax, result, scale)

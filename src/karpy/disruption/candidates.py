@@ -1,0 +1,125 @@
+"""Which nodes the disruption controller may consider, and why the others are not.
+
+Pure functions over typed objects (:class:`karpy.api.node.Node`, ``NodeClaim``, ``NodePool``,
+``Pod``) plus :class:`Pdb`, a PodDisruptionBudget reduced to what the decision needs. Following
+Karpenter v1 (``concepts/disruption``), a node is a candidate when:
+
+* it is karpy's: it has a NodeClaim and a ``karpenter.sh/nodepool`` label naming a NodePool that
+  exists;
+* it is initialized (``karpenter.sh/initialized=true``) and not being deleted (neither the Node
+  nor its NodeClaim);
+* neither the node nor any of its pods carries ``karpenter.sh/do-not-disrupt: "true"``;
+* every reschedulable pod can be evicted: no PodDisruptionBudget selecting it allows zero
+  disruptions.
+
+:func:`why_not` returns ``None`` for a candidate, else a human message (for ``Unconsolidatable``
+events). :func:`is_empty` says whether a node only runs DaemonSet / static pods and finished pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from karpy.api import labels, node, nodeclaim, nodepool, pod, selectors
+
+
+@dataclass(frozen=True, slots=True)
+class Pdb:
+    """A PodDisruptionBudget: its namespace, name, pod selector and disruptions allowed now."""
+
+    namespace: str
+    name: str
+    selector: selectors.LabelSelector
+    disruptions_allowed: int
+
+    def selects(self, p: pod.Pod) -> bool:
+        return p.namespace == self.namespace and self.selector.matches(p.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node that may be disrupted, with its NodeClaim, NodePool and pods."""
+
+    node: node.Node
+    nodeclaim: nodeclaim.NodeClaim
+    nodepool: nodepool.NodePool
+    pods: tuple[pod.Pod, ...]
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+def is_reschedulable(p: pod.Pod) -> bool:
+    """A pod that would have to move elsewhere: not a DaemonSet/static pod, not finished or leaving."""
+    return not (p.is_daemonset_pod or p.is_terminal or p.is_terminating)
+
+
+def is_empty(pods: Iterable[pod.Pod]) -> bool:
+    """No pods except DaemonSet/static pods and finished (or terminating) pods."""
+    return not any(is_reschedulable(p) for p in pods)
+
+
+def is_initialized(n: node.Node) -> bool:
+    return n.labels.get(labels.INITIALIZED) == "true"
+
+
+def node_do_not_disrupt(n: node.Node) -> bool:
+    return n.annotations.get(labels.DO_NOT_DISRUPT) == "true"
+
+
+def blocking_pdb(p: pod.Pod, pdbs: Sequence[Pdb]) -> Pdb | None:
+    """The first budget selecting ``p`` that allows no disruption now, else ``None``."""
+    for budget in pdbs:
+        if budget.selects(p) and budget.disruptions_allowed <= 0:
+            return budget
+    return None
+
+
+def why_not(
+    n: node.Node,
+    claim: nodeclaim.NodeClaim | None,
+    pool: nodepool.NodePool | None,
+    pods: Sequence[pod.Pod],
+    pdbs: Sequence[Pdb] = (),
+) -> str | None:
+    """``None`` when ``n`` is a disruption candidate, else why not (a human message)."""
+    pool_name = n.labels.get(labels.NODEPOOL)
+    if claim is None or not pool_name:
+        return "node is not managed by karpy"
+    if pool is None:
+        return f'nodepool "{pool_name}" not found'
+    if not is_initialized(n):
+        return "node is not initialized"
+    if n.deleting or claim.metadata.deletion_timestamp is not None:
+        return "node is deleting or marked for deletion"
+    if node_do_not_disrupt(n):
+        return f'disruption is blocked through the "{labels.DO_NOT_DISRUPT}" annotation'
+    for p in pods:
+        if p.is_terminal or p.is_terminating:
+            continue
+        if p.do_not_disrupt:
+            return f'pod "{p.key}" has "{labels.DO_NOT_DISRUPT}" annotation'
+    for p in pods:
+        if not is_reschedulable(p):
+            continue
+        budget = blocking_pdb(p, pdbs)
+        if budget is not None:
+            return f'pdb "{budget.namespace}/{budget.name}" prevents pod evictions'
+    return None
+
+
+def candidate(
+    n: node.Node,
+    claim: nodeclaim.NodeClaim | None,
+    pool: nodepool.NodePool | None,
+    pods: Sequence[pod.Pod],
+    pdbs: Sequence[Pdb] = (),
+) -> Candidate | str:
+    """A :class:`Candidate`, or the reason ``n`` is not one."""
+    reason = why_not(n, claim, pool, pods, pdbs)
+    if reason is not None:
+        return reason
+    assert claim is not None and pool is not None
+    return Candidate(node=n, nodeclaim=claim, nodepool=pool, pods=tuple(pods))

@@ -1,0 +1,158 @@
+"""The watch-fed cluster state (scheduler inputs) and the metrics registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy import clock
+from karpy.api import quantity
+from karpy.cloudprovider import instancetype
+from karpy.cloudprovider.fake import instancetypes
+from karpy.controllers import offerings, state
+from karpy.kube import memory
+from karpy.observability import metrics
+
+from . import builders as b
+
+GIB = 2**30 * quantity.MILLI
+
+
+def _state() -> tuple[memory.InMemoryCluster, state.ClusterState]:
+    cluster = memory.InMemoryCluster(clock.VirtualClock())
+    return cluster, state.ClusterState(cluster).start()
+
+
+def _claim(name: str, *, provider_id: str = "", options: tuple[str, ...] = ("fake-it-3", "fake-it-1"),
+           deleting: bool = False) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"requirements": [
+            {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(options)},
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-1"]}],
+            "nodeClassRef": dict(b.NODECLASS_REF)},
+    }
+    if provider_id:
+        obj["status"] = {"providerID": provider_id, "capacity": {"cpu": "4", "memory": "8Gi", "pods": "40"},
+                         "allocatable": {"cpu": "3900m", "memory": "7Gi", "pods": "40"}}
+    if deleting:
+        obj["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    return obj
+
+
+def test_pending_pods_are_the_unschedulable_unbound_live_non_daemon_pods() -> None:
+    cluster, st = _state()
+    cluster.create(b.pending_pod("wanted"))
+    cluster.create(b.running_pod("bound", "node-1"))
+    no_condition = b.pending_pod("fresh")
+    no_condition["status"] = {"phase": "Pending"}
+    cluster.create(no_condition)
+    failed = b.pending_pod("failed")
+    failed["status"]["phase"] = "Failed"
+    cluster.create(failed)
+    ds = b.pending_pod("agent")
+    ds["metadata"]["ownerReferences"] = [b.daemonset_owner("agent")]
+    cluster.create(ds)
+    assert [p.name for p in st.pending_pods()] == ["wanted"]
+    assert st.pending_pod_count() == 1
+
+
+def test_each_object_is_parsed_once_per_resource_version() -> None:
+    cluster, st = _state()
+    cluster.create(b.pending_pod("web"))
+    st.pending_pods()
+    st.pending_pods()
+    assert st.parses == 1
+    pod = cluster.get("Pod", "web", "default")
+    pod["status"]["conditions"][0]["message"] = "again"
+    cluster.update_status(pod)
+    st.pending_pods()
+    assert st.parses == 2
+
+
+def test_an_unparsable_object_is_left_out_without_breaking_the_others() -> None:
+    cluster, st = _state()
+    cluster.create(b.nodepool_manifest("good"))
+    bad = b.nodepool_manifest("bad")
+    bad["spec"]["template"]["spec"]["expireAfter"] = 5
+    cluster.create(bad)
+    assert [p.name for p in st.nodepools()] == ["good"]
+
+
+def test_in_flight_nodeclaims_are_capacity_sized_after_their_status_or_cheapest_option() -> None:
+    cluster, st = _state()
+    cluster.create(_claim("launching"))
+    cluster.create(_claim("launched", provider_id="kwok://launched"))
+    gone = cluster.create(_claim("going", provider_id="kwok://going", deleting=True))
+    cluster.delete("NodeClaim", gone["metadata"]["name"])
+    types = {"default": instancetypes.benchmark(8)}
+
+    existing = {e.name: e for e in st.existing_nodes(types)}
+    assert set(existing) == {"launching", "launched"}
+    assert all(e.in_flight and e.schedulable for e in existing.values())
+    cheapest = next(t for t in types["default"] if t.name == "fake-it-1")
+    assert existing["launching"].allocatable == cheapest.allocatable
+    assert existing["launching"].labels["topology.kubernetes.io/zone"] == "test-zone-1"
+    assert existing["launched"].allocatable["cpu"] == 3900
+
+    usage = st.nodepool_usage(types)["default"]
+    assert usage["cpu"] == cheapest.capacity["cpu"] + 4000 + 4000  # the deleting claim still counts
+    assert usage["memory"] == cheapest.capacity["memory"] + 2 * 8 * GIB
+
+
+def test_a_registered_node_replaces_its_nodeclaim_and_stays_in_flight_until_initialized() -> None:
+    cluster, st = _state()
+    cluster.create(_claim("c1", provider_id="kwok://c1"))
+    cluster.create({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "c1", "labels": {"karpenter.sh/nodepool": "default"}},
+                    "spec": {"providerID": "kwok://c1"},
+                    "status": {"allocatable": {"cpu": "3900m", "memory": "7Gi", "pods": "40"}}})
+    cluster.create(b.running_pod("app", "c1"))
+    (only,) = st.existing_nodes()
+    assert only.name == "c1" and only.in_flight
+    assert [p.name for p in only.pods] == ["app"]
+    assert st.nodeclaim_for_node("c1") is not None
+
+
+def test_unavailable_offerings_are_switched_off_until_they_expire() -> None:
+    vclock = clock.VirtualClock()
+    cache = offerings.UnavailableOfferings(vclock, ttl=180)
+    types = instancetypes.benchmark(2)
+    cache.mark_unavailable([("fake-it-0", "test-zone-1", "spot")])
+    applied = {t.name: t for t in cache.apply(types)}
+    off = [o for o in applied["fake-it-0"].offerings if not o.available]
+    assert [(o.zone, o.capacity_type) for o in off] == [("test-zone-1", "spot")]
+    assert applied["fake-it-1"] is next(t for t in types if t.name == "fake-it-1")
+    assert all(o.available for o in types[0].offerings)  # the input is not changed
+    vclock.advance(181)
+    assert all(o.available for o in cache.apply(types)[0].offerings)
+    assert isinstance(applied["fake-it-0"], instancetype.InstanceType)
+
+
+def test_each_metrics_object_has_its_own_registry_and_a_json_snapshot() -> None:
+    first, second = metrics.Metrics(), metrics.Metrics()
+    first.nodeclaims_created.labels("provisioning", "default").inc()
+    assert first.value("karpenter_nodeclaims_created_total", nodepool="default") == 1
+    assert second.value("karpenter_nodeclaims_created_total") == 0
+    first.attach(cost=lambda: 1.25)
+    snap = first.snapshot()
+    assert snap["karpenter_nodeclaims_created_total"] == [
+        {"labels": {"reason": "provisioning", "nodepool": "default"}, "value": 1.0}]
+    assert snap["karpy_cluster_cost_per_hour"] == [{"labels": {}, "value": 1.25}]
+    assert b"karpenter_nodeclaims_created_total" in first.exposition()
+
+
+def test_the_cluster_gauges_follow_the_state() -> None:
+    w = b.make_world(launch_latency=10.0)
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("web"))
+    w.at(0.5)
+    m = w.karpy.metrics
+    assert m.value("karpenter_scheduler_queue_depth") == 1
+    w.at(20.0)
+    assert m.value("karpenter_cluster_state_node_count") == 1
+    assert m.value("karpenter_nodepools_usage", nodepool="default", resource_type="cpu") == 1.0
+    assert m.value("karpy_cluster_cost_per_hour") > 0
+    assert m.value("karpenter_scheduler_scheduling_duration_seconds_count", controller="provisioner") == 1
+    assert m.value("karpenter_pods_state", name="web", phase="Pending") == 1

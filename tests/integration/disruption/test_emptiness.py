@@ -1,0 +1,175 @@
+"""The disruption controller on an in-memory cluster with virtual time: emptiness and expiration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.api import labels
+from karpy.controllers import runtime
+from karpy.disruption import controller as disruption
+from karpy.kube import memory
+
+
+class World:
+    def __init__(self, disruption_spec: dict[str, Any] | None = None, expire_after: str = "720h") -> None:
+        self.clock = clock_mod.VirtualClock()
+        self.cluster = memory.InMemoryCluster(self.clock)
+        self.manager = runtime.Manager(self.cluster, self.clock)
+        spec = disruption_spec if disruption_spec is not None else {
+            "consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}
+        self.cluster.create({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+            "spec": {"disruption": spec, "template": {"spec": {
+                "expireAfter": expire_after, "requirements": [],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}},
+        })
+        self.controller = disruption.new(self.cluster, self.clock)
+        disruption.register(self.manager, self.controller)
+
+    def add_node(self, name: str, expire_after: str = "720h") -> None:
+        self.cluster.create({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {labels.NODEPOOL: "default"},
+                         "finalizers": [labels.FINALIZER_TERMINATION]},
+            "spec": {"expireAfter": expire_after, "requirements": [],
+                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+            "status": {"nodeName": name, "providerID": f"fake://{name}"},
+        })
+        self.cluster.create({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {labels.NODEPOOL: "default", labels.INITIALIZED: "true"}},
+            "spec": {"providerID": f"fake://{name}"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        })
+
+    def add_pod(self, name: str, node: str, *, annotations: dict[str, str] | None = None,
+                owner_kind: str | None = None) -> None:
+        md: dict[str, Any] = {"name": name, "namespace": "default", "annotations": annotations or {}}
+        if owner_kind is not None:
+            md["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner_kind, "name": "owner",
+                                      "uid": "owner-uid", "controller": True}]
+        self.cluster.create({
+            "apiVersion": "v1", "kind": "Pod", "metadata": md,
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Running"},
+        })
+
+    def run_for(self, seconds: float) -> None:
+        end = self.clock.now() + seconds
+        while True:
+            due = self.manager.next_due()
+            if due is None or due > end:
+                break
+            self.clock.set(max(due, self.clock.now()))
+            self.manager.run_due()
+        self.clock.set(end)
+
+    def deleting_claims(self) -> list[str]:
+        return sorted(o["metadata"]["name"] for o in self.cluster.list("NodeClaim")
+                      if o["metadata"].get("deletionTimestamp"))
+
+    def finish_termination(self) -> None:
+        """What the termination controller would do: drop finalizers, remove the Node."""
+        for name in self.deleting_claims():
+            self.cluster.patch("NodeClaim", name, {"metadata": {"finalizers": None}})
+            self.cluster.delete("Node", name)
+
+    def events(self, reason: str) -> list[dict[str, Any]]:
+        return [e for e in self.cluster.list("Event") if e.get("reason") == reason]
+
+
+def test_an_empty_node_is_disrupted_only_after_consolidate_after() -> None:
+    w = World()
+    w.add_node("n1")
+    w.run_for(25)
+    assert w.deleting_claims() == []
+    w.run_for(20)
+    assert w.deleting_claims() == ["n1"]
+    node = w.cluster.get("Node", "n1")
+    assert {"key": labels.TAINT_DISRUPTED, "effect": "NoSchedule"} in node["spec"]["taints"]
+    messages = {(e["involvedObject"]["kind"], e["message"]) for e in w.events("DisruptionTerminating")}
+    assert messages == {("Node", "Disrupting Node: Empty/Delete"), ("NodeClaim", "Disrupting Node: Empty/Delete")}
+
+
+def test_emptiness_is_timed_from_the_last_pod_leaving_the_node() -> None:
+    w = World()
+    w.add_node("n1")
+    w.add_pod("app", "n1")
+    w.run_for(100)
+    assert w.deleting_claims() == []
+    w.cluster.delete("Pod", "app", "default")
+    w.run_for(25)
+    assert w.deleting_claims() == []
+    w.run_for(15)
+    assert w.deleting_claims() == ["n1"]
+
+
+def test_a_node_with_only_a_daemonset_pod_counts_as_empty() -> None:
+    w = World()
+    w.add_node("n1")
+    w.add_pod("ds", "n1", owner_kind="DaemonSet")
+    w.run_for(45)
+    assert w.deleting_claims() == ["n1"]
+
+
+def test_a_node_with_a_do_not_disrupt_pod_is_not_disrupted() -> None:
+    w = World()
+    w.add_node("n1")
+    w.add_pod("job", "n1", annotations={labels.DO_NOT_DISRUPT: "true"})
+    w.run_for(300)
+    assert w.deleting_claims() == []
+    assert [e["message"] for e in w.events("Unconsolidatable") if e["involvedObject"]["kind"] == "Node"] == [
+        'pod "default/job" has "karpenter.sh/do-not-disrupt" annotation']
+
+
+def test_a_node_annotated_do_not_disrupt_is_not_disrupted() -> None:
+    w = World()
+    w.add_node("n1")
+    w.cluster.patch("Node", "n1", {"metadata": {"annotations": {labels.DO_NOT_DISRUPT: "true"}}})
+    w.run_for(300)
+    assert w.deleting_claims() == []
+
+
+def test_consolidate_after_never_disables_emptiness() -> None:
+    w = World({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    w.add_node("n1")
+    w.run_for(3600)
+    assert w.deleting_claims() == []
+
+
+def test_a_budget_of_three_lets_three_of_six_empty_nodes_go_at_once() -> None:
+    w = World({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s",
+               "budgets": [{"nodes": "3"}]})
+    for i in range(6):
+        w.add_node(f"n{i}")
+    w.run_for(60)
+    first = w.deleting_claims()
+    assert len(first) == 3
+    assert w.events("DisruptionBlocked")
+    w.finish_termination()
+    w.run_for(15)
+    second = w.deleting_claims()
+    assert len(second) == 3
+    assert not set(first) & set(second)
+
+
+def test_a_scheduled_budget_blocks_only_inside_its_window() -> None:
+    w = World({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s",
+               "budgets": [{"nodes": "0", "schedule": "@daily", "duration": "1h"}]})
+    w.add_node("n1")  # the virtual clock starts at midnight UTC: inside the window
+    w.run_for(3500)
+    assert w.deleting_claims() == []
+    w.run_for(200)
+    assert w.deleting_claims() == ["n1"]
+
+
+def test_an_expired_nodeclaim_is_deleted_even_when_it_is_not_empty() -> None:
+    w = World({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    w.add_node("old", expire_after="1h")
+    w.add_node("young")
+    w.add_pod("job", "old", annotations={labels.DO_NOT_DISRUPT: "true"})
+    w.run_for(3590)
+    assert w.deleting_claims() == []
+    w.run_for(20)
+    assert w.deleting_claims() == ["old"]

@@ -1,0 +1,47 @@
+"""Candidate rules: ownership, initialization, do-not-disrupt, blocking PDBs, emptiness."""
+
+from __future__ import annotations
+
+from karpy.api import labels, meta, node, nodeclaim, nodepool, pod, selectors
+from karpy.disruption import candidates
+
+POOL = nodepool.NodePool(metadata=meta.ObjectMeta(name="default"))
+CLAIM = nodeclaim.NodeClaim(metadata=meta.ObjectMeta(name="n1", labels={labels.NODEPOOL: "default"}))
+
+
+def a_node(**extra_labels: str) -> node.Node:
+    lbls = {labels.NODEPOOL: "default", labels.INITIALIZED: "true", **extra_labels}
+    return node.Node(metadata=meta.ObjectMeta(name="n1", labels=lbls), conditions={"Ready": "True"})
+
+
+def a_pod(name: str, *, app: str = "web", phase: str = "Running", owner: str | None = None) -> pod.Pod:
+    refs: tuple[meta.OwnerReference, ...] = ()
+    if owner:
+        refs = (meta.OwnerReference(api_version="apps/v1", kind=owner, name="o", uid="u", controller=True),)
+    return pod.Pod(metadata=meta.ObjectMeta(name=name, namespace="default", labels={"app": app},
+                                            owner_references=refs), node_name="n1", phase=phase)
+
+
+def test_an_initialized_karpy_node_is_a_candidate() -> None:
+    assert candidates.why_not(a_node(), CLAIM, POOL, [a_pod("p")]) is None
+
+
+def test_a_node_without_a_nodeclaim_is_not_karpys() -> None:
+    assert candidates.why_not(a_node(), None, POOL, []) == "node is not managed by karpy"
+
+
+def test_an_uninitialized_node_is_not_a_candidate() -> None:
+    n = a_node(**{labels.INITIALIZED: "false"})
+    assert candidates.why_not(n, CLAIM, POOL, []) == "node is not initialized"
+
+
+def test_a_pdb_allowing_no_disruption_blocks_the_node() -> None:
+    pdb = candidates.Pdb("default", "web", selectors.LabelSelector(match_labels={"app": "web"}), 0)
+    assert candidates.why_not(a_node(), CLAIM, POOL, [a_pod("p")], [pdb]) == 'pdb "default/web" prevents pod evictions'
+    other = candidates.Pdb("default", "db", selectors.LabelSelector(match_labels={"app": "db"}), 0)
+    assert candidates.why_not(a_node(), CLAIM, POOL, [a_pod("p")], [other]) is None
+
+
+def test_daemonset_and_finished_pods_leave_a_node_empty() -> None:
+    assert candidates.is_empty([a_pod("ds", owner="DaemonSet"), a_pod("done", phase="Succeeded")])
+    assert not candidates.is_empty([a_pod("ds", owner="DaemonSet"), a_pod("web")])
