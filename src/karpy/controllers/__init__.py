@@ -12,7 +12,7 @@ simulator (virtual clock) and in a real cluster (wall clock).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from karpy import clock as clock_mod
@@ -40,7 +40,7 @@ class Controllers:
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
                  clock: clock_mod.Clock, settings: settings_mod.Settings | None = None, *,
                  metrics: metrics_mod.Metrics | None = None, recorder: events.EventRecorder | None = None,
-                 on_launched: Any = None) -> Controllers:
+                 on_launched: lifecycle.LaunchHook | None = None) -> Controllers:
     """Register the provisioner, lifecycle, termination and garbage-collection controllers.
 
     ``metrics`` defaults to a fresh :class:`Metrics` (which then also records pod startup

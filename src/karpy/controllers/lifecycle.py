@@ -67,6 +67,7 @@ REASON_NODECLASS_NOT_READY = "NodeClassNotReady"
 REASON_LAUNCH_FAILED = "LaunchFailed"
 REASON_LAUNCH_TIMEOUT = "LaunchTimeout"
 REASON_REGISTRATION_TIMEOUT = "RegistrationTimeout"
+REASON_INVALID = "InvalidNodeClaim"
 
 LaunchHook = Callable[[dict[str, Any]], None]
 
@@ -171,8 +172,13 @@ class Lifecycle:
         if interface.is_terminating(obj):
             return None
         claim = self.state.nodeclaim(name)
-        if claim is None:
-            return None  # unparsable: the state logged it
+        if claim is None:  # unparsable: say so on the object, once per version (events aggregate)
+            try:
+                self.recorder.publish(obj, events.WARNING, REASON_INVALID,
+                                      f"NodeClaim {name} cannot be read: {self.state.parse_error('NodeClaim', name)}")
+            except Exception as exc:
+                log.warning("lifecycle: cannot publish %s on NodeClaim %s: %s", REASON_INVALID, name, exc)
+            return None
         if not interface.has_finalizer(obj, wk.FINALIZER_TERMINATION):
             finalizers = [*(obj["metadata"].get("finalizers") or ()), wk.FINALIZER_TERMINATION]
             self.cluster.patch("NodeClaim", name, {"metadata": {

@@ -96,7 +96,7 @@ class ClusterState:
         self.cluster = cluster
         self._objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in KINDS}
         self._parsed: dict[tuple[str, str], tuple[str, Any]] = {}
-        self._bad: dict[tuple[str, str], str] = {}
+        self._bad: dict[tuple[str, str], tuple[str, str]] = {}
         self._pods_by_node: dict[str, set[str]] = {}
         self._pod_node: dict[str, str] = {}
         self._node_by_pid: dict[str, str] = {}
@@ -191,19 +191,26 @@ class ClusterState:
         cached = self._parsed.get((kind, key))
         if cached is not None and cached[0] == rv and rv:
             return cached[1]
-        if self._bad.get((kind, key)) == rv and rv:
+        bad = self._bad.get((kind, key))
+        if bad is not None and bad[0] == rv and rv:
             return None
         try:
             self.parses += 1
             model = _PARSERS[kind](obj)
         except (api_errors.ValidationError, ValueError) as exc:
-            self._bad[(kind, key)] = rv
+            self._bad[(kind, key)] = (rv, str(exc))
             self._parsed.pop((kind, key), None)
             log.warning("state: ignoring %s %s (resourceVersion %s): %s", kind, key, rv, exc)
             return None
         self._parsed[(kind, key)] = (rv, model)
         self._bad.pop((kind, key), None)
         return model
+
+    def parse_error(self, kind: str, key: str) -> str | None:
+        """Why the current version of ``kind``/``key`` did not parse (``None`` when it did)."""
+        self.parsed(kind, key)
+        bad = self._bad.get((kind, key))
+        return bad[1] if bad is not None else None
 
     def _all(self, kind: str) -> list[Any]:
         out = []

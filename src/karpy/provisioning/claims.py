@@ -60,8 +60,10 @@ def first_template(run: placement_mod.Placement, g: podgroups.PodGroup,
             continue
         creqs = tmpl.requirements.intersect(greq)
         table = tmpl.table
-        if len(table) == 0 or tmpl.has_min_values:
+        if len(table) == 0:
             continue
+        if tmpl.has_min_values:
+            return None  # the packer does not keep minValues: open_claim() takes it, in weight order
         info = table.info(creqs)
         avail = table.alloc - run.daemon_overhead(ti, creqs)
         limit = tmpl.remaining_limit_vector(run.dims)
@@ -85,8 +87,37 @@ def _domain_choices(run: placement_mod.Placement, g: podgroups.PodGroup, base: r
     return out
 
 
+def can_open(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
+             constraints: dict[str, set[str]]) -> bool:
+    """Could NodeClaims for ``g`` within ``constraints`` be opened again and again, from a NodePool
+    without limits? (Then a share of pods for that domain is sure to be placed.)"""
+    greq = g.requirements()
+    for ti, tmpl in enumerate(run.templates):
+        if tmpl.limits:
+            continue
+        if placement_mod._untolerated(g.tolerations, tmpl.taints,
+                                      prefer_ok=g.tolerate_prefer_no_schedule) is not None:
+            continue
+        if tmpl.requirements.compatible(greq) is not None:
+            continue
+        base = tmpl.requirements.intersect(greq)
+        for creqs in _domain_choices(run, g, base, constraints):
+            if _choose(run, ti, tmpl, creqs, req) is not None:
+                return True
+    return False
+
+
 def _open(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs: reqs_mod.Requirements,
           req: IntArray) -> int | None:
+    target = _choose(run, ti, tmpl, creqs, req)
+    if target is None:
+        return None
+    return create_bin(run, ti, creqs, target)
+
+
+def _choose(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs: reqs_mod.Requirements,
+            req: IntArray) -> int | None:
+    """The instance type a new NodeClaim with ``creqs`` would be sized after, or None."""
     table = tmpl.table
     if len(table) == 0:
         return None
@@ -97,10 +128,7 @@ def _open(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs
     feasible = info.mask & (avail >= req).all(axis=1) & (table.capacity <= limit).all(axis=1)
     if not feasible.any():
         return None
-    target = _target(run, tmpl, info, avail, feasible, creqs)
-    if target is None:
-        return None
-    return create_bin(run, ti, creqs, target)
+    return _target(run, tmpl, info, avail, feasible, creqs)
 
 
 def create_bin(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements, target: int) -> int:

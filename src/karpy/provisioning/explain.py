@@ -13,10 +13,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from karpy.api import labels as wk
 from karpy.api import quantity
 from karpy.provisioning import placement as placement_mod
-from karpy.provisioning import podgroups
+from karpy.provisioning import podgroups, templates
+from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
+
+MAX_VALUES = 5
 
 
 def _fmt(dims: list[str], vec: npt.NDArray[np.int64]) -> str:
@@ -46,6 +50,34 @@ def explain(g: podgroups.PodGroup, run: placement_mod.Placement) -> str:
     return "; ".join(reasons)
 
 
+def _type_conflicts(table: templates.TypeTable, creqs: reqs_mod.Requirements) -> str:
+    """``: key K needs ..., the instance types offer [...]`` for each key no type meets alone."""
+    parts: list[str] = []
+    for key in sorted(creqs):
+        r = creqs[key]
+        if key == wk.ZONE:
+            offered = {o.zone for t in table.types for o in t.offerings if o.available}
+        elif key == wk.CAPACITY_TYPE:
+            offered = {o.capacity_type for t in table.types for o in t.offerings if o.available}
+        elif key in table.label_keys:
+            offered = {t.labels[key] for t in table.types if key in t.labels}
+            if r.admits_absence() and any(key not in t.labels for t in table.types):
+                continue
+        else:
+            continue
+        if not any(r.has(v) for v in offered):
+            parts.append(f"key {key}: needs {r.describe(MAX_VALUES)}, the instance types offer "
+                         f"{_values(offered)}")
+    return ": " + "; ".join(parts) if parts else ""
+
+
+def _values(values: set[str]) -> str:
+    ordered = sorted(values)
+    if len(ordered) > MAX_VALUES:
+        ordered = [*ordered[:MAX_VALUES], f"and {len(ordered) - MAX_VALUES} others"]
+    return "[" + " ".join(ordered) + "]"
+
+
 def _nodepool_reason(run: placement_mod.Placement, g: podgroups.PodGroup, greq: object,
                      req: npt.NDArray[np.int64], ti: int) -> str | None:
     tmpl = run.templates[ti]
@@ -61,8 +93,8 @@ def _nodepool_reason(run: placement_mod.Placement, g: podgroups.PodGroup, greq: 
     if not info.mask.any():
         if len(table) == 0:
             return "it has no instance types (check its NodeClass and requirements)"
-        return ("no instance type matches the pod's and the NodePool's requirements together "
-                f"({len(table)} types considered)")
+        return ("no instance type matches the pod's and the NodePool's requirements together"
+                f"{_type_conflicts(table, creqs)} ({len(table)} types considered)")
     ds = run.daemon_overhead(ti, creqs)
     avail = table.alloc - ds
     fits = info.mask & (avail >= req).all(axis=1)
@@ -84,8 +116,7 @@ def _nodepool_reason(run: placement_mod.Placement, g: podgroups.PodGroup, greq: 
         over = [d for j, d in enumerate(run.dims) if table.capacity[smallest, j] > limit[j]]
         limits = ", ".join(f"{d} {quantity.format_quantity(d, int(tmpl.nodepool.limits.get(d, 0)))}"
                            for d in over)
+        left = ", ".join(f"{quantity.format_quantity(d, max(0, int(limit[run.dims.index(d)])))} {d}" for d in over)
         return (f"its limits ({limits}) would be exceeded: the smallest instance type that fits, "
-                f"{table.types[smallest].name}, needs more than the "
-                f"{', '.join(quantity.format_quantity(d, max(0, int(limit[run.dims.index(d)]))) + ' ' + d for d in over)}"
-                " left")
+                f"{table.types[smallest].name}, needs more than the {left} left")
     return None

@@ -112,7 +112,14 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     if not allowed:
         return 0
     shares = topology.spread_water_fill(state, eligible, g.size)
+    if term.min_domains is not None and len(eligible) < term.min_domains:
+        # fewer domains than minDomains: the global minimum is 0, no domain may exceed maxSkew
+        shares = {d: min(c, max(0, term.max_skew - state.counts.get(d, 0))) for d, c in shares.items()}
     if any(d not in allowed and c for d, c in shares.items()):
+        return pod_by_pod(run, g, req)
+    if any(c and not claims.can_open(run, g, req, {term.key: {d}}) for d, c in shares.items()):
+        # a domain may fall short of its share, and the others must then stop within maxSkew of
+        # it: only the pod-by-pod path knows when to stop
         return pod_by_pod(run, g, req)
     placed = 0
     order = list(g.pods)

@@ -26,6 +26,7 @@ from karpy.provisioning import placement as placement_mod
 from karpy.scheduling import requirements as reqs_mod
 
 LP_MIN_PODS = 50
+MIN_PODS_PER_DEALT_NODE = 20
 """Batches at least this large are first packed from the LP's node patterns."""
 
 IntArray = npt.NDArray[np.int64]
@@ -67,14 +68,15 @@ def pack(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements,
         idx = np.flatnonzero(within & fits_any)
         if len(idx):
             lp_cand = _undominated(avail, info.price, idx)
-            for t, pattern, count in _lp_patterns(avail[lp_cand], info.price[lp_cand], reqs, left):
+            for t, assigned, nodes in _lp_patterns(avail[lp_cand], info.price[lp_cand], reqs, left):
                 target = int(lp_cand[t])
-                for _ in range(count):
+                assigned = np.minimum(assigned, left)
+                for pattern in _spread(avail[target], reqs, assigned, nodes):
                     if not (table.capacity[target] <= tmpl.remaining_limit_vector(run.dims)).all():
                         break
-                    if (pattern > left).any():
-                        break
-                    _commit(run, ti, creqs, target, groups, pattern, reqs, cursor, left)
+                    pattern = np.minimum(pattern, left)
+                    if pattern.sum() > 0:
+                        _commit(run, ti, creqs, target, groups, pattern, reqs, cursor, left)
             # top up the LP's nodes with what flooring left over, before opening more
             from karpy.provisioning import grouping_paths
 
@@ -185,13 +187,39 @@ def _lp_patterns(cap: IntArray, price: FloatArray, reqs: IntArray,
     y = res.x[m:].reshape(c_n, m)
     out: list[tuple[int, IntArray, int]] = []
     for t in np.argsort(-x):
-        nodes = int(np.floor(x[t] + 1e-9))
-        if nodes < 1:
+        if x[t] < 1e-6:
             continue
-        pattern = np.floor(y[:, t] / x[t] + 1e-9).astype(np.int64)
-        if pattern.sum() == 0:
+        assigned = np.floor(y[:, t] + 0.5).astype(np.int64)
+        if assigned.sum() == 0:
             continue
-        out.append((int(t), pattern, nodes))
+        nodes = int(np.floor(x[t] + 1e-6))
+        # dealing fluid shares only pays on nodes holding many pods; small ones go to the greedy
+        if nodes >= 1 and assigned.sum() >= MIN_PODS_PER_DEALT_NODE * x[t]:
+            out.append((int(t), assigned, nodes))
+    return out
+
+
+def _spread(cap: IntArray, reqs: IntArray, assigned: IntArray, nodes: int) -> list[IntArray]:
+    """Deal the pods the LP assigned to one type evenly over ``nodes`` nodes, so every node is
+    equally loaded (the finalizer then shrinks partly used nodes to a smaller size), dropping from
+    a node whatever would overfill it (those pods are packed later)."""
+    base = assigned // nodes
+    extra = assigned % nodes
+    out: list[IntArray] = []
+    offset = 0
+    starts = np.zeros(len(reqs), dtype=np.int64)
+    for c in range(len(reqs)):
+        starts[c] = offset
+        offset = (offset + int(extra[c])) % nodes
+    order = np.argsort(-(reqs / np.maximum(cap, 1)).max(axis=1), kind="stable")
+    for i in range(nodes):
+        pattern = base + (((i - starts) % nodes) < extra).astype(np.int64)
+        load = (pattern[:, None] * reqs).sum(axis=0)
+        for c in order:
+            while pattern[c] > 0 and (load > cap).any():
+                pattern[c] -= 1
+                load -= reqs[c]
+        out.append(pattern)
     return out
 
 

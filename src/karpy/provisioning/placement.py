@@ -244,7 +244,8 @@ class Placement:
                 self.bins.ports[b] = usage
             for p in pods:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in g.host_ports])
-        owned = [t for t in g.terms() if t.kind == topology.ANTI_AFFINITY]
+        # only required anti-affinity binds other pods (the inverse rule); preferred terms do not
+        owned = [t for t in g.terms() if t.kind == topology.ANTI_AFFINITY and t.required]
         self._count(g.namespace, g.labels, owned, b, k)
 
     def narrow(self, b: int, key: str, value: str) -> None:

@@ -128,34 +128,51 @@ class Scheduler:
 
     def _pack_free(self, run: placement_mod.Placement, free: list[podgroups.PodGroup],
                    out: results.Results) -> list[podgroups.PodGroup]:
-        """Existing capacity first, then the cost-aware packer per NodePool; returns leftovers."""
-        buckets: dict[tuple[int, reqs_mod.Requirements], list[podgroups.PodGroup]] = {}
+        """Existing capacity first, then the cost-aware packer per NodePool; returns leftovers.
+
+        Pods the packer left (a NodePool's limits ran out) go round again, so they reach the next
+        NodePool by weight before anything is relaxed for them.
+        """
         leftovers: list[podgroups.PodGroup] = []
-        for g in free:
-            req = run.vector(g.requests)
-            placed = grouping_paths.fill(run, g, req, 0, g.size, None, open_new=False)
-            if placed >= g.size:
-                _record_relaxed(out, g)
-                continue
-            rest = g.split(g.size - placed) if placed else g
-            if placed:
-                _record_relaxed(out, g)
-            target = claims.first_template(run, rest, req)
-            if target is None:
-                leftovers.append(rest)
-            else:
-                buckets.setdefault(target, []).append(rest)
-        for (ti, creqs), bucket in buckets.items():
-            packer.pack(run, ti, creqs, bucket)
-            for g in bucket:
-                if g.placed_count >= g.size:
-                    _record_relaxed(out, g)
+        pending = free
+        while pending:
+            buckets: dict[tuple[int, reqs_mod.Requirements], list[podgroups.PodGroup]] = {}
+            for g in pending:
+                req = run.vector(g.requests)
+                placed = grouping_paths.fill(run, g, req, 0, g.size, None, open_new=False)
+                rest = self._keep_unplaced(g, placed, out)
+                if rest is None:
                     continue
-                rest = g.split(g.size - g.placed_count) if g.placed_count else g
-                if g.placed_count:
-                    _record_relaxed(out, g)
-                leftovers.append(rest)
+                target = claims.first_template(run, rest, req)
+                if target is None:
+                    # minValues NodePools (and nothing at all): open NodeClaims in weight order
+                    placed = grouping_paths.fill(run, rest, req, 0, rest.size, None)
+                    rest = self._keep_unplaced(rest, placed, out)
+                    if rest is not None:
+                        leftovers.append(rest)
+                else:
+                    buckets.setdefault(target, []).append(rest)
+            pending = []
+            for (ti, creqs), bucket in buckets.items():
+                packer.pack(run, ti, creqs, bucket)
+                progress = any(g.placed_count for g in bucket)
+                for g in bucket:
+                    rest = self._keep_unplaced(g, g.placed_count, out)
+                    if rest is not None:
+                        (pending if progress else leftovers).append(rest)
         return leftovers
+
+    @staticmethod
+    def _keep_unplaced(g: podgroups.PodGroup, placed: int, out: results.Results) -> podgroups.PodGroup | None:
+        """Record the relaxations of the ``placed`` first pods of ``g``; the unplaced rest, or None."""
+        if placed >= g.size:
+            _record_relaxed(out, g)
+            return None
+        if not placed:
+            return g
+        rest = g.split(g.size - placed)
+        _record_relaxed(out, g)
+        return rest
 
 
 def _unused() -> None:  # pragma: no cover

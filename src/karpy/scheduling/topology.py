@@ -72,7 +72,8 @@ class Term:
     def describe(self) -> str:
         sel = str(self.selector) if self.selector is not None else "<none>"
         if self.kind == SPREAD:
-            return f"topology spread on {self.key} (maxSkew {self.max_skew}, selector {sel})"
+            md = f", minDomains {self.min_domains}" if self.min_domains is not None else ""
+            return f"topology spread on {self.key} (maxSkew {self.max_skew}{md}, selector {sel})"
         return f"pod {self.kind} on {self.key} (selector {sel})"
 
 

@@ -88,6 +88,8 @@ class CloudBridge:
         self.launched = 0
         self.terminated = 0
         self._live: set[str] = set()
+        self._reclaims: list[float] = []
+        self._dirty = False
 
     # CloudProvider
     def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
@@ -132,18 +134,34 @@ class CloudBridge:
         self.cloud.ack(message)
 
     # world
+    def interrupt(self, provider_id: str, kind: str) -> None:
+        """Send an interruption notice (a scenario step); a spot reclaim follows two minutes later."""
+        message = self.cloud.interrupt(provider_id, kind)
+        self._dirty = True
+        if kind == "SpotInterruption":
+            self._reclaims.append(message.time + cp_interface.SPOT_INTERRUPTION_WARNING_SECONDS)
+            self._reclaims.sort()
+
     def settle(self) -> None:
-        """Let the cloud carry out due reclaims; the kubelet removes the Nodes of dead instances."""
+        """Let the cloud carry out due reclaims; the kubelet removes the Nodes of dead instances.
+
+        Only the cloud's own terminations need finding here (karpy's go through :meth:`delete`):
+        they follow an :meth:`interrupt`, so the instances are looked at only then.
+        """
+        now = self.cloud.clock.now()
+        due = bool(self._reclaims) and self._reclaims[0] <= now
+        if not (self._dirty or due):
+            return
         self.cloud.settle()
+        self._reclaims = [t for t in self._reclaims if t > now]
+        self._dirty = False
         for pid in sorted(self._live):
             if self.cloud.instance(pid) is None:
                 self._gone(pid)
 
     def next_reclaim(self) -> float | None:
-        """When the next scheduled spot reclaim happens (``None`` when none is scheduled)."""
-        times = [i.reclaim_at for i in self.cloud.instances() if i.reclaim_at is not None
-                 and i.state == "running" and i.provider_id in self._live]
-        return min(times) if times else None
+        """When the next spot reclaim the scenario caused happens (``None`` when none is due)."""
+        return self._reclaims[0] if self._reclaims else None
 
     def _gone(self, provider_id: str) -> None:
         if provider_id in self._live:
@@ -403,7 +421,7 @@ class Simulation:
         self.note(f"step {step.index}: {a.kind} for node {interface.name_of(n)}")
         pid = str((n.get("spec") or {}).get("providerID") or "")
         try:
-            self.cloud.interrupt(pid, a.kind)
+            self.bridge.interrupt(pid, a.kind)
         except (cp_errors.NodeClaimNotFoundError, ValueError) as exc:
             self.note(f"step {step.index}: cannot interrupt node {interface.name_of(n)}: {exc}")
 

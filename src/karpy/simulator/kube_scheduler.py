@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
@@ -82,6 +82,7 @@ class KubeScheduler:
         self._last_run: float | None = None
         self._pods: dict[str, tuple[str, pod.Pod | None]] = {}
         self._nodes: dict[str, tuple[str, node.Node | None]] = {}
+        self._reqs: dict[str, tuple[str, requirements.Requirements]] = {}
 
     # ------------------------------------------------------------------------------ wiring
 
@@ -142,6 +143,16 @@ class KubeScheduler:
         self._nodes[name] = (rv, model)
         return model
 
+    def _node_reqs(self, n: node.Node) -> requirements.Requirements:
+        """The node's labels as requirements, cached while its resourceVersion stays."""
+        rv = n.metadata.resource_version or ""
+        hit = self._reqs.get(n.name)
+        if hit is not None and hit[0] == rv:
+            return hit[1]
+        reqs = requirements.Requirements.from_labels(n.labels)
+        self._reqs[n.name] = (rv, reqs)
+        return reqs
+
     # ----------------------------------------------------------------------------- reconcile
 
     def reconcile(self, key: str) -> float | None:
@@ -169,11 +180,6 @@ class KubeScheduler:
             model_n = self._node(n)
             if model_n is not None:
                 nodes.append(model_n)
-        usable = [n for n in nodes if n.ready and not n.deleting]
-        existing = [results.ExistingNode(
-            name=n.name, labels=n.labels, taints=tuple(n.taints), allocatable=n.allocatable,
-            pods=list(by_node.get(n.name, ())), nodepool=n.labels.get(labels.NODEPOOL),
-            schedulable=not n.unschedulable) for n in usable]
         pending: list[pod.Pod] = []
         raw_by_key: dict[str, Mapping[str, Any]] = {}
         for p in pending_objs:
@@ -181,16 +187,27 @@ class KubeScheduler:
             if model is not None:
                 pending.append(model)
                 raw_by_key[model.key] = p
-        out = _solve(existing, pending)
+        usable = [n for n in nodes if n.ready and not n.deleting]
+        if not _needs_every_node(pending, by_node):
+            # Nodes too full for even the smallest pending pod change nothing: leave them out.
+            floor = {d: min(p.requests.get(d, 0) for p in pending) for d in _FLOOR_DIMS}
+            usable = [n for n in usable if not n.unschedulable and _has_room(n, by_node.get(n.name, ()), floor)]
+        existing = [results.ExistingNode(
+            name=n.name, labels=n.labels, taints=tuple(n.taints), allocatable=n.allocatable,
+            pods=list(by_node.get(n.name, ())), nodepool=n.labels.get(labels.NODEPOOL),
+            schedulable=not n.unschedulable) for n in usable]
+        out = core.Scheduler(existing=existing).solve(pending)
         placed: set[str] = set()
         for node_name in sorted(out.existing):
             for model in out.existing[node_name]:
                 if self._bind(raw_by_key[model.key], node_name):
                     placed.add(model.key)
                     by_node[node_name].append(model)
-        explainer = _Explainer(nodes, by_node)
+        explainer: _Explainer | None = None
         for model in pending:
             if model.key not in placed:
+                if explainer is None:
+                    explainer = _Explainer(nodes, by_node, self._node_reqs)
                 self._mark_unschedulable(raw_by_key[model.key], explainer.message(model))
         self._forget(pods)
         return None
@@ -235,34 +252,32 @@ class KubeScheduler:
             self.recorder.warning(obj, "FailedScheduling", message)
 
 
-def _solve(existing: list[results.ExistingNode], pending: list[pod.Pod]) -> results.Results:
-    """The core's placements of ``pending`` on ``existing`` nodes (no NodePools).
+_FLOOR_DIMS = ("cpu", "memory", "pods")
 
-    Adapter: when the core fails on a batch (a ``TypeError`` from splitting a partly placed pod
-    group, seen in the core under development), place the pods one at a time instead - the same
-    predicates, only slower - counting each placed pod on its node before the next.
-    """
-    try:
-        return core.Scheduler(existing=existing).solve(pending)
-    except TypeError as exc:
-        log.warning("kube-scheduler: the scheduling core failed on a batch (%s); placing pods one by one",
-                    exc)
-    by_name = {n.name: n for n in existing}
-    out = results.Results()
+
+def _needs_every_node(pending: Sequence[pod.Pod], by_node: Mapping[str, Sequence[pod.Pod]]) -> bool:
+    """Topology decides: pod (anti-)affinity or spread constraints count pods on full nodes too."""
     for p in pending:
-        one = core.Scheduler(existing=existing).solve([p])
-        for node_name, placed in one.existing.items():
-            out.existing.setdefault(node_name, []).extend(placed)
-            by_name[node_name].pods.extend(placed)
-        out.errors.update(one.errors)
-        out.unschedulable.extend(one.unschedulable)
-    return out
+        if p.topology_spread_constraints or p.pod_affinity is not None or p.pod_anti_affinity is not None:
+            return True
+    return any(p.pod_anti_affinity is not None and p.pod_anti_affinity.required
+               for pods in by_node.values() for p in pods)
+
+
+def _has_room(n: node.Node, pods: Iterable[pod.Pod], floor: Mapping[str, int]) -> bool:
+    free = {d: n.allocatable.get(d, 0) for d in floor}
+    for p in pods:
+        req = p.requests
+        for d in floor:
+            free[d] -= req.get(d, 0)
+    return all(free[d] >= need for d, need in floor.items())
 
 
 class _Explainer:
     """kube-scheduler's ``0/N nodes are available: ...`` message for pods that fit nowhere."""
 
-    def __init__(self, nodes: Sequence[node.Node], by_node: Mapping[str, Sequence[pod.Pod]]) -> None:
+    def __init__(self, nodes: Sequence[node.Node], by_node: Mapping[str, Sequence[pod.Pod]],
+                 node_reqs: Callable[[node.Node], requirements.Requirements]) -> None:
         self.nodes = nodes
         self.free: dict[str, dict[str, int]] = {}
         self.ports: dict[str, set[tuple[str, str, int]]] = {}
@@ -276,7 +291,7 @@ class _Explainer:
                 ports.update(p.host_ports())
             self.free[n.name] = free
             self.ports[n.name] = ports
-            self.reqs[n.name] = requirements.Requirements.from_labels(n.labels)
+            self.reqs[n.name] = node_reqs(n)
         self._cache: dict[Any, str] = {}
 
     def message(self, p: pod.Pod) -> str:

@@ -60,6 +60,8 @@ class Bridge:
         if self.delete_errors:
             raise self.delete_errors.pop(0)
         self.cloud.delete(claim)
+        if self.kubelet is not None:
+            self.kubelet.instance_terminated(claim.status.provider_id)
 
     def get(self, provider_id: str) -> nodeclaim.NodeClaim:
         return self.cloud.get(provider_id)

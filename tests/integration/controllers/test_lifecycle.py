@@ -130,3 +130,17 @@ def test_a_non_retryable_launch_error_deletes_the_nodeclaim_with_a_warning() -> 
     (event,) = w.events("LaunchFailed")
     assert "no compatible instance type" in event["message"]
     assert all(interface.name_of(c) != event["involvedObject"]["name"] for c in w.nodeclaims())
+
+
+def test_an_unreadable_nodeclaim_gets_a_warning_and_does_not_stop_the_others() -> None:
+    w = b.make_world()
+    bad = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "broken"},
+           "spec": {"requirements": [{"key": "team", "operator": "Sometimes"}]}}
+    w.cluster.create(bad)
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("web"))
+    w.at(40.0)
+    (event,) = w.events("InvalidNodeClaim", name="broken")
+    assert "requirements[0].operator" in event["message"]
+    launched = [c for c in w.nodeclaims() if interface.name_of(c) != "broken"]
+    assert len(launched) == 1 and b.condition(launched[0], "Initialized") == "True"

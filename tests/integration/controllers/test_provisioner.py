@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from karpy import settings
 from karpy.api import labels, nodepool
+from karpy.cloudprovider.fake import instancetypes
+from karpy.controllers import provisioner
 from karpy.kube import interface
+from karpy.provisioning import results
+from karpy.scheduling import requirements
 
 from . import builders as b
 
@@ -133,3 +137,41 @@ def test_nodepool_limits_stop_new_nodeclaims() -> None:
     w.at(3.0)
     assert len(w.nodeclaims()) == 1  # the first claim's capacity (1 cpu) used the limit up
     assert w.events("FailedScheduling", name="b")
+
+
+def _new_claim(min_values: int | None) -> tuple[results.NewNodeClaim, list[str]]:
+    types = sorted(instancetypes.benchmark(80), key=lambda t: (t.cheapest_price() or 0.0, t.name))
+    names = [t.name for t in types]
+    reqs = requirements.Requirements.of(
+        requirements.Requirement.new(labels.NODEPOOL, "In", ["default"]),
+        requirements.Requirement.new(labels.INSTANCE_TYPE, "In", names, min_values=min_values),
+        requirements.Requirement.new("team", "NotIn", ["legacy"]))
+    claim = results.NewNodeClaim(
+        nodepool="default", requirements=reqs, instance_types=types, pods=[], requests={"cpu": 500},
+        daemon_overhead={}, labels={labels.NODEPOOL: "default"}, taints=(), startup_taints=(),
+        price=types[0].cheapest_price() or 0.0)
+    return claim, names
+
+
+def test_a_nodeclaim_lists_at_most_60_instance_types_cheapest_first() -> None:
+    pool_obj = b.nodepool_manifest()
+    pool_obj["metadata"]["uid"] = "pool-uid"
+    claim, names = _new_claim(None)
+    manifest = provisioner.nodeclaim_manifest(claim, nodepool.NodePool.from_manifest(pool_obj), pool_obj)
+    types = b.requirement(manifest, labels.INSTANCE_TYPE)
+    assert types is not None and types["values"] == names[:60]
+    assert b.requirement(manifest, "team") == {"key": "team", "operator": "NotIn", "values": ["legacy"]}
+    assert manifest["metadata"]["ownerReferences"] == [
+        {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default", "uid": "pool-uid",
+         "blockOwnerDeletion": True}]
+
+
+def test_min_values_keeps_every_instance_type_option_and_is_written_to_the_nodeclaim() -> None:
+    pool_obj = b.nodepool_manifest()
+    pool_obj["metadata"]["uid"] = "pool-uid"
+    claim, names = _new_claim(70)
+    manifest = provisioner.nodeclaim_manifest(claim, nodepool.NodePool.from_manifest(pool_obj), pool_obj,
+                                              ("karpenter.k8s.aws/ec2nodeclass-hash", "123"))
+    types = b.requirement(manifest, labels.INSTANCE_TYPE)
+    assert types is not None and types["values"] == names and types["minValues"] == 70
+    assert manifest["metadata"]["annotations"]["karpenter.k8s.aws/ec2nodeclass-hash"] == "123"

@@ -8,6 +8,7 @@ deployment of 1-CPU / 2Gi pods scaled from 1 to 5 at 3m and back to 1 at 8m.
 from __future__ import annotations
 
 import functools
+import itertools
 import pathlib
 from typing import Any
 
@@ -220,7 +221,7 @@ def test_the_timeline_is_sampled_every_ten_seconds_to_the_end() -> None:
     result = seed_run(900.0)
     ts = [s.t for s in result.timeline]
     assert ts[0] == 0.0 and ts[-1] == 900.0
-    assert all(b - a == pytest.approx(10.0) for a, b in zip(ts, ts[1:], strict=False))
+    assert all(b - a == pytest.approx(10.0) for a, b in itertools.pairwise(ts))
     assert result.timeline[0].nodes_by_nodepool == {engine.UNMANAGED: 3}
     assert max(s.pending_pods for s in result.timeline) >= 3
 

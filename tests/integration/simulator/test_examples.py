@@ -95,8 +95,6 @@ def test_the_topology_spread_example_launches_a_node_in_every_zone_and_runs_ever
     expect_all_running(pods_of(result, "zonal"), 6)
 
 
-@pytest.mark.xfail(strict=False, reason="the scheduling core's zonal water-fill ignores minDomains when fewer "
-                                        "domains than minDomains have nodes (the first node takes 3 pods)")
 def test_the_topology_spread_example_puts_two_pods_in_each_zone() -> None:
     result = run("topology-spread")
     zone_of = {n["metadata"]["name"]: label(n, "topology.kubernetes.io/zone") for n in result.objects["nodes"]}

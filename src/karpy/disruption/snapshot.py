@@ -1,0 +1,270 @@
+"""A typed, immutable picture of the cluster for consolidation decisions.
+
+:class:`ClusterSnapshot` holds everything the consolidation methods
+(:mod:`karpy.disruption.consolidation`) and the what-if simulation
+(:mod:`karpy.disruption.simulation`) read, so that they do no I/O: every node with its NodeClaim,
+NodePool, pods and the price of the offering it runs on (:class:`NodeInfo`), the pending pods, the
+NodePools with their instance types, the DaemonSets' template pods, each NodePool's usage,
+in-flight NodeClaims (as :class:`karpy.provisioning.results.ExistingNode`) and the time ``now``.
+
+A caller may rely on:
+
+* :func:`node_info` finds a node's current offering from its labels (instance type, zone,
+  capacity type) in its NodePool's instance types first, then in every NodePool's; the price is
+  the offering's even when the offering is not available to launch any more. Unknown offerings
+  leave ``price`` at ``None``.
+* :meth:`ClusterSnapshot.existing_nodes` turns every node except an excluded set (and except
+  nodes being deleted, always) into the scheduler's bins, with their non-terminal pods as used
+  capacity; :meth:`ClusterSnapshot.pods_to_reschedule` lists the pods of excluded nodes that
+  would have to move: not DaemonSet or mirror/static pods, not finished, not terminating.
+* :meth:`ClusterSnapshot.allowed_disruptions` applies the NodePool disruption budgets
+  (:mod:`karpy.disruption.budgets`) to the snapshot's nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from karpy.api import labels as wk
+from karpy.api import node as node_mod
+from karpy.api import nodeclaim as nodeclaim_mod
+from karpy.api import nodepool as nodepool_mod
+from karpy.api import pod as pod_mod
+from karpy.api import quantity
+from karpy.cloudprovider import instancetype
+from karpy.disruption import budgets
+from karpy.disruption import candidates as candidates_mod
+from karpy.provisioning import results
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node as consolidation sees it: the Node, its NodeClaim and NodePool (``None`` when
+    the node is not karpy's), its pods and its current offering."""
+
+    node: node_mod.Node
+    nodeclaim: nodeclaim_mod.NodeClaim | None
+    nodepool: nodepool_mod.NodePool | None
+    pods: tuple[pod_mod.Pod, ...]
+    instance_type: instancetype.InstanceType | None = None
+    zone: str = ""
+    capacity_type: str = ""
+    price: float | None = None
+    """US dollars per hour of the offering the node runs on, ``None`` when unknown."""
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def deleting(self) -> bool:
+        claim_deleting = self.nodeclaim is not None and self.nodeclaim.metadata.deletion_timestamp is not None
+        return self.node.deleting or claim_deleting
+
+    @property
+    def initialized(self) -> bool:
+        if self.nodeclaim is None:
+            return True
+        return (self.node.labels.get(wk.INITIALIZED) == "true"
+                or self.nodeclaim.is_true(nodeclaim_mod.INITIALIZED))
+
+    @property
+    def capacity(self) -> quantity.ResourceList:
+        """The node's capacity, else its instance type's (what counts against NodePool limits)."""
+        if self.node.capacity:
+            return dict(self.node.capacity)
+        if self.instance_type is not None:
+            return dict(self.instance_type.capacity)
+        return {}
+
+    def reschedulable_pods(self) -> list[pod_mod.Pod]:
+        """Pods that would have to move if this node went away."""
+        return [p for p in self.pods if candidates_mod.is_reschedulable(p)]
+
+    def existing_node(self) -> results.ExistingNode:
+        """The scheduler's bin for this node: its non-terminal pods are used capacity."""
+        allocatable = dict(self.node.allocatable)
+        if not allocatable and self.instance_type is not None:
+            allocatable = dict(self.instance_type.allocatable)
+        pool = self.node.labels.get(wk.NODEPOOL) or (self.nodepool.name if self.nodepool is not None else None)
+        return results.ExistingNode(
+            name=self.name, labels=self.node.labels, taints=self.node.taints, allocatable=allocatable,
+            pods=[p for p in self.pods if not p.is_terminal], nodepool=pool,
+            in_flight=not self.initialized, schedulable=not (self.deleting or self.node.unschedulable))
+
+
+def find_offering(
+    instance_types: Mapping[str, Sequence[instancetype.InstanceType]],
+    type_name: str,
+    zone: str,
+    capacity_type: str,
+    prefer_pool: str | None = None,
+) -> tuple[instancetype.InstanceType | None, float | None]:
+    """The instance type named ``type_name`` and the price of its (zone, capacity type) offering.
+
+    ``prefer_pool``'s instance types are searched first. A missing zone or capacity type matches
+    any, and then the cheapest such offering is taken.
+    """
+    pools = list(instance_types)
+    if prefer_pool is not None and prefer_pool in instance_types:
+        pools.remove(prefer_pool)
+        pools.insert(0, prefer_pool)
+    found: instancetype.InstanceType | None = None
+    for pool in pools:
+        for t in instance_types[pool]:
+            if t.name != type_name:
+                continue
+            if found is None:
+                found = t
+            prices = [o.price for o in t.offerings
+                      if (not zone or o.zone == zone) and (not capacity_type or o.capacity_type == capacity_type)]
+            if prices:
+                return t, min(prices)
+    return found, None
+
+
+def node_info(
+    n: node_mod.Node,
+    claim: nodeclaim_mod.NodeClaim | None,
+    pool: nodepool_mod.NodePool | None,
+    pods: Iterable[pod_mod.Pod],
+    instance_types: Mapping[str, Sequence[instancetype.InstanceType]],
+) -> NodeInfo:
+    """A :class:`NodeInfo` with the node's offering looked up in ``instance_types``."""
+    lbls = dict(claim.labels) if claim is not None else {}
+    lbls.update(n.labels)
+    type_name = lbls.get(wk.INSTANCE_TYPE, "")
+    zone = lbls.get(wk.ZONE, "")
+    capacity_type = lbls.get(wk.CAPACITY_TYPE, "")
+    pool_name = lbls.get(wk.NODEPOOL) or (pool.name if pool is not None else None)
+    it: instancetype.InstanceType | None = None
+    price: float | None = None
+    if type_name:
+        it, price = find_offering(instance_types, type_name, zone, capacity_type, pool_name)
+    return NodeInfo(node=n, nodeclaim=claim, nodepool=pool, pods=tuple(pods), instance_type=it,
+                    zone=zone, capacity_type=capacity_type, price=price)
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """The cluster at one instant; see the module docstring."""
+
+    nodes: tuple[NodeInfo, ...]
+    nodepools: tuple[nodepool_mod.NodePool, ...]
+    instance_types: Mapping[str, Sequence[instancetype.InstanceType]]
+    pending_pods: tuple[pod_mod.Pod, ...] = ()
+    daemonsets: tuple[pod_mod.Pod, ...] = ()
+    usage: Mapping[str, quantity.ResourceList] = field(default_factory=dict)
+    in_flight: tuple[results.ExistingNode, ...] = ()
+    """NodeClaims launched or launching whose Node is not there yet."""
+    now: float = 0.0
+    """Epoch seconds (node age, budgets); the caller's clock, never the wall clock."""
+
+    @classmethod
+    def build(
+        cls,
+        nodes: Iterable[tuple[node_mod.Node, nodeclaim_mod.NodeClaim | None, Sequence[pod_mod.Pod]]],
+        nodepools: Sequence[nodepool_mod.NodePool],
+        instance_types: Mapping[str, Sequence[instancetype.InstanceType]],
+        *,
+        pending_pods: Sequence[pod_mod.Pod] = (),
+        daemonsets: Sequence[pod_mod.Pod] = (),
+        usage: Mapping[str, quantity.ResourceList] | None = None,
+        in_flight: Sequence[results.ExistingNode] = (),
+        now: float = 0.0,
+    ) -> ClusterSnapshot:
+        """A snapshot from ``(node, nodeclaim or None, pods)``; each node's NodePool is found by
+        its ``karpenter.sh/nodepool`` label. Without ``usage``, each NodePool's usage is the sum
+        of its nodes' capacity."""
+        pools = {p.name: p for p in nodepools}
+        infos: list[NodeInfo] = []
+        for n, claim, pods in nodes:
+            pool_name = n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim is not None else None)
+            pool = pools.get(pool_name) if pool_name else None
+            infos.append(node_info(n, claim, pool, pods, instance_types))
+        if usage is None:
+            computed: dict[str, quantity.ResourceList] = {}
+            for info in infos:
+                if info.nodepool is not None:
+                    name = info.nodepool.name
+                    computed[name] = quantity.add(computed.get(name, {}), info.capacity)
+            usage = computed
+        return cls(nodes=tuple(infos), nodepools=tuple(nodepools),
+                   instance_types={k: list(v) for k, v in instance_types.items()},
+                   pending_pods=tuple(pending_pods), daemonsets=tuple(daemonsets), usage=dict(usage),
+                   in_flight=tuple(in_flight), now=now)
+
+    # ------------------------------------------------------------------------------------ lookups
+
+    def node(self, name: str) -> NodeInfo | None:
+        for info in self.nodes:
+            if info.name == name:
+                return info
+        return None
+
+    def nodepool(self, name: str) -> nodepool_mod.NodePool | None:
+        for p in self.nodepools:
+            if p.name == name:
+                return p
+        return None
+
+    def price_of(self, name: str) -> float | None:
+        info = self.node(name)
+        return info.price if info is not None else None
+
+    # ------------------------------------------------------------------------- scheduler inputs
+
+    def existing_nodes(self, exclude: Collection[str] = ()) -> list[results.ExistingNode]:
+        """Bins for every node but ``exclude`` and the nodes being deleted, then the in-flight
+        NodeClaims (also minus ``exclude``)."""
+        out = [info.existing_node() for info in self.nodes
+               if info.name not in exclude and not info.deleting]
+        out.extend(e for e in self.in_flight if e.name not in exclude)
+        return out
+
+    def pods_to_reschedule(self, names: Iterable[str]) -> list[pod_mod.Pod]:
+        """The reschedulable pods of the nodes ``names`` (unknown names are ignored)."""
+        wanted = set(names)
+        out: list[pod_mod.Pod] = []
+        for info in self.nodes:
+            if info.name in wanted:
+                out.extend(info.reschedulable_pods())
+        return out
+
+    def deleting_nodes(self) -> list[str]:
+        """Names of the nodes being deleted (their pods are going to need a place too)."""
+        return [info.name for info in self.nodes if info.deleting]
+
+    def usage_without(self, names: Iterable[str]) -> dict[str, quantity.ResourceList]:
+        """NodePool usage once the nodes ``names`` are gone (their capacity freed, floor 0)."""
+        out = {k: dict(v) for k, v in self.usage.items()}
+        for name in names:
+            info = self.node(name)
+            if info is None or info.nodepool is None:
+                continue
+            pool = info.nodepool.name
+            current = out.get(pool, {})
+            out[pool] = {k: max(0, v - info.capacity.get(k, 0)) for k, v in current.items()}
+        return out
+
+    # -------------------------------------------------------------------------------- budgets
+
+    def allowed_disruptions(self, reason: str) -> dict[str, int]:
+        """Per NodePool, how many more nodes may start being disrupted for ``reason`` now.
+
+        A NodePool's nodes are the snapshot's nodes labelled with it; those deleting or not ready
+        count as being disrupted already.
+        """
+        total: dict[str, int] = {}
+        disrupting: dict[str, int] = {}
+        for info in self.nodes:
+            pool = info.node.labels.get(wk.NODEPOOL)
+            if not pool:
+                continue
+            total[pool] = total.get(pool, 0) + 1
+            if info.deleting or not info.node.ready:
+                disrupting[pool] = disrupting.get(pool, 0) + 1
+        return {p.name: budgets.allowed_disruptions(p, reason, total.get(p.name, 0),
+                                                    disrupting.get(p.name, 0), self.now)
+                for p in self.nodepools}
