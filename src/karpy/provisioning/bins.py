@@ -148,13 +148,19 @@ class Bins:
         """Bins whose domain for ``key`` is in ``allowed`` or could still be narrowed into it."""
         n = self.n
         reg = self.domains[key]
-        ids = [reg.ids[v] for v in allowed if v in reg.ids]
         dom = self.dom[key][:n]
-        mask = np.isin(dom, ids) if ids else np.zeros(n, dtype=np.bool_)
+        table = np.zeros(len(reg.values) + 2, dtype=np.bool_)  # index = domain id + 2
+        for v in allowed:
+            i = reg.ids.get(v)
+            if i is not None:
+                table[i + 2] = True
+        mask = table[dom + 2]
         sets = self.possible_sets[key]
-        ok = [i for i, s in enumerate(sets.values) if s & allowed]
-        if ok:
-            mask |= (dom == UNDETERMINED) & np.isin(self.possible[key][:n], ok)
+        if sets.values:
+            ok = np.fromiter((bool(s & allowed) for s in sets.values), dtype=np.bool_, count=len(sets.values))
+            if ok.any():
+                undetermined = dom == UNDETERMINED
+                mask |= undetermined & ok[np.maximum(self.possible[key][:n], 0)]
         return mask
 
     def possible_values(self, b: int, key: str) -> frozenset[str]:

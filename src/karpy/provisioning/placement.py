@@ -55,6 +55,8 @@ class Placement:
         self.bins = bins_mod.Bins(dims, keys)
         self.new_bins: list[int] = []
         self.initial_pods: list[int] = []
+        self._relevant_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool, bool]]] = {}
+        self._hostname_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool]]] = {}
         self._compat: dict[tuple[reqs_mod.Requirements, int], bool] = {}
         self._tol: dict[tuple[Any, bool, int], bool] = {}
         self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
@@ -128,12 +130,24 @@ class Placement:
         return set()
 
     def _count(self, namespace: str, labels_: Any, owned: Sequence[topology.Term], b: int, n: int) -> None:
-        for term, state in self.terms.items():
-            match = term.matches(namespace, labels_)
-            owner = term in owned
-            if match or owner:
-                domain = None if term.hostname else self.bins.domain_of(b, term.key)
-                state.record(domain, b, n, owner=owner, match=match)
+        for term, state, match, owner in self._relevant(namespace, labels_, owned):
+            domain = None if term.hostname else self.bins.domain_of(b, term.key)
+            state.record(domain, b, n, owner=owner, match=match)
+
+    def _relevant(self, namespace: str, labels_: Any, owned: Sequence[topology.Term]
+                  ) -> list[tuple[topology.Term, topology.TermState, bool, bool]]:
+        """Terms a pod with these labels counts for or owns (cached: pods of a group share them)."""
+        key = (namespace, tuple(sorted(labels_.items())), tuple(owned))
+        hit = self._relevant_cache.get(key)
+        if hit is None:
+            hit = []
+            for term, state in self.terms.items():
+                match = term.matches(namespace, labels_)
+                owner = term in owned
+                if match or owner:
+                    hit.append((term, state, match, owner))
+            self._relevant_cache[key] = hit
+        return hit
 
     # -- masks ----------------------------------------------------------------------------------
 
@@ -171,10 +185,13 @@ class Placement:
     def hostname_cap(self, g: podgroups.PodGroup, size: int) -> IntArray | None:
         cap: IntArray | None = None
         owned = set(g.terms())
-        for term, state in self.terms.items():
-            if not term.hostname:
-                continue
-            match = term.matches(g.namespace, g.labels)
+        key = (g.namespace, tuple(sorted(g.labels.items())), tuple(sorted(owned, key=repr)))
+        terms = self._hostname_cache.get(key)
+        if terms is None:
+            terms = [(t, s, t.matches(g.namespace, g.labels)) for t, s in self.terms.items() if t.hostname]
+            terms = [(t, s, m) for t, s, m in terms if m or t in owned]
+            self._hostname_cache[key] = terms
+        for term, state, match in terms:
             c = topology.hostname_caps(state, size, owner=term in owned, match=match)
             if c is None:
                 if term in owned and term.kind == topology.AFFINITY:

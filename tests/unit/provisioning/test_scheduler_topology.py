@@ -167,3 +167,22 @@ def test_an_existing_node_whose_host_port_is_taken_is_skipped() -> None:
     b.expect_all_placed(res, [p, other_port])
     assert b.node_of(res, p) == "node-b"
     assert b.node_of(res, other_port) == "node-a"
+
+
+def test_a_zone_spread_honours_the_pods_node_affinity_when_counting_domains() -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [b.requirement(wk.ZONE, "In", "zone-a", "zone-b")]}]}}}
+    pods = b.make_pods("web", 4, labels=WEB, affinity=affinity, topologySpreadConstraints=[b.spread(wk.ZONE, WEB)])
+    res = b.solve(pods)
+    b.expect_all_placed(res, pods)
+    assert dict(b.zone_counts(res, pods)) == {"zone-a": 2, "zone-b": 2}
+
+
+def test_a_zone_only_an_existing_node_offers_takes_part_in_the_spread() -> None:
+    nodes = [b.existing_node("node-d", zone="zone-d", cpu=16, memory_gi=64)]
+    pods = b.make_pods("web", 6, labels=WEB, topologySpreadConstraints=[b.spread(wk.ZONE, WEB)])
+    res = b.solve(pods, existing=nodes)
+    b.expect_all_placed(res, pods)
+    counts = b.expect_zone_skew(res, pods, max_skew=1, zones=("zone-a", "zone-b", "zone-c", "zone-d"),
+                                existing=nodes)
+    assert counts["zone-d"] >= 1
