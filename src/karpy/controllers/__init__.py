@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from karpy import clock as clock_mod
     from karpy import settings as settings_mod
     from karpy.cloudprovider import interface as cp_interface
-    from karpy.controllers import gc, lifecycle, offerings, provisioner, runtime, state, termination
+    from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, runtime, state, termination
     from karpy.kube import events, interface
     from karpy.observability import metrics as metrics_mod
 
@@ -35,6 +35,7 @@ class Controllers:
     lifecycle: lifecycle.Lifecycle
     termination: termination.Termination
     gc: gc.GarbageCollector
+    interruption: interruption.Interruption
 
 
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
@@ -49,7 +50,7 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     (see :mod:`karpy.controllers.lifecycle`). The garbage collector's first sweep is queued at once.
     """
     from karpy import settings as settings_mod
-    from karpy.controllers import gc, lifecycle, offerings, provisioner, state, termination
+    from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, state, termination
     from karpy.kube import events
     from karpy.observability import metrics as metrics_mod
 
@@ -72,12 +73,15 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
                                       on_launched=on_launched),
         termination=termination.Termination(cluster, cluster_state, cloud, clock, recorder, metrics),
         gc=gc.GarbageCollector(cluster, cluster_state, cloud, clock, recorder, metrics),
+        interruption=interruption.Interruption(cluster, cluster_state, cloud, clock, recorder, metrics),
     )
     manager.register(built.provisioner.controller())
     manager.register(built.lifecycle.controller())
     manager.register(built.termination.controller())
     manager.register(built.gc.controller())
+    manager.register(built.interruption.controller())
     manager.enqueue(gc.NAME, gc.KEY)
+    manager.enqueue(interruption.NAME, interruption.KEY)
     _enqueue_existing(manager, cluster_state)
     return built
 

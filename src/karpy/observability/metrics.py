@@ -164,6 +164,18 @@ class Metrics:
             "karpenter_nodeclaims_termination_duration_seconds",
             "Duration of NodeClaim termination in seconds.",
             ["nodepool"], buckets=TERMINATION_BUCKETS, registry=r)
+        self.interruption_received = prometheus_client.Counter(
+            "karpenter_interruption_received_messages", "Count of messages received from the interruption queue.",
+            ["message_type"], registry=r)
+        self.interruption_deleted = prometheus_client.Counter(
+            "karpenter_interruption_deleted_messages", "Count of messages deleted from the interruption queue.",
+            registry=r)
+        self.disruption_decisions = prometheus_client.Counter(
+            "karpenter_voluntary_disruption_decisions", "Number of disruption decisions performed.",
+            ["decision", "reason", "consolidation_type"], registry=r)
+        self.disruption_eligible_nodes = prometheus_client.Gauge(
+            "karpenter_voluntary_disruption_eligible_nodes", "Number of nodes eligible for disruption.",
+            ["reason"], registry=r)
         self.registry.register(_Collected(self))
 
     def attach(self, view: ClusterView | None = None, cost: Callable[[], float] | None = None) -> None:

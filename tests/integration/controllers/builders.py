@@ -78,6 +78,12 @@ class Bridge:
     def repair_policies(self) -> builtins.list[cp_interface.RepairPolicy]:
         return self.cloud.repair_policies()
 
+    def pending_interruptions(self) -> builtins.list[cp_interface.InterruptionMessage]:
+        return self.cloud.pending_interruptions()
+
+    def ack(self, msg: cp_interface.InterruptionMessage) -> None:
+        self.cloud.ack(msg)
+
     def cost_per_hour(self) -> float:
         return self.cloud.cost_per_hour()
 

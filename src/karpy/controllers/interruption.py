@@ -1,0 +1,108 @@
+"""Interruption: act on the cloud's notices before the instance disappears.
+
+Like Karpenter's interruption controller (which reads an SQS queue fed by EventBridge on AWS),
+this controller polls a cloud provider that also implements
+:class:`karpy.cloudprovider.interface.InterruptionQueue`. For each message it finds the NodeClaim
+by provider ID and:
+
+- ``SpotInterruption`` (two minutes' warning), ``ScheduledChange`` (maintenance) and a
+  ``StateChange`` to stopping/stopped/shutting-down/terminated: records an event on the Node and
+  NodeClaim (``SpotInterrupted``, ``InstanceUnhealthy``, ``InstanceStopping`` or
+  ``InstanceTerminating``) and deletes the NodeClaim, so that the termination controller taints,
+  drains through the Eviction API and the provisioner replaces the capacity at once;
+- ``Rebalance``: records ``SpotRebalanceRecommendation`` only (Karpenter does not act on it).
+
+Every message is acknowledged once handled, including messages for instances karpy does not
+know (they are not ours to act on). A provider without a queue makes this controller a no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.cloudprovider import interface as cp_interface
+from karpy.controllers import runtime, state
+from karpy.kube import errors as kube_errors
+from karpy.kube import events
+from karpy.kube import interface as kube_interface
+from karpy.observability import metrics as metrics_mod
+
+NAME = "interruption"
+KEY = "queue"
+INTERVAL = 1.0
+log = logging.getLogger("karpy.controllers.interruption")
+
+ACTIONS: dict[str, tuple[str, str]] = {
+    "SpotInterruption": ("SpotInterrupted", "Spot interruption warning was triggered"),
+    "ScheduledChange": ("InstanceUnhealthy", "An unhealthy warning was triggered for the instance"),
+    "stopping": ("InstanceStopping", "Instance is stopping"),
+    "stopped": ("InstanceStopping", "Instance is stopping"),
+    "shutting-down": ("InstanceTerminating", "Instance is terminating"),
+    "terminated": ("InstanceTerminating", "Instance is terminating"),
+}
+
+
+class Interruption:
+    """Consumes interruption messages and deletes the NodeClaims they concern."""
+
+    def __init__(self, cluster: kube_interface.Cluster, cluster_state: state.ClusterState,
+                 cloud: object, clock: clock_mod.Clock, recorder: events.EventRecorder,
+                 metrics: metrics_mod.Metrics) -> None:
+        self.cluster = cluster
+        self.state = cluster_state
+        self.queue: cp_interface.InterruptionQueue | None = (
+            cloud if callable(getattr(cloud, "pending_interruptions", None)) else None)  # type: ignore[assignment]
+        self.clock = clock
+        self.recorder = recorder
+        self.metrics = metrics
+        self.handled: list[tuple[str, str, str]] = []
+        """(kind, provider id, action) of every message handled, for reports and tests."""
+
+    def controller(self) -> runtime.Controller:
+        return runtime.Controller(NAME, self.reconcile, [])
+
+    def reconcile(self, key: str) -> float | None:
+        if self.queue is None:
+            return None
+        for msg in list(self.queue.pending_interruptions()):
+            try:
+                self.metrics.interruption_received.labels(message_type=msg.kind).inc()
+                self._handle(msg)
+            except Exception:  # one bad message never stops the queue
+                log.exception("interruption message %s for %s could not be handled", msg.id, msg.provider_id)
+                continue
+            self.queue.ack(msg)
+            self.metrics.interruption_deleted.inc()
+        return INTERVAL
+
+    def _handle(self, msg: cp_interface.InterruptionMessage) -> None:
+        claim_name = self.state.nodeclaim_name_for_provider_id(msg.provider_id)
+        if claim_name is None:
+            self.handled.append((msg.kind, msg.provider_id, "ignored"))
+            return
+        claim = self.state.raw("NodeClaim", claim_name)
+        node_name = self.state.node_name_for_provider_id(msg.provider_id)
+        node = self.state.raw("Node", node_name) if node_name else None
+        if msg.kind == "Rebalance":
+            self._event(claim, node, "SpotRebalanceRecommendation", "Spot rebalance recommendation was triggered")
+            self.handled.append((msg.kind, msg.provider_id, "event"))
+            return
+        action = ACTIONS.get(msg.kind) if msg.kind != "StateChange" else ACTIONS.get(msg.detail)
+        if action is None:
+            self.handled.append((msg.kind, msg.provider_id, "ignored"))
+            return
+        reason, message = action
+        self._event(claim, node, reason, message)
+        if claim is not None and not kube_interface.is_terminating(claim):
+            with contextlib.suppress(kube_errors.NotFound):
+                self.cluster.delete("NodeClaim", claim_name)
+        self.handled.append((msg.kind, msg.provider_id, "deleted"))
+
+    def _event(self, claim: dict[str, Any] | None, node: dict[str, Any] | None, reason: str, message: str) -> None:
+        for obj in (node, claim):
+            if obj is not None:
+                self.recorder.warning(obj, reason, message)
+
