@@ -55,6 +55,8 @@ def test_gc_deletes_a_nodeclaim_whose_instance_disappeared() -> None:
     name = interface.name_of(claim)
     # the instance vanishes behind karpy's back (terminated in the console)
     w.cloud.interrupt(claim["status"]["providerID"], "StateChange")
+    for msg in w.cloud.pending_interruptions():  # and the notice is lost: only GC can notice
+        w.cloud.ack(msg)
     w.at(250.0)
     assert name in w.karpy.gc.collected_nodeclaims
     try:
