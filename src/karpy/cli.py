@@ -52,7 +52,7 @@ def catalog_command(name: str, output: str, zones: tuple[str, ...], region: str 
 @click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Also write an HTML report with plots into DIR.")
 @click.option("--verbose", "-v", is_flag=True, help="Log controller warnings to stderr.")
-def simulate_command(file: str, until: str | None, seed: int | None, output: str,  # noqa: PLR0917
+def simulate_command(file: str, until: str | None, seed: int | None, output: str,
                      report_dir: str | None, verbose: bool) -> None:
     """Run karpy's controllers against the simulated cluster and cloud of scenario FILE."""
     import logging

@@ -73,8 +73,9 @@ def test_the_spot_example_replaces_the_interrupted_node_and_every_replica_runs_a
     assert sim["instancesTerminated"] >= 1
     assert sim["instancesLaunched"] > sim["instancesTerminated"]
     assert {label(n, "karpenter.sh/capacity-type") for n in karpy_nodes(result)} == {"spot"}
-    after_reclaim = [s for s in result.timeline if 420.0 < s.t < 470.0]
-    assert any(s.pending_pods > 0 for s in after_reclaim)
+    # the notice at 5m (karpy drains the node) or the reclaim two minutes later displaces pods
+    assert all(s.pending_pods == 0 for s in result.timeline if 120.0 <= s.t < 300.0)
+    assert any(s.pending_pods > 0 for s in result.timeline if 300.0 <= s.t <= 480.0)
     expect_all_running(pods_of(result, "worker"), 6)
 
 
