@@ -9,6 +9,7 @@ NumPy expressions over all bins.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,7 +88,7 @@ class Placement:
             used += self.vector(p.requests)
         taints = tuple(t for t in node.taints
                        if not (node.in_flight and t.key in EPHEMERAL))
-        reqs = reqs_mod.Requirements.from_labels(node.labels)
+        reqs = _label_requirements(tuple(sorted(node.labels.items())))
         if node.in_flight:
             present = {p.metadata.controller.name for p in node.pods
                        if p.is_daemonset_pod and p.metadata.controller is not None}
@@ -302,6 +303,12 @@ class Placement:
 
 EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGISTERED,
                        "node.cloudprovider.kubernetes.io/uninitialized"})
+
+
+@functools.lru_cache(maxsize=65536)
+def _label_requirements(items: tuple[tuple[str, str], ...]) -> reqs_mod.Requirements:
+    """Requirements of a node's labels, memoised: nodes are re-read on every scheduling run."""
+    return reqs_mod.Requirements.from_labels(dict(items))
 
 
 def _untolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: bool) -> Any:
