@@ -623,7 +623,8 @@ def _pool_options(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePoo
 def _milp_plan(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate],
                pool: nodepool_mod.NodePool, pods: Sequence[pod_mod.Pod],
                capacity_types: frozenset[str] | None, budget: float) -> list[results.NewNodeClaim] | None:
-    """A MILP plan for ``pods`` re-checked with the scheduler, as NodeClaims; None if none."""
+    """A MILP plan for ``pods``, each planned node re-checked with the scheduling core (as an
+    in-flight node: labels, taints, DaemonSet overhead), as NodeClaims; None if none."""
     if not all(_is_plain(p, pool) for p in pods) or not math.isfinite(budget):
         return None
     priced = _pool_options(snap, pool, capacity_types)
@@ -647,15 +648,14 @@ def _milp_plan(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mo
         bins.append(results.ExistingNode(name=name, labels=node_labels, taints=tuple(pool.template.spec.taints),
                                          allocatable=dict(n.option.instance_type.allocatable), pods=[],
                                          nodepool=pool.name, in_flight=True))
-    check = simulation.simulate_removal(snap, group, with_nodepools=False, extra_nodes=bins)
-    if not check.all_placed:
-        return None
     claims = []
-    for i, n in enumerate(packed):
-        placed = check.placements.get(bins[i].name, ())
-        if not placed:
-            continue
-        claim = _claim_for(snap, pool, placed, n.option.price, capacity_types, bins[i].name)
+    for b, n in zip(bins, packed, strict=True):
+        # Plain pods have no topology between bins: each bin is checked on its own, so the
+        # scheduler's first-fit order cannot miss a packing the MILP found.
+        check = scheduler.Scheduler((), {}, [b], snap.daemonsets).solve(list(n.pods))
+        if check.errors or check.new_claims:
+            return None
+        claim = _claim_for(snap, pool, n.pods, n.option.price, capacity_types, b.name)
         if claim is None:
             return None
         claims.append(claim)

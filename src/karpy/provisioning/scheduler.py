@@ -175,10 +175,6 @@ class Scheduler:
         return rest
 
 
-def _unused() -> None:  # pragma: no cover
-    pass
-
-
 def _record_relaxed(out: results.Results, g: podgroups.PodGroup) -> None:
     if g.relaxed:
         for p in g.pods:

@@ -363,7 +363,7 @@ class Requirement:
 _set = object.__setattr__
 
 
-def _make(key: str, complement: bool, values: frozenset[str], gt: int | None,  # noqa: PLR0917
+def _make(key: str, complement: bool, values: frozenset[str], gt: int | None,
           lt: int | None, min_values: int | None, absent: bool) -> Requirement:
     """Build a requirement in canonical form (the form ``__eq__`` compares).
 

@@ -1,0 +1,85 @@
+"""Drift: has a NodeClaim drifted from its NodePool (or its NodeClass, as the cloud sees it)?
+
+Karpenter v1 (``concepts/disruption``, Drift) in karpy's words. A NodeClaim is drifted when:
+
+* **static drift** (:data:`NODEPOOL_DRIFTED`): its ``karpenter.sh/nodepool-hash`` annotation
+  differs from the NodePool's current :meth:`karpy.api.nodepool.NodePool.hash` (template labels,
+  annotations, taints, startup taints, nodeClassRef, expireAfter, terminationGracePeriod). Only
+  when its ``karpenter.sh/nodepool-hash-version`` is the current
+  :data:`karpy.api.nodepool.HASH_VERSION`: a claim stamped by another hash version is not
+  drifted; :func:`needs_restamp` tells the caller to write the current hash and version onto it
+  silently (Karpenter does the same after an upgrade changes the hash function);
+* **requirements drift** (:data:`REQUIREMENTS_DRIFTED`): its labels (the NodeClaim's, plus its
+  Node's) no longer satisfy the NodePool's ``spec.template.spec.requirements``: every requirement
+  key must be defined by a label whose value the requirement admits, unless the requirement admits
+  an absent label (``NotIn``, ``DoesNotExist``). A requirement widened to still admit the
+  claim's value is not drift;
+* **cloud drift**: the cloud provider's ``is_drifted(claim)`` returns a reason (``AMIDrift``,
+  ``NodeClassDrift``...). The caller makes that call (this module does no I/O) and passes the
+  answer to :func:`drift_reason`.
+
+Behavioural NodePool fields (weight, limits, disruption) never cause drift. Pure functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from karpy.api import labels as wk
+from karpy.api import nodeclaim as nodeclaim_mod
+from karpy.api import nodepool as nodepool_mod
+from karpy.scheduling import requirements as reqs_mod
+
+NODEPOOL_DRIFTED = "NodePoolDrifted"
+REQUIREMENTS_DRIFTED = "RequirementsDrifted"
+
+
+def needs_restamp(claim: nodeclaim_mod.NodeClaim) -> bool:
+    """The claim's hash was written by another hash version (or never): re-stamp, do not drift."""
+    return claim.metadata.annotations.get(wk.NODEPOOL_HASH_VERSION) != nodepool_mod.HASH_VERSION
+
+
+def restamp_patch(pool: nodepool_mod.NodePool) -> dict[str, object]:
+    """The metadata merge patch that stamps ``pool``'s current hash and hash version on a claim."""
+    return {"metadata": {"annotations": {wk.NODEPOOL_HASH: pool.hash(),
+                                         wk.NODEPOOL_HASH_VERSION: nodepool_mod.HASH_VERSION}}}
+
+
+def static_drift(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool) -> str | None:
+    """:data:`NODEPOOL_DRIFTED` when the stamped hash (of the current version) is not the pool's."""
+    if needs_restamp(claim):
+        return None
+    stamped = claim.metadata.annotations.get(wk.NODEPOOL_HASH)
+    if stamped is None or stamped == pool.hash():
+        return None
+    return NODEPOOL_DRIFTED
+
+
+def requirements_drift(pool: nodepool_mod.NodePool, node_labels: Mapping[str, str]) -> str | None:
+    """:data:`REQUIREMENTS_DRIFTED` when ``node_labels`` do not satisfy the pool's requirements."""
+    try:
+        wanted = reqs_mod.Requirements.from_node_selector_requirements(pool.template.spec.requirements)
+    except ValueError:
+        return None  # requirements karpy cannot read are not evidence of drift
+    have = reqs_mod.Requirements.from_labels(node_labels)
+    if have.compatible(wanted, frozenset()) is not None:
+        return REQUIREMENTS_DRIFTED
+    return None
+
+
+def drift_reason(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool,
+                 node_labels: Mapping[str, str] | None = None, cloud_reason: str = "") -> str | None:
+    """Why ``claim`` has drifted (static, then requirements, then the cloud's reason), else ``None``.
+
+    ``node_labels`` are the Node's labels when it has registered (merged over the claim's own).
+    """
+    static = static_drift(claim, pool)
+    if static is not None:
+        return static
+    merged = dict(claim.labels)
+    if node_labels:
+        merged.update(node_labels)
+    req = requirements_drift(pool, merged)
+    if req is not None:
+        return req
+    return cloud_reason or None
