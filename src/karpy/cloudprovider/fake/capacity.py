@@ -159,10 +159,7 @@ def requirement_holds(req: selectors.NodeSelectorRequirement, value: str | None)
 def matches(reqs: Iterable[selectors.NodeSelectorRequirement], node_labels: Mapping[str, str],
             defined: frozenset[str]) -> bool:
     """Every requirement on a key in ``defined`` holds for ``node_labels``."""
-    for req in reqs:
-        if req.key in defined and not requirement_holds(req, node_labels.get(req.key)):
-            return False
-    return True
+    return all(requirement_holds(req, node_labels.get(req.key)) for req in reqs if req.key in defined)
 
 
 OFFERING_KEYS = frozenset({labels.ZONE, labels.CAPACITY_TYPE, labels.REGION})
