@@ -14,6 +14,7 @@ the target keeps enough options. :func:`finalize` lists every type holding what 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,10 @@ NEAR_TIE = 1.01
 MAX_INSTANCE_TYPES = 60
 
 
-def open_claim(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
-               constraints: dict[str, set[str]]) -> int | None:
-    """Open a new NodeClaim that can take at least one pod of ``g``; its bin index, or None."""
+def usable_templates(run: placement_mod.Placement, g: podgroups.PodGroup
+                     ) -> Iterator[tuple[int, templates.Template, reqs_mod.Requirements]]:
+    """NodePools in weight order whose taints ``g`` tolerates and whose requirements are compatible
+    with the group's, each with the combined requirements of a NodeClaim for the group."""
     greq = g.requirements()
     for ti, tmpl in enumerate(run.templates):
         if placement_mod._untolerated(g.tolerations, tmpl.taints,
@@ -39,7 +41,13 @@ def open_claim(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
             continue
         if tmpl.requirements.compatible(greq) is not None:
             continue
-        base = tmpl.requirements.intersect(greq)
+        yield ti, tmpl, tmpl.requirements.intersect(greq)
+
+
+def open_claim(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
+               constraints: dict[str, set[str]]) -> int | None:
+    """Open a new NodeClaim that can take at least one pod of ``g``; its bin index, or None."""
+    for ti, tmpl, base in usable_templates(run, g):
         for creqs in _domain_choices(run, g, base, constraints):
             b = _open(run, ti, tmpl, creqs, req)
             if b is not None:
@@ -51,14 +59,7 @@ def first_template(run: placement_mod.Placement, g: podgroups.PodGroup,
                    req: IntArray) -> tuple[int, reqs_mod.Requirements] | None:
     """The first NodePool (by weight) that could open a NodeClaim for ``g``, with the claim's
     requirements; None when none can."""
-    greq = g.requirements()
-    for ti, tmpl in enumerate(run.templates):
-        if placement_mod._untolerated(g.tolerations, tmpl.taints,
-                                      prefer_ok=g.tolerate_prefer_no_schedule) is not None:
-            continue
-        if tmpl.requirements.compatible(greq) is not None:
-            continue
-        creqs = tmpl.requirements.intersect(greq)
+    for ti, tmpl, creqs in usable_templates(run, g):
         table = tmpl.table
         if len(table) == 0:
             continue

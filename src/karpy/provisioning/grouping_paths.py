@@ -49,17 +49,7 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
     ``domain`` restricts bins to one (key, value); undetermined bins are narrowed when used.
     """
     placed = 0
-    n = run.bins.n
-    mask = run.base_mask(g)
-    if domain is not None:
-        mask &= run.bins.domain_mask(domain[0], {domain[1]})
-    fit = run.bins.fit_counts(req)
-    fit[~mask] = 0
-    cap = run.hostname_cap(g, n)
-    if cap is not None:
-        fit = np.minimum(fit, cap)
-    if g.host_ports:
-        fit = np.minimum(fit, run.ports_mask(g, n).astype(np.int64))
+    fit = fit_counts(run, g, req, {domain[0]: {domain[1]}} if domain is not None else {})
     cand = np.flatnonzero(fit > 0)
     if len(cand):
         take = fit[cand]
@@ -165,8 +155,10 @@ def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     return len(done)
 
 
-def _first_bin(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
-               constraints: dict[str, set[str]]) -> int | None:
+def fit_counts(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
+               constraints: dict[str, set[str]]) -> IntArray:
+    """How many more pods of ``g`` each bin takes: requirements, taints, free resources, allowed
+    domains, hostname topology caps and host ports, in one vectorised pass."""
     n = run.bins.n
     mask = run.base_mask(g)
     for key, allowed in constraints.items():
@@ -178,7 +170,12 @@ def _first_bin(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
         fit = np.minimum(fit, cap)
     if g.host_ports:
         fit = np.minimum(fit, run.ports_mask(g, n).astype(np.int64))
-    cand = np.flatnonzero(fit > 0)
+    return fit
+
+
+def _first_bin(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
+               constraints: dict[str, set[str]]) -> int | None:
+    cand = np.flatnonzero(fit_counts(run, g, req, constraints) > 0)
     return int(cand[0]) if len(cand) else None
 
 

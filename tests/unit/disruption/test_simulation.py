@@ -184,3 +184,11 @@ def test_removed_nodes_give_their_capacity_back_to_the_nodepool_limits() -> None
     assert snap.usage["default"]["cpu"] == 16 * quantity.MILLI
     sim = simulation.simulate_removal(snap, ["n1"])
     assert sim.all_placed and len(sim.new_claims) == 1
+
+
+def test_a_fit_check_without_nodepools_uses_only_existing_and_planned_nodes() -> None:
+    snap, _ = cluster([entry("n1", MEDIUM, [running("a", "n1", cpu="3")]), entry("n2", MEDIUM, [])], CATALOG)
+    assert simulation.simulate_removal(snap, ["n1", "n2"], with_nodepools=False).unplaced.keys() == {"default/a"}
+    planned = pb.existing_node("planned", cpu=4, zone=ZONE, in_flight=True)
+    sim = simulation.simulate_removal(snap, ["n1", "n2"], with_nodepools=False, extra_nodes=[planned])
+    assert sim.all_placed and [p.name for p in sim.placements["planned"]] == ["a"]
