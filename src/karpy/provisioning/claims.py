@@ -92,16 +92,9 @@ def can_open(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
              constraints: dict[str, set[str]]) -> bool:
     """Could NodeClaims for ``g`` within ``constraints`` be opened again and again, from a NodePool
     without limits? (Then a share of pods for that domain is sure to be placed.)"""
-    greq = g.requirements()
-    for ti, tmpl in enumerate(run.templates):
+    for ti, tmpl, base in usable_templates(run, g):
         if tmpl.limits:
             continue
-        if placement_mod._untolerated(g.tolerations, tmpl.taints,
-                                      prefer_ok=g.tolerate_prefer_no_schedule) is not None:
-            continue
-        if tmpl.requirements.compatible(greq) is not None:
-            continue
-        base = tmpl.requirements.intersect(greq)
         for creqs in _domain_choices(run, g, base, constraints):
             if _choose(run, ti, tmpl, creqs, req) is not None:
                 return True
