@@ -4,7 +4,9 @@
 the setting): ``batch_idle_duration`` 1 s and ``batch_max_duration`` 10 s (the provisioner's
 batching window), ``registration_ttl`` 15 min and ``launch_ttl`` 5 min (NodeClaim liveness),
 ``ice_cache_ttl`` 3 min (how long an offering that ran out of capacity is treated as unavailable),
-``spot_to_spot_consolidation`` off, ``consolidation_min_saving`` 0.01 $/h and
+``spot_to_spot_consolidation`` off with ``spot_to_spot_min_flexibility`` 15 (Karpenter's rule: a spot
+node is only replaced by spot when at least 15 cheaper spot types remain), ``consolidation_min_saving``
+0.01 (a fraction: no disruption for a saving under 1 % of the disrupted nodes' price) and
 ``consolidation_validation_delay`` 15 s. Durations are float seconds.
 
 :meth:`Settings.from_mapping` reads a settings mapping with camelCase keys, as a scenario file or
@@ -38,6 +40,7 @@ class Settings:
     launch_ttl: float = 300.0
     ice_cache_ttl: float = 180.0
     spot_to_spot_consolidation: bool = False
+    spot_to_spot_min_flexibility: int = 15
     consolidation_min_saving: float = 0.01
     consolidation_validation_delay: float = 15.0
 
@@ -83,6 +86,7 @@ _DURATION = "duration"
 _STRING = "string"
 _BOOL = "bool"
 _FLOAT = "float"
+_INT = "int"
 
 _FIELDS: dict[str, tuple[str, str]] = {
     "clusterName": ("cluster_name", _STRING),
@@ -92,6 +96,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "launchTTL": ("launch_ttl", _DURATION),
     "iceCacheTTL": ("ice_cache_ttl", _DURATION),
     "spotToSpotConsolidation": ("spot_to_spot_consolidation", _BOOL),
+    "spotToSpotMinFlexibility": ("spot_to_spot_min_flexibility", _INT),
     "consolidationMinSaving": ("consolidation_min_saving", _FLOAT),
     "consolidationValidationDelay": ("consolidation_validation_delay", _DURATION),
 }
@@ -119,6 +124,10 @@ def _convert(kind: str, raw: Any) -> Any:
         if isinstance(raw, str) and raw.lower() in ("true", "false"):
             return raw.lower() == "true"
         raise ValueError("true or false")
+    if kind == _INT:
+        if isinstance(raw, bool) or not (isinstance(raw, int) or (isinstance(raw, str) and raw.isdigit())):
+            raise ValueError("a non-negative integer")
+        return int(raw)
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         raise ValueError("a number")
     try:

@@ -83,3 +83,20 @@ def test_never_is_not_a_valid_setting_duration() -> None:
 def test_a_non_mapping_is_rejected() -> None:
     with pytest.raises(errors.ValidationError, match="a mapping of settings"):
         settings.Settings.from_mapping(["clusterName"])  # type: ignore[arg-type]
+
+
+def test_the_spot_to_spot_flexibility_defaults_to_karpenters_fifteen_and_reads_an_integer() -> None:
+    from karpy import settings as settings_mod
+
+    assert settings_mod.Settings().spot_to_spot_min_flexibility == 15
+    assert settings_mod.Settings.from_mapping({"spotToSpotMinFlexibility": 20}).spot_to_spot_min_flexibility == 20
+
+
+def test_a_fractional_spot_to_spot_flexibility_is_rejected_naming_the_field() -> None:
+    import pytest
+
+    from karpy import settings as settings_mod
+    from karpy.api import errors
+
+    with pytest.raises(errors.ValidationError, match="spotToSpotMinFlexibility"):
+        settings_mod.Settings.from_mapping({"spotToSpotMinFlexibility": 1.5})

@@ -222,7 +222,7 @@ def _min_saving(settings: Settings) -> float:
 
 
 def _spot_flexibility(settings: Settings) -> int:
-    return int(getattr(settings, "spot_to_spot_min_flexibility", MIN_SPOT_FLEXIBILITY))
+    return settings.spot_to_spot_min_flexibility
 
 
 def _names(cands: Sequence[candidates_mod.Candidate]) -> str:
