@@ -1,36 +1,64 @@
-"""The ``disruption`` controller: expiration and emptiness on karpy's controller runtime.
+"""The ``disruption`` controller: Karpenter v1's disruption loop on karpy's controller runtime.
 
-Every :data:`INTERVAL` seconds (one key, :data:`KEY`) it lists NodePools, NodeClaims, Nodes, Pods
-and PodDisruptionBudgets through the :class:`karpy.kube.interface.Cluster` and:
+Every :data:`INTERVAL` seconds (key :data:`KEY`) it reads the cluster through a
+:class:`karpy.controllers.state.ClusterState` and:
 
-1. Expiration (Karpenter v1, forceful): a NodeClaim older than its ``spec.expireAfter`` is
-   deleted whatever the budgets, do-not-disrupt annotations or PDBs say (the termination
-   controller drains it). Counted in ``karpenter_nodeclaims_disrupted_total{reason="expired"}``.
-2. Emptiness: candidates (:mod:`karpy.disruption.candidates`) that are empty and have been for
-   their NodePool's ``consolidateAfter`` (:mod:`karpy.disruption.emptiness`) are disrupted within
-   the budgets for reason ``Empty`` (:mod:`karpy.disruption.budgets`): the Node gets the
-   ``karpenter.sh/disrupted:NoSchedule`` taint and its NodeClaim is deleted; termination does the
-   rest. Events ``DisruptionTerminating`` ("Disrupting Node: Empty/Delete") on the Node and the
-   NodeClaim; ``DisruptionBlocked`` on a NodePool whose budget holds nodes back;
-   ``Unconsolidatable`` on a node of a consolidating pool when why it cannot be disrupted changes.
+1. **Expiration** (forceful, always first, separate from the methods below): a NodeClaim older
+   than its ``spec.expireAfter`` is deleted whatever budgets, do-not-disrupt annotations or PDBs
+   say (the termination controller drains it; the workloads' pods get a new node from the
+   provisioner). Counted in ``karpenter_nodeclaims_disrupted_total{reason="expired"}``.
+2. **Drift marking**: every launched NodeClaim of a NodePool gets (or loses) the ``Drifted``
+   condition (reason ``NodePoolDrifted``, ``RequirementsDrifted`` or the cloud's, see
+   :mod:`karpy.disruption.drift`); a claim stamped with another hash version is silently
+   re-stamped with the NodePool's current hash.
+3. **One method per loop**, the first that yields a command wins:
 
-"Empty since" is the NodeClaim's ``status.lastPodEventTime`` when present, else the time of the
-last watched event of a non-daemon pod bound to the node, else the NodeClaim's initialization.
-Use :func:`new` to build and :func:`register` to start it on a Manager.
+   a. *Emptiness*: candidates (:mod:`karpy.disruption.candidates`) of NodePools with a
+      consolidation policy that have been empty for ``consolidateAfter`` are deleted at once,
+      within the ``Empty`` budgets ("Disrupting Node: Empty/Delete");
+   b. *Drift*: drifted candidates within the ``Drifted`` budgets - the empty ones deleted
+      together, else the first (cheapest to disrupt) whose pods can be placed, deleted or replaced
+      by the NodeClaims the scheduling simulation asks for ("Drift/Delete", "Drift/Replace");
+      executed at once, like Karpenter's drift;
+   c. *Consolidation* (``Underutilized``; NodePools with ``WhenEmptyOrUnderutilized`` and only
+      candidates past ``consolidateAfter`` since their last pod event): multi-node, then
+      single-node, then karpy's many-to-many re-pack (:mod:`karpy.disruption.consolidation`).
+      The command is **validated** ``settings.consolidation_validation_delay`` (15 s) later: the
+      candidates must still be candidates (and still past ``consolidateAfter``), the budgets must
+      still allow them, and a fresh simulation must still give a command as good (a deletion
+      stays a deletion; a replacement costs no more and needs no more nodes); else it is dropped
+      (logged, kept in :attr:`DisruptionController.dropped`). While a command waits for
+      validation or for its replacements, no other method starts.
+
+Commands are carried out by :class:`karpy.disruption.orchestrator.Orchestrator` (taint, pre-spin
+replacements, wait until they are initialized, delete the candidates; key :data:`QUEUE_KEY`).
+Nodes karpy does not own are never candidates. When consolidation finds nothing, it is not tried
+again until the cluster changes (or :data:`RECHECK` seconds pass); ``Unconsolidatable`` events
+on the Node and NodeClaim say why (deduplicated per node and message), ``DisruptionBlocked`` on a
+NodePool whose budget holds nodes back. Gauges
+``karpenter_voluntary_disruption_eligible_nodes{reason}`` are set every loop.
+
+Use :func:`new` to build and :func:`register` to start it on a Manager
+(:func:`karpy.controllers.register_all` does both).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from karpy import clock as clock_mod
+from karpy import settings as settings_mod
 from karpy.api import errors as api_errors
 from karpy.api import fields as fields_mod
-from karpy.api import labels, node, nodeclaim, nodepool, pod, selectors
-from karpy.controllers import runtime
-from karpy.disruption import budgets, candidates, emptiness
+from karpy.api import labels, node, nodeclaim, nodeclass, nodepool, pod, selectors
+from karpy.cloudprovider import instancetype
+from karpy.cloudprovider import interface as cp_interface
+from karpy.controllers import lifecycle, runtime, state
+from karpy.disruption import budgets, candidates, consolidation, drift, emptiness, orchestrator
+from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface, memory_eviction
 from karpy.observability import metrics as metrics_mod
@@ -39,8 +67,44 @@ log = logging.getLogger("karpy.disruption")
 
 NAME = "disruption"
 KEY = "disruption"
+QUEUE_KEY = "queue"
 INTERVAL = 10.0
-DISRUPTED_TAINT = {"key": labels.TAINT_DISRUPTED, "effect": "NoSchedule"}
+RECHECK = 300.0
+"""Seconds after which consolidation is tried again even though nothing changed."""
+DISRUPTED_TAINT = orchestrator.DISRUPTED_TAINT
+BUDGET_BLOCKED = "No allowed disruptions due to blocking budget"
+
+InstanceTypes = Callable[[Sequence[nodepool.NodePool]], Mapping[str, Sequence[instancetype.InstanceType]]]
+
+
+@dataclass
+class Pending:
+    """A consolidation command waiting for its validation."""
+
+    command: consolidation.Command
+    consolidation_type: str
+    validate_at: float
+
+
+@dataclass
+class Observation:
+    """One loop's reading of the cluster."""
+
+    now: float
+    pools: dict[str, nodepool.NodePool]
+    pool_objs: dict[str, dict[str, Any]]
+    node_objs: dict[str, dict[str, Any]]
+    claim_objs: dict[str, dict[str, Any]]
+    """Node name -> its NodeClaim as stored."""
+    nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
+    candidates: dict[str, candidates.Candidate] = field(default_factory=dict)
+    why_not: dict[str, str] = field(default_factory=dict)
+    since: dict[str, float | None] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    disrupting: dict[str, int] = field(default_factory=dict)
+    drifted: dict[str, str] = field(default_factory=dict)
+    """Node name -> drift reason (candidates and not)."""
+    snapshot: snapshot_mod.ClusterSnapshot | None = None
 
 
 class DisruptionController:
@@ -52,22 +116,48 @@ class DisruptionController:
         clock: clock_mod.Clock,
         recorder: events.EventRecorder | None = None,
         metrics: metrics_mod.Metrics | None = None,
+        *,
+        cluster_state: state.ClusterState | None = None,
+        cloud: cp_interface.CloudProvider | None = None,
+        settings: settings_mod.Settings | None = None,
+        instance_types: InstanceTypes | None = None,
+        nodeclass_hash: orchestrator.NodeClassHash | None = None,
     ) -> None:
         self.cluster = cluster
         self.clock = clock
         self.recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock)
         self.metrics = metrics
+        self.state = cluster_state if cluster_state is not None else state.ClusterState(cluster).start()
+        self.cloud = cloud
+        self.settings = settings if settings is not None else settings_mod.Settings()
+        self._instance_types = instance_types
+        self.orchestrator = orchestrator.Orchestrator(
+            cluster, clock, self.recorder, metrics,
+            nodeclass_hash if nodeclass_hash is not None else self._nodeclass_hash)
+        self.manager: runtime.Manager | None = None
         self.last_pod_event: dict[str, float] = {}
         """Node name -> time of the last event of a non-daemon pod bound to it."""
+        self.pending: Pending | None = None
+        self.dropped: list[tuple[float, consolidation.Command, str]] = []
+        """Commands dropped at validation: (time, command, why)."""
         self._unconsolidatable: dict[str, str] = {}
+        self._revision = 0
+        self._consolidated: tuple[Any, ...] | None = None
+        self._consolidated_at = 0.0
 
     # ------------------------------------------------------------------------------ runtime glue
 
     def controller(self) -> runtime.Controller:
-        return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[("Pod", self.on_pod)])
+        return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[
+            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._bump)])
+
+    def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
+        self._revision += 1
+        return ()
 
     def on_pod(self, _event: str, obj: dict[str, Any]) -> Iterable[str]:
         """Record the pod event time on its node; enqueues nothing (the loop polls)."""
+        self._revision += 1
         node_name = (obj.get("spec") or {}).get("nodeName")
         if not node_name:
             return ()
@@ -79,10 +169,27 @@ class DisruptionController:
         self.last_pod_event[str(node_name)] = self.clock.now()
         return ()
 
-    def reconcile(self, _key: str) -> float | None:
+    def reconcile(self, key: str) -> float | None:
+        if key == QUEUE_KEY:
+            return self.orchestrator.reconcile()
         now = self.clock.now()
         self.expire(now)
-        self.disrupt_empty(now)
+        obs = self.observe(now)
+        if self.manager is None and self.orchestrator.busy():
+            self.orchestrator.reconcile()
+        if self.pending is not None:
+            if now + 1e-9 < self.pending.validate_at:
+                return min(INTERVAL, self.pending.validate_at - now)
+            pending, self.pending = self.pending, None
+            self._validate_and_execute(pending, obs)
+            return INTERVAL
+        if self.orchestrator.waiting():
+            return INTERVAL
+        if self.disrupt_empty(obs) or self.disrupt_drifted(obs):
+            return INTERVAL
+        self.consolidate(obs)
+        if self.pending is not None:
+            return min(INTERVAL, max(0.0, self.pending.validate_at - now))
         return INTERVAL
 
     # ---------------------------------------------------------------------------------- expiration
@@ -90,11 +197,10 @@ class DisruptionController:
     def expire(self, now: float) -> list[str]:
         """Delete every NodeClaim past its ``expireAfter``; returns their names."""
         expired: list[str] = []
-        for obj in self.cluster.list("NodeClaim"):
-            if interface.is_terminating(obj):
+        for claim in self.state.nodeclaims():
+            if claim.metadata.deletion_timestamp is not None:
                 continue
-            claim = _parse(nodeclaim.NodeClaim.from_manifest, obj)
-            if claim is None or claim.spec.expire_after is None or claim.metadata.creation_timestamp is None:
+            if claim.spec.expire_after is None or claim.metadata.creation_timestamp is None:
                 continue
             if now - claim.metadata.creation_timestamp < claim.spec.expire_after:
                 continue
@@ -109,113 +215,334 @@ class DisruptionController:
                     reason="expired", nodepool=claim.nodepool_name or "").inc()
         return expired
 
-    # ----------------------------------------------------------------------------------- emptiness
+    # --------------------------------------------------------------------------------- observing
 
-    def disrupt_empty(self, now: float) -> list[str]:
-        """Disrupt the empty candidates the budgets allow; returns the node names."""
+    def observe(self, now: float) -> Observation:
+        """Read the cluster: candidates, why the others are not, emptiness times, drift."""
         pools: dict[str, nodepool.NodePool] = {}
         pool_objs: dict[str, dict[str, Any]] = {}
-        for obj in self.cluster.list("NodePool"):
-            parsed = _parse(nodepool.NodePool.from_manifest, obj)
-            if parsed is not None:
-                pools[parsed.name] = parsed
-                pool_objs[parsed.name] = obj
-        claims: dict[str, nodeclaim.NodeClaim] = {}
-        claim_objs: dict[str, dict[str, Any]] = {}
-        for obj in self.cluster.list("NodeClaim"):
-            claim = _parse(nodeclaim.NodeClaim.from_manifest, obj)
-            if claim is not None and claim.status.node_name:
-                claims[claim.status.node_name] = claim
-                claim_objs[claim.status.node_name] = obj
-        pods_by_node: dict[str, list[pod.Pod]] = {}
-        pod_dicts = self.cluster.list("Pod")
-        for obj in pod_dicts:
-            node_name = (obj.get("spec") or {}).get("nodeName")
-            if node_name:
-                p = _parse(pod.Pod.from_manifest, obj)
-                if p is not None:
-                    pods_by_node.setdefault(str(node_name), []).append(p)
-        pdbs = self._pdbs(pod_dicts)
-
-        total: dict[str, int] = {}
-        disrupting: dict[str, int] = {}
-        eligible: list[tuple[candidates.Candidate, float | None]] = []
-        node_objs: dict[str, dict[str, Any]] = {}
-        live_nodes: set[str] = set()
-        for obj in self.cluster.list("Node"):
-            n = _parse(node.Node.from_manifest, obj)
-            if n is None:
+        for p in self.state.nodepools():
+            raw = self.state.raw("NodePool", p.name)
+            if raw is not None:
+                pools[p.name], pool_objs[p.name] = p, raw
+        claims_by_node: dict[str, nodeclaim.NodeClaim] = {}
+        for claim in self.state.nodeclaims():
+            if claim.status.node_name:
+                claims_by_node[claim.status.node_name] = claim
+        obs = Observation(now=now, pools=pools, pool_objs=pool_objs, node_objs={}, claim_objs={}, nodes=[])
+        pdbs = self._pdbs()
+        queued = self.orchestrator.candidate_nodes()
+        protected = self.orchestrator.protected_claims()
+        drifted_claims = self._mark_drift(pools)
+        live: set[str] = set()
+        for n in self.state.nodes():
+            raw_node = self.state.raw("Node", n.name)
+            if raw_node is None:
                 continue
-            live_nodes.add(n.name)
-            node_objs[n.name] = obj
+            live.add(n.name)
+            obs.node_objs[n.name] = raw_node
+            claim = self.state.nodeclaim_for_node(n.name) or claims_by_node.get(n.name)
+            pods = self.state.pods_on(n.name)
+            obs.nodes.append((n, claim, pods))
+            if claim is not None:
+                raw_claim = self.state.raw("NodeClaim", claim.name)
+                if raw_claim is not None:
+                    obs.claim_objs[n.name] = raw_claim
+                if claim.name in drifted_claims:
+                    obs.drifted[n.name] = drifted_claims[claim.name]
             pool_name = n.labels.get(labels.NODEPOOL)
-            claim = claims.get(n.name)
             if pool_name:
-                total[pool_name] = total.get(pool_name, 0) + 1
+                obs.total[pool_name] = obs.total.get(pool_name, 0) + 1
                 claim_deleting = claim is not None and claim.metadata.deletion_timestamp is not None
                 if n.deleting or claim_deleting or not n.ready:
-                    disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
-            pool = pools.get(pool_name) if pool_name else None
-            result = candidates.candidate(n, claim, pool, pods_by_node.get(n.name, []), pdbs)
-            if isinstance(result, str):
-                if pool is not None and emptiness.emptiness_enabled(pool) and claim is not None:
-                    self._report_unconsolidatable(obj, claim_objs[n.name], result)
+                    obs.disrupting[pool_name] = obs.disrupting.get(pool_name, 0) + 1
+            if n.name in queued or (claim is not None and claim.name in protected):
                 continue
-            self._unconsolidatable.pop(n.name, None)
-            since = emptiness.empty_since(result.nodeclaim, self.last_pod_event.get(n.name))
-            if emptiness.is_consolidatable(result, since, now):
-                eligible.append((result, since))
-        for gone in set(self.last_pod_event) - live_nodes:
+            pool = pools.get(pool_name) if pool_name else None
+            result = candidates.candidate(n, claim, pool, pods, pdbs)
+            if isinstance(result, str):
+                obs.why_not[n.name] = result
+                if pool is not None and emptiness.emptiness_enabled(pool) and n.name in obs.claim_objs:
+                    self._report_unconsolidatable(n.name, obs, result)
+                continue
+            obs.candidates[n.name] = result
+            obs.since[n.name] = emptiness.empty_since(result.nodeclaim, self.last_pod_event.get(n.name))
+        for gone in set(self.last_pod_event) - live:
             del self.last_pod_event[gone]
+        for gone in set(self._unconsolidatable) - live:
+            del self._unconsolidatable[gone]
+        self._set_eligible(obs)
+        return obs
 
+    def past_consolidate_after(self, c: candidates.Candidate, obs: Observation) -> bool:
+        after = c.nodepool.disruption.consolidate_after
+        if after is None:
+            return False
+        since = obs.since.get(c.name)
+        return since is None or obs.now - since >= after
+
+    def _underutilized(self, obs: Observation) -> list[candidates.Candidate]:
+        return [c for c in obs.candidates.values()
+                if consolidation.consolidates_underutilized(c.nodepool) and self.past_consolidate_after(c, obs)]
+
+    def _set_eligible(self, obs: Observation) -> None:
+        if self.metrics is None:
+            return
+        empty = sum(1 for c in obs.candidates.values()
+                    if emptiness.is_consolidatable(c, obs.since.get(c.name), obs.now))
+        gauge = self.metrics.disruption_eligible_nodes
+        gauge.labels(reason="empty").set(empty)
+        gauge.labels(reason="drifted").set(sum(1 for name in obs.candidates if name in obs.drifted))
+        gauge.labels(reason="underutilized").set(len(self._underutilized(obs)))
+
+    def snapshot(self, obs: Observation) -> snapshot_mod.ClusterSnapshot:
+        """The consolidation snapshot of ``obs`` (built once per loop)."""
+        if obs.snapshot is not None:
+            return obs.snapshot
+        pools = [p for p in obs.pools.values() if p.metadata.deletion_timestamp is None]
+        types = dict(self.instance_types(pools))
+        node_names = {n.name for n, _, _ in obs.nodes}
+        in_flight = [e for e in self.state.existing_nodes(types) if e.name not in node_names]
+        obs.snapshot = snapshot_mod.ClusterSnapshot.build(
+            obs.nodes, pools, types, pending_pods=self.state.pending_pods(),
+            daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
+            in_flight=in_flight, now=obs.now)
+        return obs.snapshot
+
+    def instance_types(self, pools: Sequence[nodepool.NodePool]) -> Mapping[str, Sequence[instancetype.InstanceType]]:
+        if self._instance_types is not None:
+            return self._instance_types(pools)
+        out: dict[str, list[instancetype.InstanceType]] = {}
+        if self.cloud is None:
+            return out
+        for p in pools:
+            try:
+                out[p.name] = list(self.cloud.get_instance_types(p))
+            except Exception as exc:  # one pool's failure must not stop the others
+                log.warning("disruption: cannot get instance types of NodePool %s: %s", p.name, exc)
+        return out
+
+    # -------------------------------------------------------------------------------------- drift
+
+    def _mark_drift(self, pools: Mapping[str, nodepool.NodePool]) -> dict[str, str]:
+        """Set or clear the ``Drifted`` condition of every launched claim; NodeClaim -> reason."""
+        out: dict[str, str] = {}
+        for claim in self.state.nodeclaims():
+            pool = pools.get(claim.nodepool_name or "")
+            if pool is None or claim.metadata.deletion_timestamp is not None or not claim.status.provider_id:
+                continue
+            if drift.needs_restamp(claim):
+                try:
+                    self.cluster.patch("NodeClaim", claim.name, drift.restamp_patch(pool))
+                except kube_errors.NotFound:
+                    continue
+                continue  # a re-stamped claim is not drifted by the hash; look again next loop
+            node_labels: Mapping[str, str] = {}
+            node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
+            n = self.state.node(node_name) if node_name else None
+            if n is not None:
+                node_labels = n.labels
+            reason = drift.drift_reason(claim, pool, node_labels, self._cloud_drift(claim))
+            if reason is not None:
+                out[claim.name] = reason
+            self._write_drifted(claim, reason)
+        return out
+
+    def _cloud_drift(self, claim: nodeclaim.NodeClaim) -> str:
+        if self.cloud is None:
+            return ""
+        try:
+            return str(self.cloud.is_drifted(claim) or "")
+        except Exception as exc:  # gone or unreadable: not evidence of drift
+            log.debug("disruption: drift of %s unknown: %s", claim.name, exc)
+            return ""
+
+    def _write_drifted(self, claim: nodeclaim.NodeClaim, reason: str | None) -> None:
+        current = claim.condition(nodeclaim.DRIFTED)
+        if reason is None and current is None:
+            return
+        if reason is not None and current is not None and current.is_true and current.reason == reason:
+            return
+        obj = self.state.raw("NodeClaim", claim.name)
+        if obj is None:
+            return
+        status = dict(obj.get("status") or {})
+        if reason is None:
+            status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != nodeclaim.DRIFTED]
+        else:
+            lifecycle.set_condition(status, nodeclaim.DRIFTED, "True", self.clock.now(), reason)
+        try:
+            self.cluster.patch_status("NodeClaim", claim.name, {"status": {"conditions": status["conditions"]}})
+        except kube_errors.NotFound:
+            return
+        if reason is not None:
+            log.info("disruption: nodeclaim %s drifted (%s)", claim.name, reason)
+
+    def disrupt_drifted(self, obs: Observation) -> bool:
+        """Start a drift command if a drifted candidate can go; True when one started."""
+        drifted = [c for name, c in obs.candidates.items() if name in obs.drifted]
+        if not drifted:
+            return False
+        snap = self.snapshot(obs)
+        allowed = snap.allowed_disruptions(consolidation.REASON_DRIFTED)
+        ordered = consolidation.order_candidates(snap, drifted)
+        left = dict(allowed)
+        empty: list[candidates.Candidate] = []
+        blocked: set[str] = set()
+        for c in ordered:
+            if not candidates.is_empty(c.pods):
+                continue
+            if left.get(c.nodepool.name, 0) > 0:
+                left[c.nodepool.name] -= 1
+                empty.append(c)
+            else:
+                blocked.add(c.nodepool.name)
+        if empty:
+            cmd = consolidation.Command(consolidation.REASON_DRIFTED, consolidation.DELETE, empty, [],
+                                        sum(snap.price_of(c.name) or 0.0 for c in empty),
+                                        f"Delete drifted empty nodes {', '.join(c.name for c in empty)}")
+            return self.orchestrator.execute(cmd, "") is not None
+        for c in ordered:
+            if allowed.get(c.nodepool.name, 0) <= 0:
+                blocked.add(c.nodepool.name)
+                continue
+            out = consolidation.evaluate(snap, [c], self.settings, reason=consolidation.REASON_DRIFTED)
+            if isinstance(out, consolidation.Command):
+                return self.orchestrator.execute(out, "") is not None
+            log.info("disruption: drifted node %s cannot be disrupted yet: %s", c.name, out.explanation)
+        self._blocked(obs, blocked)
+        return False
+
+    # ---------------------------------------------------------------------------------- emptiness
+
+    def disrupt_empty(self, obs: Observation) -> bool:
+        """Delete the empty candidates the budgets allow; True when any was."""
+        eligible = [(c, obs.since.get(c.name)) for c in obs.candidates.values()
+                    if emptiness.is_consolidatable(c, obs.since.get(c.name), obs.now)]
+        if not eligible:
+            return False
         allowed = {
-            name: budgets.allowed_disruptions(pool, emptiness.REASON, total.get(name, 0),
-                                              disrupting.get(name, 0), now)
-            for name, pool in pools.items()
+            name: budgets.allowed_disruptions(pool, emptiness.REASON, obs.total.get(name, 0),
+                                              obs.disrupting.get(name, 0), obs.now)
+            for name, pool in obs.pools.items()
         }
         chosen, blocked = emptiness.select(eligible, allowed)
-        for pool_name in sorted({c.nodepool.name for c in blocked}):
-            self.recorder.normal(pool_objs[pool_name], "DisruptionBlocked",
-                                 "No allowed disruptions due to blocking budget")
-        done: list[str] = []
-        for c in chosen:
-            if self._disrupt(c, node_objs[c.name]):
-                done.append(c.name)
-        return done
-
-    def _disrupt(self, c: candidates.Candidate, node_obj: dict[str, Any]) -> bool:
-        taints = [dict(t) for t in ((node_obj.get("spec") or {}).get("taints") or [])]
-        if not any(t.get("key") == labels.TAINT_DISRUPTED for t in taints):
-            taints.append(dict(DISRUPTED_TAINT))
-            try:
-                node_obj = self.cluster.patch("Node", c.name, {"spec": {"taints": taints}})
-            except kube_errors.NotFound:
-                return False
-        try:
-            claim_obj = self.cluster.get("NodeClaim", c.nodeclaim.name)
-            self.cluster.delete("NodeClaim", c.nodeclaim.name)
-        except kube_errors.NotFound:
+        self._blocked(obs, {c.nodepool.name for c in blocked})
+        if not chosen:
             return False
-        message = f"Disrupting Node: {emptiness.REASON}/Delete"
-        self.recorder.normal(node_obj, "DisruptionTerminating", message)
-        self.recorder.normal(claim_obj, "DisruptionTerminating", message)
-        log.info("disrupting empty node %s (nodeclaim %s)", c.name, c.nodeclaim.name)
-        if self.metrics is not None:
-            self.metrics.nodeclaims_disrupted.labels(reason="empty", nodepool=c.nodepool.name).inc()
-        return True
+        cmd = consolidation.Command(consolidation.REASON_EMPTY, consolidation.DELETE, chosen, [], 0.0,
+                                    f"Delete empty nodes {', '.join(c.name for c in chosen)}")
+        return self.orchestrator.execute(cmd, "empty") is not None
 
-    def _report_unconsolidatable(self, node_obj: dict[str, Any], claim_obj: dict[str, Any], why: str) -> None:
-        name = interface.name_of(node_obj)
-        if self._unconsolidatable.get(name) == why:
+    # ------------------------------------------------------------------------------ consolidation
+
+    def consolidate(self, obs: Observation) -> consolidation.Command | None:
+        """Compute a consolidation command and queue it for validation (see :attr:`pending`)."""
+        cands = self._underutilized(obs)
+        if not cands:
+            return None
+        snap = self.snapshot(obs)
+        allowed = snap.allowed_disruptions(consolidation.REASON_UNDERUTILIZED)
+        memo = (self._revision, tuple(sorted(c.name for c in cands)), tuple(sorted(allowed.items())))
+        if memo == self._consolidated and obs.now - self._consolidated_at < RECHECK:
+            return None
+        reasons: dict[str, str] = {}
+        kind = "multi"
+        cmd = consolidation.multi_node(snap, cands, self.settings, allowed=allowed)
+        if cmd is None:
+            kind = "single"
+            cmd = consolidation.single_node(snap, cands, self.settings, allowed=allowed, reasons=reasons)
+        if cmd is None:
+            kind = "many"
+            cmd = consolidation.many_to_many(snap, cands, self.settings, allowed=allowed)
+        if cmd is None:
+            self._consolidated, self._consolidated_at = memo, obs.now
+            for name, why in sorted(reasons.items()):
+                if why == BUDGET_BLOCKED:
+                    continue
+                self._report_unconsolidatable(name, obs, why)
+            if any(why == BUDGET_BLOCKED for why in reasons.values()):
+                self._blocked(obs, {c.nodepool.name for c in cands if reasons.get(c.name) == BUDGET_BLOCKED})
+            return None
+        self.pending = Pending(cmd, kind, obs.now + self.settings.consolidation_validation_delay)
+        log.info("disruption: %s consolidation proposes: %s; validating in %.0fs", kind, cmd.explanation,
+                 self.settings.consolidation_validation_delay)
+        return cmd
+
+    def _validate_and_execute(self, pending: Pending, obs: Observation) -> None:
+        fresh = self.validate(pending, obs)
+        if isinstance(fresh, str):
+            self.dropped.append((obs.now, pending.command, fresh))
+            log.info("disruption: dropping %s command for %s after validation: %s", pending.command.reason,
+                     ", ".join(pending.command.names), fresh)
             return
-        self._unconsolidatable[name] = why
+        self.orchestrator.execute(fresh, pending.consolidation_type)
+
+    def validate(self, pending: Pending, obs: Observation) -> consolidation.Command | str:
+        """The command to execute now, or why ``pending`` no longer holds."""
+        cmd = pending.command
+        fresh_cands: list[candidates.Candidate] = []
+        for c in cmd.candidates:
+            cur = obs.candidates.get(c.name)
+            if cur is None:
+                return f"node {c.name} is no longer a candidate ({obs.why_not.get(c.name, 'gone')})"
+            if cur.nodeclaim.name != c.nodeclaim.name:
+                return f"node {c.name} belongs to another NodeClaim now"
+            if not self.past_consolidate_after(cur, obs):
+                return f"node {c.name} had a pod event within consolidateAfter"
+            fresh_cands.append(cur)
+        snap = self.snapshot(obs)
+        allowed = snap.allowed_disruptions(cmd.reason)
+        wanted: dict[str, int] = {}
+        for c in fresh_cands:
+            wanted[c.nodepool.name] = wanted.get(c.nodepool.name, 0) + 1
+        for pool_name, count in sorted(wanted.items()):
+            if allowed.get(pool_name, 0) < count:
+                return f"the disruption budget of NodePool {pool_name} no longer allows {count} nodes"
+        fresh: consolidation.Command | consolidation.Refusal
+        if pending.consolidation_type == "many":
+            fresh = consolidation.repack(snap, fresh_cands, self.settings)
+        else:
+            fresh = consolidation.evaluate(snap, fresh_cands, self.settings, reason=cmd.reason)
+        if isinstance(fresh, consolidation.Refusal):
+            return fresh.explanation
+        if cmd.method == consolidation.DELETE and fresh.method != consolidation.DELETE:
+            return "the candidates' pods no longer fit without a replacement"
+        if fresh.method == consolidation.REPLACE:
+            before = sum(r.price for r in cmd.replacements)
+            after = sum(r.price for r in fresh.replacements)
+            if len(fresh.replacements) > len(cmd.replacements) or after > before + 1e-9:
+                return f"the replacement now costs ${after:.4f}/h instead of ${before:.4f}/h"
+        return fresh
+
+    # ------------------------------------------------------------------------------------ events
+
+    def _blocked(self, obs: Observation, pool_names: Iterable[str]) -> None:
+        for pool_name in sorted(set(pool_names)):
+            raw = obs.pool_objs.get(pool_name)
+            if raw is not None:
+                self.recorder.normal(raw, "DisruptionBlocked", BUDGET_BLOCKED)
+
+    def _report_unconsolidatable(self, node_name: str, obs: Observation, why: str) -> None:
+        if self._unconsolidatable.get(node_name) == why:
+            return
+        node_obj = obs.node_objs.get(node_name)
+        claim_obj = obs.claim_objs.get(node_name)
+        if node_obj is None or claim_obj is None:
+            return
+        self._unconsolidatable[node_name] = why
         self.recorder.normal(node_obj, "Unconsolidatable", why)
         self.recorder.normal(claim_obj, "Unconsolidatable", why)
 
-    def _pdbs(self, pod_dicts: list[dict[str, Any]]) -> list[candidates.Pdb]:
+    # ----------------------------------------------------------------------------------- helpers
+
+    def _pdbs(self) -> list[candidates.Pdb]:
         out: list[candidates.Pdb] = []
         by_ns: dict[str, list[dict[str, Any]]] = {}
-        for p in pod_dicts:
+        raws = self.state.raws("PodDisruptionBudget")
+        if not raws:
+            return out
+        for p in self.state.raws("Pod"):
             by_ns.setdefault(interface.namespace_of(p) or "default", []).append(p)
 
         def lookup(namespace: str, ref: Any) -> dict[str, Any] | None:
@@ -224,7 +551,7 @@ class DisruptionController:
             except kube_errors.KubeError:
                 return None
 
-        for obj in self.cluster.list("PodDisruptionBudget"):
+        for obj in raws:
             ns = interface.namespace_of(obj) or "default"
             spec = obj.get("spec") or {}
             try:
@@ -236,15 +563,19 @@ class DisruptionController:
             out.append(candidates.Pdb(ns, interface.name_of(obj), selector, allowed))
         return out
 
-
-T = TypeVar("T")
-
-
-def _parse(parser: Callable[[dict[str, Any]], T], obj: dict[str, Any]) -> T | None:
-    try:
-        return parser(obj)
-    except api_errors.ValidationError as exc:
-        log.warning("disruption: skipping unreadable %s %s: %s", obj.get("kind"), interface.name_of(obj), exc)
+    def _nodeclass_hash(self, pool: nodepool.NodePool) -> tuple[str, str] | None:
+        """The NodeClass hash annotation of ``pool``'s NodeClass (as the provisioner stamps it)."""
+        ref = pool.node_class_ref
+        if ref is None:
+            return None
+        try:
+            obj = self.cluster.get(ref.kind, ref.name)
+            if ref.kind == nodeclass.EC2_KIND:
+                return (labels.NODECLASS_HASH_AWS, nodeclass.EC2NodeClass.from_manifest(obj).hash())
+            if ref.kind == nodeclass.AKS_KIND:
+                return (labels.NODECLASS_HASH_AZURE, nodeclass.AKSNodeClass.from_manifest(obj).hash())
+        except (kube_errors.KubeError, ValueError):
+            return None
         return None
 
 
@@ -253,11 +584,14 @@ def new(
     clock: clock_mod.Clock,
     recorder: events.EventRecorder | None = None,
     metrics: metrics_mod.Metrics | None = None,
+    **options: Any,
 ) -> DisruptionController:
-    return DisruptionController(cluster, clock, recorder, metrics)
+    """A :class:`DisruptionController`; ``options`` are its keyword-only arguments."""
+    return DisruptionController(cluster, clock, recorder, metrics, **options)
 
 
 def register(manager: runtime.Manager, disruption: DisruptionController) -> None:
     """Register the controller on ``manager`` and queue its first run now."""
+    disruption.manager = manager
     manager.register(disruption.controller())
     manager.enqueue(NAME, KEY)

@@ -31,8 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy.api import labels as wk
-from karpy.api import pod as pod_mod
-from karpy.api import selectors
+from karpy.api import podspec, selectors
 
 SPREAD = "spread"
 AFFINITY = "affinity"
@@ -192,7 +191,7 @@ def hostname_caps(state: TermState, size: int, *, owner: bool, match: bool) -> I
     return None
 
 
-def term_from_spread(c: pod_mod.TopologySpreadConstraint, namespace: str) -> Term:
+def term_from_spread(c: podspec.TopologySpreadConstraint, namespace: str) -> Term:
     """A :class:`Term` from a pod's TopologySpreadConstraint (``karpy.api.pod``)."""
     return Term(
         kind=SPREAD,
@@ -207,7 +206,7 @@ def term_from_spread(c: pod_mod.TopologySpreadConstraint, namespace: str) -> Ter
     )
 
 
-def term_from_affinity(t: pod_mod.PodAffinityTerm, namespace: str, *, anti: bool, required: bool) -> Term:
+def term_from_affinity(t: podspec.PodAffinityTerm, namespace: str, *, anti: bool, required: bool) -> Term:
     """A :class:`Term` from a PodAffinityTerm (``karpy.api.pod``)."""
     namespaces = tuple(getattr(t, "namespaces", ()) or ())
     ns_selector = getattr(t, "namespace_selector", None)

@@ -34,7 +34,7 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from karpy.api import meta, node, pod
+from karpy.api import meta, node, pod, podspec
 from karpy.api import workloads as api_workloads
 from karpy.controllers import runtime
 from karpy.kube import errors, interface
@@ -46,24 +46,24 @@ REVISION_HASH = "controller-revision-hash"
 TEMPLATE_GENERATION = "pod-template-generation"
 
 DAEMON_TOLERATIONS = (
-    pod.Toleration(key="node.kubernetes.io/not-ready", operator="Exists", effect="NoExecute"),
-    pod.Toleration(key="node.kubernetes.io/unreachable", operator="Exists", effect="NoExecute"),
-    pod.Toleration(key="node.kubernetes.io/disk-pressure", operator="Exists", effect="NoSchedule"),
-    pod.Toleration(key="node.kubernetes.io/memory-pressure", operator="Exists", effect="NoSchedule"),
-    pod.Toleration(key="node.kubernetes.io/pid-pressure", operator="Exists", effect="NoSchedule"),
-    pod.Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule"),
+    podspec.Toleration(key="node.kubernetes.io/not-ready", operator="Exists", effect="NoExecute"),
+    podspec.Toleration(key="node.kubernetes.io/unreachable", operator="Exists", effect="NoExecute"),
+    podspec.Toleration(key="node.kubernetes.io/disk-pressure", operator="Exists", effect="NoSchedule"),
+    podspec.Toleration(key="node.kubernetes.io/memory-pressure", operator="Exists", effect="NoSchedule"),
+    podspec.Toleration(key="node.kubernetes.io/pid-pressure", operator="Exists", effect="NoSchedule"),
+    podspec.Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule"),
 )
 """Tolerations Kubernetes adds to every DaemonSet pod."""
 
 HOST_NETWORK_TOLERATIONS = (
-    pod.Toleration(key="node.kubernetes.io/network-unavailable", operator="Exists", effect="NoSchedule"),
+    podspec.Toleration(key="node.kubernetes.io/network-unavailable", operator="Exists", effect="NoSchedule"),
 )
 """Added as well when the pod uses the host network."""
 
 _METADATA_NAME = "metadata.name"
 
 
-def daemon_tolerations(template_pod: pod.Pod) -> tuple[pod.Toleration, ...]:
+def daemon_tolerations(template_pod: pod.Pod) -> tuple[podspec.Toleration, ...]:
     """The template's tolerations plus those Kubernetes adds to daemon pods."""
     added = DAEMON_TOLERATIONS + (HOST_NETWORK_TOLERATIONS if template_pod.host_network else ())
     return template_pod.tolerations + tuple(t for t in added if t not in template_pod.tolerations)

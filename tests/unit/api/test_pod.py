@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from karpy.api import errors, meta, node, pod, selectors
+from karpy.api import errors, meta, node, pod, podspec, selectors
 
 GI = 2**30 * 1000
 MI = 2**20 * 1000
@@ -115,7 +115,7 @@ def test_a_kubectl_style_pod_with_managed_fields_and_status_parses() -> None:
     assert p.do_not_disrupt
     assert p.termination_grace_period_seconds == 30
     assert p.requests == {"cpu": 1500, "memory": 2 * GI, "pods": 1000}
-    assert p.tolerations[0] == pod.Toleration("node.kubernetes.io/not-ready", "Exists", "", "NoExecute", 300)
+    assert p.tolerations[0] == podspec.Toleration("node.kubernetes.io/not-ready", "Exists", "", "NoExecute", 300)
     assert p.pvc_names == ("web-data", "web-1-scratch")
     assert p.volumes[1].storage_class_name == "gp3"
 
@@ -285,7 +285,7 @@ def test_tolerations_affinity_and_spread_parse() -> None:
     )
     p = pod.Pod.from_manifest(manifest(spec))
     assert p.node_selector == {"kubernetes.io/arch": "arm64"}
-    assert p.tolerations[0] == pod.Toleration(operator="Exists")
+    assert p.tolerations[0] == podspec.Toleration(operator="Exists")
     assert p.node_affinity is not None
     assert len(p.node_affinity.required) == 2
     assert p.node_affinity.required[0].match_expressions[0].values == ("us-east-1a", "us-east-1b")
@@ -316,13 +316,13 @@ def test_an_unknown_when_unsatisfiable_is_rejected_with_its_path() -> None:
 
 def test_a_toleration_tolerates_per_kubernetes_rules() -> None:
     taint = node.Taint("dedicated", "web", "NoSchedule")
-    assert pod.Toleration("dedicated", "Equal", "web", "NoSchedule").tolerates(taint)
-    assert pod.Toleration("dedicated", "Equal", "web").tolerates(taint)
-    assert pod.Toleration("dedicated", "Exists").tolerates(taint)
-    assert pod.Toleration(operator="Exists").tolerates(taint)
-    assert not pod.Toleration("dedicated", "Equal", "db").tolerates(taint)
-    assert not pod.Toleration("dedicated", "Exists", effect="NoExecute").tolerates(taint)
-    assert not pod.Toleration("other", "Exists").tolerates(taint)
+    assert podspec.Toleration("dedicated", "Equal", "web", "NoSchedule").tolerates(taint)
+    assert podspec.Toleration("dedicated", "Equal", "web").tolerates(taint)
+    assert podspec.Toleration("dedicated", "Exists").tolerates(taint)
+    assert podspec.Toleration(operator="Exists").tolerates(taint)
+    assert not podspec.Toleration("dedicated", "Equal", "db").tolerates(taint)
+    assert not podspec.Toleration("dedicated", "Exists", effect="NoExecute").tolerates(taint)
+    assert not podspec.Toleration("other", "Exists").tolerates(taint)
 
 
 def test_host_ports_come_from_containers_and_init_containers() -> None:

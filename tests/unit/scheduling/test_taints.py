@@ -11,7 +11,7 @@ from karpy.scheduling import taints
 
 @dataclass(frozen=True)
 class Toleration:
-    """Stands in for karpy.api.pod.Toleration."""
+    """Stands in for karpy.api.podspec.Toleration."""
 
     key: str = ""
     operator: str = "Equal"
