@@ -1,4 +1,4 @@
-"""karpy's controllers: provisioner, NodeClaim lifecycle, termination, garbage collection.
+"""karpy's controllers: provisioner, NodeClaim lifecycle, termination, garbage collection, disruption.
 
 :func:`register_all` wires them onto one :class:`karpy.controllers.runtime.Manager` over one
 cluster and one cloud, with the shared pieces they need: the watch-fed
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from karpy import settings as settings_mod
     from karpy.cloudprovider import interface as cp_interface
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, runtime, state, termination
+    from karpy.disruption import controller as disruption_controller
     from karpy.kube import events, interface
     from karpy.observability import metrics as metrics_mod
 
@@ -36,13 +37,14 @@ class Controllers:
     termination: termination.Termination
     gc: gc.GarbageCollector
     interruption: interruption.Interruption
+    disruption: disruption_controller.DisruptionController | None = None
 
 
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
                  clock: clock_mod.Clock, settings: settings_mod.Settings | None = None, *,
                  metrics: metrics_mod.Metrics | None = None, recorder: events.EventRecorder | None = None,
                  on_launched: lifecycle.LaunchHook | None = None) -> Controllers:
-    """Register the provisioner, lifecycle, termination and garbage-collection controllers.
+    """Register the provisioner, lifecycle, termination, garbage-collection and disruption controllers.
 
     ``metrics`` defaults to a fresh :class:`Metrics` (which then also records pod startup
     durations and, when the cloud has ``cost_per_hour()``, the cost gauge); a caller passing its
@@ -51,6 +53,7 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     """
     from karpy import settings as settings_mod
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, state, termination
+    from karpy.disruption import controller as disruption_controller
     from karpy.kube import events
     from karpy.observability import metrics as metrics_mod
 
@@ -80,6 +83,10 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     manager.register(built.termination.controller())
     manager.register(built.gc.controller())
     manager.register(built.interruption.controller())
+    built.disruption = disruption_controller.new(
+        cluster, clock, recorder, metrics, cluster_state=cluster_state, cloud=cloud, settings=settings,
+        instance_types=built.provisioner.instance_types)
+    disruption_controller.register(manager, built.disruption)
     manager.enqueue(gc.NAME, gc.KEY)
     manager.enqueue(interruption.NAME, interruption.KEY)
     _enqueue_existing(manager, cluster_state)

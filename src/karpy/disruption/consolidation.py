@@ -57,6 +57,7 @@ from karpy.disruption import candidates as candidates_mod
 from karpy.disruption import simulation
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.provisioning import podgroups, results, scheduler, templates
+from karpy.scheduling import requirement
 from karpy.scheduling import requirements as reqs_mod
 
 REASON_UNDERUTILIZED = nodepool_mod.REASON_UNDERUTILIZED
@@ -205,9 +206,9 @@ def _narrow(claim: results.NewNodeClaim, ceiling: float,
         return None
     priced.sort(key=lambda x: (x[0], x[1]))
     types = [t for _, _, t in priced]
-    extra = [reqs_mod.Requirement.new(wk.INSTANCE_TYPE, "In", [t.name for t in types])]
+    extra = [requirement.Requirement.new(wk.INSTANCE_TYPE, "In", [t.name for t in types])]
     if capacity_types is not None:
-        extra.append(reqs_mod.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(capacity_types)))
+        extra.append(requirement.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(capacity_types)))
     return dataclasses.replace(claim, instance_types=types, requirements=claim.requirements.add(*extra),
                                price=priced[0][0])
 
@@ -690,7 +691,7 @@ def _claim_for(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool, 
     for p in pods:
         reqs = reqs.intersect(podgroups.make_group([p]).strict_requirements())
     if capacity_types is not None:
-        reqs = reqs.add(reqs_mod.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(capacity_types)))
+        reqs = reqs.add(requirement.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(capacity_types)))
     used: quantity.ResourceList = {}
     for p in pods:
         used = quantity.add(used, p.requests)
@@ -713,7 +714,7 @@ def _claim_for(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool, 
     overhead0 = options[0][3]
     return results.NewNodeClaim(
         nodepool=pool.name,
-        requirements=reqs.add(reqs_mod.Requirement.new(wk.INSTANCE_TYPE, "In", [t.name for t in types])),
+        requirements=reqs.add(requirement.Requirement.new(wk.INSTANCE_TYPE, "In", [t.name for t in types])),
         instance_types=types, pods=list(pods), requests=quantity.add(used, overhead0),
         daemon_overhead=overhead0, labels={**pool.template.labels, wk.NODEPOOL: pool.name},
         taints=tuple(pool.template.spec.taints), startup_taints=tuple(pool.template.spec.startup_taints),

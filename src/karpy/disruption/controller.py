@@ -226,9 +226,9 @@ class DisruptionController:
             if raw is not None:
                 pools[p.name], pool_objs[p.name] = p, raw
         claims_by_node: dict[str, nodeclaim.NodeClaim] = {}
-        for claim in self.state.nodeclaims():
-            if claim.status.node_name:
-                claims_by_node[claim.status.node_name] = claim
+        for c in self.state.nodeclaims():
+            if c.status.node_name:
+                claims_by_node[c.status.node_name] = c
         obs = Observation(now=now, pools=pools, pool_objs=pool_objs, node_objs={}, claim_objs={}, nodes=[])
         pdbs = self._pdbs()
         queued = self.orchestrator.candidate_nodes()
@@ -241,7 +241,7 @@ class DisruptionController:
                 continue
             live.add(n.name)
             obs.node_objs[n.name] = raw_node
-            claim = self.state.nodeclaim_for_node(n.name) or claims_by_node.get(n.name)
+            claim: nodeclaim.NodeClaim | None = self.state.nodeclaim_for_node(n.name) or claims_by_node.get(n.name)
             pods = self.state.pods_on(n.name)
             obs.nodes.append((n, claim, pods))
             if claim is not None:
@@ -401,14 +401,14 @@ class DisruptionController:
             cmd = consolidation.Command(consolidation.REASON_DRIFTED, consolidation.DELETE, empty, [],
                                         sum(snap.price_of(c.name) or 0.0 for c in empty),
                                         f"Delete drifted empty nodes {', '.join(c.name for c in empty)}")
-            return self.orchestrator.execute(cmd, "") is not None
+            return self._execute(cmd, "")
         for c in ordered:
             if allowed.get(c.nodepool.name, 0) <= 0:
                 blocked.add(c.nodepool.name)
                 continue
             out = consolidation.evaluate(snap, [c], self.settings, reason=consolidation.REASON_DRIFTED)
             if isinstance(out, consolidation.Command):
-                return self.orchestrator.execute(out, "") is not None
+                return self._execute(out, "")
             log.info("disruption: drifted node %s cannot be disrupted yet: %s", c.name, out.explanation)
         self._blocked(obs, blocked)
         return False
@@ -432,7 +432,7 @@ class DisruptionController:
             return False
         cmd = consolidation.Command(consolidation.REASON_EMPTY, consolidation.DELETE, chosen, [], 0.0,
                                     f"Delete empty nodes {', '.join(c.name for c in chosen)}")
-        return self.orchestrator.execute(cmd, "empty") is not None
+        return self._execute(cmd, "empty")
 
     # ------------------------------------------------------------------------------ consolidation
 
@@ -476,7 +476,7 @@ class DisruptionController:
             log.info("disruption: dropping %s command for %s after validation: %s", pending.command.reason,
                      ", ".join(pending.command.names), fresh)
             return
-        self.orchestrator.execute(fresh, pending.consolidation_type)
+        self._execute(fresh, pending.consolidation_type)
 
     def validate(self, pending: Pending, obs: Observation) -> consolidation.Command | str:
         """The command to execute now, or why ``pending`` no longer holds."""
@@ -514,6 +514,12 @@ class DisruptionController:
             if len(fresh.replacements) > len(cmd.replacements) or after > before + 1e-9:
                 return f"the replacement now costs ${after:.4f}/h instead of ${before:.4f}/h"
         return fresh
+
+    def _execute(self, cmd: consolidation.Command, consolidation_type: str) -> bool:
+        started = self.orchestrator.execute(cmd, consolidation_type) is not None
+        if started and self.manager is not None:
+            self.manager.enqueue(NAME, QUEUE_KEY, orchestrator.POLL)
+        return started
 
     # ------------------------------------------------------------------------------------ events
 

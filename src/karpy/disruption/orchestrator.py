@@ -29,6 +29,7 @@ nodes while the pods move over (:meth:`Orchestrator.protected_claims`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Callable
@@ -256,10 +257,8 @@ class Orchestrator:
 
     def _abandon(self, entry: Entry, why: str, *, record: bool = True) -> None:
         for name in entry.replacements:
-            try:
+            with contextlib.suppress(kube_errors.NotFound):
                 self.cluster.delete("NodeClaim", name)
-            except kube_errors.NotFound:
-                pass
         self._untaint_all(entry.candidate_names)
         if entry in self.entries:
             self.entries.remove(entry)

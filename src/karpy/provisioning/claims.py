@@ -23,6 +23,7 @@ import numpy.typing as npt
 from karpy.api import labels as wk
 from karpy.provisioning import placement as placement_mod
 from karpy.provisioning import podgroups, results, templates
+from karpy.scheduling import requirement
 from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
@@ -83,7 +84,7 @@ def _domain_choices(run: placement_mod.Placement, g: podgroups.PodGroup, base: r
             r = reqs.get(key)
             values = sorted((v for v in allowed if r is None or r.has(v)),
                             key=lambda v: (run.terms_count(g, key, v), v))
-            narrowed.extend(reqs.add(reqs_mod.Requirement.new(key, "In", [v])) for v in values)
+            narrowed.extend(reqs.add(requirement.Requirement.new(key, "In", [v])) for v in values)
         out = narrowed
     return out
 
@@ -211,7 +212,7 @@ def finalize(run: placement_mod.Placement, b: int) -> results.NewNodeClaim | Non
         options = [int(i) for i in idx[:MAX_INSTANCE_TYPES]]
     types = [table.types[i] for i in options]
     names = [t.name for t in types]
-    out_reqs = creqs.add(reqs_mod.Requirement.new(wk.INSTANCE_TYPE, "In", names))
+    out_reqs = creqs.add(requirement.Requirement.new(wk.INSTANCE_TYPE, "In", names))
     requests = {d: int(used[j]) for j, d in enumerate(run.dims) if used[j]}
     overhead = {d: int(ds[j]) for j, d in enumerate(run.dims) if ds[j]}
     return results.NewNodeClaim(

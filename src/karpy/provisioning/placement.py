@@ -20,7 +20,7 @@ from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
 from karpy.provisioning import podgroups, results, templates
-from karpy.scheduling import hostports, topology
+from karpy.scheduling import hostports, requirement, topology
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
 
@@ -270,7 +270,7 @@ class Placement:
         """Restrict new NodeClaim ``b`` to domain ``value`` of ``key``."""
         if self.bins.domain_of(b, key) == value:
             return
-        reqs = self.bins.requirements(b).add(reqs_mod.Requirement.new(key, "In", [value]))
+        reqs = self.bins.requirements(b).add(requirement.Requirement.new(key, "In", [value]))
         self.bins.set_requirements(b, reqs)
         self.bins.set_domain(b, key, value)
 

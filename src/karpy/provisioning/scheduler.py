@@ -36,9 +36,9 @@ from karpy.cloudprovider import instancetype
 from karpy.provisioning import bins as bins_mod
 from karpy.provisioning import claims, explain, grouping_paths, packer, podgroups, results, templates
 from karpy.provisioning import placement as placement_mod
+from karpy.scheduling import requirement, topology
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
-from karpy.scheduling import topology
 
 IntArray = npt.NDArray[np.int64]
 BASE_DIMS = ("cpu", "memory", "pods")
@@ -218,8 +218,8 @@ def daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequence
 
 def instance_type_requirements(t: instancetype.InstanceType) -> reqs_mod.Requirements:
     r = reqs_mod.Requirements.from_labels(t.labels)
-    return r.add(reqs_mod.Requirement.new(wk.ZONE, "In", sorted(t.zones)),
-                 reqs_mod.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(t.capacity_types)))
+    return r.add(requirement.Requirement.new(wk.ZONE, "In", sorted(t.zones)),
+                 requirement.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(t.capacity_types)))
 
 
 __all__ = ["Scheduler", "bins_mod", "topology"]

@@ -8,7 +8,7 @@ from karpy.cloudprovider.fake import instancetypes
 from karpy.controllers import provisioner
 from karpy.kube import interface
 from karpy.provisioning import results
-from karpy.scheduling import requirements
+from karpy.scheduling import requirement, requirements
 
 from . import builders as b
 
@@ -143,9 +143,9 @@ def _new_claim(min_values: int | None) -> tuple[results.NewNodeClaim, list[str]]
     types = sorted(instancetypes.benchmark(80), key=lambda t: (t.cheapest_price() or 0.0, t.name))
     names = [t.name for t in types]
     reqs = requirements.Requirements.of(
-        requirements.Requirement.new(labels.NODEPOOL, "In", ["default"]),
-        requirements.Requirement.new(labels.INSTANCE_TYPE, "In", names, min_values=min_values),
-        requirements.Requirement.new("team", "NotIn", ["legacy"]))
+        requirement.Requirement.new(labels.NODEPOOL, "In", ["default"]),
+        requirement.Requirement.new(labels.INSTANCE_TYPE, "In", names, min_values=min_values),
+        requirement.Requirement.new("team", "NotIn", ["legacy"]))
     claim = results.NewNodeClaim(
         nodepool="default", requirements=reqs, instance_types=types, pods=[], requests={"cpu": 500},
         daemon_overhead={}, labels={labels.NODEPOOL: "default"}, taints=(), startup_taints=(),

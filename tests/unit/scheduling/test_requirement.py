@@ -8,10 +8,10 @@ import pickle
 import pytest
 
 from karpy.api import labels
-from karpy.scheduling import requirements
+from karpy.scheduling import requirement, requirements
 
-Requirement = requirements.Requirement
-new = requirements.Requirement.new
+Requirement = requirement.Requirement
+new = requirement.Requirement.new
 K = "example.com/size"
 
 
@@ -196,8 +196,8 @@ def test_overlaps_agrees_with_the_intersection_for_representative_pairs() -> Non
 def test_len_is_finite_for_in_sets_and_karpenters_infinity_for_complements() -> None:
     assert len(new(K, "In", ["a", "b"])) == 2
     assert len(new(K, "DoesNotExist")) == 0
-    assert len(new(K, "Exists")) == requirements.INFINITE
-    assert len(new(K, "NotIn", ["a", "b"])) == requirements.INFINITE - 2
+    assert len(new(K, "Exists")) == requirement.INFINITE
+    assert len(new(K, "NotIn", ["a", "b"])) == requirement.INFINITE - 2
     assert len(new(K, "In", ["1", "9"]) & new(K, "Gt", ["4"])) == 1
 
 
@@ -294,7 +294,7 @@ def test_requirements_survive_pickle_and_copy() -> None:
 
 
 def test_parse_int_follows_go_atoi_syntax() -> None:
-    assert requirements.parse_int("-12") == -12
-    assert requirements.parse_int("+7") == 7
-    assert requirements.parse_int("007") == 7
-    assert [requirements.parse_int(v) for v in ["", " 1", "1 ", "1_0", "1.0", "0x1", "\u0661"]] == [None] * 7
+    assert requirement.parse_int("-12") == -12
+    assert requirement.parse_int("+7") == 7
+    assert requirement.parse_int("007") == 7
+    assert [requirement.parse_int(v) for v in ["", " 1", "1 ", "1_0", "1.0", "0x1", "\u0661"]] == [None] * 7

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pytest
 
 from karpy.api import labels
-from karpy.scheduling import requirements
+from karpy.scheduling import requirement, requirements
 
 Requirements = requirements.Requirements
-new = requirements.Requirement.new
+new = requirement.Requirement.new
 ZONE = labels.ZONE
 TEAM = "example.com/team"
 
@@ -270,9 +270,9 @@ def test_min_values_do_not_count_values_the_requirement_excludes_or_missing_labe
 
 def test_min_values_satisfied_counts_distinct_admitted_values() -> None:
     req = new(FAMILY, "In", ["c5", "m5", "r5"], min_values=2)
-    assert requirements.min_values_satisfied(req, ["c5", "m5"])
-    assert not requirements.min_values_satisfied(req, ["c5", "c5", "t3"])
-    assert requirements.min_values_satisfied(new(FAMILY, "Exists"), [])
+    assert requirement.min_values_satisfied(req, ["c5", "m5"])
+    assert not requirement.min_values_satisfied(req, ["c5", "c5", "t3"])
+    assert requirement.min_values_satisfied(new(FAMILY, "Exists"), [])
 
 
 # -- identity, caching, writing ------------------------------------------------------------------

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from karpy.scheduling import requirements
+from karpy.scheduling import requirement, requirements
 
-Requirement = requirements.Requirement
+Requirement = requirement.Requirement
 Requirements = requirements.Requirements
 
 KEY = "example.com/k"
@@ -193,7 +193,7 @@ class KarpenterReq:
         def within(value: str) -> bool:
             if gt is None and lt is None:
                 return True
-            n = requirements.parse_int(value)
+            n = requirement.parse_int(value)
             return n is not None and (gt is None or n > gt) and (lt is None or n < lt)
 
         return not any(within(v) for v in values)

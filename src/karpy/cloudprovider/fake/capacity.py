@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from karpy.api import labels, nodeclaim, nodeclass, quantity, selectors
 from karpy.cloudprovider import errors, instancetype
-from karpy.scheduling import requirements
+from karpy.scheduling import requirement
 
 NodeClass = nodeclass.EC2NodeClass | nodeclass.AKSNodeClass
 
@@ -142,7 +142,7 @@ def requirement_holds(req: selectors.NodeSelectorRequirement, value: str | None)
         return value is None
     if value is None or not req.values:
         return False
-    have, bound = requirements.parse_int(value), requirements.parse_int(req.values[0])
+    have, bound = requirement.parse_int(value), requirement.parse_int(req.values[0])
     if have is None or bound is None:
         return False
     if op == "Gt":
