@@ -8,7 +8,7 @@ from karpy import settings as settings_mod
 from karpy.api import labels as wk
 from karpy.api import pod
 from karpy.cloudprovider import instancetype
-from karpy.disruption import candidates, consolidation, snapshot
+from karpy.disruption import candidates, consolidation, milp, snapshot
 from karpy.provisioning import results, scheduler
 
 from ..provisioning import builders as pb
@@ -229,12 +229,12 @@ def test_many_to_many_new_claims_hold_every_pod() -> None:
 # -- MILP ------------------------------------------------------------------------------------------------
 
 
-def bin_options(types: list[instancetype.InstanceType]) -> list[consolidation.BinOption]:
-    return [consolidation.BinOption(t, t.cheapest_price() or 0.0, dict(t.allocatable))
+def bin_options(types: list[instancetype.InstanceType]) -> list[milp.BinOption]:
+    return [milp.BinOption(t, t.cheapest_price() or 0.0, dict(t.allocatable))
             for t in types]
 
 
-def as_nodes(packed: list[consolidation.PackedNode]) -> list[results.ExistingNode]:
+def as_nodes(packed: list[milp.PackedNode]) -> list[results.ExistingNode]:
     out = []
     for i, n in enumerate(packed):
         t = n.option.instance_type
@@ -251,7 +251,7 @@ MILP_TYPES = [pb.make_type("s", cpu=2, memory_gi=8, price=0.10), pb.make_type("m
 
 
 def test_the_scheduler_places_every_pod_of_a_milp_plan_on_its_planned_node() -> None:
-    packed = consolidation.milp_pack(MIXED, bin_options(MILP_TYPES))
+    packed = milp.milp_pack(MIXED, bin_options(MILP_TYPES))
     assert packed is not None
     assert sorted(p.key for n in packed for p in n.pods) == sorted(p.key for p in MIXED)
     for n, bin_node in zip(packed, as_nodes(packed), strict=True):
@@ -261,15 +261,15 @@ def test_the_scheduler_places_every_pod_of_a_milp_plan_on_its_planned_node() -> 
 
 
 def test_the_milp_is_never_dearer_than_the_scheduler_and_agrees_when_nothing_fits() -> None:
-    packed = consolidation.milp_pack(MIXED, bin_options(MILP_TYPES))
+    packed = milp.milp_pack(MIXED, bin_options(MILP_TYPES))
     assert packed is not None
     milp_cost = sum(n.option.price for n in packed)
     res = pb.solve(MIXED, types=MILP_TYPES)
     pb.expect_all_placed(res, MIXED)
     assert milp_cost <= res.cost() + 1e-9
-    assert consolidation.milp_pack(MIXED, bin_options(MILP_TYPES), budget=milp_cost - 0.01) is None
+    assert milp.milp_pack(MIXED, bin_options(MILP_TYPES), budget=milp_cost - 0.01) is None
     huge = pb.make_pods("huge", 1, cpu="12")
-    assert consolidation.milp_pack(huge, bin_options(MILP_TYPES)) is None
+    assert milp.milp_pack(huge, bin_options(MILP_TYPES)) is None
     assert pb.solve(huge, types=MILP_TYPES).errors
 
 
