@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-DEFAULT_PRICES = pathlib.Path("/work/shared/data/aws-on-demand-prices.json")
+DEFAULT_PRICES = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/aws-on-demand-prices.json"
 DEFAULT_REGION = "us-east-1"
 DEFAULT_OUTPUT = (
     pathlib.Path(__file__).resolve().parent.parent / "src" / "karpy" / "cloudprovider" / "aws" / "data"

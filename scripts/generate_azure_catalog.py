@@ -25,8 +25,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-DEFAULT_SKUS = pathlib.Path("/work/shared/data/azure-vm-skus.json")
-DEFAULT_PRICES = pathlib.Path("/work/shared/data/azure-on-demand-prices.json")
+DEFAULT_SKUS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/azure-vm-skus.json"
+DEFAULT_PRICES = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/azure-on-demand-prices.json"
 DEFAULT_OUTPUT = (
     pathlib.Path(__file__).resolve().parent.parent / "src" / "karpy" / "cloudprovider" / "azure" / "data"
     / "skus.json"

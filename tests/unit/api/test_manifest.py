@@ -8,7 +8,7 @@ import pytest
 from karpy.api import errors, manifest, nodeclass, nodepool, pod, workloads
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "manifests"
-SCENARIO = Path("/work/shared/scenarios/eks-scale-out-v1alpha5.yaml")
+SCENARIO = Path(__file__).resolve().parents[3].parent / "shared" / "scenarios/eks-scale-out-v1alpha5.yaml"
 
 
 def _load(name: str) -> manifest.LoadResult:

@@ -10,7 +10,7 @@ import yaml
 
 from karpy.api import errors, meta, pod, workloads
 
-SCENARIO = Path("/work/shared/scenarios/eks-scale-out-v1alpha5.yaml")
+SCENARIO = Path(__file__).resolve().parents[3].parent / "shared" / "scenarios/eks-scale-out-v1alpha5.yaml"
 
 
 def scenario_doc(kind: str) -> dict[str, Any]:

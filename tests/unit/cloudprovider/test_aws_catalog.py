@@ -22,7 +22,7 @@ from karpy.cloudprovider.aws import instancetypes as aws
 GI = 2**30 * quantity.MILLI
 MI = 2**20 * quantity.MILLI
 REPO = pathlib.Path(__file__).resolve().parents[3]
-PRICES = pathlib.Path("/work/shared/data/aws-on-demand-prices.json")
+PRICES = pathlib.Path(__file__).resolve().parents[3].parent / "shared" / "data/aws-on-demand-prices.json"
 
 
 def aws_types(kubelet: Mapping[str, Any] | None = None) -> dict[str, instancetype.InstanceType]:

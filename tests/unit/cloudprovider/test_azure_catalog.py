@@ -18,8 +18,8 @@ from karpy.cloudprovider.azure import instancetypes as azure
 GI = 2**30 * quantity.MILLI
 MI = 2**20 * quantity.MILLI
 REPO = pathlib.Path(__file__).resolve().parents[3]
-SKUS = pathlib.Path("/work/shared/data/azure-vm-skus.json")
-PRICES = pathlib.Path("/work/shared/data/azure-on-demand-prices.json")
+SKUS = pathlib.Path(__file__).resolve().parents[3].parent / "shared" / "data/azure-vm-skus.json"
+PRICES = pathlib.Path(__file__).resolve().parents[3].parent / "shared" / "data/azure-on-demand-prices.json"
 needs_shared_data = pytest.mark.skipif(not (SKUS.exists() and PRICES.exists()),
                                        reason="the shared Azure data files are not available")
 
