@@ -45,6 +45,7 @@ Use :func:`new` to build and :func:`register` to start it on a Manager
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,7 @@ from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface, memory_eviction
 from karpy.observability import metrics as metrics_mod
+from karpy.provisioning import scheduler
 
 log = logging.getLogger("karpy.disruption")
 
@@ -73,6 +75,7 @@ RECHECK = 300.0
 """Seconds after which consolidation is tried again even though nothing changed."""
 DISRUPTED_TAINT = orchestrator.DISRUPTED_TAINT
 BUDGET_BLOCKED = "No allowed disruptions due to blocking budget"
+NOMINATED = "node is nominated for a pending pod"
 
 InstanceTypes = Callable[[Sequence[nodepool.NodePool]], Mapping[str, Sequence[instancetype.InstanceType]]]
 
@@ -104,6 +107,8 @@ class Observation:
     disrupting: dict[str, int] = field(default_factory=dict)
     drifted: dict[str, str] = field(default_factory=dict)
     """Node name -> drift reason (candidates and not)."""
+    nominated: set[str] = field(default_factory=set)
+    """Nodes and in-flight NodeClaims the pending pods would go to."""
     snapshot: snapshot_mod.ClusterSnapshot | None = None
 
 
@@ -235,7 +240,8 @@ class DisruptionController:
         protected = self.orchestrator.protected_claims()
         drifted_claims = self._mark_drift(pools)
         live: set[str] = set()
-        for n in self.state.nodes():
+        nodes = self.state.nodes()
+        for n in nodes:
             raw_node = self.state.raw("Node", n.name)
             if raw_node is None:
                 continue
@@ -267,12 +273,43 @@ class DisruptionController:
                 continue
             obs.candidates[n.name] = result
             obs.since[n.name] = emptiness.empty_since(result.nodeclaim, self.last_pod_event.get(n.name))
+        if self.state.pending_pod_count():
+            obs.nominated = self.nominated(obs)
+            for name in sorted(obs.nominated & set(obs.candidates)):
+                del obs.candidates[name]
+                obs.why_not[name] = NOMINATED
         for gone in set(self.last_pod_event) - live:
             del self.last_pod_event[gone]
         for gone in set(self._unconsolidatable) - live:
             del self._unconsolidatable[gone]
         self._set_eligible(obs)
         return obs
+
+    def nominated(self, obs: Observation) -> set[str]:
+        """Nodes the pending pods would go to (Karpenter does not disrupt a nominated node)."""
+        snap = self.snapshot(obs)
+        res = scheduler.Scheduler((), snap.instance_types, snap.existing_nodes(), snap.daemonsets,
+                                  snap.usage).solve(list(snap.pending_pods))
+        return {name for name, placed in res.existing.items() if placed}
+
+    def unsettled(self, obs: Observation) -> str | None:
+        """Why consolidation should wait (capacity is being launched for pending pods), else None.
+
+        The what-if simulation treats in-flight capacity as free; while the provisioner's
+        NodeClaims are launching for pending pods, that capacity is spoken for.
+        """
+        snap = self.snapshot(obs)
+        protected = self.orchestrator.protected_claims()
+        for e in snap.in_flight:
+            if e.name not in protected:
+                return f"NodeClaim {e.name} is launching"
+        for info in snap.nodes:
+            if info.nodeclaim is not None and not info.initialized and not info.deleting \
+                    and info.nodeclaim.name not in protected:
+                return f"node {info.name} is initializing"
+        if obs.nominated:
+            return "pending pods are nominated to " + ", ".join(sorted(obs.nominated))
+        return None
 
     def past_consolidate_after(self, c: candidates.Candidate, obs: Observation) -> bool:
         after = c.nodepool.disruption.consolidate_after
@@ -439,7 +476,7 @@ class DisruptionController:
     def consolidate(self, obs: Observation) -> consolidation.Command | None:
         """Compute a consolidation command and queue it for validation (see :attr:`pending`)."""
         cands = self._underutilized(obs)
-        if not cands:
+        if not cands or self.unsettled(obs) is not None:
             return None
         snap = self.snapshot(obs)
         allowed = snap.allowed_disruptions(consolidation.REASON_UNDERUTILIZED)
@@ -481,6 +518,9 @@ class DisruptionController:
     def validate(self, pending: Pending, obs: Observation) -> consolidation.Command | str:
         """The command to execute now, or why ``pending`` no longer holds."""
         cmd = pending.command
+        unsettled = self.unsettled(obs)
+        if unsettled is not None:
+            return unsettled
         fresh_cands: list[candidates.Candidate] = []
         for c in cmd.candidates:
             cur = obs.candidates.get(c.name)
@@ -596,8 +636,17 @@ def new(
     return DisruptionController(cluster, clock, recorder, metrics, **options)
 
 
+_REGISTERED: weakref.WeakKeyDictionary[runtime.Manager, DisruptionController] = weakref.WeakKeyDictionary()
+
+
+def registered(manager: runtime.Manager) -> DisruptionController | None:
+    """The disruption controller :func:`register` put on ``manager`` (e.g. by ``register_all``)."""
+    return _REGISTERED.get(manager)
+
+
 def register(manager: runtime.Manager, disruption: DisruptionController) -> None:
     """Register the controller on ``manager`` and queue its first run now."""
     disruption.manager = manager
+    _REGISTERED[manager] = disruption
     manager.register(disruption.controller())
     manager.enqueue(NAME, KEY)

@@ -1,0 +1,110 @@
+"""Drift and expiration end to end in the simulator: drifted nodes are replaced, expired ones recycled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.api import labels
+from karpy.kube import interface
+
+from . import test_consolidation as h
+
+
+def drifted_claims(run: h.Run) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for claim in run.sim.cluster.list("NodeClaim"):
+        for c in (claim.get("status") or {}).get("conditions") or ():
+            if c.get("type") == "Drifted" and c.get("status") == "True":
+                out[interface.name_of(claim)] = str(c.get("reason"))
+    return out
+
+
+def apply(at: str, obj: dict[str, Any]) -> dict[str, Any]:
+    return {"at": at, "apply": [obj]}
+
+
+def test_a_nodepool_template_label_change_drifts_and_replaces_the_node() -> None:
+    pool = h.nodepool(("fake-it-3",), labels_={"team": "a"})
+    changed = h.nodepool(("fake-it-3",), labels_={"team": "b"})
+    run = h.Run(h.build([h.NODECLASS, pool, h.deployment("web", 2, "1000m")], [apply("5m", changed)]))
+    run.run_until(290)
+    (old,) = [interface.name_of(n) for n in run.nodes()]
+    assert run.run_until(400, lambda r: bool(drifted_claims(r)))
+    assert drifted_claims(run) == {old: "NodePoolDrifted"}
+    run.run_until(1200)
+    (new,) = run.nodes()
+    assert interface.name_of(new) != old
+    assert interface.labels_of(new)["team"] == "b"
+    assert run.messages("DisruptionTerminating") == ["Disrupting Node: Drift/Replace"]
+    assert run.messages("DisruptionLaunching", "NodeClaim") == ["Launching NodeClaim: Drifted"]
+    assert run.decisions(decision="replace", reason="drifted", consolidation_type="") == 1
+    h.expect_settled(run, {"web": 2})
+
+
+def test_a_requirement_that_no_longer_admits_the_instance_type_drifts_the_node() -> None:
+    pool = h.nodepool(("fake-it-3",), disruption_={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    narrowed = h.nodepool(("fake-it-4",), disruption_={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    run = h.Run(h.build([h.NODECLASS, pool, h.deployment("web", 2, "1000m")], [apply("5m", narrowed)]))
+    run.run_until(290)
+    (old,) = [interface.name_of(n) for n in run.nodes()]
+    assert run.run_until(400, lambda r: bool(drifted_claims(r)))
+    assert drifted_claims(run) == {old: "RequirementsDrifted"}
+    run.run_until(1200)
+    assert run.node_types() == ["fake-it-4"]
+    assert run.messages("DisruptionTerminating") == ["Disrupting Node: Drift/Replace"]
+    h.expect_settled(run, {"web": 2})
+
+
+def test_a_widened_requirement_that_still_admits_the_node_is_not_drift() -> None:
+    pool = h.nodepool(("fake-it-3",), disruption_={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    widened = h.nodepool(("fake-it-3", "fake-it-4"),
+                         disruption_={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    run = h.Run(h.build([h.NODECLASS, pool, h.deployment("web", 2, "1000m")], [apply("5m", widened)]))
+    run.run_until(290)
+    before = [interface.name_of(n) for n in run.nodes()]
+    run.run_until(900)
+    assert drifted_claims(run) == {}
+    assert [interface.name_of(n) for n in run.nodes()] == before
+    assert run.messages("DisruptionTerminating") == []
+
+
+def test_drift_waits_for_its_budget() -> None:
+    budget = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never",
+              "budgets": [{"nodes": "0", "reasons": ["Drifted"]}]}
+    run = h.Run(h.build([h.NODECLASS, h.nodepool(("fake-it-3",), labels_={"team": "a"}, disruption_=budget),
+                         h.deployment("web", 2, "1000m")],
+                        [apply("5m", h.nodepool(("fake-it-3",), labels_={"team": "b"}, disruption_=budget))]))
+    run.run_until(1200)
+    assert len(drifted_claims(run)) == 1
+    assert run.messages("DisruptionTerminating") == []
+    assert run.messages("DisruptionBlocked", "NodePool") == ["No allowed disruptions due to blocking budget"]
+
+
+def test_an_expired_node_is_recycled_and_its_pods_run_on_a_new_node() -> None:
+    pool = h.nodepool(("fake-it-3",), disruption_={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    pool["spec"]["template"]["spec"]["expireAfter"] = "10m"
+    run = h.Run(h.build([h.NODECLASS, pool, h.deployment("web", 2, "1000m")], until="30m"))
+    run.run_until(300)
+    (old,) = [interface.name_of(n) for n in run.nodes()]
+    run.run_until(900)
+    names = {interface.name_of(n) for n in run.nodes()}
+    assert old not in names and len(names) == 1
+    assert {p["spec"]["nodeName"] for p in run.pods("web")} == names
+    assert run.ctrl.metrics is not None
+    assert run.ctrl.metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired") == 1
+    h.expect_settled(run, {"web": 2})
+
+
+def test_a_stale_hash_version_is_restamped_not_drifted() -> None:
+    run = h.Run(h.build([h.NODECLASS, h.nodepool(("fake-it-3",)), h.deployment("web", 1, "1000m")]))
+    run.run_until(120)
+    (claim,) = run.sim.cluster.list("NodeClaim")
+    name = interface.name_of(claim)
+    run.sim.cluster.patch("NodeClaim", name, {"metadata": {"annotations": {
+        labels.NODEPOOL_HASH: "stale", labels.NODEPOOL_HASH_VERSION: "v1"}}})
+    run.run_until(300)
+    stamped = interface.annotations_of(run.sim.cluster.get("NodeClaim", name))
+    assert stamped[labels.NODEPOOL_HASH] != "stale"
+    assert stamped[labels.NODEPOOL_HASH_VERSION] == "v3"
+    assert drifted_claims(run) == {}
+    assert run.messages("DisruptionTerminating") == []
