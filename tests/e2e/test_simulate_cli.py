@@ -31,9 +31,20 @@ def test_the_same_seed_gives_byte_identical_json() -> None:
     assert set(doc) == DOCUMENT_KEYS
     assert set(doc["objects"]) == {"nodes", "nodeclaims", "pods", "nodepools"}
     assert doc["scenario"]["seed"] == 4
-    claims = doc["objects"]["nodeclaims"]
-    assert [c["metadata"]["labels"]["node.kubernetes.io/instance-type"] for c in claims] == ["r5.large"] * 3
+    # the whole story: three r5.large launched at 3m, emptied by the scale-down at 8m and removed
+    assert doc["objects"]["nodeclaims"] == []
+    launched = [e for e in doc["events"] if e["reason"] == "Launched" or e["reason"] == "Nominated"]
+    assert launched
+    terminating = [e for e in doc["events"] if e["reason"] == "DisruptionTerminating"]
+    assert {e["involvedObject"]["kind"] for e in terminating} == {"Node", "NodeClaim"}
     assert all({"time", "type", "reason", "involvedObject", "message"} <= set(e) for e in doc["events"])
+
+
+def test_before_the_scale_down_three_r5_large_nodeclaims_hold_the_replicas_that_did_not_fit() -> None:
+    out = karpy("simulate", str(SEED), "--seed", "4", "--until", "7m", "--output", "json")
+    assert out.returncode == 0, out.stderr
+    claims = json.loads(out.stdout)["objects"]["nodeclaims"]
+    assert [c["metadata"]["labels"]["node.kubernetes.io/instance-type"] for c in claims] == ["r5.large"] * 3
 
 
 def test_a_different_seed_gives_different_names() -> None:

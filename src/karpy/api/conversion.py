@@ -374,9 +374,12 @@ def _provisioner_v1alpha5(f: fields.Fields, ctx: Context, result: Result) -> Non
         raise spec_f.fail("consolidation.enabled",
                           "either consolidation.enabled or ttlSecondsAfterEmpty, not both", True)
     if empty is not None:
-        disruption = {"consolidationPolicy": nodepool.WHEN_EMPTY, "consolidateAfter": empty}
+        # v1alpha5 removed every empty node once its TTL passed, with no budget: keep that
+        disruption = {"consolidationPolicy": nodepool.WHEN_EMPTY, "consolidateAfter": empty,
+                      "budgets": [{"nodes": "100%"}]}
         result.warn(f"{obj}: spec.ttlSecondsAfterEmpty (karpenter.sh/v1alpha5) is now "
-                    f"spec.disruption.consolidationPolicy=WhenEmpty + consolidateAfter={empty} on {where}")
+                    f"spec.disruption.consolidationPolicy=WhenEmpty + consolidateAfter={empty} on {where}, "
+                    f"with budgets [nodes: 100%] so that every empty node still goes at once as in v1alpha5")
     elif consolidation:
         disruption = {"consolidationPolicy": nodepool.WHEN_EMPTY_OR_UNDERUTILIZED, "consolidateAfter": "0s"}
         result.warn(f"{obj}: spec.consolidation.enabled=true (karpenter.sh/v1alpha5) is now "

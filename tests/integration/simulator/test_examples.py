@@ -103,7 +103,6 @@ def test_the_topology_spread_example_puts_two_pods_in_each_zone() -> None:
     assert per_zone == {"us-east-1a": 2, "us-east-1b": 2, "us-east-1c": 2}
 
 
-@pytest.mark.xfail(strict=False, reason="the emptiness / disruption controller (WhenEmpty) is a later piece of work")
 def test_the_aks_example_removes_the_vms_emptied_by_the_scale_down() -> None:
     result = run("aks-nap")
     assert len(karpy_nodes(result)) <= 1
