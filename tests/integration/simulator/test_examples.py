@@ -7,8 +7,6 @@ import functools
 import pathlib
 from typing import Any
 
-import pytest
-
 from karpy.simulator import engine, scenario
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "examples"
