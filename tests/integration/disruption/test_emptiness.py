@@ -27,10 +27,18 @@ class World:
         self.controller = disruption.new(self.cluster, self.clock)
         disruption.register(self.manager, self.controller)
 
-    def add_node(self, name: str, expire_after: str = "720h") -> None:
+    def add_nodepool(self, name: str, disruption_spec: dict[str, Any]) -> None:
+        self.cluster.create({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+            "spec": {"disruption": disruption_spec, "template": {"spec": {
+                "requirements": [],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}},
+        })
+
+    def add_node(self, name: str, expire_after: str = "720h", pool: str = "default") -> None:
         self.cluster.create({
             "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": name, "labels": {labels.NODEPOOL: "default"},
+            "metadata": {"name": name, "labels": {labels.NODEPOOL: pool},
                          "finalizers": [labels.FINALIZER_TERMINATION]},
             "spec": {"expireAfter": expire_after, "requirements": [],
                      "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
@@ -38,7 +46,7 @@ class World:
         })
         self.cluster.create({
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {labels.NODEPOOL: "default", labels.INITIALIZED: "true"}},
+            "metadata": {"name": name, "labels": {labels.NODEPOOL: pool, labels.INITIALIZED: "true"}},
             "spec": {"providerID": f"fake://{name}"},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]},
         })
@@ -173,3 +181,18 @@ def test_an_expired_nodeclaim_is_deleted_even_when_it_is_not_empty() -> None:
     assert w.deleting_claims() == []
     w.run_for(20)
     assert w.deleting_claims() == ["old"]
+
+
+def test_budgets_are_per_nodepool_a_frozen_pool_keeps_its_empty_nodes_while_another_pool_drains() -> None:
+    w = World()
+    w.add_nodepool("frozen", {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s",
+                              "budgets": [{"nodes": "0"}]})
+    for i in range(3):
+        w.add_node(f"d{i}")
+        w.add_node(f"f{i}", pool="frozen")
+    for _ in range(6):
+        w.run_for(15)
+        w.finish_termination()
+    remaining = sorted(o["metadata"]["name"] for o in w.cluster.list("NodeClaim"))
+    assert remaining == ["f0", "f1", "f2"]
+    assert any(e["involvedObject"]["name"] == "frozen" for e in w.events("DisruptionBlocked"))
