@@ -185,9 +185,32 @@ class Pod:
 
     @property
     def do_not_disrupt(self) -> bool:
-        """``karpenter.sh/do-not-disrupt: "true"`` (or the v1alpha5 ``do-not-evict``)."""
+        """``karpenter.sh/do-not-disrupt: "true"`` (or the v1alpha5 ``do-not-evict``): protected for good."""
         a = self.metadata.annotations
         return a.get(labels.DO_NOT_DISRUPT) == "true" or a.get(labels.DO_NOT_EVICT_LEGACY) == "true"
+
+    def protected(self, now: float) -> bool:
+        """Whether the pod blocks voluntary disruption of its node at ``now``.
+
+        ``"true"`` protects for good; a duration (``"5m"``, ``"2h30m"``: Karpenter's grace-period
+        form) protects from the pod's start until the duration has passed. karpy takes the pod's
+        creation time as its start. Any other value protects nothing.
+        """
+        if self.do_not_disrupt:
+            return True
+        value = self.metadata.annotations.get(labels.DO_NOT_DISRUPT)
+        if not value:
+            return False
+        from karpy.api import duration
+
+        try:
+            seconds = duration.parse_duration(value)
+        except duration.DurationError:
+            return False
+        if seconds is None:  # "Never" as a duration: never expires
+            return True
+        start = self.metadata.creation_timestamp
+        return start is None or now < start + seconds
 
     @property
     def pvc_names(self) -> tuple[str, ...]:

@@ -311,7 +311,7 @@ class Termination:
                     continue
                 next_check = min(next_check, delete_at - now)
             waiting.append(p)
-            if p.is_terminating or p.do_not_disrupt:
+            if p.is_terminating or p.protected(now):
                 continue
             groups[eviction_group(p)].append(p)
         blocked = 0

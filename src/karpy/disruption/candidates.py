@@ -83,8 +83,12 @@ def why_not(
     pool: nodepool.NodePool | None,
     pods: Sequence[pod.Pod],
     pdbs: Sequence[Pdb] = (),
+    now: float | None = None,
 ) -> str | None:
-    """``None`` when ``n`` is a disruption candidate, else why not (a human message)."""
+    """``None`` when ``n`` is a disruption candidate, else why not (a human message).
+
+    ``now`` lets a ``karpenter.sh/do-not-disrupt`` duration expire; without it only ``"true"``
+    protects."""
     pool_name = n.labels.get(labels.NODEPOOL)
     if claim is None or not pool_name:
         return "node is not managed by karpy"
@@ -99,7 +103,7 @@ def why_not(
     for p in pods:
         if p.is_terminal or p.is_terminating:
             continue
-        if p.do_not_disrupt:
+        if p.do_not_disrupt if now is None else p.protected(now):
             return f'pod "{p.key}" has "{labels.DO_NOT_DISRUPT}" annotation'
     for p in pods:
         if not is_reschedulable(p):
@@ -116,9 +120,10 @@ def candidate(
     pool: nodepool.NodePool | None,
     pods: Sequence[pod.Pod],
     pdbs: Sequence[Pdb] = (),
+    now: float | None = None,
 ) -> Candidate | str:
     """A :class:`Candidate`, or the reason ``n`` is not one."""
-    reason = why_not(n, claim, pool, pods, pdbs)
+    reason = why_not(n, claim, pool, pods, pdbs, now)
     if reason is not None:
         return reason
     assert claim is not None and pool is not None

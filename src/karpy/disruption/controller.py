@@ -265,7 +265,7 @@ class DisruptionController:
             if n.name in queued or (claim is not None and claim.name in protected):
                 continue
             pool = pools.get(pool_name) if pool_name else None
-            result = candidates.candidate(n, claim, pool, pods, pdbs)
+            result = candidates.candidate(n, claim, pool, pods, pdbs, now)
             if isinstance(result, str):
                 obs.why_not[n.name] = result
                 if pool is not None and emptiness.emptiness_enabled(pool) and n.name in obs.claim_objs:

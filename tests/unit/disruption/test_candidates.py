@@ -45,3 +45,23 @@ def test_a_pdb_allowing_no_disruption_blocks_the_node() -> None:
 def test_daemonset_and_finished_pods_leave_a_node_empty() -> None:
     assert candidates.is_empty([a_pod("ds", owner="DaemonSet"), a_pod("done", phase="Succeeded")])
     assert not candidates.is_empty([a_pod("ds", owner="DaemonSet"), a_pod("web")])
+
+
+def a_protected_pod(value: str, created: float) -> pod.Pod:
+    return pod.Pod(metadata=meta.ObjectMeta(name="job", namespace="default", creation_timestamp=created,
+                                            annotations={labels.DO_NOT_DISRUPT: value}),
+                   node_name="n1", phase="Running")
+
+
+def test_a_do_not_disrupt_duration_protects_the_node_only_until_it_has_passed_since_the_pod_started() -> None:
+    p = a_protected_pod("5m", created=1000.0)
+    assert candidates.why_not(a_node(), CLAIM, POOL, [p], now=1000.0 + 299) == (
+        'pod "default/job" has "karpenter.sh/do-not-disrupt" annotation')
+    assert candidates.why_not(a_node(), CLAIM, POOL, [p], now=1000.0 + 300) is None
+
+
+def test_do_not_disrupt_true_protects_for_good_and_a_bad_value_protects_nothing() -> None:
+    assert a_protected_pod("true", created=0.0).protected(10**9)
+    assert not a_protected_pod("soon", created=0.0).protected(1.0)
+    assert a_protected_pod("1h30m", created=0.0).protected(5399.0)
+    assert not a_protected_pod("1h30m", created=0.0).protected(5400.0)
