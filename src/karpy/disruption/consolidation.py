@@ -42,6 +42,9 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from karpy import settings as settings_mod
 from karpy.api import labels as wk
@@ -61,6 +64,9 @@ DELETE = "Delete"
 REPLACE = "Replace"
 
 MAX_MULTI_CANDIDATES = 100
+MAX_SINGLE_NODE_SIMULATIONS = 25
+"""Removal simulations one single-node pass may run (Karpenter bounds the pass by a timeout; a
+count keeps karpy deterministic). Candidates are tried cheapest-to-disrupt first."""
 MIN_SPOT_FLEXIBILITY = 15
 MILP_MAX_CANDIDATES = 8
 MILP_MAX_PODS = 200
@@ -276,6 +282,64 @@ def _replace_one(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
 # ----------------------------------------------------------------------------------- methods
 
 
+DIMS = ("cpu", "memory", "pods")
+
+
+def _free_capacity(snap: snapshot_mod.ClusterSnapshot) -> tuple[list[str], Any]:
+    """Names and free capacity (allocatable minus pod requests; cpu, memory, pods) of every
+    schedulable node, as a NumPy matrix."""
+    names: list[str] = []
+    rows: list[list[int]] = []
+    for n in snap.nodes:
+        if n.deleting or n.node.unschedulable:
+            continue
+        e = n.existing_node()
+        free = [e.allocatable.get(d, 0) for d in DIMS]
+        for p in e.pods:
+            for j, d in enumerate(DIMS):
+                free[j] -= p.requests.get(d, 0)
+        names.append(n.name)
+        rows.append(free)
+    return names, np.array(rows, dtype=np.int64).reshape(len(rows), len(DIMS))
+
+
+def _hopeless(snap: snapshot_mod.ClusterSnapshot, c: candidates_mod.Candidate,
+              free: tuple[list[str], Any]) -> str | None:
+    """``CANT_REPLACE`` when a cheap necessary condition already fails, else None.
+
+    The candidate's pods go first-fit (largest first, ignoring every constraint, which can only
+    make placement harder) into the other nodes' free capacity; what does not fit must fit one
+    instance type of its NodePool cheaper than the node. Only when that is possible is the costly
+    removal simulation worth running.
+    """
+    info = snap.node(c.name)
+    if info is None or info.price is None:
+        return None
+    pods = info.reschedulable_pods()
+    if not pods:
+        return None
+    names, matrix = free
+    room = matrix.copy()
+    others = np.array([n != c.name for n in names], dtype=np.bool_)
+    rest = np.zeros(len(DIMS), dtype=np.int64)
+    reqs = sorted((np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64) for p in pods),
+                  key=lambda r: (-int(r[0]), -int(r[1])))
+    for r in reqs:
+        fits = np.flatnonzero(others & (room >= r).all(axis=1)) if len(room) else np.zeros(0, dtype=np.int64)
+        if len(fits):
+            room[fits[0]] -= r
+        else:
+            rest += r
+    if not rest.any():
+        return None  # a delete may be possible
+    for t in snap.instance_types.get(c.nodepool.name, ()):
+        price = t.cheapest_price()
+        if price is not None and price < info.price and all(
+                t.allocatable.get(d, 0) >= int(rest[j]) for j, d in enumerate(DIMS)):
+            return None
+    return CANT_REPLACE
+
+
 def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
                 settings: Settings, *, allowed: Mapping[str, int] | None = None,
                 reasons: dict[str, str] | None = None) -> Command | None:
@@ -285,11 +349,21 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
     each candidate tried was not consolidated.
     """
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
+    free = _free_capacity(snap)
+    simulations = 0
     for c in _eligible(snap, cands, REASON_UNDERUTILIZED):
+        if simulations >= MAX_SINGLE_NODE_SIMULATIONS:
+            break  # like Karpenter's single-node timeout: the rest wait for the next loop
         if budget.get(c.nodepool.name, 0) <= 0:
             if reasons is not None:
                 reasons[c.name] = "No allowed disruptions due to blocking budget"
             continue
+        quick = _hopeless(snap, c, free)
+        if quick is not None:
+            if reasons is not None:
+                reasons[c.name] = quick
+            continue
+        simulations += 1
         out = evaluate(snap, [c], settings)
         if isinstance(out, Command):
             return out

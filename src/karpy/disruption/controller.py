@@ -65,6 +65,9 @@ from karpy.kube import events, interface, memory_eviction
 from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import scheduler
 
+DRIFT_RECHECK = 300.0
+CONSOLIDATION_RETRY = 300.0
+"""Seconds after which a claim's drift is computed again even if nothing karpy watches changed."""
 log = logging.getLogger("karpy.disruption")
 
 NAME = "disruption"
@@ -130,6 +133,7 @@ class DisruptionController:
     ) -> None:
         self.cluster = cluster
         self.clock = clock
+        self._drift_cache: dict[str, tuple[Any, str | None]] = {}
         self.recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock)
         self.metrics = metrics
         self.state = cluster_state if cluster_state is not None else state.ClusterState(cluster).start()
@@ -149,6 +153,8 @@ class DisruptionController:
         self._revision = 0
         self._consolidated: tuple[Any, ...] | None = None
         self._consolidated_at = 0.0
+        self._quiet_revision = -1
+        self._quiet_until = 0.0
 
     # ------------------------------------------------------------------------------ runtime glue
 
@@ -178,6 +184,10 @@ class DisruptionController:
         if key == QUEUE_KEY:
             return self.orchestrator.reconcile()
         now = self.clock.now()
+        if (self._revision == self._quiet_revision and now < self._quiet_until and self.pending is None
+                and not self.orchestrator.busy()):
+            return INTERVAL  # nothing changed and no deadline passed: the last pass still holds
+        revision = self._revision
         self.expire(now)
         obs = self.observe(now)
         if self.manager is None and self.orchestrator.busy():
@@ -195,7 +205,29 @@ class DisruptionController:
         self.consolidate(obs)
         if self.pending is not None:
             return min(INTERVAL, max(0.0, self.pending.validate_at - now))
+        if not self.orchestrator.busy():
+            self._quiet_revision = revision
+            self._quiet_until = self._next_deadline(obs, now)
         return INTERVAL
+
+    def _next_deadline(self, obs: Observation, now: float) -> float:
+        """The next time a pass could decide differently with no change in the cluster: an
+        expiration, a candidate's consolidateAfter running out, a scheduled budget window, the
+        periodic drift re-check and consolidation retry."""
+        deadline = now + min(DRIFT_RECHECK, CONSOLIDATION_RETRY)
+        for claim in self.state.nodeclaims():
+            if claim.spec.expire_after is not None and claim.metadata.creation_timestamp is not None:
+                at = claim.metadata.creation_timestamp + claim.spec.expire_after
+                if at > now:
+                    deadline = min(deadline, at)
+        for name, cand in obs.candidates.items():
+            since = obs.since.get(name)
+            after = cand.nodepool.disruption.consolidate_after
+            if since is not None and after is not None and since + after > now:
+                deadline = min(deadline, since + after)
+        if any(b.schedule for p in obs.pools.values() for b in p.disruption.budgets):
+            deadline = min(deadline, now + 60.0)
+        return deadline
 
     # ---------------------------------------------------------------------------------- expiration
 
@@ -364,6 +396,9 @@ class DisruptionController:
     def _mark_drift(self, pools: Mapping[str, nodepool.NodePool]) -> dict[str, str]:
         """Set or clear the ``Drifted`` condition of every launched claim; NodeClaim -> reason."""
         out: dict[str, str] = {}
+        # a cached answer holds while the claim, its node, its NodePool and the NodeClasses are
+        # unchanged, and at most DRIFT_RECHECK seconds (the cloud's images change on their own)
+        epoch = (self._cloud_epoch(), int(self.clock.now() // DRIFT_RECHECK))
         for claim in self.state.nodeclaims():
             pool = pools.get(claim.nodepool_name or "")
             if pool is None or claim.metadata.deletion_timestamp is not None or not claim.status.provider_id:
@@ -379,11 +414,26 @@ class DisruptionController:
             n = self.state.node(node_name) if node_name else None
             if n is not None:
                 node_labels = n.labels
-            reason = drift.drift_reason(claim, pool, node_labels, self._cloud_drift(claim))
+            key = (claim.metadata.uid, claim.metadata.resource_version, pool.metadata.resource_version,
+                   n.metadata.resource_version if n is not None else "", epoch)
+            cached = self._drift_cache.get(claim.name)
+            if cached is not None and cached[0] == key:
+                reason = cached[1]
+            else:
+                reason = drift.drift_reason(claim, pool, node_labels, self._cloud_drift(claim))
+                self._drift_cache[claim.name] = (key, reason)
             if reason is not None:
                 out[claim.name] = reason
             self._write_drifted(claim, reason)
         return out
+
+    def _cloud_epoch(self) -> int:
+        """Changes whenever a NodeClass changes, so cached drift answers are recomputed."""
+        revision = 0
+        for kind in ("EC2NodeClass", "AKSNodeClass"):
+            for obj in self.cluster.list(kind):
+                revision += int(str(obj.get("metadata", {}).get("resourceVersion", "0")) or 0)
+        return revision
 
     def _cloud_drift(self, claim: nodeclaim.NodeClaim) -> str:
         if self.cloud is None:

@@ -28,7 +28,6 @@ recorded in ``Result.notes``, never raised.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import inspect
 import logging
 import random
@@ -302,15 +301,24 @@ class Simulation:
         self.timeline: list[Sample] = []
         self.karpy_controllers: list[str] = []
         self._wired = False
+        self._node_classes: dict[tuple[str, str, str], fake_provider.NodeClass] = {}
 
     # ------------------------------------------------------------------------------- wiring
 
     def _node_class(self, name: str) -> fake_provider.NodeClass | None:
+        """The NodeClass called ``name``, parsed once per resourceVersion."""
         for kind, parse in (("EC2NodeClass", nodeclass.EC2NodeClass.from_manifest),
                             ("AKSNodeClass", nodeclass.AKSNodeClass.from_manifest)):
-            with contextlib.suppress(errors.NotFound):
-                obj = self.cluster.get(kind, name)
-                return parse(obj)
+            found = self.cluster.list(kind, field_selector=f"metadata.name={name}")
+            if not found:
+                continue
+            obj = found[0]
+            key = (kind, name, str(obj.get("metadata", {}).get("resourceVersion", "")))
+            cached = self._node_classes.get(key)
+            if cached is None:
+                cached = parse(obj)
+                self._node_classes[key] = cached
+            return cached
         return None
 
     def wire(self) -> None:
