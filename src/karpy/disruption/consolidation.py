@@ -322,6 +322,12 @@ def _hopeless(snap: snapshot_mod.ClusterSnapshot, c: candidates_mod.Candidate,
     room = matrix.copy()
     others = np.array([n != c.name for n in names], dtype=np.bool_)
     rest = np.zeros(len(DIMS), dtype=np.int64)
+    # pending pods are placed in the same simulation and take free room first
+    for p in snap.pending_pods:
+        r = np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64)
+        fits = np.flatnonzero(others & (room >= r).all(axis=1)) if len(room) else np.zeros(0, dtype=np.int64)
+        if len(fits):
+            room[fits[0]] -= r
     reqs = sorted((np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64) for p in pods),
                   key=lambda r: (-int(r[0]), -int(r[1])))
     for r in reqs:

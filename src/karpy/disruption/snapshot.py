@@ -198,10 +198,12 @@ class ClusterSnapshot:
     # ------------------------------------------------------------------------------------ lookups
 
     def node(self, name: str) -> NodeInfo | None:
-        for info in self.nodes:
-            if info.name == name:
-                return info
-        return None
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = {info.name: info for info in self.nodes}
+            object.__setattr__(self, "_index", index)
+        found: NodeInfo | None = index.get(name)
+        return found
 
     def nodepool(self, name: str) -> nodepool_mod.NodePool | None:
         for p in self.nodepools:
