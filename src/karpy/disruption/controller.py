@@ -65,8 +65,7 @@ from karpy.kube import events, interface, memory_eviction
 from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import scheduler
 
-DRIFT_RECHECK = 300.0
-CONSOLIDATION_RETRY = 300.0
+DRIFT_RECHECK = 1800.0
 """Seconds after which a claim's drift is computed again even if nothing karpy watches changed."""
 log = logging.getLogger("karpy.disruption")
 
@@ -154,6 +153,7 @@ class DisruptionController:
         self._consolidated: tuple[Any, ...] | None = None
         self._consolidated_at = 0.0
         self._quiet_revision = -1
+        self._pod_seen: dict[str, tuple[Any, ...]] = {}
         self._quiet_until = 0.0
 
     # ------------------------------------------------------------------------------ runtime glue
@@ -166,10 +166,22 @@ class DisruptionController:
         self._revision += 1
         return ()
 
-    def on_pod(self, _event: str, obj: dict[str, Any]) -> Iterable[str]:
-        """Record the pod event time on its node; enqueues nothing (the loop polls)."""
-        self._revision += 1
+    def on_pod(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        """Record the pod event time on its node; enqueues nothing (the loop polls).
+
+        Only changes that can change a decision count as cluster changes: a pod appearing,
+        going, or changing node or phase (not, say, a scheduler's status message)."""
+        md = obj.get("metadata") or {}
+        key = f"{md.get('namespace', '')}/{md.get('name', '')}"
         node_name = (obj.get("spec") or {}).get("nodeName")
+        seen = (node_name, (obj.get("status") or {}).get("phase"), bool(md.get("deletionTimestamp")))
+        if event == "DELETED":
+            self._pod_seen.pop(key, None)
+        elif self._pod_seen.get(key) != seen:
+            self._pod_seen[key] = seen
+        else:
+            return ()  # nothing that matters to disruption changed
+        self._revision += 1
         if not node_name:
             return ()
         ref = interface.owner(obj)
@@ -212,9 +224,10 @@ class DisruptionController:
 
     def _next_deadline(self, obs: Observation, now: float) -> float:
         """The next time a pass could decide differently with no change in the cluster: an
-        expiration, a candidate's consolidateAfter running out, a scheduled budget window, the
-        periodic drift re-check and consolidation retry."""
-        deadline = now + min(DRIFT_RECHECK, CONSOLIDATION_RETRY)
+        expiration, a candidate's consolidateAfter running out, a scheduled budget window, or the
+        periodic drift re-check (the cloud's images change without the cluster changing).
+        Consolidation needs no retry of its own: with nothing changed it would decide the same."""
+        deadline = now + DRIFT_RECHECK
         for claim in self.state.nodeclaims():
             if claim.spec.expire_after is not None and claim.metadata.creation_timestamp is not None:
                 at = claim.metadata.creation_timestamp + claim.spec.expire_after
