@@ -286,9 +286,17 @@ def _replace_one(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
 DIMS = ("cpu", "memory", "pods")
 
 
-def _free_capacity(snap: snapshot_mod.ClusterSnapshot) -> tuple[list[str], Any]:
-    """Names and free capacity (allocatable minus pod requests; cpu, memory, pods) of every
-    schedulable node, as a NumPy matrix."""
+@dataclass
+class Room:
+    """Free capacity (cpu, memory, pods) of every schedulable node once the pending pods have been
+    placed first-fit, computed once per pass; rows by node name."""
+
+    index: dict[str, int]
+    matrix: Any
+
+
+def _free_capacity(snap: snapshot_mod.ClusterSnapshot) -> Room:
+    """The :class:`Room` of ``snap``."""
     names: list[str] = []
     rows: list[list[int]] = []
     for n in snap.nodes:
@@ -301,34 +309,36 @@ def _free_capacity(snap: snapshot_mod.ClusterSnapshot) -> tuple[list[str], Any]:
                 free[j] -= p.requests.get(d, 0)
         names.append(n.name)
         rows.append(free)
-    return names, np.array(rows, dtype=np.int64).reshape(len(rows), len(DIMS))
+    matrix = np.array(rows, dtype=np.int64).reshape(len(rows), len(DIMS))
+    for p in snap.pending_pods:  # pending pods are placed in the same simulation: they go first
+        _first_fit(matrix, np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64))
+    return Room({name: i for i, name in enumerate(names)}, matrix)
+
+
+def _first_fit(room: Any, r: Any) -> bool:
+    fits = np.flatnonzero((room >= r).all(axis=1)) if len(room) else np.zeros(0, dtype=np.int64)
+    if len(fits):
+        room[fits[0]] -= r
+        return True
+    return False
 
 
 def _unplaceable(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate],
-                 free: tuple[list[str], Any]) -> Any:
+                 free: Room) -> Any:
     """What of ``group``'s pods does not fit the other nodes' free room (cpu, memory, pods), when
-    pending pods go first and everything goes first-fit, largest first, ignoring constraints
-    (which can only make placement harder)."""
-    names, matrix = free
-    room = matrix.copy()
-    removed = {c.name for c in group}
-    others = np.array([n not in removed for n in names], dtype=np.bool_)
+    everything goes first-fit, largest first, ignoring constraints (which can only make placement
+    harder)."""
+    room = free.matrix.copy()
+    for c in group:
+        i = free.index.get(c.name)
+        if i is not None:
+            room[i] = -1  # the removed nodes take nothing
     rest = np.zeros(len(DIMS), dtype=np.int64)
-
-    def place(r: Any) -> bool:
-        fits = np.flatnonzero(others & (room >= r).all(axis=1)) if len(room) else np.zeros(0, dtype=np.int64)
-        if len(fits):
-            room[fits[0]] -= r
-            return True
-        return False
-
-    for p in snap.pending_pods:
-        place(np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64))
     pods = [p for c in group if (info := snap.node(c.name)) is not None for p in info.reschedulable_pods()]
     reqs = sorted((np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64) for p in pods),
                   key=lambda r: (-int(r[0]), -int(r[1])))
     for r in reqs:
-        if not place(r):
+        if not _first_fit(room, r):
             rest += r
     return rest
 
@@ -362,7 +372,7 @@ def _group_price(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_
 
 
 def _hopeless(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate],
-              free: tuple[list[str], Any], *, one_node: bool = True) -> str | None:
+              free: Room, *, one_node: bool = True) -> str | None:
     """``CANT_REPLACE`` when a cheap necessary condition already fails, else None.
 
     What cannot fit the rest of the cluster (see :func:`_unplaceable`) must fit one instance type
