@@ -149,8 +149,6 @@ class Provisioner:
         self._last_trigger: float | None = None
         self.runs = 0
         self.last_results: results.Results | None = None
-        self.nominations: dict[str, str] = {}
-        """Pod key -> the NodeClaim (or node) a run planned it on; see :meth:`_current_nominations`."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [
@@ -226,29 +224,9 @@ class Provisioner:
         existing = self.state.existing_nodes(types)
         usage = self.state.nodepool_usage(types)
         start = clock_mod.perf_counter()
-        res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage,
-                                  nominations=self._current_nominations(pods)).solve(pods)
+        res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage).solve(pods)
         self.metrics.scheduling_duration.labels(NAME).observe(max(0.0, clock_mod.perf_counter() - start))
         return res, pools
-
-    def _current_nominations(self, pods: Sequence[pod_mod.Pod]) -> dict[str, str]:
-        """Where earlier runs planned the still-pending ``pods``: the NodeClaim's node once it has
-        registered, else the NodeClaim; forgotten once the pod is no longer pending or the target
-        is gone."""
-        pending = {p.key for p in pods}
-        out: dict[str, str] = {}
-        for key, target in list(self.nominations.items()):
-            if key not in pending:
-                del self.nominations[key]
-                continue
-            claim = self.state.nodeclaim(target)
-            if claim is not None:
-                out[key] = claim.status.node_name or target
-            elif self.state.raw("Node", target) is not None:
-                out[key] = target
-            else:
-                del self.nominations[key]
-        return out
 
     def provision(self) -> results.Results:
         """Schedule the pending pods now and act on the result (create NodeClaims, publish events)."""
@@ -265,7 +243,6 @@ class Provisioner:
         for target, placed in sorted(res.existing.items()):
             message = "Pod should schedule on: " + self._describe_target(target)
             for p in placed:
-                self.nominations[p.key] = target
                 self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
         for key, explanation in sorted(res.errors.items()):
             self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING, f"Failed to schedule pod, {explanation}")
@@ -289,8 +266,6 @@ class Provisioner:
                                 f"Failed to schedule pod, creating a NodeClaim of NodePool {pool.name} failed: {exc}")
             return
         name = interface.name_of(created)
-        for p in claim.pods:
-            self.nominations[p.key] = name
         self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name).inc()
         log.info("provisioner: created NodeClaim %s (NodePool %s, %d pods, %d instance types, $%.4f/h)",
                  name, pool.name, len(claim.pods), len(claim.instance_types), claim.price)

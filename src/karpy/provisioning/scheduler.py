@@ -57,19 +57,14 @@ class Scheduler:
         existing: Sequence[results.ExistingNode] = (),
         daemonsets: Sequence[pod_mod.Pod] = (),
         usage: Mapping[str, Mapping[str, int]] | None = None,
-        nominations: Mapping[str, str] | None = None,
     ) -> None:
         """``daemonsets`` are the DaemonSets' template pods; ``usage`` is each NodePool's
-        launched-plus-in-flight capacity, counted against its limits; ``nominations`` maps a pending
-        pod's key to the node (or in-flight NodeClaim) an earlier run planned it on: such a pod
-        keeps its place while it fits there, so a re-plan does not undo a good packing (pods the
-        kube-scheduler bound elsewhere leave room where they were planned)."""
+        launched-plus-in-flight capacity, counted against its limits."""
         self.nodepools = list(nodepools)
         self.instance_types = dict(instance_types or {})
         self.existing = list(existing)
         self.daemon_pods = list(daemonsets)
         self.usage = dict(usage or {})
-        self.nominations = dict(nominations or {})
 
     def solve(self, pods: Sequence[pod_mod.Pod]) -> results.Results:
         groups = podgroups.group_pods(pods)
@@ -80,10 +75,6 @@ class Scheduler:
         tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims)
         run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods)
         free = [g for g in groups if _is_free(run, g)]
-        if self.nominations:
-            for g in free:
-                _keep_nominated(run, g, self.nominations)
-        free = [g for g in free if g.size]
         free_ids = {id(g) for g in free}
         queue = [g for g in groups if id(g) not in free_ids]
         self._drain(run, queue, out)
@@ -188,28 +179,6 @@ def _record_relaxed(out: results.Results, g: podgroups.PodGroup) -> None:
     if g.relaxed:
         for p in g.pods:
             out.relaxed[p.key] = list(g.relaxed)
-
-
-def _keep_nominated(run: placement_mod.Placement, g: podgroups.PodGroup, nominations: Mapping[str, str]) -> None:
-    """Place the pods of a free group on the bins they were nominated to, where they still fit;
-    they leave ``g.pods`` (the results read placements from the bins)."""
-    index = {name: b for b, name in enumerate(run.bins.names)}
-    wanted: dict[int, list[int]] = {}
-    for i, p in enumerate(g.pods):
-        b = index.get(nominations.get(p.key, ""))
-        if b is not None:
-            wanted.setdefault(b, []).append(i)
-    if not wanted:
-        return
-    req = run.vector(g.requests)
-    fit = grouping_paths.fit_counts(run, g, req, {})
-    taken: set[int] = set()
-    for b, idx in sorted(wanted.items()):
-        k = min(len(idx), int(fit[b]))
-        if k > 0:
-            run.record(g, b, [g.pods[i] for i in idx[:k]], req)
-            taken.update(idx[:k])
-    g.pods = [p for i, p in enumerate(g.pods) if i not in taken]
 
 
 def _is_free(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:

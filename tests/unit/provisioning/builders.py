@@ -148,7 +148,7 @@ def solve(pods: Sequence[pod.Pod], *, nodepools: Sequence[nodepool.NodePool] | N
           types: Sequence[instancetype.InstanceType] | Mapping[str, Sequence[instancetype.InstanceType]]
           | None = None, existing: Sequence[results.ExistingNode] = (),
           daemonsets: Sequence[pod.Pod] = (), usage: Mapping[str, Mapping[str, int]] | None = None,
-          nominations: Mapping[str, str] | None = None) -> results.Results:
+          ) -> results.Results:
     """One scheduling run; ``types`` is one catalog for every NodePool or a per-NodePool mapping."""
     pools = list(nodepools) if nodepools is not None else [make_nodepool()]
     catalog_ = small_catalog() if types is None else types
@@ -156,7 +156,7 @@ def solve(pods: Sequence[pod.Pod], *, nodepools: Sequence[nodepool.NodePool] | N
         per_pool = {k: list(v) for k, v in catalog_.items()}
     else:
         per_pool = {p.name: list(catalog_) for p in pools}
-    return scheduler.Scheduler(pools, per_pool, existing, daemonsets, usage, nominations=nominations).solve(pods)
+    return scheduler.Scheduler(pools, per_pool, existing, daemonsets, usage).solve(pods)
 
 
 # -- reading results -------------------------------------------------------------------------------
