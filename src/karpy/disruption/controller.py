@@ -15,7 +15,8 @@ Every :data:`INTERVAL` seconds (key :data:`KEY`) it reads the cluster through a
 
    a. *Emptiness*: candidates (:mod:`karpy.disruption.candidates`) of NodePools with a
       consolidation policy that have been empty for ``consolidateAfter`` are deleted at once,
-      within the ``Empty`` budgets ("Disrupting Node: Empty/Delete");
+      within the ``Empty`` budgets ("Disrupting Node: Empty/Delete"; "Consolidation/Delete" for a
+      ``WhenEmptyOrUnderutilized`` NodePool, as AKS NAP users see it);
    b. *Drift*: drifted candidates within the ``Drifted`` budgets - the empty ones deleted
       together, else the first (cheapest to disrupt) whose pods can be placed, deleted or replaced
       by the NodeClaims the scheduling simulation asks for ("Drift/Delete", "Drift/Replace");

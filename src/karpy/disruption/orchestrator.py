@@ -75,6 +75,17 @@ def snake(reason: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", reason).lower()
 
 
+def event_reason(reason: str, pool: nodepool_mod.NodePool) -> str:
+    """The method an event names: an empty node of a ``WhenEmptyOrUnderutilized`` NodePool is
+    reported as consolidation (``Consolidation/Delete``), as Karpenter reported it for
+    ``WhenUnderutilized`` before v1 and as AKS Node Auto-Provisioning users see it; a
+    ``WhenEmpty`` NodePool's empty node stays ``Empty/Delete``. Budgets still count it as Empty."""
+    if reason == consolidation.REASON_EMPTY and \
+            pool.disruption.consolidation_policy == nodepool_mod.WHEN_EMPTY_OR_UNDERUTILIZED:
+        return consolidation.REASON_UNDERUTILIZED
+    return reason
+
+
 def terminating_message(reason: str, decision: str) -> str:
     """``Disrupting Node: Consolidation/Delete`` and the like."""
     return f"Disrupting Node: {METHOD_NAMES.get(reason, reason)}/{decision}"
@@ -222,8 +233,8 @@ class Orchestrator:
 
     def _delete_candidates(self, entry: Entry) -> None:
         cmd = entry.command
-        message = terminating_message(cmd.reason, cmd.method)
         for c in cmd.candidates:
+            message = terminating_message(event_reason(cmd.reason, c.nodepool), cmd.method)
             try:
                 claim_obj = self.cluster.get("NodeClaim", c.nodeclaim.name)
                 self.cluster.delete("NodeClaim", c.nodeclaim.name)

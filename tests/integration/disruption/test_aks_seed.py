@@ -2,9 +2,9 @@
 
 The NodePool is written in the ``karpenter.sh/v1beta1`` form AKS NAP documents
 (``consolidationPolicy: WhenUnderutilized``, ``expireAfter: Never``); karpy converts it to v1
-(``WhenEmptyOrUnderutilized``, ``consolidateAfter: 0s``). Karpenter v1 removes an empty node with
-its Emptiness method, reason ``Empty``: the event says "Disrupting Node: Empty/Delete" (the older
-Karpenter inside AKS NAP said "Consolidation/Delete" for the same thing).
+(``WhenEmptyOrUnderutilized``, ``consolidateAfter: 0s``). The empty node goes through the Emptiness
+method (budget reason ``Empty``) and, as AKS NAP users see it, the event says "Disrupting Node:
+Consolidation/Delete" (a ``WhenEmpty`` NodePool's empty node says "Empty/Delete").
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def test_the_aks_seed_run_removes_the_node_of_a_deleted_pod_with_empty_delete() 
     assert launched
     terminating = [(e["involvedObject"]["kind"], e["message"]) for e in result.events
                    if e["reason"] == "DisruptionTerminating"]
-    assert sorted(terminating) == [("Node", "Disrupting Node: Empty/Delete"),
-                                   ("NodeClaim", "Disrupting Node: Empty/Delete")]
+    assert sorted(terminating) == [("Node", "Disrupting Node: Consolidation/Delete"),
+                                   ("NodeClaim", "Disrupting Node: Consolidation/Delete")]
     assert min(e["t"] for e in result.events if e["reason"] == "DisruptionTerminating") <= 320.0
     assert result.objects["nodes"] == []
     assert result.objects["nodeclaims"] == []

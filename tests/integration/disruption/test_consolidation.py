@@ -244,7 +244,8 @@ def test_a_budget_of_zero_for_underutilized_blocks_consolidation_but_not_emptine
     assert run.decisions() == 0
     run.run_until(1500)
     assert len(run.nodes()) == 1
-    assert run.messages("DisruptionTerminating") == ["Disrupting Node: Empty/Delete"]
+    # an empty node of a WhenEmptyOrUnderutilized pool is reported as consolidation
+    assert run.messages("DisruptionTerminating") == ["Disrupting Node: Consolidation/Delete"]
 
 
 def test_a_command_is_dropped_when_a_pod_lands_on_the_candidate_during_validation() -> None:
