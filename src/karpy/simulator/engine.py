@@ -80,7 +80,8 @@ class CloudBridge:
     reclaim, noticed by :meth:`settle`) makes the kubelet remove the Node.
     """
 
-    def __init__(self, cloud: fake_provider.SimulatedCloud, sim_kubelet: kubelet.SimulatedKubelet) -> None:
+    def __init__(self, cloud: fake_provider.SimulatedCloud, sim_kubelet: kubelet.SimulatedKubelet | None) -> None:
+        """``sim_kubelet`` None: instances never become Nodes (controller tests add Nodes by hand)."""
         self.cloud = cloud
         self.kubelet = sim_kubelet
         self.name = cloud.name
@@ -95,7 +96,7 @@ class CloudBridge:
         launched = self.cloud.create(claim)
         pid = launched.status.provider_id
         inst = self.cloud.instance(pid) if pid else None
-        if inst is not None:
+        if inst is not None and self.kubelet is not None:
             info = kubelet.InstanceInfo(
                 provider_id=pid, instance_type=inst.instance_type, zone=inst.zone,
                 capacity_type=inst.capacity_type, capacity=dict(inst.capacity),
@@ -166,7 +167,8 @@ class CloudBridge:
         if provider_id in self._live:
             self._live.discard(provider_id)
             self.terminated += 1
-            self.kubelet.instance_terminated(provider_id)
+            if self.kubelet is not None:
+                self.kubelet.instance_terminated(provider_id)
 
     def cost_per_hour(self) -> float:
         return self.cloud.cost_per_hour()

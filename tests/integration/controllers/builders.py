@@ -10,33 +10,29 @@ simulator's kubelet (nodes register ``launch_latency`` seconds after launch) and
 
 from __future__ import annotations
 
-import builtins
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock, controllers, settings
-from karpy.api import nodeclaim, nodepool
-from karpy.cloudprovider import instancetype
-from karpy.cloudprovider import interface as cp_interface
+from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import interface, memory
+from karpy.simulator import engine
 from karpy.simulator import kubelet as kubelet_mod
 
 NODECLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
 
 
-class Bridge:
-    """The simulated cloud as karpy sees it: launches start the kubelet; errors can be injected."""
+class Bridge(engine.CloudBridge):
+    """The simulator's cloud bridge with failure injection and call counts for tests."""
 
     def __init__(self, cloud: fake_provider.SimulatedCloud, kubelet: kubelet_mod.SimulatedKubelet | None) -> None:
-        self.cloud = cloud
-        self.kubelet = kubelet
-        self.name = cloud.name
+        super().__init__(cloud, kubelet)
         self.create_errors: list[Exception] = []
         self.delete_errors: list[Exception] = []
         self.creates = 0
@@ -46,46 +42,13 @@ class Bridge:
         self.creates += 1
         if self.create_errors:
             raise self.create_errors.pop(0)
-        launched = self.cloud.create(claim)
-        inst = self.cloud.instance(launched.status.provider_id)
-        if self.kubelet is not None and inst is not None:
-            self.kubelet.instance_launched(launched.to_manifest(), kubelet_mod.InstanceInfo(
-                provider_id=inst.provider_id, instance_type=inst.instance_type, zone=inst.zone,
-                capacity_type=inst.capacity_type, capacity=dict(inst.capacity),
-                allocatable=dict(inst.allocatable), labels=dict(inst.labels), node_name=inst.hostname))
-        return launched
+        return super().create(claim)
 
     def delete(self, claim: nodeclaim.NodeClaim) -> None:
         self.deletes += 1
         if self.delete_errors:
             raise self.delete_errors.pop(0)
-        self.cloud.delete(claim)
-        if self.kubelet is not None:
-            self.kubelet.instance_terminated(claim.status.provider_id)
-
-    def get(self, provider_id: str) -> nodeclaim.NodeClaim:
-        return self.cloud.get(provider_id)
-
-    def list(self) -> builtins.list[nodeclaim.NodeClaim]:
-        return self.cloud.list()
-
-    def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
-        return self.cloud.get_instance_types(pool)
-
-    def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
-        return self.cloud.is_drifted(claim)
-
-    def repair_policies(self) -> builtins.list[cp_interface.RepairPolicy]:
-        return self.cloud.repair_policies()
-
-    def pending_interruptions(self) -> builtins.list[cp_interface.InterruptionMessage]:
-        return self.cloud.pending_interruptions()
-
-    def ack(self, msg: cp_interface.InterruptionMessage) -> None:
-        self.cloud.ack(msg)
-
-    def cost_per_hour(self) -> float:
-        return self.cloud.cost_per_hour()
+        super().delete(claim)
 
 
 @dataclass
