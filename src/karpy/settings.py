@@ -28,6 +28,11 @@ from karpy.api import duration, errors
 
 OBJECT = "Settings"
 
+DEFAULT_FEATURE_GATES: tuple[tuple[str, bool], ...] = (
+    ("NodeRepair", False), ("ReservedCapacity", False), ("SpotToSpotConsolidation", False),
+    ("NodeOverlay", False), ("StaticCapacity", False))
+"""Karpenter's feature gates and their defaults (``FEATURE_GATES``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -43,6 +48,22 @@ class Settings:
     spot_to_spot_min_flexibility: int = 15
     consolidation_min_saving: float = 0.01
     consolidation_validation_delay: float = 15.0
+    # Karpenter's operator settings (Helm ``settings.*``, environment ``CLUSTER_NAME`` ...), same defaults.
+    cluster_endpoint: str = ""
+    interruption_queue: str = ""
+    feature_gates: tuple[tuple[str, bool], ...] = DEFAULT_FEATURE_GATES
+    vm_memory_overhead_percent: float = 0.075
+    reserved_enis: int = 0
+    isolated_vpc: bool = False
+    log_level: str = "info"
+    metrics_port: int = 8080
+    health_probe_port: int = 8081
+    kube_client_qps: int = 200
+    kube_client_burst: int = 300
+
+    def feature_gate(self, name: str) -> bool:
+        """Whether feature gate ``name`` is on (unknown gates are off)."""
+        return dict(self.feature_gates).get(name, False)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Settings:
@@ -78,7 +99,11 @@ class Settings:
         out: dict[str, Any] = {}
         for key, (attr, kind) in _FIELDS.items():
             value = getattr(self, attr)
-            out[key] = duration.format_duration(value) if kind == _DURATION else value
+            if kind == _DURATION:
+                value = duration.format_duration(value)
+            elif kind == _GATES:
+                value = ",".join(f"{k}={str(v).lower()}" for k, v in value)
+            out[key] = value
         return out
 
 
@@ -87,6 +112,9 @@ _STRING = "string"
 _BOOL = "bool"
 _FLOAT = "float"
 _INT = "int"
+_OPTIONAL_STRING = "optional-string"
+_GATES = "feature-gates"
+_LOG_LEVEL = "log-level"
 
 _FIELDS: dict[str, tuple[str, str]] = {
     "clusterName": ("cluster_name", _STRING),
@@ -99,7 +127,20 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "spotToSpotMinFlexibility": ("spot_to_spot_min_flexibility", _INT),
     "consolidationMinSaving": ("consolidation_min_saving", _FLOAT),
     "consolidationValidationDelay": ("consolidation_validation_delay", _DURATION),
+    "clusterEndpoint": ("cluster_endpoint", _OPTIONAL_STRING),
+    "interruptionQueue": ("interruption_queue", _OPTIONAL_STRING),
+    "featureGates": ("feature_gates", _GATES),
+    "vmMemoryOverheadPercent": ("vm_memory_overhead_percent", _FLOAT),
+    "reservedENIs": ("reserved_enis", _INT),
+    "isolatedVPC": ("isolated_vpc", _BOOL),
+    "logLevel": ("log_level", _LOG_LEVEL),
+    "metricsPort": ("metrics_port", _INT),
+    "healthProbePort": ("health_probe_port", _INT),
+    "kubeClientQPS": ("kube_client_qps", _INT),
+    "kubeClientBurst": ("kube_client_burst", _INT),
 }
+
+LOG_LEVELS = ("debug", "info", "warn", "error")
 
 
 def _convert(kind: str, raw: Any) -> Any:
@@ -118,6 +159,16 @@ def _convert(kind: str, raw: Any) -> Any:
         if not isinstance(raw, str) or not raw.strip():
             raise ValueError("a non-empty string")
         return raw.strip()
+    if kind == _OPTIONAL_STRING:
+        if not isinstance(raw, str):
+            raise ValueError("a string")
+        return raw.strip()
+    if kind == _LOG_LEVEL:
+        if not isinstance(raw, str) or raw.strip().lower() not in LOG_LEVELS:
+            raise ValueError("one of " + ", ".join(LOG_LEVELS))
+        return raw.strip().lower()
+    if kind == _GATES:
+        return _parse_gates(raw)
     if kind == _BOOL:
         if isinstance(raw, bool):
             return raw
@@ -139,6 +190,36 @@ def _convert(kind: str, raw: Any) -> Any:
     return number
 
 
+def _parse_gates(raw: Any) -> tuple[tuple[str, bool], ...]:
+    """Feature gates as Karpenter takes them: ``"NodeRepair=true,SpotToSpotConsolidation=false"`` or a
+    mapping of gate to boolean; gates not named keep their defaults. Unknown gates are an error."""
+    defaults = dict(DEFAULT_FEATURE_GATES)
+    items: list[tuple[str, Any]]
+    if isinstance(raw, Mapping):
+        items = [(str(k), v) for k, v in raw.items()]
+    elif isinstance(raw, str):
+        items = []
+        for part in raw.split(","):
+            if not part.strip():
+                continue
+            name, sep, value = part.partition("=")
+            if not sep:
+                raise ValueError("gates as Name=true|false separated by commas")
+            items.append((name.strip(), value.strip()))
+    else:
+        raise ValueError("gates as Name=true|false separated by commas, or a mapping")
+    for name, value in items:
+        if name not in defaults:
+            raise ValueError("known feature gates: " + ", ".join(sorted(defaults)) + f" (not {name})")
+        if isinstance(value, bool):
+            defaults[name] = value
+        elif isinstance(value, str) and value.lower() in ("true", "false"):
+            defaults[name] = value.lower() == "true"
+        else:
+            raise ValueError(f"true or false for feature gate {name}")
+    return tuple(defaults.items())
+
+
 def _check(s: Settings) -> list[errors.FieldError]:
     """Rules across fields (after every value parsed)."""
     out: list[errors.FieldError] = []
@@ -150,6 +231,16 @@ def _check(s: Settings) -> list[errors.FieldError]:
             OBJECT, "batchMaxDuration",
             f"a duration of at least batchIdleDuration ({duration.format_duration(s.batch_idle_duration)})",
             duration.format_duration(s.batch_max_duration)))
+    for key in ("metricsPort", "healthProbePort"):
+        port = getattr(s, _FIELDS[key][0])
+        if not 0 < port < 65536:
+            out.append(errors.FieldError(OBJECT, key, "a port number from 1 to 65535", port))
+    if s.kube_client_qps <= 0 or s.kube_client_burst <= 0:
+        out.append(errors.FieldError(OBJECT, "kubeClientQPS", "kubeClientQPS and kubeClientBurst above 0",
+                                     f"{s.kube_client_qps}/{s.kube_client_burst}"))
+    if not 0 <= s.vm_memory_overhead_percent < 1:
+        out.append(errors.FieldError(OBJECT, "vmMemoryOverheadPercent", "a fraction from 0 to below 1",
+                                     s.vm_memory_overhead_percent))
     for key in ("registrationTTL", "launchTTL"):
         attr = _FIELDS[key][0]
         if getattr(s, attr) <= 0:

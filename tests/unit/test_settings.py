@@ -100,3 +100,29 @@ def test_a_fractional_spot_to_spot_flexibility_is_rejected_naming_the_field() ->
 
     with pytest.raises(errors.ValidationError, match="spotToSpotMinFlexibility"):
         settings_mod.Settings.from_mapping({"spotToSpotMinFlexibility": 1.5})
+
+
+def test_feature_gates_are_read_from_karpenters_comma_separated_form() -> None:
+    s = settings.Settings.from_mapping({"featureGates": "NodeRepair=true,SpotToSpotConsolidation=false"})
+    assert s.feature_gate("NodeRepair") is True
+    assert s.feature_gate("SpotToSpotConsolidation") is False
+    assert s.feature_gate("ReservedCapacity") is False
+
+
+def test_an_unknown_feature_gate_is_an_error_naming_it() -> None:
+    with pytest.raises(errors.ValidationError) as err:
+        settings.Settings.from_mapping({"featureGates": "NodeRepiar=true"})
+    assert "NodeRepiar" in str(err.value)
+
+
+def test_karpenters_operator_settings_have_its_defaults() -> None:
+    s = settings.Settings()
+    assert (s.metrics_port, s.health_probe_port, s.kube_client_qps, s.kube_client_burst) == (8080, 8081, 200, 300)
+    assert s.vm_memory_overhead_percent == 0.075
+    assert s.interruption_queue == "" and s.log_level == "info"
+
+
+def test_a_bad_port_is_an_error_naming_the_setting() -> None:
+    with pytest.raises(errors.ValidationError) as err:
+        settings.Settings.from_mapping({"metricsPort": 70000})
+    assert "metricsPort" in str(err.value)

@@ -19,8 +19,9 @@ Provider IDs have the real formats so that nodes registered by the kubelet match
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from karpy.api import nodeclaim, nodepool
 from karpy.cloudprovider import instancetype
@@ -150,6 +151,19 @@ class CloudProvider(Protocol):
         """Node conditions after which an unhealthy node is replaced (may be empty)."""
         ...
 
+    def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``status`` the NodeClass object ``node_class`` (a dict as the API returns it) should have now.
+
+        A provider resolves what the NodeClass selects (AWS: subnets, security groups, AMIs, instance
+        profile; Azure: images, subnet) and returns the whole status to write, always with a
+        ``conditions`` list holding a ``Ready`` condition (``status`` ``"True"`` / ``"False"``, a
+        CamelCase ``reason`` and a ``message`` saying what matched nothing). A NodePool whose NodeClass
+        is not Ready is not provisioned from. A NodeClass kind the provider does not serve gets
+        ``Ready=False`` with reason ``UnsupportedNodeClass``. Raises only :class:`errors.CloudProviderError`
+        (retryable when the cloud could not be asked); the caller keeps the previous status then.
+        """
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class RepairPolicy:
@@ -159,3 +173,9 @@ class RepairPolicy:
     condition_type: str
     condition_status: str
     toleration_seconds: float
+
+
+def ready_condition(ready: bool, reason: str, message: str = "") -> dict[str, Any]:
+    """A NodeClass ``Ready`` condition as :meth:`CloudProvider.resolve_node_class` returns it
+    (without ``lastTransitionTime``, which the status writer sets when the status changes)."""
+    return {"type": "Ready", "status": "True" if ready else "False", "reason": reason, "message": message}

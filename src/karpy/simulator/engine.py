@@ -125,6 +125,9 @@ class CloudBridge:
     def repair_policies(self) -> builtins.list[cp_interface.RepairPolicy]:
         return self.cloud.repair_policies()
 
+    def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
+        return self.cloud.resolve_node_class(node_class)
+
     # InterruptionQueue
     def pending_interruptions(self) -> builtins.list[cp_interface.InterruptionMessage]:
         self.settle()

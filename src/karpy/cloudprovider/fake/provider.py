@@ -240,6 +240,18 @@ class SimulatedCloud:
         return [interface.RepairPolicy("Ready", "False", 30 * 60.0),
                 interface.RepairPolicy("Ready", "Unknown", 30 * 60.0)]
 
+    def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
+        """The simulated cloud resolves every EC2NodeClass and AKSNodeClass: keeps their status, Ready."""
+        kind = str(node_class.get("kind") or "")
+        status = dict(node_class.get("status") or {})
+        if kind not in ("EC2NodeClass", "AKSNodeClass"):
+            status["conditions"] = [interface.ready_condition(
+                False, "UnsupportedNodeClass", f"the simulated cloud does not serve {kind or 'this kind'}")]
+            return status
+        others = [c for c in status.get("conditions") or () if c.get("type") != "Ready"]
+        status["conditions"] = [*others, interface.ready_condition(True, "Ready")]
+        return status
+
     # ------------------------------------------------------------------------------------------
     # Capacity and images (scenario steps)
 
