@@ -53,8 +53,10 @@ def catalog_command(name: str, output: str, zones: tuple[str, ...], region: str 
 @click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Also write an HTML report with plots into DIR.")
 @click.option("--verbose", "-v", is_flag=True, help="Log controller warnings to stderr.")
+@click.option("--autoscaler", type=click.Choice(("karpy", "cluster-autoscaler")), default="karpy", show_default=True,
+              help="Run karpy, or a model of Cluster Autoscaler over node groups (spec.clusterAutoscaler).")
 def simulate_command(file: str, until: str | None, seed: int | None, output: str,
-                     report_dir: str | None, verbose: bool) -> None:
+                     report_dir: str | None, verbose: bool, autoscaler: str) -> None:
     """Run karpy's controllers against the simulated cluster and cloud of scenario FILE."""
     import logging
 
@@ -64,12 +66,47 @@ def simulate_command(file: str, until: str | None, seed: int | None, output: str
     logging.getLogger("karpy").setLevel(logging.WARNING if verbose else logging.CRITICAL)
     try:
         sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
-                               stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty())
+                               stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty(),
+                               autoscaler=autoscaler)
     except errors.ValidationError as exc:
         click.echo(f"Error: {file} cannot be simulated:", err=True)
         for e in exc.errors:
             click.echo(f"  {e}", err=True)
         sys.exit(2)
+
+
+@main.command("compare")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--until", default=None, metavar="DURATION", help="Simulate this long (overrides spec.until).")
+@click.option("--seed", type=int, default=None)
+@click.option("--output", "-o", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--report", "report_dir", default=None, metavar="DIR", help="Also write an HTML report into DIR.")
+def compare_command(file: str, until: str | None, seed: int | None, output: str, report_dir: str | None) -> None:
+    """Run scenario FILE under karpy and under Cluster Autoscaler and compare them."""
+    import logging
+
+    from karpy.api import duration
+    from karpy.simulator import compare, scenario
+
+    logging.getLogger("karpy").setLevel(logging.CRITICAL)
+    try:
+        until_s = None
+        if until is not None:
+            try:
+                until_s = duration.parse_duration(until)
+            except duration.DurationError:
+                until_s = None
+            if until_s is None or until_s <= 0:
+                raise errors.ValidationError.single("--until", "(option)", "a positive duration such as 15m", until)
+        runs = compare.run(scenario.load(file, until=until_s), seed=seed)
+    except errors.ValidationError as exc:
+        _fail("cannot be compared", [file], exc)
+    if output == "json":
+        sys.stdout.write(compare.render_json(runs))
+    else:
+        compare.render_table(runs, sys.stdout)
+    if report_dir:
+        click.echo(f"report written to {compare.write_report(runs, report_dir)}", err=True)
 
 
 @main.command("convert")
