@@ -90,7 +90,7 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
 
     ``generateName: <nodepool>-``; labels are the template labels plus ``karpenter.sh/nodepool``;
     annotations the template annotations plus ``karpenter.sh/nodepool-hash`` (and its version) and,
-    when given, the NodeClass hash ``(annotation, value)``; an ownerReference to the NodePool; the
+    when given, the NodeClass hash ``(annotation, value)`` and its version; an ownerReference to the NodePool; the
     ``karpenter.sh/termination`` finalizer; spec from the claim and the NodePool template.
     """
     spec_t = pool.template.spec
@@ -102,6 +102,7 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
     annotations[wk.NODEPOOL_HASH_VERSION] = nodepool_mod.HASH_VERSION
     if nodeclass_hash is not None:
         annotations[nodeclass_hash[0]] = nodeclass_hash[1]
+        annotations[nodeclass_hash[0] + wk.HASH_VERSION_SUFFIX] = nodeclass_mod.HASH_VERSION
     owner = interface.owner_reference(pool_obj, controller=False)
     owner["blockOwnerDeletion"] = True
     spec: dict[str, Any] = {"requirements": _requirement_terms(claim)}
