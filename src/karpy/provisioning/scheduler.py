@@ -72,6 +72,8 @@ class Scheduler:
         if not groups:
             return out
         dims = _dims(groups, self.daemon_pods, self.existing)
+        if any(templates.NODES in (p.limits or {}) for p in self.nodepools) and templates.NODES not in dims:
+            dims.append(templates.NODES)
         tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims)
         run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods)
         free = [g for g in groups if _is_free(run, g)]
