@@ -47,8 +47,8 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
+from karpy.controllers import cloudcalls, runtime, state
 from karpy.controllers import offerings as offerings_mod
-from karpy.controllers import runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
@@ -129,8 +129,9 @@ class Lifecycle:
                  cloud: cp_interface.CloudProvider, clock: clock_mod.Clock,
                  settings: settings_mod.Settings, recorder: events.EventRecorder,
                  metrics: metrics_mod.Metrics, offerings: offerings_mod.UnavailableOfferings,
-                 on_launched: LaunchHook | None = None) -> None:
+                 on_launched: LaunchHook | None = None, calls: cloudcalls.CloudCalls | None = None) -> None:
         self.cluster = cluster
+        self.calls: cloudcalls.CloudCalls = calls if calls is not None else cloudcalls.Inline()
         self.state = cluster_state
         self.cloud = cloud
         self.clock = clock
@@ -217,14 +218,18 @@ class Lifecycle:
         uid = claim.metadata.uid
         launched = self._launched.get(uid)
         deadline = self._created(claim) + self.settings.launch_ttl
+        op = "create/" + uid
         if launched is None:
-            if now >= deadline:
+            if now >= deadline and not self.calls.pending(op):
                 self._delete_for_timeout(claim, REASON_LAUNCH_TIMEOUT, "launch_timeout",
                                          f"NodeClaim {claim.name} did not launch within "
                                          f"{self.settings.launch_ttl:g}s of its creation")
                 return None
+            outcome = self.calls.call(op, lambda: self.cloud.create(claim), (NAME, claim.name))
+            if outcome is None:
+                return None  # in flight: its completion requeues this NodeClaim
             try:
-                launched = self.cloud.create(claim)
+                launched = outcome.result()
             except cp_errors.InsufficientCapacityError as exc:
                 self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
                 self.offerings.mark_unavailable(exc.offerings)

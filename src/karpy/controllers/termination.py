@@ -43,7 +43,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import runtime, state
+from karpy.controllers import cloudcalls, runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
@@ -107,8 +107,9 @@ class Termination:
 
     def __init__(self, cluster: interface.Cluster, cluster_state: state.ClusterState,
                  cloud: cp_interface.CloudProvider, clock: clock_mod.Clock, recorder: events.EventRecorder,
-                 metrics: metrics_mod.Metrics) -> None:
+                 metrics: metrics_mod.Metrics, calls: cloudcalls.CloudCalls | None = None) -> None:
         self.cluster = cluster
+        self.calls: cloudcalls.CloudCalls = calls if calls is not None else cloudcalls.Inline()
         self.state = cluster_state
         self.cloud = cloud
         self.clock = clock
@@ -182,7 +183,7 @@ class Termination:
                     self.cluster.delete("Node", node_name)
         if waiting:
             return WAIT
-        if claim.status.provider_id and not self._delete_instance(claim):
+        if claim.status.provider_id and not self._delete_instance(claim, NODECLAIM + name):
             return WAIT
         if not self._remove_finalizer("NodeClaim", name):
             return None
@@ -218,10 +219,15 @@ class Termination:
         self._event(self.state.raw("NodeClaim", claim.name) or obj, events.WARNING, REASON_TGP_EXPIRING,
                     f"All pods will be deleted by {stamp}")
 
-    def _delete_instance(self, claim: nodeclaim_mod.NodeClaim) -> bool:
-        """Terminate the claim's instance; True when it is gone (or not ours to terminate)."""
+    def _delete_instance(self, claim: nodeclaim_mod.NodeClaim, key: str) -> bool:
+        """Terminate the claim's instance; True when it is gone (or not ours to terminate).
+
+        False while the call is in flight (its completion requeues ``key``) or failed."""
+        outcome = self.calls.call(f"delete/{claim.metadata.uid}/{key}", lambda: self.cloud.delete(claim), (NAME, key))
+        if outcome is None:
+            return False
         try:
-            self.cloud.delete(claim)
+            outcome.result()
         except cp_errors.NodeClaimNotFoundError:
             return True
         except cp_errors.NotOwnedError as exc:
@@ -265,7 +271,7 @@ class Termination:
         remaining, next_check = self._drain(name, obj, termination_time(claim))
         if remaining:
             return next_check
-        if claim is not None and claim.status.provider_id and not self._delete_instance(claim):
+        if claim is not None and claim.status.provider_id and not self._delete_instance(claim, NODE + name):
             return WAIT
         if not self._remove_finalizer("Node", name):
             return None
