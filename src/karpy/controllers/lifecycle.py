@@ -51,6 +51,7 @@ from karpy.controllers import cloudcalls, runtime, state
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
+from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import scheduler
 
@@ -291,8 +292,10 @@ class Lifecycle:
         stored = self._write_status(claim.name, mutate)
         pool = claim.nodepool_name or ""
         self.metrics.nodeclaims_launched.labels(pool).inc()
-        log.info("lifecycle: launched NodeClaim %s: %s %s %s", claim.name, launched.status.provider_id,
-                 launched.labels.get(wk.INSTANCE_TYPE, "?"), launched.labels.get(wk.CAPACITY_TYPE, "?"))
+        log.info("launched nodeclaim", extra=logs.fields(NAME, NodeClaim=claim.name, NodePool=pool or None, **{
+            "provider-id": launched.status.provider_id, "instance-type": launched.labels.get(wk.INSTANCE_TYPE),
+            "zone": launched.labels.get(wk.ZONE), "capacity-type": launched.labels.get(wk.CAPACITY_TYPE),
+            "allocatable": quantity.format_list(launched.status.allocatable)}))
         if self.on_launched is not None:
             try:
                 self.on_launched(stored)
@@ -326,7 +329,7 @@ class Lifecycle:
         pool = claim.nodepool_name or ""
         self.metrics.nodeclaims_registered.labels(pool).inc()
         self.metrics.nodes_created.labels(pool).inc()
-        log.info("lifecycle: registered NodeClaim %s as node %s", name, node_name)
+        log.info("registered nodeclaim", extra=logs.fields(NAME, NodeClaim=name, NodePool=pool or None, Node=node_name))
         return self._initialize(name)
 
     def _adopt(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> None:
@@ -374,7 +377,9 @@ class Lifecycle:
             self.cluster.patch("Node", node.name, {"metadata": {"labels": {wk.INITIALIZED: "true"}}})
         self._write_status(name, lambda s, now: set_condition(s, nodeclaim_mod.INITIALIZED, "True", now))
         self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
-        log.info("lifecycle: initialized NodeClaim %s (node %s)", name, node.name)
+        log.info("initialized nodeclaim", extra=logs.fields(
+            NAME, NodeClaim=name, NodePool=claim.nodepool_name, Node=node.name,
+            allocatable=quantity.format_list(node.allocatable)))
         return None
 
     @staticmethod

@@ -46,6 +46,7 @@ from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import cloudcalls, runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
+from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 
 log = logging.getLogger("karpy.controllers.termination")
@@ -192,7 +193,9 @@ class Termination:
         deleted = claim.metadata.deletion_timestamp
         if deleted is not None:
             self.metrics.nodeclaims_termination_duration.labels(pool).observe(max(0.0, self.clock.now() - deleted))
-        log.info("termination: deleted NodeClaim %s", name)
+        log.info("deleted nodeclaim", extra=logs.fields(
+            NAME, NodeClaim=name, NodePool=pool or None, Node=claim.status.node_name or None,
+            **{"provider-id": claim.status.provider_id}))
         return None
 
     def _nodes_of(self, claim: nodeclaim_mod.NodeClaim) -> list[str]:
@@ -281,7 +284,7 @@ class Termination:
         if deleted:
             self.metrics.nodes_termination_duration.labels(pool).observe(
                 max(0.0, self.clock.now() - clock_mod.parse_rfc3339(str(deleted))))
-        log.info("termination: deleted node %s", name)
+        log.info("deleted node", extra=logs.fields(NAME, Node=name, NodePool=pool or None))
         return None
 
     def _taint(self, name: str) -> None:
@@ -298,7 +301,9 @@ class Termination:
             spec["taints"] = [t for t in taints if t.get("key") != wk.TAINT_DISRUPTED] + [want]
         node["metadata"]["labels"] = {**node_labels, EXCLUDE_LB_LABEL: "karpenter"}
         self.cluster.update(node)
-        log.info("termination: tainted node %s with %s", name, DISRUPTED_TAINT)
+        log.info("tainted node", extra=logs.fields(NAME, Node=name, **{
+            "taint.Key": DISRUPTED_TAINT.key, "taint.Value": DISRUPTED_TAINT.value or "",
+            "taint.Effect": DISRUPTED_TAINT.effect}))
 
     def _drain(self, name: str, node_obj: dict[str, Any], expiry: float | None) -> tuple[int, float]:
         """Evict what may go now; returns (pods still waiting, seconds until the next look)."""

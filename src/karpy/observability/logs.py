@@ -157,3 +157,20 @@ def configure(level: str = "info", *, fmt: str = "json", components: Mapping[str
         name = component if component.startswith("karpy") else f"karpy.{component}"
         logging.getLogger(name).setLevel(parse_level(component_level, f"log level of {component}"))
     return handler
+
+
+def pretty_slice(items: list[str], limit: int = 5) -> str:
+    """Karpenter's ``pretty.Slice``: ``"a, b, c and 7 other(s)"``."""
+    shown = ", ".join(items[:limit])
+    return shown if len(items) <= limit else f"{shown} and {len(items) - limit} other(s)"
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go prints one: ``1.5s``, ``12.345ms``, ``2m3s``."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3f}".rstrip("0").rstrip(".") + "µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3f}".rstrip("0").rstrip(".") + "ms"
+    minutes, rest = divmod(seconds, 60)
+    text = f"{rest:.3f}".rstrip("0").rstrip(".") + "s"
+    return f"{int(minutes)}m{text}" if minutes else text
