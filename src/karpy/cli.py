@@ -11,6 +11,7 @@ and a message naming what was expected.
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
@@ -80,6 +81,90 @@ def simulate_command(file: str, until: str | None, seed: int | None, output: str
         for e in exc.errors:
             click.echo(f"  {e}", err=True)
         sys.exit(2)
+
+
+@main.command("convert")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--output", "-o", "out", default="-", metavar="FILE", help="Where to write the v1 manifests.")
+@click.option("--default-instance-profile", default=None, metavar="NAME",
+              help="Karpenter v0.x's aws.defaultInstanceProfile: the instance profile of converted EC2NodeClasses "
+                   "that name none (v1 requires one).")
+def convert_command(files: tuple[str, ...], out: str, default_instance_profile: str | None) -> None:
+    """Write v1 manifests for v1alpha5 / v1beta1 Karpenter objects in FILES (other objects unchanged)."""
+    from karpy.migration import convert
+
+    try:
+        result = convert.convert_texts([(f, _read(f)) for f in files],
+                                       default_instance_profile=default_instance_profile)
+    except errors.ValidationError as exc:
+        _fail("cannot be converted", files, exc)
+    for warning in result.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    text = result.to_yaml()
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    click.echo(f"{result.converted} object(s) converted, {len(result.manifests)} manifest(s) written", err=True)
+
+
+@main.command("whatif")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--nodepools", "nodepool_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="NodePools / NodeClasses to try instead of the cluster's (repeatable).")
+@click.option("--for", "for_", default="15m", show_default=True, metavar="DURATION",
+              help="How long to let karpy run on the cluster's state (virtual time).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--cluster-name", default="whatif", show_default=True)
+@click.option("--region", default=None, help="Region of the catalog (default: the nodes' region label).")
+@click.option("--output", "-o", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--report", "report_dir", default=None, metavar="DIR", help="Also write the HTML report into DIR.")
+def whatif_command(files: tuple[str, ...], nodepool_files: tuple[str, ...], for_: str, seed: int,
+                   cluster_name: str, region: str | None, output: str, report_dir: str | None) -> None:
+    """What karpy would do to the cluster state dumped in FILES (kubectl get ... -A -o yaml)."""
+    import logging
+
+    from karpy.api import duration
+    from karpy.simulator import whatif
+
+    logging.getLogger("karpy").setLevel(logging.CRITICAL)
+    try:
+        seconds = duration.parse_duration(for_)
+    except duration.DurationError:
+        seconds = None
+    if seconds is None or seconds <= 0:
+        _fail("cannot be replayed", files, errors.ValidationError.single(
+            "--for", "(flag)", "a positive duration such as 15m or 2h", for_))
+    try:
+        answer = whatif.run([(f, _read(f)) for f in files], nodepools=[(f, _read(f)) for f in nodepool_files],
+                            for_seconds=seconds, seed=seed, cluster_name=cluster_name, region=region)
+    except errors.ValidationError as exc:
+        _fail("cannot be replayed", files, exc)
+    if output == "json":
+        sys.stdout.write(whatif.render_json(answer))
+    else:
+        whatif.render_table(answer, sys.stdout)
+    if report_dir and answer.result is not None:
+        from karpy.simulator import report
+
+        report.write(answer.result, report_dir)
+        click.echo(f"report written to {report_dir}/index.html", err=True)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.FileError(path, hint=str(exc)) from None
+
+
+def _fail(what: str, files: tuple[str, ...] | list[str], exc: errors.ValidationError) -> NoReturn:
+    click.echo(f"Error: {', '.join(files)} {what}:", err=True)
+    for e in exc.errors:
+        click.echo(f"  {e}", err=True)
+    sys.exit(2)
 
 
 main.add_command(controller_cli.controller_command)  # `karpy controller` (karpy.controller_run)

@@ -163,6 +163,10 @@ class CloudBridge:
             if self.cloud.instance(pid) is None:
                 self._gone(pid)
 
+    def adopted(self, provider_id: str) -> None:
+        """An instance the cloud adopted (``karpy whatif``): its termination removes its Node too."""
+        self._live.add(provider_id)
+
     def next_reclaim(self) -> float | None:
         """When the next spot reclaim the scenario caused happens (``None`` when none is due)."""
         return self._reclaims[0] if self._reclaims else None
