@@ -3,7 +3,8 @@
 ``karpy catalog aws|azure|benchmark|kwok [--output table|json] [--zone Z ...] [--region R]`` lists a
 built-in instance-type catalog (:mod:`karpy.cloudprovider.catalog`). ``karpy simulate FILE [--until D]
 [--seed N] [--output table|json|yaml] [--report DIR]`` runs a scenario
-(:mod:`karpy.simulator.output`). Bad input exits with status 2
+(:mod:`karpy.simulator.output`). ``karpy controller --cloud-provider aws|azure|kwok`` runs the controllers in
+a real cluster (:mod:`karpy.controller_cli`). Bad input exits with status 2
 and a message naming what was expected.
 """
 
@@ -15,6 +16,7 @@ from typing import NoReturn
 import click
 
 import karpy
+from karpy import controller_cli
 from karpy.api import errors
 from karpy.cloudprovider import catalog
 
@@ -53,17 +55,26 @@ def catalog_command(name: str, output: str, zones: tuple[str, ...], region: str 
 @click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Also write an HTML report with plots into DIR.")
 @click.option("--verbose", "-v", is_flag=True, help="Log controller warnings to stderr.")
+@click.option("--logs", "log_format", flag_value="json", default=None,
+              help="Print the controllers' log stream (Karpenter's JSON lines) to stderr, in simulated time.")
+@click.option("--log-format", "log_format", type=click.Choice(("json", "console")),
+              help="Like --logs, in this format.")
 @click.option("--autoscaler", type=click.Choice(("karpy", "cluster-autoscaler")), default="karpy", show_default=True,
               help="Run karpy, or a model of Cluster Autoscaler over node groups (spec.clusterAutoscaler).")
 def simulate_command(file: str, until: str | None, seed: int | None, output: str,
-                     report_dir: str | None, verbose: bool, autoscaler: str) -> None:
+                     report_dir: str | None, verbose: bool, log_format: str | None, autoscaler: str) -> None:
     """Run karpy's controllers against the simulated cluster and cloud of scenario FILE."""
     import logging
 
+    from karpy.observability import logs
     from karpy.simulator import output as sim_output
 
-    logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("karpy").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+    if log_format is not None:
+        logs.configure("debug" if verbose else "info", fmt=log_format, stream=sys.stderr,
+                       now=logs.VIRTUAL_TIME.now)
+    else:
+        logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("karpy").setLevel(logging.WARNING if verbose else logging.CRITICAL)
     try:
         sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
                                stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty(),
@@ -191,6 +202,9 @@ def _fail(what: str, files: tuple[str, ...] | list[str], exc: errors.ValidationE
     for e in exc.errors:
         click.echo(f"  {e}", err=True)
     sys.exit(2)
+
+
+main.add_command(controller_cli.controller_command)  # `karpy controller` (karpy.controller_run)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from karpy.cloudprovider import interface as cp_interface
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
+from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, workloads
 
@@ -289,6 +290,7 @@ class Simulation:
         rngs = random.Random(self.seed)
         seeds = [rngs.getrandbits(64) for _ in range(6)]
         self.clock = clock_mod.VirtualClock()
+        logs.VIRTUAL_TIME.use(self.clock)  # `karpy simulate --logs` stamps lines with simulated time
         self.start = self.clock.now()
         self.cluster = memory.InMemoryCluster(self.clock, rng=random.Random(seeds[0]))
         self.manager = runtime.Manager(self.cluster, self.clock)
