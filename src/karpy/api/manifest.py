@@ -134,12 +134,13 @@ class _Doc:
     duplicates: list[tuple[str, int, int]]
 
 
-def parse_yaml(text: str, source: str = "<input>") -> list[Any]:
+def parse_yaml(text: str, source: str = "<input>", *, string_keys: bool = True) -> list[Any]:
     """The documents of a YAML text as plain data, dates kept as strings (as the API server stores
     them). Anything JSON cannot carry (see :func:`karpy.api.strict.check_structure`) or YAML that does
     not parse raises :class:`errors.ValidationError`; nothing else is raised."""
     docs = _parse_yaml(text, source)
-    problems = [e for d in docs for e in strict.check_structure(d.data, f"{source} {d.label}")]
+    problems = [e for d in docs
+                for e in strict.check_structure(d.data, f"{source} {d.label}", string_keys=string_keys)]
     if problems:
         raise errors.ValidationError(problems)
     return [d.data for d in docs]

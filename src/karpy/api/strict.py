@@ -68,8 +68,9 @@ def known_kind(api_version: str, kind: str) -> bool:
 # --- structure ------------------------------------------------------------------------------------
 
 
-def check_structure(data: Any, obj: str) -> list[errors.FieldError]:
-    """What JSON cannot carry in ``data`` (see the module docstring); at most 20 errors."""
+def check_structure(data: Any, obj: str, *, string_keys: bool = True) -> list[errors.FieldError]:
+    """What JSON cannot carry in ``data`` (see the module docstring); at most 20 errors.
+    ``string_keys=False`` accepts integer keys (karpy's own Scenario document has some)."""
     out: list[errors.FieldError] = []
     budget = [MAX_NODES]
     on_path: set[int] = set()
@@ -100,11 +101,11 @@ def check_structure(data: Any, obj: str) -> list[errors.FieldError]:
         try:
             if isinstance(value, Mapping):
                 for k, v in value.items():
-                    if not isinstance(k, str):
+                    if not isinstance(k, str) and (string_keys or isinstance(k, bool) or not isinstance(k, int)):
                         out.append(errors.FieldError(obj, f"{path}.{k!r}" if path else repr(k),
                                                      "a string key (quote it in YAML)", k))
                         continue
-                    if not walk(v, f"{path}.{k}" if path else k, depth + 1):
+                    if not walk(v, f"{path}.{k}" if path else str(k), depth + 1):
                         return False
             else:
                 for i, v in enumerate(value):

@@ -207,7 +207,7 @@ def _is_scenario(d: Any) -> bool:
 
 def load_text(text: str, *, source: str = "<input>", until: float | None = None) -> Scenario:
     """Parse and validate a scenario text; see :func:`load`."""
-    raw_docs = manifest.parse_yaml(text, source)
+    raw_docs = manifest.parse_yaml(text, source, string_keys=False)  # spec.clusterAutoscaler.priorities
     problems: list[errors.FieldError] = []
     scenario_docs = [(i + 1, d) for i, d in enumerate(raw_docs) if _is_scenario(d)]
     if len(scenario_docs) != 1:

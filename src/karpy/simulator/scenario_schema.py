@@ -4,7 +4,8 @@ with a suggestion when a known field is close, as for every other kind karpy rea
 
 Notation of :mod:`karpy.api.karpenter_fields`. ``spec.settings`` is checked by
 :meth:`karpy.settings.Settings.from_mapping`, manifests under ``apply`` by the manifest loader and
-``spec.faults`` by :mod:`karpy.simulator.faultspec`.
+``spec.faults`` by :mod:`karpy.simulator.faultspec`, ``spec.clusterAutoscaler`` by
+:mod:`karpy.simulator.ca_config`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ ROOT = "Scenario"
 MODELS: dict[str, dict[str, str]] = {
     "Scenario": {"apiVersion": "str", "kind": "str", "metadata": "V1ObjectMeta", "spec": "ScenarioSpec"},
     "ScenarioSpec": {"cloud": "ScenarioCloud", "settings": "any", "until": "str", "seed": "int",
-                     "launchLatency": "str", "steps": "list:ScenarioStep", "faults": "any"},
+                     "launchLatency": "str", "steps": "list:ScenarioStep", "faults": "any",
+                     "clusterAutoscaler": "any"},
     "ScenarioCloud": {"provider": "str", "region": "str", "zones": "list:str", "endpointURL": "str",
                       "kubernetesVersion": "str"},
     "ScenarioStep": {"at": "str", "scale": "ScenarioScale", "apply": "list:any", "delete": "ScenarioRef",
