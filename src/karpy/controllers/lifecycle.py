@@ -48,7 +48,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, runtime, state
+from karpy.controllers import cloudcalls, ownership, runtime, state
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -320,6 +320,17 @@ class Lifecycle:
                 return None
             return deadline - now
         node = self.cluster.get("Node", node_name)
+        if not ownership.may_adopt(node, claim.nodepool_name):  # never take a Node karpy did not launch
+            self._event(claim, events.WARNING, ownership.REASON_FOREIGN_NODE,
+                        f"Node {node_name} has provider ID {claim.status.provider_id} but was not launched by "
+                        "karpy; not registering it")
+            deadline = self._created(claim) + self.settings.registration_ttl
+            if self.clock.now() >= deadline:
+                self._delete_for_timeout(claim, REASON_REGISTRATION_TIMEOUT, "registration_timeout",
+                                         f"NodeClaim {claim.name} did not register a node within "
+                                         f"{self.settings.registration_ttl:g}s of its creation")
+                return None
+            return deadline - self.clock.now()
         self._adopt(node, claim)
 
         def mutate(status: dict[str, Any], now: float) -> None:

@@ -43,7 +43,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, runtime, state
+from karpy.controllers import cloudcalls, ownership, runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
@@ -176,7 +176,7 @@ class Termination:
         waiting = False
         for node_name in self._nodes_of(claim):
             node = self.state.raw("Node", node_name)
-            if node is None:
+            if node is None or not ownership.launched_by_karpenter(node):  # never a Node karpy did not launch
                 continue
             waiting = True
             if not interface.is_terminating(node):
