@@ -48,7 +48,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, ownership, runtime, state
+from karpy.controllers import cloudcalls, launch_idempotency, ownership, runtime, state
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -221,6 +221,8 @@ class Lifecycle:
         launched = self._launched.get(uid)
         deadline = self._created(claim) + self.settings.launch_ttl
         op = "create/" + uid
+        if launched is None and not self.calls.pending(op):
+            launched = launch_idempotency.existing(self.cloud, claim, now, retry=claim.name in self._attempts)
         if launched is None:
             if now >= deadline and not self.calls.pending(op):
                 self._delete_for_timeout(claim, REASON_LAUNCH_TIMEOUT, "launch_timeout",
