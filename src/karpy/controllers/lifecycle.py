@@ -144,6 +144,8 @@ class Lifecycle:
         self.on_launched = on_launched
         self._launched: dict[str, nodeclaim_mod.NodeClaim] = {}
         self._attempts: dict[str, int] = {}
+        self._tried: set[str] = set()
+        """NodeClaims this process called ``create`` for (launch idempotency looks before trying again)."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [("NodeClaim", self._map_claim), ("Node", self._map_node)])
@@ -200,6 +202,7 @@ class Lifecycle:
         for uid in [u for u, c in self._launched.items() if c.name == name]:
             del self._launched[uid]
         self._attempts.pop(name, None)
+        self._tried.discard(name)
 
     def _created(self, claim: nodeclaim_mod.NodeClaim) -> float:
         created = claim.metadata.creation_timestamp
@@ -222,13 +225,14 @@ class Lifecycle:
         deadline = self._created(claim) + self.settings.launch_ttl
         op = "create/" + uid
         if launched is None and not self.calls.pending(op):
-            launched = launch_idempotency.existing(self.cloud, claim, now, retry=claim.name in self._attempts)
+            launched = launch_idempotency.existing(self.cloud, claim, now, retry=claim.name in self._tried)
         if launched is None:
             if now >= deadline and not self.calls.pending(op):
                 self._delete_for_timeout(claim, REASON_LAUNCH_TIMEOUT, "launch_timeout",
                                          f"NodeClaim {claim.name} did not launch within "
                                          f"{self.settings.launch_ttl:g}s of its creation")
                 return None
+            self._tried.add(claim.name)
             outcome = self.calls.call(op, lambda: self.cloud.create(claim), (NAME, claim.name))
             if outcome is None:
                 return None  # in flight: its completion requeues this NodeClaim

@@ -155,10 +155,13 @@ class Termination:
         return ()
 
     def reconcile(self, key: str) -> float | None:
-        if key.startswith(NODE):
-            return self.finalize_node(key[len(NODE):])
-        if key.startswith(NODECLAIM):
-            return self.finalize_nodeclaim(key[len(NODECLAIM):])
+        try:
+            if key.startswith(NODE):
+                return self.finalize_node(key[len(NODE):])
+            if key.startswith(NODECLAIM):
+                return self.finalize_nodeclaim(key[len(NODECLAIM):])
+        except kube_errors.NotFound:  # gone while the watch-fed cache still had it: nothing left to do
+            return None
         return None
 
     # ----------------------------------------------------------------------------- NodeClaims

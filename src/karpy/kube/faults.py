@@ -8,7 +8,8 @@ the rates of a :class:`KubeFaults`, failing calls the way an API server under st
   ``Timeout`` (504), or be applied and then lose its response (``Timeout`` after the write: the
   caller cannot tell whether it happened, as with a real timeout);
 * a read (get, list) may fail with ``InternalError`` or ``TooManyRequests``;
-* a watch may drop events. A dropped event breaks the watch as it does for an informer: after
+* a watch may drop events (all watches of a kind lose the same event, as the handlers of one
+  informer do). A dropped event breaks the watch as it does for an informer: after
   ``relist_after`` seconds the next call re-lists the kind and hands the handler what changed
   (ADDED/MODIFIED for every current object, DELETED for those that went), as client-go's reflector
   does. ``pump()`` delivers a due re-list; every call pumps too.
@@ -73,6 +74,7 @@ class FaultyCluster:
         self.clock = clock
         self.injected: dict[str, int] = {}
         self._watches: list[_Watch] = []
+        self._last_event: dict[str, tuple[tuple[str, str, str, str], bool]] = {}
 
     # ---------------------------------------------------------------------------- faults
 
@@ -154,12 +156,10 @@ class FaultyCluster:
         def deliver(event: str, obj: dict[str, Any]) -> None:
             if w.closed:
                 return
+            if w.broken_at is None and self._dropped(kind, event, obj):
+                w.broken_at = self.clock.now()  # every watch of the kind shares one informer
             if w.broken_at is not None:
                 return  # the watch is down until it re-lists
-            if self.faults.watch_drop and self.rng.random() < self.faults.watch_drop:
-                self._count("watchDrop")
-                w.broken_at = self.clock.now()
-                return
             key = (interface.namespace_of(obj), interface.name_of(obj))
             if event == interface.DELETED:
                 w.seen.pop(key, None)
@@ -178,6 +178,19 @@ class FaultyCluster:
                 w.unsubscribe()
 
         return stop
+
+    def _dropped(self, kind: str, event: str, obj: dict[str, Any]) -> bool:
+        """Whether this event is lost; decided once per event and kind, so that every watch of a kind
+        (one informer in a real controller process) loses the same events."""
+        key = (event, interface.namespace_of(obj), interface.name_of(obj), _rv(obj))
+        last = self._last_event.get(kind)
+        if last is not None and last[0] == key:
+            return last[1]
+        dropped = bool(self.faults.watch_drop) and self.rng.random() < self.faults.watch_drop
+        if dropped:
+            self._count("watchDrop")
+        self._last_event[kind] = (key, dropped)
+        return dropped
 
     # -------------------------------------------------------------------------- re-list, close
 
