@@ -112,9 +112,9 @@ def build_cloud(name: str, settings: settings_mod.Settings, clock: clock_mod.Clo
 def connect(opts: Options, settings: settings_mod.Settings, clock: clock_mod.Clock) -> Any:
     """The cluster: the Kubernetes adapter, or the in-memory cluster when asked."""
     if opts.in_memory_cluster:
-        from karpy.kube import memory
+        from karpy.kube import deferred, memory
 
-        return memory.InMemoryCluster(clock)
+        return deferred.DeferredWatches(memory.InMemoryCluster(clock))
     try:
         adapter = importlib.import_module("karpy.kube.adapter")
     except ImportError as exc:
