@@ -173,6 +173,14 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
                              shutdown_grace=max(1.0, opts.renew_deadline))
     driver_ref.append(driver)
 
+    import prometheus_client
+
+    prometheus_client.Gauge(
+        "leader_election_master_status", "Gauge of if the reporting system is master of the relevant lease, "
+        "0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+        ["name"], registry=built.metrics.registry,
+    ).labels(lease_config.name).set_function(lambda: 1.0 if driver.is_leader() else 0.0)
+
     def probe() -> serve.Health:
         st = driver.status()
         return serve.Health(synced=st.synced, leader=st.leader, running=st.running,
