@@ -8,16 +8,12 @@ Consolidation/Delete" and its VM, NIC and OS disk are deleted in ARM.
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Mapping
-from typing import Any
-
 import pytest
 
-from karpy.api import labels, nodeclaim, nodepool
-from karpy.cloudprovider import catalog, errors, instancetype, interface
+from karpy.api import labels, nodepool
+from karpy.cloudprovider import catalog, errors
 from karpy.cloudprovider.azure import factory, nap, provider
-from karpy.simulator import engine, kubelet, scenario
+from karpy.simulator import engine, provider_bridge, scenario
 
 from . import fake_arm
 
@@ -49,68 +45,6 @@ spec:
 """
 
 
-class KubeletBridge:
-    """The Azure provider as the controllers see it, telling the simulated kubelet about launches
-    and terminations (what the aws branch's ProviderBridge does, kept local until it is on main)."""
-
-    def __init__(self, cloud: provider.AzureCloudProvider, sim_kubelet: kubelet.SimulatedKubelet) -> None:
-        self.cloud = cloud
-        self.kubelet = sim_kubelet
-        self.name = cloud.name
-        self.launched = 0
-        self.terminated = 0
-
-    def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
-        launched = self.cloud.create(claim)
-        lb = launched.metadata.labels
-        self.kubelet.instance_launched(launched.to_manifest(), kubelet.InstanceInfo(
-            provider_id=launched.status.provider_id, instance_type=lb[labels.INSTANCE_TYPE], zone=lb[labels.ZONE],
-            capacity_type=lb[labels.CAPACITY_TYPE], capacity=dict(launched.status.capacity),
-            allocatable=dict(launched.status.allocatable), labels=dict(lb)))
-        self.launched += 1
-        return launched
-
-    def delete(self, claim: nodeclaim.NodeClaim) -> None:
-        try:
-            self.cloud.delete(claim)
-        finally:
-            self.kubelet.instance_terminated(claim.status.provider_id)
-        self.terminated += 1
-
-    def get(self, provider_id: str) -> nodeclaim.NodeClaim:
-        return self.cloud.get(provider_id)
-
-    def list(self) -> builtins.list[nodeclaim.NodeClaim]:
-        return self.cloud.list()
-
-    def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
-        return self.cloud.get_instance_types(pool)
-
-    def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
-        return self.cloud.is_drifted(claim)
-
-    def repair_policies(self) -> builtins.list[interface.RepairPolicy]:
-        return self.cloud.repair_policies()
-
-    def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
-        return self.cloud.resolve_node_class(node_class)
-
-    def pending_interruptions(self) -> builtins.list[interface.InterruptionMessage]:
-        return []
-
-    def ack(self, message: interface.InterruptionMessage) -> None:
-        return None
-
-    def settle(self) -> None:
-        return None
-
-    def next_reclaim(self) -> float | None:
-        return None
-
-    def cost_per_hour(self) -> float:
-        return 0.0
-
-
 def test_the_field_reports_aks_run_goes_through_the_azure_sdk() -> None:
     d_family = sorted(t.name for t in catalog.load("azure", region=REGION)
                       if t.labels[labels.AZURE_SKU_FAMILY] == "D" and t.labels[labels.AZURE_SKU_CPU] in ("2", "4"))
@@ -122,7 +56,7 @@ def test_the_field_reports_aks_run_goes_through_the_azure_sdk() -> None:
                               subnet_id=SUBNET, endpoint_url=arm.endpoint, polling_interval=0,
                               retail_prices_endpoint="")
         assert isinstance(cloud, provider.AzureCloudProvider)
-        sim.bridge = KubeletBridge(cloud, sim.kubelet)  # type: ignore[assignment]
+        sim.bridge = provider_bridge.ProviderBridge(cloud, sim.kubelet, clock=sim.clock)  # type: ignore[assignment]
         sim.wire()
         assert "NodePool/default" in nap.ensure(sim.cluster)  # a fresh NAP cluster: AKS's own pools
 
@@ -150,5 +84,7 @@ def test_the_field_reports_aks_run_goes_through_the_azure_sdk() -> None:
         assert result.objects["nodes"] == [] and result.objects["nodeclaims"] == []
         assert not arm.of_type("virtualmachines") and not arm.of_type("networkinterfaces")
         assert not arm.of_type("disks")
+        assert result.metrics["simulator"]["instancesTerminated"] == 1
+        assert result.metrics["simulator"]["costPerHour"] == 0.0
         with pytest.raises(errors.NodeClaimNotFoundError):
             cloud.get(cloud.provider_id(launch.path.rsplit("/", 1)[-1]))
