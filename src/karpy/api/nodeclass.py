@@ -37,6 +37,9 @@ AKS_IMAGE_FAMILIES = ("Ubuntu2204", "AzureLinux")
 EVICTION_SIGNALS = ("memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
                     "imagefs.inodesFree", "pid.available")
 RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
+HASH_VERSION = "karpy-v1"
+"""karpy's own NodeClass hash version (``...nodeclass-hash-version``); Karpenter's are ``v1``..``v4``:
+a hash stamped under another version is re-stamped, not taken for NodeClass drift."""
 
 
 def stable_hash(value: Any) -> str:
