@@ -61,6 +61,15 @@ class Settings:
     kube_client_qps: int = 200
     kube_client_burst: int = 300
 
+    def __post_init__(self) -> None:
+        # One switch: spotToSpotConsolidation and the SpotToSpotConsolidation feature gate (Karpenter's
+        # name for it) are the same setting; either one turns it on, and both then say so.
+        gates = dict(self.feature_gates)
+        if self.spot_to_spot_consolidation or gates.get("SpotToSpotConsolidation"):
+            gates["SpotToSpotConsolidation"] = True
+            object.__setattr__(self, "spot_to_spot_consolidation", True)
+            object.__setattr__(self, "feature_gates", tuple(gates.items()))
+
     def feature_gate(self, name: str) -> bool:
         """Whether feature gate ``name`` is on (unknown gates are off)."""
         return dict(self.feature_gates).get(name, False)

@@ -17,7 +17,9 @@ Karpenter v1 (``concepts/disruption``, Drift) in karpy's words. A NodeClaim is d
   Node's) no longer satisfy the NodePool's ``spec.template.spec.requirements``: every requirement
   key must be defined by a label whose value the requirement admits, unless the requirement admits
   an absent label (``NotIn``, ``DoesNotExist``). A requirement widened to still admit the
-  claim's value is not drift;
+  claim's value is not drift, and neither are requirements the claim was launched under
+  (:func:`launched_under`: each pool requirement admits all the claim's own requirement on that
+  key admits), whatever labels the node ended up with;
 * **cloud drift**: the cloud provider's ``is_drifted(claim)`` returns a reason (``AMIDrift``,
   ``NodeClassDrift``...). The caller makes that call (this module does no I/O) and passes the
   answer to :func:`drift_reason`.
@@ -86,6 +88,25 @@ def requirements_drift(pool: nodepool_mod.NodePool, node_labels: Mapping[str, st
     return None
 
 
+def launched_under(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool) -> bool:
+    """Every requirement of ``pool`` admits all the claim's own ``spec.requirements`` admit on its key.
+
+    Then the pool's requirements are the ones the claim was launched under (or wider), and a node
+    karpy launched from them is never requirements-drifted by karpy itself."""
+    try:
+        wanted = reqs_mod.Requirements.from_node_selector_requirements(pool.template.spec.requirements)
+        had = reqs_mod.Requirements.from_node_selector_requirements(claim.spec.requirements)
+    except ValueError:
+        return False
+    for key, w in wanted.items():
+        if key not in had:
+            return False
+        h = had[key]
+        if h.intersection(w) != h:
+            return False
+    return True
+
+
 def drift_reason(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool,
                  node_labels: Mapping[str, str] | None = None, cloud_reason: str = "") -> str | None:
     """Why ``claim`` has drifted (static, then requirements, then the cloud's reason), else ``None``.
@@ -99,6 +120,6 @@ def drift_reason(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool,
     if node_labels:
         merged.update(node_labels)
     req = requirements_drift(pool, merged)
-    if req is not None:
+    if req is not None and not launched_under(claim, pool):
         return req
     return cloud_reason or None

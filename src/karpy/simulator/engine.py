@@ -43,6 +43,7 @@ from karpy.cloudprovider import interface as cp_interface
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
+from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, workloads
 
@@ -161,6 +162,10 @@ class CloudBridge:
         for pid in sorted(self._live):
             if self.cloud.instance(pid) is None:
                 self._gone(pid)
+
+    def adopted(self, provider_id: str) -> None:
+        """An instance the cloud adopted (``karpy whatif``): its termination removes its Node too."""
+        self._live.add(provider_id)
 
     def next_reclaim(self) -> float | None:
         """When the next spot reclaim the scenario caused happens (``None`` when none is due)."""
@@ -281,6 +286,7 @@ class Simulation:
         rngs = random.Random(self.seed)
         seeds = [rngs.getrandbits(64) for _ in range(6)]
         self.clock = clock_mod.VirtualClock()
+        logs.VIRTUAL_TIME.use(self.clock)  # `karpy simulate --logs` stamps lines with simulated time
         self.start = self.clock.now()
         self.cluster = memory.InMemoryCluster(self.clock, rng=random.Random(seeds[0]))
         self.manager = runtime.Manager(self.cluster, self.clock)

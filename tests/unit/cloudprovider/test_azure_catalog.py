@@ -107,7 +107,8 @@ def test_skus_aks_cannot_run_are_left_out_with_a_reason() -> None:
         assert name in reasons
     assert reasons["Standard_M8-2ms"] == "constrained vCPUs"
     assert reasons["Standard_DC8s_v3"] == "confidential VM"
-    assert reasons["Standard_B1s"] == "fewer than 2 vCPUs"
+    assert reasons["Standard_B1s"] == "restricted by AKS"
+    assert reasons["Standard_B1ls"] == "fewer than 2 vCPUs"
 
 
 def test_an_nvidia_gpu_sku_carries_gpu_labels_and_capacity() -> None:
