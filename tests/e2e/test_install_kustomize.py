@@ -82,7 +82,7 @@ def test_the_overlay_sets_namespace_image_irsa_and_settings() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "karpy", "namespace": "karpy"}]
 
 
-def test_the_base_ships_karpenters_four_crds_with_their_names() -> None:
+def test_the_base_ships_karpenters_crds_with_their_names() -> None:
     names = sorted(o["metadata"]["name"] for o in build(BASE) if o["kind"] == "CustomResourceDefinition")
     assert names == ["aksnodeclasses.karpenter.azure.com", "ec2nodeclasses.karpenter.k8s.aws",
-                     "nodeclaims.karpenter.sh", "nodepools.karpenter.sh"]
+                     "kwoknodeclasses.karpenter.kwok.sh", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh"]

@@ -23,6 +23,7 @@ FIXTURES: dict[str, tuple[str, ...]] = {
     "NodeClaim": ("nodeclaim-full.yaml",),
     "EC2NodeClass": ("ec2nodeclass-full.yaml", "ec2nodeclass-custom.yaml"),
     "AKSNodeClass": ("aksnodeclass-full.yaml",),
+    "KWOKNodeClass": ("kwoknodeclass-full.yaml",),
 }
 MODELS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "NodePool": nodepool.NodePool.from_manifest,
@@ -92,7 +93,8 @@ def test_the_crd_files_in_the_chart_are_exactly_what_the_schemas_generate() -> N
 def test_each_crd_file_is_one_customresourcedefinition_named_as_karpenters() -> None:
     names = sorted(p.name for p in CRD_DIR.glob("*.yaml"))
     assert names == ["karpenter.azure.com_aksnodeclasses.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml",
-                     "karpenter.sh_nodeclaims.yaml", "karpenter.sh_nodepools.yaml"]
+                     "karpenter.kwok.sh_kwoknodeclasses.yaml", "karpenter.sh_nodeclaims.yaml",
+                     "karpenter.sh_nodepools.yaml"]
     for name in names:
         (doc,) = list(yaml.safe_load_all((CRD_DIR / name).read_text()))
         assert doc["kind"] == "CustomResourceDefinition"
@@ -124,6 +126,7 @@ def test_kubectl_get_nodepools_and_nodeclasses_show_karpenters_columns() -> None
     assert _columns("NodePool") == ["NodeClass", "Nodes", "Ready", "Age"]
     assert _columns("EC2NodeClass") == ["Ready", "Age"]
     assert _columns("AKSNodeClass") == ["Ready", "Age"]
+    assert "additionalPrinterColumns" not in _crd("KWOKNodeClass")["spec"]["versions"][0]
 
 
 def test_names_short_names_and_categories_are_karpenters() -> None:
@@ -134,15 +137,16 @@ def test_names_short_names_and_categories_are_karpenters() -> None:
     assert names["EC2NodeClass"]["shortNames"] == ["ec2nc", "ec2ncs"]
     assert names["AKSNodeClass"]["shortNames"] == ["aksnc", "aksncs"]
     assert names["AKSNodeClass"]["categories"] == ["karpenter", "nap"]
-    assert {k: _crd(k)["spec"]["group"] for k in MODELS} == {
+    assert _crd("KWOKNodeClass")["spec"]["names"]["shortNames"] == ["kwoknc", "kwokncs"]
+    assert {k: _crd(k)["spec"]["group"] for k in FIXTURES} == {
         "NodePool": "karpenter.sh", "NodeClaim": "karpenter.sh", "EC2NodeClass": "karpenter.k8s.aws",
-        "AKSNodeClass": "karpenter.azure.com"}
+        "AKSNodeClass": "karpenter.azure.com", "KWOKNodeClass": "karpenter.kwok.sh"}
 
 
 def test_nodepool_has_status_and_scale_subresources_and_the_others_status() -> None:
     assert _crd("NodePool")["spec"]["versions"][0]["subresources"] == {
         "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"}, "status": {}}
-    for kind in ("NodeClaim", "EC2NodeClass", "AKSNodeClass"):
+    for kind in ("NodeClaim", "EC2NodeClass", "AKSNodeClass", "KWOKNodeClass"):
         assert all(v["subresources"] == {"status": {}} for v in _crd(kind)["spec"]["versions"])
 
 
@@ -167,7 +171,7 @@ def test_the_full_manifests_are_valid_and_exercise_every_schema_field(kind: str)
     assert missing == [], f"the {kind} fixtures do not exercise {missing}"
 
 
-@pytest.mark.parametrize("kind", sorted(FIXTURES))
+@pytest.mark.parametrize("kind", sorted(MODELS))
 def test_karpys_model_reads_the_full_manifest_and_writes_back_every_field_it_models(kind: str) -> None:
     for name in FIXTURES[kind]:
         manifest = crd_check.fixture(name)
@@ -248,3 +252,30 @@ def test_example_and_seed_manifests_of_karpenter_v1_kinds_validate_against_the_c
             assert crd_check.cel_violations(doc) == [], f"{path.name}: {doc['kind']} {doc['metadata']['name']}"
             checked += 1
     assert checked >= 4
+
+
+# ------------------------------------------------------------------- statuses the providers write
+
+
+def _with_transition_times(status: dict[str, Any]) -> dict[str, Any]:
+    """What the NodeClass status writer stores: the provider's status, conditions stamped with a time."""
+    out = dict(status)
+    out["conditions"] = [{**c, "lastTransitionTime": "2026-01-01T00:00:00Z"} for c in status["conditions"]]
+    return out
+
+
+def test_the_aksnodeclass_status_the_azure_provider_writes_is_valid_for_the_crd() -> None:
+    from karpy.cloudprovider.azure import images
+
+    for name in ("aksnodeclass-full.yaml",):
+        manifest = crd_check.fixture(name)
+        manifest["spec"].pop("imageVersion")
+        manifest["status"] = _with_transition_times(images.resolve_status(manifest, "1.33.0"))
+        assert manifest["status"]["images"] and manifest["status"]["kubernetesVersion"] == "1.33.0"
+        assert crd_check.schema_errors(manifest) == []
+        broken = crd_check.fixture(name)
+        broken["spec"]["vnetSubnetID"] = "not-a-subnet"
+        broken["status"] = _with_transition_times(images.resolve_status(broken))
+        (ready,) = broken["status"]["conditions"]
+        assert ready["status"] == "False"
+        assert [e for e in crd_check.schema_errors(broken) if e.startswith("status")] == []

@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from karpy import settings as settings_mod
+from karpy import controller_cli, controller_run, settings_sources
 from karpy.install import chart, template
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,14 +39,7 @@ KARPENTER_VALUES = (
 """Value names of Karpenter's chart (charts/karpenter/values.yaml) that karpy's chart keeps."""
 KARPY_ONLY = ("cloudProvider", "settings.kubeClientQPS", "settings.kubeClientBurst")
 """karpy's values Karpenter's chart does not have (KUBE_CLIENT_QPS/BURST are flags there)."""
-SETTINGS_ENV = {
-    "CLUSTER_NAME": "clusterName", "CLUSTER_ENDPOINT": "clusterEndpoint", "INTERRUPTION_QUEUE": "interruptionQueue",
-    "BATCH_IDLE_DURATION": "batchIdleDuration", "BATCH_MAX_DURATION": "batchMaxDuration",
-    "FEATURE_GATES": "featureGates", "VM_MEMORY_OVERHEAD_PERCENT": "vmMemoryOverheadPercent",
-    "RESERVED_ENIS": "reservedENIs", "ISOLATED_VPC": "isolatedVPC", "LOG_LEVEL": "logLevel",
-    "METRICS_PORT": "metricsPort", "HEALTH_PROBE_PORT": "healthProbePort", "KUBE_CLIENT_QPS": "kubeClientQPS",
-    "KUBE_CLIENT_BURST": "kubeClientBurst",
-}
+SETTINGS_ENV = {env: key for key, env in settings_sources.ENVIRONMENT.items()}
 """The environment ``karpy controller`` reads (Karpenter's names) -> the camelCase setting."""
 
 
@@ -171,13 +164,20 @@ def test_the_settings_reach_the_controller_as_the_environment_karpy_reads() -> N
     assert variables["INTERRUPTION_QUEUE"] == "Karpenter-prod"
     assert variables["LOG_LEVEL"] == "debug"
     assert {"SYSTEM_NAMESPACE", "POD_NAME"} <= set(variables)
-    read = {SETTINGS_ENV[k]: v for k, v in variables.items() if k in SETTINGS_ENV}
     assert set(variables) - set(SETTINGS_ENV) == {"SYSTEM_NAMESPACE", "POD_NAME"}
-    parsed = settings_mod.Settings.from_mapping(read)
+    parsed = settings_sources.load(environ=variables)
     assert parsed.cluster_name == "prod" and parsed.cluster_endpoint == "https://k.example"
     assert parsed.feature_gate("SpotToSpotConsolidation") and not parsed.feature_gate("NodeRepair")
     assert parsed.isolated_vpc and parsed.metrics_port == 8080 and parsed.health_probe_port == 8081
     assert (parsed.kube_client_qps, parsed.kube_client_burst) == (200, 300)
+
+
+@pytest.mark.parametrize("cloud", controller_run.CLOUD_PROVIDERS)
+def test_the_container_args_are_a_karpy_controller_command_line(cloud: str) -> None:
+    args = container(render({"cloudProvider": cloud}))["args"]
+    assert args[0] == "controller"
+    ctx = controller_cli.controller_command.make_context("controller", list(args[1:]))
+    assert ctx.params["cloud_provider"] == cloud
 
 
 def test_unset_settings_are_left_to_karpys_defaults() -> None:

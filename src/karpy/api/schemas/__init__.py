@@ -1,6 +1,7 @@
 """Declarative OpenAPI v3 schemas of karpy's custom resources, and the CRDs made from them.
 
-One module per kind (:mod:`nodepool`, :mod:`nodeclaim`, :mod:`ec2nodeclass`, :mod:`aksnodeclass`)
+One module per kind (:mod:`nodepool`, :mod:`nodeclaim`, :mod:`ec2nodeclass`, :mod:`aksnodeclass`,
+:mod:`kwoknodeclass`)
 declares its fields, types, enums, patterns, defaults and CEL rules once, with the builders of
 :mod:`dsl` and the shared pieces of :mod:`common`; :mod:`crd` turns them into
 ``apiextensions.k8s.io/v1`` CustomResourceDefinitions, drop-in for Karpenter's own (same group,

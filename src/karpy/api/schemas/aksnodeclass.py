@@ -3,8 +3,9 @@
 Every field of AKS Node Auto-Provisioning's AKSNodeClass: image family, OS disk, subnet, tags,
 kubelet, maxPods, FIPS, security (encryption at host, trusted launch), GPU mode, artifact
 streaming, Linux OS configuration (sysctls, transparent huge pages, swap) and LocalDNS, with
-their enums, ranges, defaults and CEL rules. Both versions share one schema (as upstream's do);
-``v1beta1`` is the storage version.
+their enums, ranges, defaults and CEL rules; plus one karpy extension, ``imageVersion`` (karpy's
+model pins an image version with it; an API server would prune a field its CRD does not declare).
+Both versions share one schema (as upstream's do); ``v1beta1`` is the storage version.
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def spec() -> dsl.Schema:
         "fipsMode": dsl.string(enum=("FIPS", "Disabled")),
         "gpu": dsl.obj({"mode": dsl.string(enum=("Driver", "None"), default="Driver")}),
         "imageFamily": dsl.string(enum=IMAGE_FAMILIES, default="Ubuntu", doc="the OS image family of the nodes"),
+        "imageVersion": dsl.string(doc="karpy extension: pin the node image version of the family (nodes on "
+                                       "another version drift); unset, the newest"),
         "kubelet": kubelet(),
         "linuxOSConfig": dsl.obj({
             "swapFileSize": dsl.string(pattern=SIZE),

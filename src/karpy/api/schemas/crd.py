@@ -1,7 +1,7 @@
 """The ``apiextensions.k8s.io/v1`` CustomResourceDefinitions karpy ships, built from the schemas.
 
 :func:`definitions` returns them in a fixed order (NodePool, NodeClaim, EC2NodeClass,
-AKSNodeClass); :func:`file_name` is Karpenter's file naming (``karpenter.sh_nodepools.yaml``);
+AKSNodeClass, KWOKNodeClass); :func:`file_name` is Karpenter's file naming (``karpenter.sh_nodepools.yaml``);
 :func:`schema_of` gives the ``openAPIV3Schema`` of one kind and version. Every CRD has Karpenter's
 group, scope (Cluster), names, short names, categories, printer columns and subresources, so
 ``kubectl get nodeclaims`` reads the same, and karpy's CRDs can replace Karpenter's in place.
@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from karpy.api.schemas import aksnodeclass, dsl, ec2nodeclass, nodeclaim, nodepool
+from karpy.api.schemas import aksnodeclass, dsl, ec2nodeclass, kwoknodeclass, nodeclaim, nodepool
 
 ANNOTATION_VERSION = "controller-gen.kubebuilder.io/version"
 GENERATOR = "karpy scripts/generate_crds.py"
@@ -59,6 +59,9 @@ KINDS: tuple[Kind, ...] = (
          aksnodeclass.PRINTER_COLUMNS, aksnodeclass.SUBRESOURCES, aksnodeclass.SHORT_NAMES,
          aksnodeclass.CATEGORIES, aksnodeclass.VERSIONS, aksnodeclass.STORAGE_VERSION,
          {"v1alpha2": "use v1beta1.AKSNodeClass instead"}),
+    Kind(kwoknodeclass.GROUP, kwoknodeclass.KIND, kwoknodeclass.PLURAL, kwoknodeclass.SINGULAR,
+         kwoknodeclass.schema, kwoknodeclass.PRINTER_COLUMNS, kwoknodeclass.SUBRESOURCES, kwoknodeclass.SHORT_NAMES,
+         kwoknodeclass.CATEGORIES, kwoknodeclass.VERSIONS, kwoknodeclass.STORAGE_VERSION),
 )
 
 
@@ -71,7 +74,9 @@ def kind(name: str) -> Kind:
 
 
 def _version(k: Kind, version: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"additionalPrinterColumns": [dict(c) for c in k.printer_columns]}
+    out: dict[str, Any] = {}
+    if k.printer_columns:
+        out["additionalPrinterColumns"] = [dict(c) for c in k.printer_columns]
     if version in k.deprecated:
         out["deprecated"] = True
         out["deprecationWarning"] = k.deprecated[version]
