@@ -225,3 +225,29 @@ def test_an_anti_affine_pod_is_not_placed_while_a_matching_pod_may_land_in_any_z
     res = b.solve([other, loner])
     assert b.node_of(res, other) is not None, b.describe(res)
     assert b.node_of(res, loner) is None, b.describe(res)
+
+
+def _daemon_with_port(port: int) -> pod.Pod:
+    return b.daemonset_pod("node-agent", containers=[
+        {"name": "agent", "resources": {"requests": {"cpu": "100m"}},
+         "ports": [{"containerPort": port, "hostPort": port}]}])
+
+
+def test_a_pod_needing_a_host_port_a_daemonset_holds_on_every_node_gets_no_claim() -> None:
+    p = _host_port_pod("exporter", 9100)
+    res = b.solve([p], daemonsets=[_daemon_with_port(9100)])
+    assert not res.new_claims, b.describe(res)
+    b.expect_unschedulable(res, p, containing=["host port 9100/TCP", "DaemonSet kube-system/node-agent"])
+
+
+def test_an_in_flight_node_counts_the_host_ports_of_the_daemonsets_that_will_run_there() -> None:
+    node_ = b.existing_node("in-flight", in_flight=True)
+    p = _host_port_pod("exporter", 9100)
+    res = b.solve([p], existing=[node_], daemonsets=[_daemon_with_port(9100)])
+    assert b.node_of(res, p) is None, b.describe(res)
+
+
+def test_a_pod_needing_another_host_port_than_the_daemonset_gets_a_claim() -> None:
+    p = _host_port_pod("exporter", 9200)
+    res = b.solve([p], daemonsets=[_daemon_with_port(9100)])
+    b.expect_all_placed(res, [p])
