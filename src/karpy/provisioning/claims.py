@@ -163,6 +163,37 @@ def create_bin(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requiremen
     return b
 
 
+def grow(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
+    """Re-size new NodeClaim bin ``b`` after the cheapest instance type of its NodePool that also
+    holds ``extra`` more (within limits and its requirements); False when none does or ``b`` is
+    not a new NodeClaim. (Karpenter keeps every instance type option on an open NodeClaim, so
+    pods that must join it may make it larger.)"""
+    ti = run.bins.template[b]
+    if ti < 0 or not (extra > 0).any():
+        return False
+    tmpl = run.templates[ti]
+    table = tmpl.table
+    creqs = run.bins.requirements(b)
+    info = table.info(creqs)
+    old = run.bins.target[b]
+    need = run.bins.used[b] + extra
+    limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[old]
+    ok = info.mask & (table.alloc >= need).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    if not ok.any():
+        return False
+    idx = np.flatnonzero(ok)
+    new = int(idx[np.lexsort((idx, info.price[idx]))][0])
+    for j, d in enumerate(run.dims):
+        if d in tmpl.limits:
+            tmpl.limits[d] += int(table.capacity[old, j]) - int(table.capacity[new, j])
+    run.bins.remaining[b] = table.alloc[new] - run.bins.used[b]
+    run.bins.target[b] = new
+    for key in run.keys:
+        if run.bins.domain_of(b, key) is None:
+            run.bins.set_domain(b, key, _claim_domain(creqs, key, table, new, info))
+    return True
+
+
 def _claim_domain(creqs: reqs_mod.Requirements, key: str, table: templates.TypeTable, target: int,
                   info: templates.TypeInfo) -> str | frozenset[str] | None:
     r = creqs.get(key)

@@ -251,3 +251,22 @@ def test_a_pod_needing_another_host_port_than_the_daemonset_gets_a_claim() -> No
     p = _host_port_pod("exporter", 9200)
     res = b.solve([p], daemonsets=[_daemon_with_port(9100)])
     b.expect_all_placed(res, [p])
+
+
+def test_a_pod_with_hostname_affinity_joins_a_pending_pods_new_claim_in_the_same_run() -> None:
+    """Karpenter's "should schedule a pod with affinity to a pod in the same batch", both size orders."""
+    follow = _required("podAffinity", b.affinity_term(wk.HOSTNAME, {"app": "leader"}))
+    for leader_cpu, follower_cpu in (("1", "500m"), ("500m", "2")):
+        leader = b.make_pod("leader", cpu=leader_cpu, labels={"app": "leader"})
+        followers = b.make_pods("follower", 2, cpu=follower_cpu, affinity=follow)
+        res = b.solve([leader, *followers])
+        b.expect_all_placed(res, [leader, *followers])
+        assert len(res.new_claims) == 1, b.describe(res)
+        assert {b.node_of(res, p) for p in followers} == {b.node_of(res, leader)}
+
+
+def test_a_pod_with_affinity_to_a_pod_nobody_runs_still_fails_with_a_reason() -> None:
+    follow = _required("podAffinity", b.affinity_term(wk.HOSTNAME, {"app": "ghost"}))
+    p = b.make_pod("follower", affinity=follow)
+    res = b.solve([p, b.make_pod("other")])
+    b.expect_unschedulable(res, p, containing=["pod affinity on kubernetes.io/hostname"])
