@@ -191,6 +191,42 @@ def whatif_command(files: tuple[str, ...], nodepool_files: tuple[str, ...], for_
         click.echo(f"report written to {report_dir}/index.html", err=True)
 
 
+@main.command("migrate")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--cluster-name", default="", help="The EKS cluster (default: from the input).")
+@click.option("--region", default=None, help="Region of the catalog used for vCPU counts (default us-east-1).")
+@click.option("--output", "-o", "out", default="-", metavar="FILE",
+              help="Where to write the NodePools and EC2NodeClass.")
+@click.option("--steps", "steps_out", default=None, metavar="FILE",
+              help="Write the migration steps here (default: stderr).")
+def migrate_command(files: tuple[str, ...], cluster_name: str, region: str | None, out: str,
+                    steps_out: str | None) -> None:
+    """NodePools and an EC2NodeClass covering Cluster Autoscaler node groups (aws eks describe-nodegroup /
+    aws autoscaling describe-auto-scaling-groups JSON in FILES), and the migration steps."""
+    import yaml
+
+    from karpy.migration import nodegroups
+
+    try:
+        groups = nodegroups.read_groups([(f, _read(f)) for f in files])
+        result = nodegroups.plan(groups, cluster_name=cluster_name, region=region)
+    except errors.ValidationError as exc:
+        _fail("cannot be migrated", files, exc)
+    text = yaml.safe_dump_all(result.manifests, sort_keys=False)
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    for w in result.warnings:
+        click.echo(f"Warning: {w}", err=True)
+    if steps_out:
+        with open(steps_out, "w", encoding="utf-8") as fh:
+            fh.write(result.steps)
+    else:
+        click.echo(result.steps, err=True)
+
+
 def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as fh:

@@ -92,7 +92,10 @@ class LoadResult:
 # --- YAML ----------------------------------------------------------------------------------------
 
 
-class _Loader(yaml.SafeLoader):
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
+
+
+class _Loader(_SafeLoader):  # type: ignore[misc]
     """A safe loader that remembers keys given twice in one mapping (the later value wins)."""
 
     def __init__(self, stream: str) -> None:
@@ -108,17 +111,19 @@ class _Loader(yaml.SafeLoader):
                 if key in seen:
                     self.duplicates.append((str(key), seen[key], line))
                 seen[key] = line
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
     def construct_timestamp_as_str(self, node: yaml.ScalarNode) -> str:
         return str(self.construct_scalar(node))
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
-            return super().construct_yaml_int(node)
+            value: int = super().construct_yaml_int(node)
         except ValueError:
             raise yaml.constructor.ConstructorError(None, None, "an integer too large to read (more than "
                                                     "4300 digits)", node.start_mark) from None
+        return value
 
 
 # Unquoted dates stay strings, as the API server (JSON) stores them; a huge integer is a YAML error.
@@ -151,7 +156,7 @@ def _parse_yaml(text: str, source: str) -> list[_Doc]:
     docs: list[_Doc] = []
     try:
         index = 0
-        while loader.check_data():  # type: ignore[no-untyped-call]
+        while loader.check_data():
             index += 1
             loader.duplicates = []
             data = loader.get_data()
