@@ -43,7 +43,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, ownership, runtime, state
+from karpy.controllers import cloudcalls, drain_report, ownership, runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
@@ -342,6 +342,12 @@ class Termination:
         if remaining:
             self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
                         f"Failed to drain node, {remaining} pods are waiting to be evicted")
+            stuck = drain_report.blocking(waiting, now, expiry)
+            if stuck:
+                deleted = (node_obj.get("metadata") or {}).get("deletionTimestamp")
+                since = clock_mod.parse_rfc3339(str(deleted)) if deleted else None
+                self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
+                            drain_report.message(name, stuck, since, now))
         return remaining, max(0.0, next_check)
 
     def _evict(self, p: pod_mod.Pod) -> int:

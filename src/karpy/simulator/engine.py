@@ -550,6 +550,10 @@ class Simulation:
     # ------------------------------------------------------------------------------ result
 
     def _result(self) -> Result:
+        from karpy.simulator import drains
+
+        for message in drains.stuck(self.cluster, self.clock.now()):
+            self.note(message)
         objects = {
             "nodes": [memory.copy_dict(o) for o in self.cluster.objects("Node")],
             "nodeclaims": [memory.copy_dict(o) for o in self.cluster.objects("NodeClaim")],
