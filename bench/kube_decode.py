@@ -3,8 +3,9 @@
 Builds realistic list pages as an API server returns them (``limit=500`` pages; each pod with
 managedFields, a ReplicaSet owner, the service-account projected volume, probes, env, container
 statuses, per-pod uids / IPs / container IDs and timestamps spread over time), then feeds them
-through :class:`karpy.kube.informer.Informer`'s real list path (orjson decode, trim, compaction,
-cache insert, change events). Building the JSON is not timed.
+through :class:`karpy.kube.informer.Informer`'s real list path (Pods: msgspec's typed partial
+decode of :mod:`karpy.kube.fastdecode`; Nodes: orjson; then trim, compaction, cache insert, change
+events). Building the JSON is not timed.
 
 Prints pods/s decoded and cached (median of ``--runs`` runs) and the memory the cache holds over
 the base, measured by tracemalloc in a separate run (tracemalloc slows allocation down).
@@ -164,13 +165,13 @@ def pages(kind: str, count: int, build: Any) -> list[bytes]:
 
 
 class PageClient:
-    """Answers the informer's paginated LIST with prepared bodies, decoding them as KubeClient does."""
+    """Answers the informer's paginated LIST with prepared bodies (the informer decodes them)."""
 
     def __init__(self, bodies: list[bytes]) -> None:
         self.bodies = bodies
 
-    def request(self, method: str, path: str, *, params: dict[str, str], **_: Any) -> Any:
-        return orjson.loads(self.bodies[int(params.get("continue") or 0) // PAGE])
+    def request_bytes(self, method: str, path: str, *, params: dict[str, str], **_: Any) -> bytes:
+        return self.bodies[int(params.get("continue") or 0) // PAGE]
 
 
 def fill(kind: str, bodies: list[bytes]) -> informer.Informer:
