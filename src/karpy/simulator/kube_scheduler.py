@@ -18,7 +18,12 @@ once per ``interval`` virtual seconds (default 1 s). Each run:
   untolerated taint {karpenter.sh/unregistered: }.`` (reasons per node are the first failing
   filter in kube-scheduler's order; counts are summed and sorted), and publishes a
   ``FailedScheduling`` Warning event (component ``default-scheduler``) when the message changes.
-  That condition is what makes a pod provisionable for karpy, as for Karpenter.
+  That condition is what makes a pod provisionable for karpy, as for Karpenter. A pod already
+  marked is re-marked (new message) only after kube-scheduler's retry backoff: 1 s, doubling
+  per retry up to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds).
+
+Work per run is proportional to the pending pods and the nodes: the scheduler keeps pending pods,
+bound pods by node and nodes from its watches (it never lists every pod).
 
 Nodes that are not Ready count as having the ``node.kubernetes.io/not-ready`` taint. A pod is
 written only when its binding or condition changes, so a run that changes nothing writes nothing
@@ -48,6 +53,10 @@ COMPONENT = "default-scheduler"
 KEY = "schedule"
 UNSCHEDULABLE = "Unschedulable"
 _TERMINAL = ("Succeeded", "Failed")
+BACKOFF_INITIAL = 1.0
+"""kube-scheduler's podInitialBackoffSeconds: the first retry of an unschedulable pod."""
+BACKOFF_MAX = 10.0
+"""kube-scheduler's podMaxBackoffSeconds."""
 NOT_READY_TAINT = node.Taint(key=labels.TAINT_NOT_READY, effect="NoSchedule")
 
 
@@ -86,6 +95,14 @@ class KubeScheduler:
         self._pods: dict[str, tuple[str, pod.Pod | None]] = {}
         self._nodes: dict[str, tuple[str, node.Node | None]] = {}
         self._reqs: dict[str, tuple[str, requirements.Requirements]] = {}
+        # What the watches told: pending pods, bound (non-terminal) pods by node, nodes.
+        self._watching = False
+        self._pending: dict[tuple[str, str], dict[str, Any]] = {}
+        self._bound: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        self._bound_at: dict[tuple[str, str], str] = {}
+        self._node_objs: dict[str, dict[str, Any]] = {}
+        self._marks: dict[tuple[str, str], tuple[float, float]] = {}
+        """Pod -> (when its Unschedulable condition was last written, backoff before the next rewrite)."""
 
     # ------------------------------------------------------------------------------ wiring
 
@@ -95,9 +112,38 @@ class KubeScheduler:
     def register(self, manager: runtime.Manager) -> None:
         self._manager = manager
         manager.register(self.controller())
+        self._watching = True
+        for p in self.cluster.list("Pod"):
+            self._track_pod(interface.ADDED, p)
+        for n in self.cluster.list("Node"):
+            self._node_objs[interface.name_of(n)] = n
         manager.cluster.watch("Pod", self._on_pod)
         manager.cluster.watch("Node", self._on_node)
         manager.cluster.watch("PersistentVolumeClaim", self._on_node)  # a claim bound: its pods may fit
+
+    def _track_pod(self, event: str, obj: dict[str, Any]) -> None:
+        """Keep ``_pending`` and ``_bound`` as the watch tells (a pod keeps its place in them)."""
+        key = (interface.namespace_of(obj), interface.name_of(obj))
+        spec = obj.get("spec") or {}
+        live = event != interface.DELETED
+        bound_to = str(spec.get("nodeName") or "") if live else ""
+        keep_bound = bool(bound_to) and (obj.get("status") or {}).get("phase") not in _TERMINAL
+        was_on = self._bound_at.get(key)
+        if was_on is not None and (not keep_bound or was_on != bound_to):
+            del self._bound_at[key]
+            on_node = self._bound[was_on]
+            del on_node[key]
+            if not on_node:
+                del self._bound[was_on]
+        if keep_bound:
+            self._bound.setdefault(bound_to, {})[key] = obj
+            self._bound_at[key] = bound_to
+        if live and not bound_to and is_pending(obj):
+            self._pending[key] = obj
+        else:
+            self._pending.pop(key, None)
+            if not live or bound_to:
+                self._marks.pop(key, None)
 
     def _wake(self) -> None:
         if self._manager is None:
@@ -107,6 +153,7 @@ class KubeScheduler:
         self._manager.enqueue(CONTROLLER, KEY, after)
 
     def _on_pod(self, event: str, obj: dict[str, Any]) -> None:
+        self._track_pod(event, obj)
         if event == interface.ADDED and is_pending(obj):
             self._wake()
         elif event == interface.DELETED and (obj.get("spec") or {}).get("nodeName"):
@@ -115,6 +162,10 @@ class KubeScheduler:
             self._wake()
 
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
+        if event == interface.DELETED:
+            self._node_objs.pop(interface.name_of(obj), None)
+        else:
+            self._node_objs[interface.name_of(obj)] = obj
         self._wake()
 
     # ------------------------------------------------------------------------------ models
@@ -164,23 +215,24 @@ class KubeScheduler:
         if self._last_run is not None and now < self._last_run + self.interval:
             return self._last_run + self.interval - now
         self._last_run = now
-        pods = self.cluster.list("Pod")
-        pending_objs = sorted((p for p in pods if is_pending(p)),
-                              key=lambda p: (interface.namespace_of(p), interface.name_of(p)))
+        if not self._watching:  # not registered: read the cluster (tests drive reconcile by hand)
+            self._node_objs = {interface.name_of(n): n for n in self.cluster.list("Node")}
+            self._pending, self._bound, self._bound_at = {}, {}, {}
+            for p in self.cluster.list("Pod"):
+                self._track_pod(interface.ADDED, p)
+        pending_objs = [self._pending[k] for k in sorted(self._pending)]
         if not pending_objs:
-            self._forget(pods)
+            self._forget()
             return None
         self.runs += 1
         by_node: dict[str, list[pod.Pod]] = collections.defaultdict(list)
-        for p in pods:
-            spec = p.get("spec") or {}
-            name = spec.get("nodeName")
-            if name and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        for name in sorted(self._bound):
+            for p in self._bound[name].values():
                 model = self._pod(p)
                 if model is not None:
-                    by_node[str(name)].append(model)
+                    by_node[name].append(model)
         nodes: list[node.Node] = []
-        for n in sorted(self.cluster.list("Node"), key=interface.name_of):
+        for n in (self._node_objs[k] for k in sorted(self._node_objs)):
             model_n = self._node(n)
             if model_n is not None:
                 nodes.append(model_n)
@@ -200,6 +252,9 @@ class KubeScheduler:
                 self.cluster.list("StorageClass")))
             for pod_key in sorted(volume_errors):
                 self._mark_unschedulable(raw_by_key[pod_key], _volume_message(volume_errors[pod_key], len(nodes)))
+            if not pending:
+                self._forget()
+                return None
         usable = [n for n in nodes if n.ready and not n.deleting]
         if not _needs_every_node(pending, by_node):
             # Nodes too full for even the smallest pending pod change nothing: leave them out.
@@ -218,17 +273,19 @@ class KubeScheduler:
                     by_node[node_name].append(model)
         explainer: _Explainer | None = None
         for model in pending:
-            if model.key not in placed:
+            if model.key not in placed and self._mark_due(raw_by_key[model.key], now):
                 if explainer is None:
                     explainer = _Explainer(nodes, by_node, self._node_reqs)
                 self._mark_unschedulable(raw_by_key[model.key],
                                          explainer.message(model, unconstrained.get(model.key)))
-        self._forget(pods)
+        self._forget()
         return None
 
-    def _forget(self, pods: Sequence[Mapping[str, Any]]) -> None:
-        if len(self._pods) > 2 * len(pods) + 1000:
-            live = {interface.uid_of(p) for p in pods}
+    def _forget(self) -> None:
+        live_count = len(self._pending) + len(self._bound_at)
+        if len(self._pods) > 2 * live_count + 1000:
+            live = {interface.uid_of(p) for p in self._pending.values()}
+            live.update(interface.uid_of(p) for pods in self._bound.values() for p in pods.values())
             self._pods = {k: v for k, v in self._pods.items() if k in live}
 
     def _bind(self, obj: Mapping[str, Any], node_name: str) -> bool:
@@ -245,13 +302,26 @@ class KubeScheduler:
         self.bound += 1
         return True
 
+    def _mark_due(self, obj: Mapping[str, Any], now: float) -> bool:
+        """False while a pod already marked Unschedulable backs off (retries after 1, 2, 4, 8, then 10 s)."""
+        current = _condition(obj, "PodScheduled")
+        if current is None or current.get("status") != "False" or current.get("reason") != UNSCHEDULABLE:
+            return True
+        last = self._marks.get((interface.namespace_of(obj), interface.name_of(obj)))
+        return last is None or now >= last[0] + last[1]
+
     def _mark_unschedulable(self, obj: Mapping[str, Any], message: str) -> None:
         current = _condition(obj, "PodScheduled")
         if current is not None and current.get("status") == "False" and \
                 current.get("reason") == UNSCHEDULABLE and current.get("message") == message:
             return
         name, ns = interface.name_of(obj), interface.namespace_of(obj)
-        ts = clock_mod.rfc3339(self.clock.now())
+        now = self.clock.now()
+        key = (ns, name)
+        last = self._marks.get(key)
+        again = current is not None and current.get("status") == "False" and current.get("reason") == UNSCHEDULABLE
+        self._marks[key] = (now, min(BACKOFF_MAX, 2 * last[1]) if again and last is not None else BACKOFF_INITIAL)
+        ts = clock_mod.rfc3339(now)
         keep_since = current is not None and current.get("status") == "False"
         cond = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": message,
                 "lastTransitionTime": (current or {}).get("lastTransitionTime", ts) if keep_since else ts}
@@ -314,12 +384,13 @@ class _Explainer:
             self.ports[n.name] = ports
             self.reqs[n.name] = node_reqs(n)
         self._cache: dict[Any, str] = {}
-        self._without_volumes: pod.Pod | None = None
+        self._own_reqs: requirements.Requirements | None = None
 
     def message(self, p: pod.Pod, without_volumes: pod.Pod | None = None) -> str:
         """``without_volumes``: the pod before its volume topology was folded into its affinity
         (nodes only the volumes rule out are counted as ``had volume node affinity conflict``)."""
-        self._without_volumes = without_volumes
+        self._own_reqs = (podgroups.make_group([without_volumes]).strict_requirements()
+                          if without_volumes is not None else None)
         sig = (without_volumes is not None,
                tuple(sorted(p.requests.items())), p.tolerations, tuple(sorted(p.node_selector.items())),
                repr(p.node_affinity), repr(p.pod_affinity), repr(p.pod_anti_affinity),
@@ -331,14 +402,15 @@ class _Explainer:
             text = "no nodes available to schedule pods"
         else:
             counts: collections.Counter[str] = collections.Counter()
+            greq = podgroups.make_group([p]).strict_requirements()
             for n in self.nodes:
-                counts.update(self._reasons(p, n))
+                counts.update(self._reasons(p, n, greq))
             parts = sorted(f"{count} {reason}" for reason, count in counts.items())
             text = f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}."
         self._cache[sig] = text
         return text
 
-    def _reasons(self, p: pod.Pod, n: node.Node) -> Iterable[str]:
+    def _reasons(self, p: pod.Pod, n: node.Node, greq: requirements.Requirements) -> Iterable[str]:
         if n.unschedulable or n.deleting:
             return ("node(s) were unschedulable",)
         node_taints: list[Any] = list(n.taints)
@@ -347,11 +419,9 @@ class _Explainer:
         bad = taints.first_untolerated(p.tolerations, node_taints, ("NoSchedule", "NoExecute"))
         if bad is not None:
             return (f"node(s) had untolerated taint {_taint_text(bad)}",)
-        greq = podgroups.make_group([p]).strict_requirements()
         if self.reqs[n.name].compatible(greq, frozenset()) is not None:
-            own = self._without_volumes
-            if own is not None and self.reqs[n.name].compatible(
-                    podgroups.make_group([own]).strict_requirements(), frozenset()) is None:
+            own = self._own_reqs
+            if own is not None and self.reqs[n.name].compatible(own, frozenset()) is None:
                 return ("node(s) had volume node affinity conflict",)
             return ("node(s) didn't match Pod's node affinity/selector",)
         used = self.ports[n.name]
