@@ -119,7 +119,7 @@ class KubeScheduler:
             self._node_objs[interface.name_of(n)] = n
         manager.cluster.watch("Pod", self._on_pod)
         manager.cluster.watch("Node", self._on_node)
-        manager.cluster.watch("PersistentVolumeClaim", self._on_node)  # a claim bound: its pods may fit
+        manager.cluster.watch("PersistentVolumeClaim", self._on_claim)
 
     def _track_pod(self, event: str, obj: dict[str, Any]) -> None:
         """Keep ``_pending`` and ``_bound`` as the watch tells (a pod keeps its place in them)."""
@@ -160,6 +160,10 @@ class KubeScheduler:
             self._wake()  # capacity freed
         elif event == interface.MODIFIED and (obj.get("status") or {}).get("phase") in _TERMINAL:
             self._wake()
+
+    def _on_claim(self, event: str, obj: dict[str, Any]) -> None:
+        """A PersistentVolumeClaim changed (e.g. bound): pods waiting for it may fit now."""
+        self._wake()
 
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
         if event == interface.DELETED:
