@@ -244,10 +244,10 @@ class Provisioner:
         if not pods:
             return results.Results()
         self.runs += 1
+        started = clock_mod.perf_counter()
         volume_errors: dict[str, str] = {}
         if volumetopology.needs_volumes(pods):
             pods, volume_errors = volumetopology.apply(pods, self._volumes())
-        started = clock_mod.perf_counter()
         res, pools = self.schedule(pods)
         res.errors.update(volume_errors)
         if res.new_claims:
