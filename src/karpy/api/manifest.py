@@ -120,10 +120,10 @@ class _Loader(_SafeLoader):  # type: ignore[misc]
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
             value: int = super().construct_yaml_int(node)
+            return value
         except ValueError:
             raise yaml.constructor.ConstructorError(None, None, "an integer too large to read (more than "
                                                     "4300 digits)", node.start_mark) from None
-        return value
 
 
 # Unquoted dates stay strings, as the API server (JSON) stores them; a huge integer is a YAML error.

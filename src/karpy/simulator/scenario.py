@@ -202,7 +202,6 @@ def _label(index: int, kind: str, name: str) -> str:
     return f"document {index} ({kind}/{name})"
 
 
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 _SAFE_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
