@@ -400,8 +400,22 @@ class DisruptionController:
         obs.snapshot = snapshot_mod.ClusterSnapshot.build(
             self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
-            in_flight=in_flight, now=obs.now)
+            in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes))
         return obs.snapshot
+
+    def _billed(self, nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
+                ) -> dict[str, float] | None:
+        """Each node's billed $/h when the cloud bills commitments (:class:`cp_interface.Billing`)."""
+        billed_price = getattr(self.cloud, "billed_price", None)
+        if not callable(billed_price):
+            return None
+        out: dict[str, float] = {}
+        for n, _, _ in nodes:
+            price = billed_price(n.provider_id) if n.provider_id else None
+            if price is None:
+                return None  # no commitments: offering prices hold
+            out[n.provider_id] = float(price)
+        return out
 
     def _with_volume_topology(self, nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
                               ) -> list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]:

@@ -302,7 +302,7 @@ class Simulation:
         self.cloud = fake_provider.SimulatedCloud(
             self.clock, random.Random(seeds[1]), catalog=scn.cloud.catalog,
             region=scn.cloud.region, zones=scn.cloud.zones or None, cluster_name=scn.cluster_name,
-            node_classes=self._node_class)
+            node_classes=self._node_class, commitments=scn.cloud.commitments)
         self.kubelet = kubelet.SimulatedKubelet(
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in
@@ -549,6 +549,14 @@ class Simulation:
             reconcile_errors=self.manager.failures.summary(), unexpected_errors=self.manager.failures.unexpected,
             error_lines=self.manager.failures.lines(self.start))
 
+    def _commitments(self) -> dict[str, Any]:
+        """With commitments: the bill now (on-demand equivalent, paid, utilisation) and over time."""
+        billing = self.cloud.billing
+        if not billing:
+            return {}
+        over_time = [{"t": round(t - self.start, 3), **summary} for t, summary in billing.history]
+        return {"commitments": {**billing.summary(), "overTime": over_time}}
+
     def metrics_summary(self) -> dict[str, Any]:
         """Karpenter's metrics (deterministic ones only) plus the simulator's own counts."""
         samples = self.metrics.snapshot()
@@ -572,6 +580,7 @@ class Simulation:
                 "kubeSchedulerRuns": self.kube_scheduler.runs,
                 "costPerHour": round(self.bridge.cost_per_hour(), 6),
                 "accruedCost": round(self.cloud.accrued_cost(), 6),
+                **self._commitments(),
             },
             "karpenter": karpenter,
         }

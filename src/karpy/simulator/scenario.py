@@ -49,6 +49,7 @@ import yaml
 from karpy import settings as settings_mod
 from karpy.api import duration, errors, fields, labels, manifest, strict
 from karpy.cloudprovider import catalog as catalog_mod
+from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import interface as cloud_interface
 from karpy.simulator import scenario_schema
 
@@ -139,6 +140,8 @@ class Cloud:
     """As written: aws, azure, kwok, fake or benchmark."""
     region: str | None
     zones: tuple[str, ...]
+    commitments: commitments_mod.Commitments = commitments_mod.NONE
+    """``spec.cloud.commitments``: Reserved Instances, Savings Plans, a negotiated discount."""
 
     @property
     def catalog(self) -> str:
@@ -354,7 +357,9 @@ def _read_cloud(f: fields.Fields) -> Cloud:
     region = f.str("region")
     if region is not None and PROVIDERS[provider] not in ("aws", "azure"):
         raise f.fail("region", f"no region for provider {provider} (its catalog has fixed zones)", region)
-    return Cloud(provider=provider, region=region, zones=zones)
+    commitments = commitments_mod.parse(f.raw("commitments"), f"{f.obj}: {f.at('commitments')}") \
+        if f.has("commitments") else commitments_mod.NONE
+    return Cloud(provider=provider, region=region, zones=zones, commitments=commitments)
 
 
 class _Known:
