@@ -54,9 +54,8 @@ RESTRICTED_TAG_KEYS = ("karpenter.sh/nodepool", "karpenter.sh/nodeclaim", "karpe
 RESTRICTED_TAG_PREFIXES = ("kubernetes.io/cluster/", "aws:")
 
 RESTRICTED_KEY_EXPECTED = (
-    "a label key outside the domains Karpenter reserves (kubernetes.io, k8s.io, karpenter.sh, "
-    "karpenter.k8s.aws, karpenter.azure.com), other than a well-known label or a node.kubernetes.io / "
-    "node-restriction.kubernetes.io key"
+    "a label key outside the domains Karpenter reserves (karpenter.sh, karpenter.k8s.aws, "
+    "karpenter.azure.com) other than a well-known label, and not kubernetes.io/hostname"
 )
 
 
@@ -264,6 +263,14 @@ def validate_nodeclaim(nc: nodeclaim.NodeClaim) -> list[errors.FieldError]:
 
 
 # --- NodeClasses ---------------------------------------------------------------------------------
+
+
+def validate_kubelet(k: nodeclass.KubeletConfiguration | None, obj: str, path: str) -> list[errors.FieldError]:
+    """The v1 kubelet rules, for settings found elsewhere than a NodeClass (a converted v1beta1
+    NodePool keeps its kubelet in an annotation)."""
+    c = _Collector(obj)
+    _check_kubelet(c, path, k)
+    return c.errors
 
 
 def _check_kubelet(c: _Collector, path: str, k: nodeclass.KubeletConfiguration | None) -> None:
