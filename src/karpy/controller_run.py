@@ -129,6 +129,17 @@ def connect(opts: Options, settings: settings_mod.Settings, clock: clock_mod.Clo
         raise Unavailable(f"cannot connect to the Kubernetes API server: {exc}", EXIT_CLUSTER_UNAVAILABLE) from None
 
 
+def _synced_check(cluster: Any) -> Callable[[], bool] | None:
+    """Whether the cluster's caches have their first lists (``has_synced()`` or ``wait_for_sync(0)``)."""
+    has_synced = getattr(cluster, "has_synced", None)
+    if callable(has_synced):
+        return lambda: bool(has_synced())
+    wait_for_sync = getattr(cluster, "wait_for_sync", None)
+    if callable(wait_for_sync):
+        return lambda: bool(wait_for_sync(0))
+    return None
+
+
 def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[str] | None = None,
         install_signals: bool = True) -> int:
     """The ``karpy controller`` command; returns the exit status (see the module docstring)."""
@@ -167,9 +178,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     built = controllers.register_all(manager, cluster, cloud, wall, settings)
     elector = leader.LeaderElector(cluster, wall, lease_config) if opts.leader_elect else None
     pump = cluster if callable(getattr(cluster, "pump", None)) else None
-    synced_fn = getattr(cluster, "has_synced", None)
-    driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump,
-                             synced=synced_fn if callable(synced_fn) else None,
+    driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump, synced=_synced_check(cluster),
                              shutdown_grace=max(1.0, opts.renew_deadline))
     driver_ref.append(driver)
 
