@@ -17,7 +17,8 @@ Node that has the NodeClaim's provider ID. NodeClaims being deleted belong to
    exponential backoff (1 s doubling, at most 60 s). A non-retryable error: Warning event
    ``LaunchFailed`` and the NodeClaim is deleted. A launch that succeeded but whose status write
    failed is remembered by uid and never launched twice.
-2. **Registration** (a Node with the same provider ID exists): the Node gets the NodeClaim's labels,
+2. **Registration** (a Node with the same provider ID exists): the Node gets the NodeClaim's labels
+   and annotations (the NodeClaim's win, so a template ``karpenter.sh/do-not-disrupt`` protects it),
    ``karpenter.sh/registered=true``, the ``karpenter.sh/termination`` finalizer and an
    ownerReference to the NodeClaim; the ``karpenter.sh/unregistered`` taint is removed (the
    NodeClaim's taints and startup taints are added if missing at that moment). The NodeClaim gets
@@ -333,9 +334,16 @@ class Lifecycle:
         return self._initialize(name)
 
     def _adopt(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> None:
-        """Sync labels, finalizer, owner and taints onto the node (one update)."""
+        """Sync labels, annotations, finalizer, owner and taints onto the node (one update).
+
+        The NodeClaim's annotations (its NodePool's template annotations, such as
+        ``karpenter.sh/do-not-disrupt``, plus the hash annotations) win over the Node's, as
+        Karpenter's registration assigns them."""
         claim_obj = self.state.raw("NodeClaim", claim.name) or claim.to_manifest()
         meta = node.setdefault("metadata", {})
+        claim_annotations = interface.annotations_of(claim_obj)
+        if claim_annotations:
+            meta["annotations"] = {**(meta.get("annotations") or {}), **claim_annotations}
         node_labels = dict(meta.get("labels") or {})
         node_labels.update(claim.labels)
         node_labels[wk.REGISTERED] = "true"

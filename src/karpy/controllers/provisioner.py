@@ -47,7 +47,7 @@ from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import results, scheduler
+from karpy.provisioning import nodelabels, results, scheduler
 
 log = logging.getLogger("karpy.controllers.provisioner")
 
@@ -89,13 +89,16 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
                        nodeclass_hash: tuple[str, str] | None = None) -> dict[str, Any]:
     """The ``karpenter.sh/v1`` NodeClaim for one of the scheduler's new claims.
 
-    ``generateName: <nodepool>-``; labels are the template labels plus ``karpenter.sh/nodepool``;
+    ``generateName: <nodepool>-``; labels are a concrete value per custom requirement key
+    (:func:`karpy.provisioning.nodelabels.custom_labels`), the template labels and
+    ``karpenter.sh/nodepool``;
     annotations the template annotations plus ``karpenter.sh/nodepool-hash`` (and its version) and,
-    when given, the NodeClass hash ``(annotation, value)``; an ownerReference to the NodePool; the
+    when given, the NodeClass hash ``(annotation, value)`` and its version; an ownerReference to the NodePool; the
     ``karpenter.sh/termination`` finalizer; spec from the claim and the NodePool template.
     """
     spec_t = pool.template.spec
-    labels = dict(pool.template.labels)
+    labels = nodelabels.custom_labels(claim.requirements)
+    labels.update(pool.template.labels)
     labels.update(claim.labels)
     labels[wk.NODEPOOL] = pool.name
     annotations = dict(pool.template.annotations)
@@ -103,6 +106,7 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
     annotations[wk.NODEPOOL_HASH_VERSION] = nodepool_mod.HASH_VERSION
     if nodeclass_hash is not None:
         annotations[nodeclass_hash[0]] = nodeclass_hash[1]
+        annotations[nodeclass_hash[0] + wk.HASH_VERSION_SUFFIX] = nodeclass_mod.HASH_VERSION
     owner = interface.owner_reference(pool_obj, controller=False)
     owner["blockOwnerDeletion"] = True
     spec: dict[str, Any] = {"requirements": _requirement_terms(claim)}
