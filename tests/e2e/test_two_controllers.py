@@ -18,10 +18,9 @@ import pytest
 
 from karpy.api import labels
 from karpy.kube import interface, memory
+from support import apiserver
 
 from . import controller_process as cp
-
-apiserver = pytest.importorskip("support.apiserver", reason="the kube branch's API emulator is not merged yet")
 
 NS = "kube-system"
 LEASE = "karpenter-leader-election"
@@ -56,7 +55,7 @@ def holder(store: memory.InMemoryCluster) -> str:
 
 
 @pytest.fixture
-def api() -> Iterator[Any]:
+def api() -> Iterator[apiserver.EmulatedApiServer]:
     server = apiserver.EmulatedApiServer(seed=7, bookmark_interval=0.5)
     server.start()
     try:
@@ -67,7 +66,7 @@ def api() -> Iterator[Any]:
 
 @pytest.mark.e2e
 def test_two_replicas_provision_kwok_nodes_remove_them_and_hand_over_when_the_leader_dies(
-        api: Any, tmp_path: Path) -> None:
+        api: apiserver.EmulatedApiServer, tmp_path: Path) -> None:
     store: memory.InMemoryCluster = api.store
     kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
     settings_file = tmp_path / "settings.yaml"
