@@ -118,9 +118,9 @@ def test_two_replicas_provision_kwok_nodes_remove_them_and_hand_over_when_the_le
         # the leader dies; the other replica takes over within the lease duration and provisions
         killed_at = time.monotonic()
         leader.kill()
-        wait_for(lambda: holder(store) and not holder(store).startswith(first.split("_")[0]), 3 + 2 + 3,
+        wait_for(lambda: holder(store) and not holder(store).startswith(first.split("_")[0]), 12,
                  "the hand-over", follower)
-        assert time.monotonic() - killed_at < 3 + 0.5 + 3  # lease duration + retry period + slack
+        assert time.monotonic() - killed_at < 3 + 0.5 + 4  # lease duration + retry period + slack for a busy CI
         store.create(pending_pod("api", cpu="2"))
         wait_for(lambda: len(store.list("Node")) == 1, 20, "a node from the new leader", follower)
         status, metrics = follower.get("/metrics")
