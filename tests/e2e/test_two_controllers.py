@@ -96,7 +96,9 @@ def test_two_replicas_provision_kwok_nodes_remove_them_and_hand_over_when_the_le
         node = store.get("Node", node_name)
         assert node["spec"]["providerID"] == f"kwok://{node_name}"
         assert node["metadata"]["labels"]["kwok.x-k8s.io/node"] == "fake"
-        (claim,) = store.list("NodeClaim")
+        # the Node is written by the launch on a pool thread; the NodeClaim's status by the loop after it
+        (claim,) = wait_for(lambda: [c for c in store.list("NodeClaim") if (c.get("status") or {}).get("providerID")],
+                            20, "the launched NodeClaim", a, b)
         assert claim["status"]["providerID"] == node["spec"]["providerID"]
         wait_for(lambda: interface.labels_of(store.get("Node", node_name)).get(labels.REGISTERED) == "true", 20,
                  "registration", a, b)
