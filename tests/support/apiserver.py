@@ -13,7 +13,8 @@ adds in small, separately tested pieces:
 
 * watches resumed from ``resourceVersion`` out of an event history; 410 Gone (an ``ERROR``
   event, as the real server sends it) for a version older than the last :meth:`compact`;
-  ``BOOKMARK`` events every ``bookmark_interval`` seconds; ``timeoutSeconds``; selectors;
+  ``BOOKMARK`` events every ``bookmark_interval`` seconds; ``timeoutSeconds``; selectors (an
+  object entering a watch's selection is ADDED, one leaving it DELETED);
 * list pagination (``limit`` / ``continue``) with the list's ``resourceVersion``;
 * PUT (update / ``/status``), PATCH with ``merge-patch+json`` and ``json-patch+json`` (a
   ``strategic-merge-patch+json`` is treated as a merge patch on built-in kinds and refused with
@@ -74,6 +75,20 @@ class _Event:
     kind: str
     type: str
     obj: dict[str, Any]
+    before: dict[str, Any] | None = None
+    """The object's previous state (None for ADDED), to see it enter or leave a selector."""
+
+
+def selected_event(event: _Event, wanted: Any) -> str | None:
+    """The event type a selective watch sees: an object that starts matching is ADDED, one that
+    stops matching is DELETED (as the API server's watch cache does); ``None`` when unseen."""
+    now = wanted(event.obj)
+    before = event.before is not None and wanted(event.before)
+    if event.type == "DELETED":
+        return "DELETED" if now else None
+    if event.type == "ADDED" or not before:
+        return "ADDED" if now else None
+    return "MODIFIED" if now else "DELETED"
 
 
 @dataclass
@@ -98,6 +113,7 @@ class Backend:
     def __post_init__(self) -> None:
         self.store = memory.InMemoryCluster(clock.WallClock(), rng=random.Random(self.seed))
         self._history: collections.deque[_Event] = collections.deque()
+        self._last: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._history_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
@@ -111,8 +127,12 @@ class Backend:
 
     def _record(self, event_type: str, obj: dict[str, Any]) -> None:
         rv = int(obj["metadata"]["resourceVersion"])
+        key = interface.meta_key(obj)
         with self._history_lock:
-            self._history.append(_Event(rv, str(obj["kind"]), event_type, obj))
+            before = self._last.pop(key, None) if event_type == "DELETED" else self._last.get(key)
+            if event_type != "DELETED":
+                self._last[key] = obj
+            self._history.append(_Event(rv, str(obj["kind"]), event_type, obj, before))
             while len(self._history) > self.history_limit:
                 self.compacted_rv = self._history.popleft().rv
         self._wake()
@@ -376,8 +396,9 @@ class Handler(kmock.KubernetesScaffold):
                 changed = b._changed
                 for event in () if b.held else b.events_after(cursor):
                     cursor = event.rv
-                    if event.kind == res.kind and wanted(event.obj):
-                        await send(event.type, event.obj)
+                    seen_as = selected_event(event, wanted) if event.kind == res.kind else None
+                    if seen_as is not None:
+                        await send(seen_as, event.obj)
                 now = loop.time()
                 if deadline is not None and now >= deadline:
                     break

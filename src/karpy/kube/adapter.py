@@ -26,6 +26,10 @@ Threading contract:
 * A handler registered on a kind whose cache is already filled is not told about the objects
   already there (the contract's "after every committed write"); list them at start.
 
+Cached Pods are projected to what karpy reads (:mod:`karpy.kube.compact`), so ``update`` of a
+Pod is refused with ``BadRequest`` (``patch`` works); ``KubeCluster(project_pods=False)`` keeps
+whole Pods instead.
+
 Every error is a :mod:`karpy.kube.errors` class with ``retryable``; nothing from lightkube or
 httpx2 escapes.
 """
@@ -61,6 +65,7 @@ class KubeCluster:
         resync_seconds: float = 10 * 3600.0,
         server_selectors: Mapping[str, tuple[str | None, str | None]] | None = None,
         watch_timeout_seconds: int = 300,
+        project_pods: bool = True,
     ) -> None:
         """``server_selectors``: ``{kind: (label_selector, field_selector)}`` applied server-side
         to that kind's informer, so its cache (and every read of the kind) holds only matches."""
@@ -68,6 +73,7 @@ class KubeCluster:
         self.sync_timeout = sync_timeout
         self.resync_seconds = resync_seconds
         self.watch_timeout_seconds = watch_timeout_seconds
+        self.project_pods = project_pods
         self._server_selectors = dict(server_selectors or {})
         self._informers: dict[str, informer.Informer] = {}
         self._handlers: dict[str, list[interface.WatchHandler]] = {}
@@ -196,6 +202,7 @@ class KubeCluster:
                     label_selector=label,
                     field_selector=field,
                     watch_timeout_seconds=self.watch_timeout_seconds,
+                    project_pods=self.project_pods,
                 )
                 self._informers[kind] = inf
                 inf.start()
@@ -295,12 +302,13 @@ class KubeCluster:
     def _stored(self, kind: str, event_type: str, data: dict[str, Any], res: paths.Resource) -> dict[str, Any]:
         """Put a write's answer into the cache (read-your-writes); the caller gets its own copy."""
         obj = informer.trim(data, kind, res.api_version)
+        result = memory.copy_dict(obj)
         inf = self._informers.get(kind)
         if inf is not None:
             if interface.is_terminating(obj) and not (obj.get("metadata") or {}).get("finalizers"):
                 event_type = interface.DELETED  # the last finalizer went: the server removed it
             inf.apply_local(event_type, obj)
-        return memory.copy_dict(obj)
+        return result
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(obj, dict) or not obj.get("kind"):
@@ -339,6 +347,14 @@ class KubeCluster:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj.get("kind") == "Pod" and self.project_pods:
+            raise errors.BadRequest(
+                "Pods are cached without the fields karpy never reads (karpy.kube.compact); "
+                "an update would drop them on the server - change a Pod with patch()",
+                kind="Pod",
+                name=interface.name_of(obj),
+                namespace=interface.namespace_of(obj),
+            )
         return self._put(obj, "")
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:

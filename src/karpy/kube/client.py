@@ -197,6 +197,27 @@ class KubeClient:
         namespace: str = "",
     ) -> Any:
         """Send one request; the decoded JSON answer (``None`` for an empty body)."""
+        data = self.request_bytes(
+            method, path, params=params, body=body, content_type=content_type, retry=retry, what=what,
+            kind=kind, name=name, namespace=namespace,
+        )
+        return orjson.loads(data) if data else None
+
+    def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        retry: bool = True,
+        what: str = "",
+        kind: str = "",
+        name: str = "",
+        namespace: str = "",
+    ) -> bytes:
+        """As :meth:`request`, but the answer's raw body (for a caller with its own decoder)."""
         what = what or f"{method} {path}"
         content = None if body is None else orjson.dumps(body)
         headers = {"Accept": JSON}
@@ -214,8 +235,7 @@ class KubeClient:
                 delay = None
             else:
                 if resp.status_code < 400:
-                    data = resp.content
-                    return orjson.loads(data) if data else None
+                    return bytes(resp.content)
                 err = error_from_response(
                     resp.status_code, resp.content, resp.headers, what, kind=kind, name=name, namespace=namespace
                 )

@@ -34,7 +34,10 @@ class Resource:
 
 
 _IRREGULAR = {"Endpoints": "endpoints", "PodSecurityPolicy": "podsecuritypolicies"}
-_REGISTERED: dict[str, Resource] = {}
+_REGISTERED: dict[str, Resource] = {
+    # karpy's own cluster-scoped CRDs that are not in interface.KINDS
+    "KWOKNodeClass": Resource("KWOKNodeClass", "karpenter.kwok.sh/v1alpha1", "kwoknodeclasses", False),
+}
 
 
 def guess_plural(kind: str) -> str:

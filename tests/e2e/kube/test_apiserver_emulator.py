@@ -131,3 +131,20 @@ def test_a_watch_sends_bookmarks_when_asked(http: httpx2.Client, api: apiserver.
     events = watch_lines(http, {"resourceVersion": "1", "allowWatchBookmarks": "true", "timeoutSeconds": "3"}, 1)
     assert events[0]["type"] == "BOOKMARK"
     assert events[0]["object"]["metadata"]["resourceVersion"] == "1"
+
+
+def test_a_selective_watch_sees_objects_enter_and_leave_its_selection(
+    http: httpx2.Client, api: apiserver.EmulatedApiServer
+) -> None:
+    api.store.create({"kind": "Pod", "metadata": {"name": "p", "namespace": "default"}})
+    api.store.patch("Pod", "p", {"spec": {"nodeName": "n1"}}, "default")
+    api.store.patch("Pod", "p", {"metadata": {"labels": {"a": "b"}}}, "default")
+    api.store.patch("Pod", "p", {"spec": {"nodeName": "n2"}}, "default")
+    params = {"watch": "true", "resourceVersion": "1", "fieldSelector": "spec.nodeName=n1", "timeoutSeconds": "1"}
+    events: list[tuple[str, str]] = []
+    with http.stream("GET", "/api/v1/pods", params=params) as resp:
+        for line in resp.iter_lines():
+            if line:
+                event = orjson.loads(line)
+                events.append((event["type"], event["object"]["spec"].get("nodeName", "")))
+    assert events == [("ADDED", "n1"), ("MODIFIED", "n1"), ("DELETED", "n2")]

@@ -102,5 +102,7 @@ def test_paths_of_collections_objects_and_subresources() -> None:
     assert paths.path(pod, "default", "web", "eviction") == "/api/v1/namespaces/default/pods/web/eviction"
     claim = paths.resource_for("NodeClaim")
     assert paths.path(claim, "ignored", "c1", "status") == "/apis/karpenter.sh/v1/nodeclaims/c1/status"
+    kwok = paths.resource_for("KWOKNodeClass")
+    assert paths.path(kwok, "x", "default") == "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses/default"
     custom = paths.resource_for("Widget", "example.com/v1alpha1")
     assert (custom.namespaced, paths.path(custom, "ns")) == (True, "/apis/example.com/v1alpha1/namespaces/ns/widgets")
