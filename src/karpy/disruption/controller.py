@@ -451,10 +451,16 @@ class DisruptionController:
         return out
 
     def _cloud_epoch(self) -> int:
-        """Changes whenever a NodeClass changes, so cached drift answers are recomputed."""
+        """Changes whenever a NodeClass changes, so cached drift answers are recomputed. A NodeClass
+        kind the API server does not serve (its CRD not installed: AKSNodeClass on EKS) counts as none."""
         revision = 0
         for kind in NODECLASS_KINDS:
-            for obj in self.cluster.list(kind):
+            try:
+                objs = self.cluster.list(kind)
+            except kube_errors.KubeError as exc:
+                log.debug("disruption: cannot list %s: %s", kind, exc)
+                continue
+            for obj in objs:
                 revision += int(str(obj.get("metadata", {}).get("resourceVersion", "0")) or 0)
         return revision
 
