@@ -69,7 +69,8 @@ from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import scheduler
 
 NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
-"""NodeClass kinds whose changes start a disruption pass (NodeClass drift)."""
+"""NodeClass kinds whose changes start a disruption pass (NodeClass drift), unless the controller is
+given its cloud's own (``nodeclass_kinds``)."""
 DRIFT_RECHECK = 1800.0
 """Seconds after which a claim's drift is computed again even if nothing karpy watches changed."""
 log = logging.getLogger("karpy.disruption")
@@ -134,9 +135,13 @@ class DisruptionController:
         settings: settings_mod.Settings | None = None,
         instance_types: InstanceTypes | None = None,
         nodeclass_hash: orchestrator.NodeClassHash | None = None,
+        nodeclass_kinds: Sequence[str] = (),
     ) -> None:
         self.cluster = cluster
         self.clock = clock
+        self.nodeclass_kinds = tuple(nodeclass_kinds) or NODECLASS_KINDS
+        """The NodeClass kinds watched for drift: pass only the cloud's own kind in a real cluster
+        (an informer of a kind whose CRD is not installed never syncs)."""
         self._drift_cache: dict[str, tuple[Any, str | None]] = {}
         self.recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock)
         self.metrics = metrics
@@ -168,7 +173,7 @@ class DisruptionController:
         # pass rather than at the periodic DRIFT_RECHECK
         return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[
             ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._bump),
-            *((kind, self._bump) for kind in NODECLASS_KINDS)])
+            *((kind, self._bump) for kind in self.nodeclass_kinds)])
 
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
         self._revision += 1
@@ -454,7 +459,7 @@ class DisruptionController:
         """Changes whenever a NodeClass changes, so cached drift answers are recomputed. A NodeClass
         kind the API server does not serve (its CRD not installed: AKSNodeClass on EKS) counts as none."""
         revision = 0
-        for kind in NODECLASS_KINDS:
+        for kind in self.nodeclass_kinds:
             try:
                 objs = self.cluster.list(kind)
             except kube_errors.KubeError as exc:

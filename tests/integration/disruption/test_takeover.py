@@ -112,3 +112,11 @@ def test_drift_is_still_marked_when_a_nodeclass_kind_is_not_served() -> None:
     run.sim.cluster.patch("NodeClaim", name, {"metadata": {"annotations": {labels.NODEPOOL_HASH: "1"}}})
     assert run.run_until(400, lambda r: bool(drifted_claims(r)))
     assert drifted_claims(run) == {name: "NodePoolDrifted"}
+
+
+def test_the_watched_nodeclass_kinds_can_be_narrowed_to_the_clouds_own() -> None:
+    run, _ = started()
+    only_aws = disruption.DisruptionController(run.sim.cluster, run.sim.clock, cluster_state=run.ctrl.state,
+                                               nodeclass_kinds=(nodeclass.EC2_KIND,))
+    watched = {kind for kind, _ in only_aws.controller().watches}
+    assert nodeclass.EC2_KIND in watched and nodeclass.AKS_KIND not in watched
