@@ -387,3 +387,34 @@ def test_a_manifest_defaulted_by_the_api_server_means_the_same_to_karpy() -> Non
             assert images.family_of(filled.image_family) == images.family_of(as_is.image_family) == "Ubuntu2204"
             filled = dataclasses.replace(filled, image_family=as_is.image_family)
         assert filled == as_is, kind
+
+
+# ------------------------------------------------ what an API server checks when the CRD is created
+
+
+@pytest.mark.parametrize("kind", sorted(FIXTURES))
+def test_the_schemas_are_structural_as_the_api_server_requires(kind: str) -> None:
+    import jsonschema
+
+    problems = []
+    for path, node in dsl.walk(crd.schema_of(kind)):
+        typed = "type" in node or node.get("x-kubernetes-int-or-string") or \
+            node.get("x-kubernetes-preserve-unknown-fields")
+        if not typed:
+            problems.append(f"{path}: no type")
+        if "properties" in node and isinstance(node.get("additionalProperties"), dict):
+            problems.append(f"{path}: properties and additionalProperties together")
+        if node.get("x-kubernetes-list-type") == "map":
+            keys = set(node.get("x-kubernetes-list-map-keys") or ())
+            if not keys or not keys <= set(node["items"].get("required") or ()):
+                problems.append(f"{path}: list-map keys must be required fields of the items")
+        if "default" in node:
+            errors = list(jsonschema.Draft202012Validator(node).iter_errors(node["default"]))
+            if errors:
+                problems.append(f"{path}: default {node['default']!r} is invalid: {errors[0].message}")
+        for r in node.get("x-kubernetes-validations") or ():
+            if "oldSelf" in r["rule"] and path in ("", "metadata"):
+                problems.append(f"{path}: transition rule at the root")
+        if "enum" in node and "default" in node and node["default"] not in node["enum"]:
+            problems.append(f"{path}: default not in enum")
+    assert problems == []
