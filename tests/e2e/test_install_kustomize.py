@@ -22,6 +22,7 @@ CHART = ROOT / "charts" / "karpy"
 KUSTOMIZE = ROOT / "deploy" / "kustomize"
 BASE = KUSTOMIZE / "base"
 OVERLAY = KUSTOMIZE / "overlays" / "example"
+AKS_OVERLAY = KUSTOMIZE / "overlays" / "aks-example"
 KUBERNETES_VERSION = "1.32"
 
 pytestmark = [pytest.mark.e2e,
@@ -67,7 +68,7 @@ def test_kubectl_kustomize_renders_each_cloud_as_the_chart_renders_it(cloud: str
 
 def test_every_object_of_the_base_and_the_overlay_is_valid_for_the_api_server() -> None:
     objects = build(BASE) + build(OVERLAY)
-    objects += [o for cloud in kustomize.CLOUDS for o in build(KUSTOMIZE / cloud)
+    objects += [o for d in [*(KUSTOMIZE / c for c in kustomize.CLOUDS), AKS_OVERLAY] for o in build(d)
                 if o["kind"] != "CustomResourceDefinition"]  # the same CRDs as the base's
     assert len(objects) > 40
     for obj in objects:
@@ -92,3 +93,16 @@ def test_the_base_ships_karpenters_crds_with_their_names() -> None:
     names = sorted(o["metadata"]["name"] for o in build(BASE) if o["kind"] == "CustomResourceDefinition")
     assert names == ["aksnodeclasses.karpenter.azure.com", "ec2nodeclasses.karpenter.k8s.aws",
                      "kwoknodeclasses.karpenter.kwok.sh", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh"]
+
+
+def test_the_aks_overlay_sets_workload_identity_on_the_azure_directory() -> None:
+    objects = {key(o): o for o in build(AKS_OVERLAY)}
+    sa = objects[("ServiceAccount", "karpy")]
+    assert "azure.workload.identity/client-id" in sa["metadata"]["annotations"]
+    template = objects[("Deployment", "karpy")]["spec"]["template"]
+    assert template["metadata"]["labels"]["azure.workload.identity/use"] == "true"
+    (c,) = template["spec"]["containers"]
+    assert c["args"] == ["controller", "--cloud-provider", "azure"]
+    assert {e["name"]: e.get("value") for e in c["env"]}["CLUSTER_NAME"] == "aks-prod"
+    rules = objects[("ClusterRole", "karpy")]["rules"]
+    assert {g for r in rules for g in r["apiGroups"]} == {"karpenter.azure.com"}
