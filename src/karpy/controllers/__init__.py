@@ -44,7 +44,8 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
                  clock: clock_mod.Clock, settings: settings_mod.Settings | None = None, *,
                  metrics: metrics_mod.Metrics | None = None, recorder: events.EventRecorder | None = None,
                  on_launched: lifecycle.LaunchHook | None = None) -> Controllers:
-    """Register the provisioner, lifecycle, termination, garbage-collection and disruption controllers.
+    """Register the provisioner, lifecycle, termination, garbage-collection, disruption and NodePool
+    counter controllers.
 
     ``metrics`` defaults to a fresh :class:`Metrics` (which then also records pod startup
     durations and, when the cloud has ``cost_per_hour()``, the cost gauge); a caller passing its
@@ -52,7 +53,16 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     (see :mod:`karpy.controllers.lifecycle`). The garbage collector's first sweep is queued at once.
     """
     from karpy import settings as settings_mod
-    from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, state, termination
+    from karpy.controllers import (
+        gc,
+        interruption,
+        lifecycle,
+        nodepool_counter,
+        offerings,
+        provisioner,
+        state,
+        termination,
+    )
     from karpy.disruption import controller as disruption_controller
     from karpy.kube import events
     from karpy.observability import metrics as metrics_mod
@@ -88,6 +98,7 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         cluster, clock, recorder, metrics, cluster_state=cluster_state, cloud=cloud, settings=settings,
         instance_types=built.provisioner.instance_types)
     disruption_controller.register(manager, built.disruption)
+    nodepool_counter.register(manager, nodepool_counter.NodePoolCounter(cluster, cluster_state))
     manager.enqueue(gc.NAME, gc.KEY)
     manager.enqueue(interruption.NAME, interruption.KEY)
     _enqueue_existing(manager, cluster_state)

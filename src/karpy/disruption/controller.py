@@ -165,6 +165,7 @@ class DisruptionController:
         self._consolidated_at = 0.0
         self._quiet_revision = -1
         self._pod_seen: dict[str, tuple[Any, ...]] = {}
+        self._pool_generations: dict[str, Any] = {}
         self._quiet_until = 0.0
 
     # ------------------------------------------------------------------------------ runtime glue
@@ -173,12 +174,25 @@ class DisruptionController:
         # NodeClasses are watched too: a NodeClass change is a (cloud) drift change, seen at the next
         # pass rather than at the periodic DRIFT_RECHECK
         return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[
-            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._bump),
+            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._on_nodepool),
             *((kind, self._bump) for kind in self.nodeclass_kinds)])
 
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
         self._revision += 1
         return ()
+
+    def _on_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        """A NodePool's spec change (a new generation), creation or deletion is a change; a status
+        write (its counts, its conditions) is not."""
+        name = interface.name_of(obj)
+        generation = (obj.get("metadata") or {}).get("generation")
+        if event == "DELETED":
+            self._pool_generations.pop(name, None)
+        elif event != "ADDED" and generation is not None and self._pool_generations.get(name) == generation:
+            return ()
+        else:
+            self._pool_generations[name] = generation
+        return self._bump(event, obj)
 
     def on_pod(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
         """Record the pod event time on its node; enqueues nothing (the loop polls).
