@@ -53,16 +53,8 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     (see :mod:`karpy.controllers.lifecycle`). The garbage collector's first sweep is queued at once.
     """
     from karpy import settings as settings_mod
-    from karpy.controllers import (
-        gc,
-        interruption,
-        lifecycle,
-        nodepool_counter,
-        offerings,
-        provisioner,
-        state,
-        termination,
-    )
+    from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, state, termination
+    from karpy.controllers import nodepool_counter as nodepool_counter  # own line: fewer merge conflicts
     from karpy.disruption import controller as disruption_controller
     from karpy.kube import events
     from karpy.observability import metrics as metrics_mod
