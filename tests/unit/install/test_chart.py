@@ -282,3 +282,33 @@ def test_kubernetes_validate_rejects_an_invalid_object() -> None:
     deployment["spec"]["replicas"] = "two"
     with pytest.raises(kubernetes_validate.ValidationError):
         expect_valid([deployment])
+
+
+def test_a_values_file_written_for_karpenters_chart_renders() -> None:
+    karpenters = yaml.safe_load("""
+        settings:
+          clusterName: prod
+          interruptionQueue: Karpenter-prod
+          preferencePolicy: Respect
+          minValuesPolicy: Strict
+          eksControlPlane: false
+          featureGates: {spotToSpotConsolidation: true, capacityBuffer: false}
+          awsFeatureGates: {nodeClassCEL: false}
+        serviceAccount:
+          annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::111122223333:role/KarpenterControllerRole-prod"}
+        controller:
+          resources: {requests: {cpu: 1, memory: 1Gi}, limits: {cpu: 1, memory: 1Gi}}
+          sidecarContainer: []
+          securityContext: {seccompProfile: {}}
+        logOutputPaths: [stdout]
+        logErrorOutputPaths: [stderr]
+        webhook: {enabled: false}
+        replicas: 2
+    """)
+    objects = chart.render(CHART, karpenters)
+    variables = env(objects)
+    assert variables["CLUSTER_NAME"] == "prod" and variables["INTERRUPTION_QUEUE"] == "Karpenter-prod"
+    assert "SpotToSpotConsolidation=true" in variables["FEATURE_GATES"]
+    assert container(objects)["resources"]["limits"] == {"cpu": 1, "memory": "1Gi"}
+    assert settings_sources.load(environ=variables).feature_gate("SpotToSpotConsolidation")
+    expect_valid(objects)
