@@ -91,6 +91,9 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         instance_types=built.provisioner.instance_types)
     disruption_controller.register(manager, built.disruption)
     nodepool_counter.register(manager, nodepool_counter.NodePoolCounter(cluster, cluster_state))
+    from karpy.controllers import nodeclass_status
+
+    nodeclass_status.register(manager, cluster, cloud, clock)
     manager.enqueue(gc.NAME, gc.KEY)
     manager.enqueue(interruption.NAME, interruption.KEY)
     _enqueue_existing(manager, cluster_state)
