@@ -1,6 +1,7 @@
-"""``kubectl get nodeclaims`` / ``nodepools`` on what karpy writes: every printer column of karpy's CRDs,
-evaluated with kubectl's own JSONPath on the NodeClaims and NodePools a simulated run produced,
-shows a value (Type, Capacity, Zone, Node, Ready, Age; NodeClass, Nodes, Ready, Age...)."""
+"""What karpy writes, as an API server with karpy's CRDs would see it: every printer column, evaluated
+with kubectl's own JSONPath on the NodeClaims and NodePools a simulated run produced, shows a value
+(Type, Capacity, Zone, Node, Ready, Age; NodeClass, Nodes, Ready, Age...), and every NodePool,
+NodeClaim and NodeClass karpy wrote (spec and status) is accepted by the CRD schemas and CEL rules."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 
 from integration.disruption import test_consolidation as h
 from karpy.api.schemas import crd
+from karpy.simulator import engine, scenario
+from unit.api import crd_check
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")]
@@ -23,7 +26,6 @@ pytestmark = [pytest.mark.e2e,
 MAY_BE_EMPTY = {
     ("NodePool", "Weight"): "the NodePool has no spec.weight",
     ("NodeClaim", "Drifted"): "only a drifted NodeClaim has the Drifted condition",
-    ("NodePool", "Ready"): "the NodePool readiness controller writes it; without one there is no condition",
 }
 """Columns that are empty for a reason, checked against the object below."""
 
@@ -70,3 +72,30 @@ def test_every_printer_column_shows_a_value_for_what_karpy_writes(kind: str) -> 
         values = column_values(objects[0], columns)
         assert values["Nodes"] == str(len(_objects()["NodeClaim"]))
         assert values["NodeClass"] == "default"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_object_karpy_writes_on_aws_is_accepted_by_the_crds() -> None:
+    run = h.Run(h.build([h.NODECLASS, h.nodepool(("fake-it-1",), disruption_={
+        "consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}), h.deployment("web", 2, "1000m")],
+        [h.scale("5m", "web", 1)]))
+    run.run_until(900)
+    _expect_accepted(run.sim.cluster, ("NodePool", "NodeClaim", "EC2NodeClass"))
+
+
+def test_every_object_karpy_writes_on_aks_is_accepted_by_the_crds() -> None:
+    sim = engine.Simulation(scenario.load_text((ROOT / "examples" / "aks-nap.yaml").read_text()))
+    sim.run()
+    _expect_accepted(sim.cluster, ("NodePool", "NodeClaim", "AKSNodeClass"))
+
+
+def _expect_accepted(cluster: Any, kinds: tuple[str, ...]) -> None:
+    seen = {kind: 0 for kind in kinds}
+    for kind in kinds:
+        for obj in cluster.list(kind):
+            seen[kind] += 1
+            assert crd_check.schema_errors(obj) == [], (kind, obj["metadata"]["name"])
+            assert crd_check.cel_violations(obj) == [], (kind, obj["metadata"]["name"])
+    assert all(seen.values()), seen
