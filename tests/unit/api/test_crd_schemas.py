@@ -433,3 +433,12 @@ def test_the_strict_loader_accepts_every_field_the_crds_accept() -> None:
             result = manifest.load_documents(text, source=name)  # raises, naming every refused field
             loaded += len(result.of_kind(crd_check.fixture(name)["kind"]))
     assert loaded >= len(MODELS)
+
+
+def test_the_kubernetes_adapter_addresses_each_kind_where_the_crd_serves_it() -> None:
+    from karpy.kube import paths
+
+    for k in crd.KINDS:
+        res = paths.resource_for(k.kind)
+        assert (res.api_version, res.plural, res.namespaced) == (f"{k.group}/{k.storage_version}", k.plural,
+                                                                 False), k.kind
