@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from karpy import controller_cli, controller_run, settings_sources
+from karpy.controllers import leader
 from karpy.install import chart, template
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -263,7 +264,7 @@ def test_rbac_grants_what_karpenter_grants_and_nothing_wild() -> None:
     assert ("", "nodes", "create") not in rules
     assert not any(g == "karpenter.azure.com" for g, _, _ in rules)
     (lease_write,) = [r for r in one(render(), "Role")["rules"] if "update" in r["verbs"]]
-    assert lease_write["resourceNames"] == ["karpenter-leader-election"]
+    assert lease_write["resourceNames"] == [leader.LEASE_NAME] == ["karpenter-leader-election"]
 
 
 def test_each_cloud_gets_its_own_nodeclass_kind_only() -> None:
