@@ -44,7 +44,7 @@ from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.observability import metrics as metrics_mod
-from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, workloads
+from karpy.simulator import daemonsets, kube_scheduler, kubelet, provider_bridge, real_cloud, scenario, workloads
 
 log = logging.getLogger("karpy.simulator")
 
@@ -292,7 +292,11 @@ class Simulation:
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in
             ("aws", "azure") else "")
-        self.bridge = CloudBridge(self.cloud, self.kubelet)
+        self.bridge: CloudBridge | provider_bridge.ProviderBridge
+        if scn.cloud.endpoint_url:  # the cloud's real provider against an endpoint; the cluster stays simulated
+            self.bridge = real_cloud.bridge(scn, self.clock, self.cluster, self.kubelet)
+        else:
+            self.bridge = CloudBridge(self.cloud, self.kubelet)
         self.metrics = metrics_mod.Metrics()
         self.metrics.attach(cost=self.bridge.cost_per_hour)
         self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,
@@ -415,7 +419,7 @@ class Simulation:
             self._interrupt(step, a)
         else:
             until = self.clock.now() + a.duration
-            self.cloud.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
+            self.bridge.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
 
     def _interrupt(self, step: scenario.Step, a: scenario.Interrupt) -> None:
         if a.node:
@@ -511,7 +515,7 @@ class Simulation:
             scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
             events=evs, metrics=self.metrics_summary(), timeline=list(self.timeline), notes=list(self.notes),
             reconciles=self.manager.reconciles, cost_per_hour=self.bridge.cost_per_hour(),
-            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers))
+            accrued_cost=self.bridge.accrued_cost(), karpy_controllers=list(self.karpy_controllers))
 
     def metrics_summary(self) -> dict[str, Any]:
         """Karpenter's metrics (deterministic ones only) plus the simulator's own counts."""
@@ -535,7 +539,7 @@ class Simulation:
                 "podsBoundByKubeScheduler": self.kube_scheduler.bound,
                 "kubeSchedulerRuns": self.kube_scheduler.runs,
                 "costPerHour": round(self.bridge.cost_per_hour(), 6),
-                "accruedCost": round(self.cloud.accrued_cost(), 6),
+                "accruedCost": round(self.bridge.accrued_cost(), 6),
             },
             "karpenter": karpenter,
         }
