@@ -1,8 +1,17 @@
 """Generate karpy's Azure VM SKU data (src/karpy/cloudprovider/azure/data/skus.json).
 
-Inputs: a selection of the Azure Resource SKUs API (``{"skus": [{"region", "name", "family",
-"size", "zones", "capabilities": {name: text}}]}``) and the Azure Retail Prices (on-demand Linux
-USD/hour, ``{"prices": {region: {meter: price}}}``).
+Inputs: the hardware facts of 1,574 Azure VM sizes with their sources (``azure-vm-sizes.json``:
+``{"sizes": [{"name", "family", "vCPUs", "memoryGiB", "arch", "gpus", "gpuModel", "premiumIO",
+"acceleratedNetworking", "maxNICs", "tempDiskGiB", "ephemeralOSDiskSupported", "sources"}]}``), a
+selection of the Azure Resource SKUs API (``{"skus": [{"region", "name", "family", "size", "zones",
+"capabilities": {name: text}}]}``) whose capabilities win where both know a size, and the Azure
+Retail Prices (on-demand Linux USD/hour, ``{"prices": {region: {meter: price}}}``).
+
+The output holds each size's hardware once (``sizes``) and, per region of the price file, the sizes
+with a price there (``regions: {region: {name: {"price", ["zones"]}}}``; ``zones`` only where the
+Resource SKUs API said which zones the size is offered in). Facts the sizes file does not carry are
+filled as documented in :func:`_size_record` (Hyper-V generations, spot capability, encryption at
+host) and marked ``"assumed"``.
 
 Price keys are matched to SKU names exactly (``Standard_D2s_v3``), falling back to a
 case-insensitive match with surrounding blanks removed (the price list has keys such as
@@ -13,7 +22,7 @@ without a price in its region is skipped and counted in ``skipped``.
 Each kept SKU keeps the capabilities karpy's Azure catalog needs, typed, one SKU per line; the
 output depends only on the inputs. Usage:
 
-    python scripts/generate_azure_catalog.py [--skus PATH] [--prices PATH] [--output PATH] [--check]
+    python scripts/generate_azure_catalog.py [--skus PATH] [--prices PATH] [--sizes PATH] [--output PATH] [--check]
 """
 
 from __future__ import annotations
@@ -26,12 +35,15 @@ from collections.abc import Mapping
 from typing import Any
 
 DEFAULT_SKUS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/azure-vm-skus.json"
+DEFAULT_SIZES = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/azure-vm-sizes.json"
 DEFAULT_PRICES = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/azure-on-demand-prices.json"
 DEFAULT_OUTPUT = (
     pathlib.Path(__file__).resolve().parent.parent / "src" / "karpy" / "cloudprovider" / "azure" / "data"
     / "skus.json"
 )
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+NO_SPOT_PREFIXES = ("Standard_B",)
+"""Azure Spot does not offer the B (burstable) series (nor ``_Promo`` sizes)."""
 
 
 def _truthy(value: Any) -> bool:
@@ -91,32 +103,101 @@ def _record(sku: Mapping[str, Any], price: float) -> dict[str, Any]:
     return out
 
 
+def _size_record(size: Mapping[str, Any]) -> dict[str, Any]:
+    """A hardware record from the sizes file, shaped as :func:`_record` shapes a Resource SKU.
+
+    Filled where the sizes file is silent (``assumed`` lists them): Hyper-V generations ``V1,V2``;
+    spot (``low_priority``) for every size but the B series and ``_Promo`` sizes; encryption at
+    host false (the label is then left out). A ``null`` GPU count (fractional GPU shares, unknown
+    counts) stays ``null``; the catalog leaves such sizes out.
+    """
+    name = str(size["name"])
+    gpus = size.get("gpus")
+    out: dict[str, Any] = {
+        "family": str(size.get("family") or ""),
+        "size": name.split("_", 1)[1] if "_" in name else name,
+        "vcpu": int(size.get("vCPUs") or 0),
+        "mem_gib": float(size.get("memoryGiB") or 0),
+        "arch": str(size.get("arch") or "unknown"),
+        "hyperv": ["V1", "V2"],
+        "premium_io": bool(size.get("premiumIO")),
+        "accelerated_networking": bool(size.get("acceleratedNetworking")),
+        "encryption_at_host": False,
+        "ephemeral_os": bool(size.get("ephemeralOSDiskSupported")),
+        "low_priority": not name.startswith(NO_SPOT_PREFIXES) and not name.endswith("_Promo"),
+        "max_resource_volume_mb": int(float(size.get("tempDiskGiB") or 0) * 1024),
+        "cached_disk_bytes": 0,
+        "gpus": None if gpus is None else int(gpus),
+        "max_nics": int(size.get("maxNICs") or 0),
+        "sources": list(size.get("sources") or []),
+        "assumed": ["encryption_at_host", "hyperv", "low_priority"],
+    }
+    if size.get("gpuModel"):
+        out["gpu_model"] = str(size["gpuModel"])
+    if size.get("activeVCPUs"):
+        out["vcpu_available"] = int(size["activeVCPUs"])
+    return out
+
+
 def build(skus_path: pathlib.Path = DEFAULT_SKUS,
-          prices_path: pathlib.Path = DEFAULT_PRICES) -> dict[str, Any]:
-    """The catalog document: ``{"format", "source", "skipped", "regions": {region: {sku: record}}}``."""
+          prices_path: pathlib.Path = DEFAULT_PRICES,
+          sizes_path: pathlib.Path | None = DEFAULT_SIZES) -> dict[str, Any]:
+    """The catalog document: ``{"format", "source", "skipped", "sizes": {name: hardware},
+    "regions": {region: {name: {"price", ["zones"]}}}}``.
+
+    Sizes come from the sizes file (when given) and the Resource SKUs selection; every region of
+    the price file lists the sizes priced there. SKU-file entries without a price in their region
+    are named in ``skipped.no_price``; sizes without a price in a region are counted per region in
+    ``skipped.unpriced_sizes``.
+    """
     sku_doc = json.loads(skus_path.read_text(encoding="utf-8"))
     price_doc = json.loads(prices_path.read_text(encoding="utf-8"))
+    size_doc: Mapping[str, Any] = (json.loads(sizes_path.read_text(encoding="utf-8"))
+                                   if sizes_path is not None else {"sizes": []})
     prices: Mapping[str, Mapping[str, float]] = price_doc["prices"]
     indexes = {region: price_index(p) for region, p in prices.items()}
-    regions: dict[str, dict[str, Any]] = {}
+    sizes: dict[str, dict[str, Any]] = {str(s["name"]): _size_record(s) for s in size_doc["sizes"]}
+    zones: dict[tuple[str, str], list[str]] = {}
     no_price: list[str] = []
     for sku in sku_doc["skus"]:
         region, name = str(sku["region"]), str(sku["name"])
-        region_prices = prices.get(region, {})
-        price = lookup_price(name, region_prices, indexes.get(region, {}))
-        if price is None:
+        rec = _record(sku, 0.0)
+        rec.pop("price")
+        rec["sources"] = sorted(set(sizes.get(name, {}).get("sources", [])) | {"resource-skus-file"})
+        if name in sizes:
+            for key in ("max_nics", "gpu_model"):
+                if key in sizes[name]:
+                    rec[key] = sizes[name][key]
+        sizes[name] = rec
+        zones[(region, name)] = rec.pop("zones")
+        if lookup_price(name, prices.get(region, {}), indexes.get(region, {})) is None:
             no_price.append(f"{region}/{name}")
-            continue
-        regions.setdefault(region, {})[name] = _record(sku, price)
+    regions: dict[str, dict[str, Any]] = {}
+    unpriced: dict[str, int] = {}
+    for region, region_prices in sorted(prices.items()):
+        out: dict[str, Any] = {}
+        for name in sorted(sizes):
+            price = lookup_price(name, region_prices, indexes[region])
+            if price is None:
+                unpriced[region] = unpriced.get(region, 0) + 1
+                continue
+            entry: dict[str, Any] = {"price": price}
+            if (region, name) in zones:
+                entry["zones"] = zones[(region, name)]
+            out[name] = entry
+        regions[region] = out
     return {
         "format": FORMAT_VERSION,
         "source": {
+            "sizes": str(size_doc.get("source", "")),
+            "sizes_generated": str(size_doc.get("generated", "")),
             "skus": str(sku_doc.get("source", "")),
             "prices": str(price_doc.get("source", "")),
             "prices_generated_at": str(price_doc.get("generated_at", "")),
         },
-        "skipped": {"no_price": sorted(no_price)},
-        "regions": {r: dict(sorted(s.items())) for r, s in sorted(regions.items())},
+        "skipped": {"no_price": sorted(no_price), "unpriced_sizes": unpriced},
+        "sizes": dict(sorted(sizes.items())),
+        "regions": regions,
     }
 
 
@@ -126,8 +207,11 @@ def render(doc: Mapping[str, Any]) -> str:
         return json.dumps(v, sort_keys=True, separators=(",", ":"))
 
     lines = ["{"]
-    for k in sorted(k for k in doc if k != "regions"):
+    for k in sorted(k for k in doc if k not in ("regions", "sizes")):
         lines.append(f"{json.dumps(k)}: {dump(doc[k])},")
+    lines.append('"sizes": {')
+    lines.append(",\n".join(f"{json.dumps(name)}: {dump(rec)}" for name, rec in sorted(doc["sizes"].items())))
+    lines.append("},")
     lines.append('"regions": {')
     region_blocks = []
     for region, skus in sorted(doc["regions"].items()):
@@ -143,10 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--skus", type=pathlib.Path, default=DEFAULT_SKUS)
     parser.add_argument("--prices", type=pathlib.Path, default=DEFAULT_PRICES)
+    parser.add_argument("--sizes", type=pathlib.Path, default=DEFAULT_SIZES)
     parser.add_argument("--output", type=pathlib.Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--check", action="store_true", help="fail if the output file is not up to date")
     args = parser.parse_args(argv)
-    doc = build(args.skus, args.prices)
+    doc = build(args.skus, args.prices, args.sizes)
     text = render(doc)
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
@@ -157,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")
     kept = sum(len(s) for s in doc["regions"].values())
-    print(f"wrote {kept} SKUs in {len(doc['regions'])} regions to {args.output} "
-          f"(skipped {len(doc['skipped']['no_price'])} without a price in their region)")
+    print(f"wrote {len(doc['sizes'])} sizes, {kept} priced (size, region) pairs in {len(doc['regions'])} "
+          f"regions to {args.output} (SKU-file entries without a price: {len(doc['skipped']['no_price'])})")
     return 0
 
 

@@ -61,6 +61,15 @@ class Settings:
     kube_client_qps: int = 200
     kube_client_burst: int = 300
 
+    def __post_init__(self) -> None:
+        # One switch: spotToSpotConsolidation and the SpotToSpotConsolidation feature gate (Karpenter's
+        # name for it) are the same setting; either one turns it on, and both then say so.
+        gates = dict(self.feature_gates)
+        if self.spot_to_spot_consolidation or gates.get("SpotToSpotConsolidation"):
+            gates["SpotToSpotConsolidation"] = True
+            object.__setattr__(self, "spot_to_spot_consolidation", True)
+            object.__setattr__(self, "feature_gates", tuple(gates.items()))
+
     def feature_gate(self, name: str) -> bool:
         """Whether feature gate ``name`` is on (unknown gates are off)."""
         return dict(self.feature_gates).get(name, False)
@@ -75,7 +84,7 @@ class Settings:
         problems: list[errors.FieldError] = []
         values: dict[str, Any] = {}
         for key, raw in data.items():
-            spec = _FIELDS.get(str(key))
+            spec = _FIELDS.get(str(key)) or _ENV_STYLE.get(str(key))
             if spec is None:
                 close = difflib.get_close_matches(str(key), list(_FIELDS), n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
@@ -139,6 +148,16 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "kubeClientQPS": ("kube_client_qps", _INT),
     "kubeClientBurst": ("kube_client_burst", _INT),
 }
+
+
+def env_name(key: str) -> str:
+    """Karpenter's environment-variable name of a camelCase setting: ``reservedENIs`` -> ``RESERVED_ENIS``."""
+    return "".join("_" + c if c.isupper() and i and not key[i - 1].isupper() else c
+                   for i, c in enumerate(key)).upper()
+
+
+_ENV_STYLE = {env_name(k): spec for k, spec in _FIELDS.items()}
+"""Settings mappings (a scenario's ``spec.settings``) may also use Karpenter's environment names."""
 
 LOG_LEVELS = ("debug", "info", "warn", "error")
 

@@ -46,6 +46,10 @@ NODEPOOL_HASH_VERSION = "karpenter.sh/nodepool-hash-version"
 NODECLAIM_TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
 NODECLASS_HASH_AWS = "karpenter.k8s.aws/ec2nodeclass-hash"
 NODECLASS_HASH_AZURE = "karpenter.azure.com/aksnodeclass-hash"
+NODECLASS_HASH_VERSION_AWS = "karpenter.k8s.aws/ec2nodeclass-hash-version"
+NODECLASS_HASH_VERSION_AZURE = "karpenter.azure.com/aksnodeclass-hash-version"
+HASH_VERSION_SUFFIX = "-version"
+"""A hash annotation's version annotation is its name plus this suffix (Karpenter's convention)."""
 
 # Taints and finalizers
 TAINT_DISRUPTED = "karpenter.sh/disrupted"

@@ -35,7 +35,11 @@ REASON_DRIFTED = "Drifted"
 REASON_UNDERUTILIZED = "Underutilized"
 DISRUPTION_REASONS = (REASON_EMPTY, REASON_DRIFTED, REASON_UNDERUTILIZED)
 DEFAULT_BUDGET_NODES = "10%"
-HASH_VERSION = "v3"
+HASH_VERSION = "karpy-v1"
+"""karpy's own ``karpenter.sh/nodepool-hash-version``. karpy's hash is not Karpenter's (``v3``), so it
+must not claim Karpenter's version: a claim stamped by Karpenter (or by another karpy hash version) is
+re-stamped on sight instead of being taken for drifted, which is what Karpenter does after an upgrade
+changes its hash function (and what Karpenter does with a claim karpy stamped)."""
 KUBELET_COMPAT_ANNOTATION = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
 """Where Karpenter v1 keeps a v1beta1 NodePool's ``kubelet`` (JSON); it wins over the NodeClass's."""
 

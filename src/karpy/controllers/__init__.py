@@ -73,8 +73,9 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         state=cluster_state, recorder=recorder, metrics=metrics, offerings=cache,
         provisioner=provisioner.Provisioner(cluster, cluster_state, cloud, clock, settings, recorder, metrics, cache),
         lifecycle=lifecycle.Lifecycle(cluster, cluster_state, cloud, clock, settings, recorder, metrics, cache,
-                                      on_launched=on_launched),
-        termination=termination.Termination(cluster, cluster_state, cloud, clock, recorder, metrics),
+                                      on_launched=on_launched, calls=manager.calls),
+        termination=termination.Termination(cluster, cluster_state, cloud, clock, recorder, metrics,
+                                             calls=manager.calls),
         gc=gc.GarbageCollector(cluster, cluster_state, cloud, clock, recorder, metrics),
         interruption=interruption.Interruption(cluster, cluster_state, cloud, clock, recorder, metrics),
     )

@@ -17,7 +17,8 @@ Node that has the NodeClaim's provider ID. NodeClaims being deleted belong to
    exponential backoff (1 s doubling, at most 60 s). A non-retryable error: Warning event
    ``LaunchFailed`` and the NodeClaim is deleted. A launch that succeeded but whose status write
    failed is remembered by uid and never launched twice.
-2. **Registration** (a Node with the same provider ID exists): the Node gets the NodeClaim's labels,
+2. **Registration** (a Node with the same provider ID exists): the Node gets the NodeClaim's labels
+   and annotations (the NodeClaim's win, so a template ``karpenter.sh/do-not-disrupt`` protects it),
    ``karpenter.sh/registered=true``, the ``karpenter.sh/termination`` finalizer and an
    ownerReference to the NodeClaim; the ``karpenter.sh/unregistered`` taint is removed (the
    NodeClaim's taints and startup taints are added if missing at that moment). The NodeClaim gets
@@ -47,10 +48,11 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
+from karpy.controllers import cloudcalls, runtime, state
 from karpy.controllers import offerings as offerings_mod
-from karpy.controllers import runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
+from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import scheduler
 
@@ -129,8 +131,9 @@ class Lifecycle:
                  cloud: cp_interface.CloudProvider, clock: clock_mod.Clock,
                  settings: settings_mod.Settings, recorder: events.EventRecorder,
                  metrics: metrics_mod.Metrics, offerings: offerings_mod.UnavailableOfferings,
-                 on_launched: LaunchHook | None = None) -> None:
+                 on_launched: LaunchHook | None = None, calls: cloudcalls.CloudCalls | None = None) -> None:
         self.cluster = cluster
+        self.calls: cloudcalls.CloudCalls = calls if calls is not None else cloudcalls.Inline()
         self.state = cluster_state
         self.cloud = cloud
         self.clock = clock
@@ -217,14 +220,18 @@ class Lifecycle:
         uid = claim.metadata.uid
         launched = self._launched.get(uid)
         deadline = self._created(claim) + self.settings.launch_ttl
+        op = "create/" + uid
         if launched is None:
-            if now >= deadline:
+            if now >= deadline and not self.calls.pending(op):
                 self._delete_for_timeout(claim, REASON_LAUNCH_TIMEOUT, "launch_timeout",
                                          f"NodeClaim {claim.name} did not launch within "
                                          f"{self.settings.launch_ttl:g}s of its creation")
                 return None
+            outcome = self.calls.call(op, lambda: self.cloud.create(claim), (NAME, claim.name))
+            if outcome is None:
+                return None  # in flight: its completion requeues this NodeClaim
             try:
-                launched = self.cloud.create(claim)
+                launched = outcome.result()
             except cp_errors.InsufficientCapacityError as exc:
                 self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
                 self.offerings.mark_unavailable(exc.offerings)
@@ -286,8 +293,10 @@ class Lifecycle:
         stored = self._write_status(claim.name, mutate)
         pool = claim.nodepool_name or ""
         self.metrics.nodeclaims_launched.labels(pool).inc()
-        log.info("lifecycle: launched NodeClaim %s: %s %s %s", claim.name, launched.status.provider_id,
-                 launched.labels.get(wk.INSTANCE_TYPE, "?"), launched.labels.get(wk.CAPACITY_TYPE, "?"))
+        log.info("launched nodeclaim", extra=logs.fields(NAME, NodeClaim=claim.name, NodePool=pool or None, **{
+            "provider-id": launched.status.provider_id, "instance-type": launched.labels.get(wk.INSTANCE_TYPE),
+            "zone": launched.labels.get(wk.ZONE), "capacity-type": launched.labels.get(wk.CAPACITY_TYPE),
+            "allocatable": quantity.format_list(launched.status.allocatable)}))
         if self.on_launched is not None:
             try:
                 self.on_launched(stored)
@@ -321,13 +330,20 @@ class Lifecycle:
         pool = claim.nodepool_name or ""
         self.metrics.nodeclaims_registered.labels(pool).inc()
         self.metrics.nodes_created.labels(pool).inc()
-        log.info("lifecycle: registered NodeClaim %s as node %s", name, node_name)
+        log.info("registered nodeclaim", extra=logs.fields(NAME, NodeClaim=name, NodePool=pool or None, Node=node_name))
         return self._initialize(name)
 
     def _adopt(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> None:
-        """Sync labels, finalizer, owner and taints onto the node (one update)."""
+        """Sync labels, annotations, finalizer, owner and taints onto the node (one update).
+
+        The NodeClaim's annotations (its NodePool's template annotations, such as
+        ``karpenter.sh/do-not-disrupt``, plus the hash annotations) win over the Node's, as
+        Karpenter's registration assigns them."""
         claim_obj = self.state.raw("NodeClaim", claim.name) or claim.to_manifest()
         meta = node.setdefault("metadata", {})
+        claim_annotations = interface.annotations_of(claim_obj)
+        if claim_annotations:
+            meta["annotations"] = {**(meta.get("annotations") or {}), **claim_annotations}
         node_labels = dict(meta.get("labels") or {})
         node_labels.update(claim.labels)
         node_labels[wk.REGISTERED] = "true"
@@ -369,7 +385,9 @@ class Lifecycle:
             self.cluster.patch("Node", node.name, {"metadata": {"labels": {wk.INITIALIZED: "true"}}})
         self._write_status(name, lambda s, now: set_condition(s, nodeclaim_mod.INITIALIZED, "True", now))
         self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
-        log.info("lifecycle: initialized NodeClaim %s (node %s)", name, node.name)
+        log.info("initialized nodeclaim", extra=logs.fields(
+            NAME, NodeClaim=name, NodePool=claim.nodepool_name, Node=node.name,
+            allocatable=quantity.format_list(node.allocatable)))
         return None
 
     @staticmethod

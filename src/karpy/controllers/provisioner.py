@@ -45,8 +45,9 @@ from karpy.controllers import offerings as offerings_mod
 from karpy.controllers import runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
+from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import results, scheduler
+from karpy.provisioning import nodelabels, results, scheduler
 
 log = logging.getLogger("karpy.controllers.provisioner")
 
@@ -88,13 +89,16 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
                        nodeclass_hash: tuple[str, str] | None = None) -> dict[str, Any]:
     """The ``karpenter.sh/v1`` NodeClaim for one of the scheduler's new claims.
 
-    ``generateName: <nodepool>-``; labels are the template labels plus ``karpenter.sh/nodepool``;
+    ``generateName: <nodepool>-``; labels are a concrete value per custom requirement key
+    (:func:`karpy.provisioning.nodelabels.custom_labels`), the template labels and
+    ``karpenter.sh/nodepool``;
     annotations the template annotations plus ``karpenter.sh/nodepool-hash`` (and its version) and,
-    when given, the NodeClass hash ``(annotation, value)``; an ownerReference to the NodePool; the
+    when given, the NodeClass hash ``(annotation, value)`` and its version; an ownerReference to the NodePool; the
     ``karpenter.sh/termination`` finalizer; spec from the claim and the NodePool template.
     """
     spec_t = pool.template.spec
-    labels = dict(pool.template.labels)
+    labels = nodelabels.custom_labels(claim.requirements)
+    labels.update(pool.template.labels)
     labels.update(claim.labels)
     labels[wk.NODEPOOL] = pool.name
     annotations = dict(pool.template.annotations)
@@ -102,6 +106,7 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
     annotations[wk.NODEPOOL_HASH_VERSION] = nodepool_mod.HASH_VERSION
     if nodeclass_hash is not None:
         annotations[nodeclass_hash[0]] = nodeclass_hash[1]
+        annotations[nodeclass_hash[0] + wk.HASH_VERSION_SUFFIX] = nodeclass_mod.HASH_VERSION
     owner = interface.owner_reference(pool_obj, controller=False)
     owner["blockOwnerDeletion"] = True
     spec: dict[str, Any] = {"requirements": _requirement_terms(claim)}
@@ -234,7 +239,14 @@ class Provisioner:
         if not pods:
             return results.Results()
         self.runs += 1
+        started = clock_mod.perf_counter()
         res, pools = self.schedule(pods)
+        if res.new_claims:
+            log.info("computed new nodeclaim(s) to fit pod(s)", extra=logs.fields(
+                NAME, nodeclaims=len(res.new_claims), pods=sum(len(c.pods) for c in res.new_claims)))
+            log.info("found provisionable pod(s)", extra=logs.fields(
+                NAME, Pods=logs.pretty_slice([p.key for p in pods]),
+                duration=logs.go_duration(clock_mod.perf_counter() - started)))
         self.last_results = res
         by_name = {p.name: p for p in pools}
         hashes: dict[str, tuple[str, str] | None] = {}
@@ -267,8 +279,10 @@ class Provisioner:
             return
         name = interface.name_of(created)
         self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name).inc()
-        log.info("provisioner: created NodeClaim %s (NodePool %s, %d pods, %d instance types, $%.4f/h)",
-                 name, pool.name, len(claim.pods), len(claim.instance_types), claim.price)
+        log.info("created nodeclaim", extra=logs.fields(
+            NAME, NodePool=pool.name, NodeClaim=name, requests=quantity.format_list(claim.requests),
+            **{"instance-types": logs.pretty_slice(claim.instance_type_names()), "pods": len(claim.pods),
+               "price": round(claim.price, 6)}))
         message = f"Pod should schedule on: nodeclaim/{name}"
         for p in claim.pods:
             self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)

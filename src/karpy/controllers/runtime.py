@@ -10,6 +10,8 @@ queue of due work items ``(due_time, seq, controller, key)``:
   A reconcile that raises is logged with its controller and key, counted, and retried with
   exponential backoff; one bad object never stops the loop.
 - ``next_due()`` tells a driver when the next work is due.
+- ``calls`` (:mod:`karpy.controllers.cloudcalls`) is how controllers run cloud calls: inline by
+  default, a bounded thread pool under the real-time driver (:mod:`karpy.controllers.realtime`).
 
 Two drivers use the same Manager and the same controllers: the simulator advances a
 ``VirtualClock`` to ``next_due()`` (merged with its own world events); a real deployment sleeps on
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as clock_mod
+from karpy.controllers import cloudcalls
 from karpy.kube import interface
 
 log = logging.getLogger("karpy.controllers")
@@ -56,9 +59,12 @@ class Manager:
 
     MAX_BACKOFF = 300.0
 
-    def __init__(self, cluster: interface.Cluster, clock: clock_mod.Clock) -> None:
+    def __init__(self, cluster: interface.Cluster, clock: clock_mod.Clock,
+                 calls: cloudcalls.CloudCalls | None = None) -> None:
         self.cluster = cluster
         self.clock = clock
+        self.calls: cloudcalls.CloudCalls = calls if calls is not None else cloudcalls.Inline()
+        """How controllers run cloud calls: inline (simulator) or on a pool (real driver)."""
         self.controllers: dict[str, Controller] = {}
         self._queue: list[tuple[float, int, str, str]] = []
         self._due: dict[tuple[str, str], float] = {}

@@ -42,7 +42,7 @@ from karpy.api import pod as pod_mod
 from karpy.api import quantity, workloads
 from karpy.cloudprovider import instancetype
 from karpy.kube import interface
-from karpy.provisioning import results
+from karpy.provisioning import results, templates
 from karpy.scheduling import requirements as reqs_mod
 
 log = logging.getLogger("karpy.controllers.state")
@@ -338,7 +338,8 @@ class ClusterState:
 
     def nodepool_usage(self, instance_types: Mapping[str, Sequence[instancetype.InstanceType]] | None = None
                        ) -> dict[str, dict[str, int]]:
-        """NodePool -> resource -> summed capacity of its NodeClaims (milli-units)."""
+        """NodePool -> resource -> summed capacity of its NodeClaims (milli-units), plus Karpenter's
+        ``nodes`` (one per NodeClaim), as counted against ``spec.limits``."""
         types = _TypeIndex(instance_types)
         usage: dict[str, dict[str, int]] = {}
         for claim in self.nodeclaims():
@@ -346,6 +347,7 @@ class ClusterState:
             if not pool:
                 continue
             capacity = claim.status.capacity or _cheapest_resources(claim, types, allocatable=False)
+            capacity = {**capacity, templates.NODES: templates.ONE_NODE}
             usage[pool] = quantity.add(usage.get(pool, {}), capacity)
         return usage
 

@@ -43,9 +43,10 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import runtime, state
+from karpy.controllers import cloudcalls, runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
+from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 
 log = logging.getLogger("karpy.controllers.termination")
@@ -107,8 +108,9 @@ class Termination:
 
     def __init__(self, cluster: interface.Cluster, cluster_state: state.ClusterState,
                  cloud: cp_interface.CloudProvider, clock: clock_mod.Clock, recorder: events.EventRecorder,
-                 metrics: metrics_mod.Metrics) -> None:
+                 metrics: metrics_mod.Metrics, calls: cloudcalls.CloudCalls | None = None) -> None:
         self.cluster = cluster
+        self.calls: cloudcalls.CloudCalls = calls if calls is not None else cloudcalls.Inline()
         self.state = cluster_state
         self.cloud = cloud
         self.clock = clock
@@ -182,7 +184,7 @@ class Termination:
                     self.cluster.delete("Node", node_name)
         if waiting:
             return WAIT
-        if claim.status.provider_id and not self._delete_instance(claim):
+        if claim.status.provider_id and not self._delete_instance(claim, NODECLAIM + name):
             return WAIT
         if not self._remove_finalizer("NodeClaim", name):
             return None
@@ -191,7 +193,9 @@ class Termination:
         deleted = claim.metadata.deletion_timestamp
         if deleted is not None:
             self.metrics.nodeclaims_termination_duration.labels(pool).observe(max(0.0, self.clock.now() - deleted))
-        log.info("termination: deleted NodeClaim %s", name)
+        log.info("deleted nodeclaim", extra=logs.fields(
+            NAME, NodeClaim=name, NodePool=pool or None, Node=claim.status.node_name or None,
+            **{"provider-id": claim.status.provider_id}))
         return None
 
     def _nodes_of(self, claim: nodeclaim_mod.NodeClaim) -> list[str]:
@@ -218,10 +222,15 @@ class Termination:
         self._event(self.state.raw("NodeClaim", claim.name) or obj, events.WARNING, REASON_TGP_EXPIRING,
                     f"All pods will be deleted by {stamp}")
 
-    def _delete_instance(self, claim: nodeclaim_mod.NodeClaim) -> bool:
-        """Terminate the claim's instance; True when it is gone (or not ours to terminate)."""
+    def _delete_instance(self, claim: nodeclaim_mod.NodeClaim, key: str) -> bool:
+        """Terminate the claim's instance; True when it is gone (or not ours to terminate).
+
+        False while the call is in flight (its completion requeues ``key``) or failed."""
+        outcome = self.calls.call(f"delete/{claim.metadata.uid}/{key}", lambda: self.cloud.delete(claim), (NAME, key))
+        if outcome is None:
+            return False
         try:
-            self.cloud.delete(claim)
+            outcome.result()
         except cp_errors.NodeClaimNotFoundError:
             return True
         except cp_errors.NotOwnedError as exc:
@@ -265,7 +274,7 @@ class Termination:
         remaining, next_check = self._drain(name, obj, termination_time(claim))
         if remaining:
             return next_check
-        if claim is not None and claim.status.provider_id and not self._delete_instance(claim):
+        if claim is not None and claim.status.provider_id and not self._delete_instance(claim, NODE + name):
             return WAIT
         if not self._remove_finalizer("Node", name):
             return None
@@ -275,7 +284,7 @@ class Termination:
         if deleted:
             self.metrics.nodes_termination_duration.labels(pool).observe(
                 max(0.0, self.clock.now() - clock_mod.parse_rfc3339(str(deleted))))
-        log.info("termination: deleted node %s", name)
+        log.info("deleted node", extra=logs.fields(NAME, Node=name, NodePool=pool or None))
         return None
 
     def _taint(self, name: str) -> None:
@@ -292,7 +301,9 @@ class Termination:
             spec["taints"] = [t for t in taints if t.get("key") != wk.TAINT_DISRUPTED] + [want]
         node["metadata"]["labels"] = {**node_labels, EXCLUDE_LB_LABEL: "karpenter"}
         self.cluster.update(node)
-        log.info("termination: tainted node %s with %s", name, DISRUPTED_TAINT)
+        log.info("tainted node", extra=logs.fields(NAME, Node=name, **{
+            "taint.Key": DISRUPTED_TAINT.key, "taint.Value": DISRUPTED_TAINT.value or "",
+            "taint.Effect": DISRUPTED_TAINT.effect}))
 
     def _drain(self, name: str, node_obj: dict[str, Any], expiry: float | None) -> tuple[int, float]:
         """Evict what may go now; returns (pods still waiting, seconds until the next look)."""

@@ -9,8 +9,10 @@ Every :data:`INTERVAL` seconds (key :data:`KEY`) it reads the cluster through a
    provisioner). Counted in ``karpenter_nodeclaims_disrupted_total{reason="expired"}``.
 2. **Drift marking**: every launched NodeClaim of a NodePool gets (or loses) the ``Drifted``
    condition (reason ``NodePoolDrifted``, ``RequirementsDrifted`` or the cloud's, see
-   :mod:`karpy.disruption.drift`); a claim stamped with another hash version is silently
-   re-stamped with the NodePool's current hash.
+   :mod:`karpy.disruption.drift`); a claim stamped with another hash version (Karpenter's, when
+   karpy takes over a cluster) is silently re-stamped with the NodePool's and NodeClass's current
+   hashes and karpy's hash versions. EC2NodeClass / AKSNodeClass changes are watched, so NodeClass
+   drift is seen at the next pass, not at the periodic re-check.
 3. **One method per loop**, the first that yields a command wins:
 
    a. *Emptiness*: candidates (:mod:`karpy.disruption.candidates`) of NodePools with a
@@ -66,6 +68,8 @@ from karpy.kube import events, interface, memory_eviction
 from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import scheduler
 
+NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
+"""NodeClass kinds whose changes start a disruption pass (NodeClass drift)."""
 DRIFT_RECHECK = 1800.0
 """Seconds after which a claim's drift is computed again even if nothing karpy watches changed."""
 log = logging.getLogger("karpy.disruption")
@@ -160,8 +164,11 @@ class DisruptionController:
     # ------------------------------------------------------------------------------ runtime glue
 
     def controller(self) -> runtime.Controller:
+        # NodeClasses are watched too: a NodeClass change is a (cloud) drift change, seen at the next
+        # pass rather than at the periodic DRIFT_RECHECK
         return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[
-            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._bump)])
+            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._bump),
+            *((kind, self._bump) for kind in NODECLASS_KINDS)])
 
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
         self._revision += 1
@@ -419,7 +426,9 @@ class DisruptionController:
                 continue
             if drift.needs_restamp(claim):
                 try:
-                    self.cluster.patch("NodeClaim", claim.name, drift.restamp_patch(pool))
+                    stamp = self.orchestrator.nodeclass_hash
+                    self.cluster.patch("NodeClaim", claim.name,
+                                       drift.restamp_patch(pool, stamp(pool) if stamp is not None else None))
                 except kube_errors.NotFound:
                     continue
                 continue  # a re-stamped claim is not drifted by the hash; look again next loop
@@ -444,7 +453,7 @@ class DisruptionController:
     def _cloud_epoch(self) -> int:
         """Changes whenever a NodeClass changes, so cached drift answers are recomputed."""
         revision = 0
-        for kind in ("EC2NodeClass", "AKSNodeClass"):
+        for kind in NODECLASS_KINDS:
             for obj in self.cluster.list(kind):
                 revision += int(str(obj.get("metadata", {}).get("resourceVersion", "0")) or 0)
         return revision

@@ -8,12 +8,18 @@ Karpenter v1 (``concepts/disruption``, Drift) in karpy's words. A NodeClaim is d
   when its ``karpenter.sh/nodepool-hash-version`` is the current
   :data:`karpy.api.nodepool.HASH_VERSION`: a claim stamped by another hash version is not
   drifted; :func:`needs_restamp` tells the caller to write the current hash and version onto it
-  silently (Karpenter does the same after an upgrade changes the hash function);
+  silently (Karpenter does the same after an upgrade changes the hash function). karpy's hash
+  versions are its own (``karpy-v1``), never Karpenter's (``v3`` / ``v4``): the NodeClaims of a
+  cluster Karpenter ran carry Karpenter's hashes, which karpy cannot reproduce, so taking over
+  re-stamps them instead of replacing every node. The NodeClass hash (``ec2nodeclass-hash`` /
+  ``aksnodeclass-hash`` with its ``-version``) is re-stamped the same way;
 * **requirements drift** (:data:`REQUIREMENTS_DRIFTED`): its labels (the NodeClaim's, plus its
   Node's) no longer satisfy the NodePool's ``spec.template.spec.requirements``: every requirement
   key must be defined by a label whose value the requirement admits, unless the requirement admits
   an absent label (``NotIn``, ``DoesNotExist``). A requirement widened to still admit the
-  claim's value is not drift;
+  claim's value is not drift, and neither are requirements the claim was launched under
+  (:func:`launched_under`: each pool requirement admits all the claim's own requirement on that
+  key admits), whatever labels the node ended up with;
 * **cloud drift**: the cloud provider's ``is_drifted(claim)`` returns a reason (``AMIDrift``,
   ``NodeClassDrift``...). The caller makes that call (this module does no I/O) and passes the
   answer to :func:`drift_reason`.
@@ -27,6 +33,7 @@ from collections.abc import Mapping
 
 from karpy.api import labels as wk
 from karpy.api import nodeclaim as nodeclaim_mod
+from karpy.api import nodeclass as nodeclass_mod
 from karpy.api import nodepool as nodepool_mod
 from karpy.scheduling import requirements as reqs_mod
 
@@ -34,15 +41,29 @@ NODEPOOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"
 
 
+_NODECLASS_HASHES = (wk.NODECLASS_HASH_AWS, wk.NODECLASS_HASH_AZURE)
+
+
 def needs_restamp(claim: nodeclaim_mod.NodeClaim) -> bool:
-    """The claim's hash was written by another hash version (or never): re-stamp, do not drift."""
-    return claim.metadata.annotations.get(wk.NODEPOOL_HASH_VERSION) != nodepool_mod.HASH_VERSION
+    """The claim's NodePool hash, or the NodeClass hash it carries, was written by another hash
+    version (or none, as Karpenter before hash versions): re-stamp, do not drift."""
+    annotations = claim.metadata.annotations
+    if annotations.get(wk.NODEPOOL_HASH_VERSION) != nodepool_mod.HASH_VERSION:
+        return True
+    return any(key in annotations
+               and annotations.get(key + wk.HASH_VERSION_SUFFIX) != nodeclass_mod.HASH_VERSION
+               for key in _NODECLASS_HASHES)
 
 
-def restamp_patch(pool: nodepool_mod.NodePool) -> dict[str, object]:
-    """The metadata merge patch that stamps ``pool``'s current hash and hash version on a claim."""
-    return {"metadata": {"annotations": {wk.NODEPOOL_HASH: pool.hash(),
-                                         wk.NODEPOOL_HASH_VERSION: nodepool_mod.HASH_VERSION}}}
+def restamp_patch(pool: nodepool_mod.NodePool,
+                  nodeclass_hash: tuple[str, str] | None = None) -> dict[str, object]:
+    """The metadata merge patch that stamps ``pool``'s current hash and hash version on a claim and,
+    when given, the current NodeClass hash ``(annotation, value)`` with karpy's NodeClass hash version."""
+    annotations = {wk.NODEPOOL_HASH: pool.hash(), wk.NODEPOOL_HASH_VERSION: nodepool_mod.HASH_VERSION}
+    if nodeclass_hash is not None:
+        annotations[nodeclass_hash[0]] = nodeclass_hash[1]
+        annotations[nodeclass_hash[0] + wk.HASH_VERSION_SUFFIX] = nodeclass_mod.HASH_VERSION
+    return {"metadata": {"annotations": annotations}}
 
 
 def static_drift(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool) -> str | None:
@@ -67,6 +88,25 @@ def requirements_drift(pool: nodepool_mod.NodePool, node_labels: Mapping[str, st
     return None
 
 
+def launched_under(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool) -> bool:
+    """Every requirement of ``pool`` admits all the claim's own ``spec.requirements`` admit on its key.
+
+    Then the pool's requirements are the ones the claim was launched under (or wider), and a node
+    karpy launched from them is never requirements-drifted by karpy itself."""
+    try:
+        wanted = reqs_mod.Requirements.from_node_selector_requirements(pool.template.spec.requirements)
+        had = reqs_mod.Requirements.from_node_selector_requirements(claim.spec.requirements)
+    except ValueError:
+        return False
+    for key, w in wanted.items():
+        if key not in had:
+            return False
+        h = had[key]
+        if h.intersection(w) != h:
+            return False
+    return True
+
+
 def drift_reason(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool,
                  node_labels: Mapping[str, str] | None = None, cloud_reason: str = "") -> str | None:
     """Why ``claim`` has drifted (static, then requirements, then the cloud's reason), else ``None``.
@@ -80,6 +120,6 @@ def drift_reason(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool,
     if node_labels:
         merged.update(node_labels)
     req = requirements_drift(pool, merged)
-    if req is not None:
+    if req is not None and not launched_under(claim, pool):
         return req
     return cloud_reason or None

@@ -45,6 +45,7 @@ from karpy.controllers import provisioner
 from karpy.disruption import consolidation
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
+from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 
 log = logging.getLogger("karpy.disruption.orchestrator")
@@ -173,8 +174,8 @@ class Orchestrator:
             self.metrics.disruption_decisions.labels(
                 decision=command.method.lower(), reason=snake(command.reason),
                 consolidation_type=consolidation_type).inc()
-        log.info("disruption: %s (%s, %d replacements)", command.explanation, command.reason,
-                 len(entry.replacements))
+        log.info("disrupting node(s)",
+                 extra=logs.fields("disruption", **command_log_values(command, entry.replacements)))
         self.entries.append(entry)
         if not entry.replacements:
             self._delete_candidates(entry)
@@ -313,3 +314,21 @@ def _condition_true(obj: dict[str, Any], type_: str) -> bool:
         if c.get("type") == type_:
             return bool(c.get("status") == "True")
     return False
+
+
+def command_log_values(command: consolidation.Command, replacements: list[str]) -> dict[str, Any]:
+    """The fields of Karpenter's "disrupting node(s)" line (``Command.LogValues``)."""
+    disrupted = [{"Node": logs.ref(c.name), "NodeClaim": logs.ref(c.nodeclaim.name),
+                  "instance-type": c.node.labels.get(wk.INSTANCE_TYPE, ""),
+                  "capacity-type": c.node.labels.get(wk.CAPACITY_TYPE, "")} for c in command.candidates]
+    replacing: list[dict[str, Any]] = []
+    for r, name in zip(command.replacements, replacements, strict=False):
+        spot = wk.CAPACITY_TYPE in r.requirements and r.requirements[wk.CAPACITY_TYPE].has(wk.CAPACITY_TYPE_SPOT)
+        item: dict[str, Any] = {"NodeClaim": logs.ref(name), "capacity-type": "spot" if spot else "on-demand"}
+        if len(command.replacements) == 1:
+            item["instance-types"] = logs.pretty_slice(r.instance_type_names())
+        replacing.append(item)
+    return {"command": command.explanation, "decision": command.method.lower(), "reason": command.reason,
+            "disrupted-node-count": len(disrupted), "replacement-node-count": len(command.replacements),
+            "pod-count": sum(len([p for p in c.pods if not p.is_daemonset_pod]) for c in command.candidates),
+            "disrupted-nodes": disrupted, "replacement-nodes": replacing}

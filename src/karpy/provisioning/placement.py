@@ -133,6 +133,11 @@ class Placement:
     def _count(self, namespace: str, labels_: Any, owned: Sequence[topology.Term], b: int, n: int) -> None:
         for term, state, match, owner in self._relevant(namespace, labels_, owned):
             domain = None if term.hostname else self.bins.domain_of(b, term.key)
+            if domain is None and not term.hostname and term.kind == topology.ANTI_AFFINITY:
+                # as Karpenter: anti-affinity blocks every domain the bin may still land in
+                for value in sorted(self.bins.possible_values(b, term.key)):
+                    state.record(value, b, n, owner=owner, match=match)
+                continue
             state.record(domain, b, n, owner=owner, match=match)
 
     def _relevant(self, namespace: str, labels_: Any, owned: Sequence[topology.Term]

@@ -72,6 +72,8 @@ class Scheduler:
         if not groups:
             return out
         dims = _dims(groups, self.daemon_pods, self.existing)
+        if any(templates.NODES in (p.limits or {}) for p in self.nodepools) and templates.NODES not in dims:
+            dims.append(templates.NODES)
         tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims)
         run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods)
         free = [g for g in groups if _is_free(run, g)]
@@ -182,8 +184,14 @@ def _record_relaxed(out: results.Results, g: podgroups.PodGroup) -> None:
 
 
 def _is_free(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
-    """No topology term, host port or inverse anti-affinity applies: the packer may take it."""
+    """No topology term, host port or inverse anti-affinity applies: the packer may take it.
+
+    A group matching some pending pod's required anti-affinity is not free either: it is placed
+    in size order with the constrained groups, so the anti-affine pods see where it went."""
     if g.terms() or g.host_ports:
+        return False
+    if any(t.kind == topology.ANTI_AFFINITY and t.required and t.matches(g.namespace, g.labels)
+           for t in run.terms):
         return False
     return not any(t.kind == topology.ANTI_AFFINITY and s.owners is not None
                    and (s.owners or s.bin_owners.any()) and t.matches(g.namespace, g.labels)

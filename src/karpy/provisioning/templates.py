@@ -25,6 +25,9 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 UNLIMITED = np.int64(1 << 62)
+NODES = "nodes"
+"""Karpenter's ``nodes`` resource: each NodeClaim has one, and ``spec.limits.nodes`` caps them."""
+ONE_NODE = 1000
 
 
 @dataclass
@@ -51,6 +54,8 @@ class TypeTable:
             for j, d in enumerate(dims):
                 self.alloc[i, j] = alloc.get(d, 0)
                 self.capacity[i, j] = t.capacity.get(d, 0)
+        if NODES in self.dims:  # every instance is one of Karpenter's "nodes", counted against limits.nodes
+            self.capacity[:, self.dims.index(NODES)] = ONE_NODE
         self.label_keys = frozenset(k for t in self.types for k in t.labels)
         self._info: dict[reqs_mod.Requirements, TypeInfo] = {}
 

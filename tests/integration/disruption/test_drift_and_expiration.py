@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy.api import labels
+from karpy.api import labels, nodepool
 from karpy.kube import interface
 
 from . import test_consolidation as h
@@ -105,6 +105,6 @@ def test_a_stale_hash_version_is_restamped_not_drifted() -> None:
     run.run_until(300)
     stamped = interface.annotations_of(run.sim.cluster.get("NodeClaim", name))
     assert stamped[labels.NODEPOOL_HASH] != "stale"
-    assert stamped[labels.NODEPOOL_HASH_VERSION] == "v3"
+    assert stamped[labels.NODEPOOL_HASH_VERSION] == nodepool.HASH_VERSION == "karpy-v1"
     assert drifted_claims(run) == {}
     assert run.messages("DisruptionTerminating") == []

@@ -37,8 +37,8 @@ def karpy_nodes(result: engine.Result) -> list[dict[str, Any]]:
 
 def test_every_example_loads_without_errors() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
-    assert names == ["aks-nap", "eks-scale-out-v1alpha5", "insufficient-capacity", "spot-interruption",
-                     "topology-spread"]
+    assert names == ["aks-nap", "compare-eks", "eks-scale-out-v1alpha5", "insufficient-capacity", "spot-interruption",
+                     "topology-spread", "whatif-source"]
     for name in names:
         assert scenario.load(EXAMPLES / f"{name}.yaml").name == name
 
@@ -104,3 +104,10 @@ def test_the_topology_spread_example_puts_two_pods_in_each_zone() -> None:
 def test_the_aks_example_removes_the_vms_emptied_by_the_scale_down() -> None:
     result = run("aks-nap")
     assert len(karpy_nodes(result)) <= 1
+
+
+def test_the_whatif_source_example_leaves_underused_nodes_for_consolidation_to_find() -> None:
+    result = run("whatif-source")
+    expect_all_running(pods_of(result, "web"), 4)
+    assert len(karpy_nodes(result)) == 3  # consolidateAfter 10m: nothing consolidated by 6m
+    assert not [e for e in result.events if e["reason"] == "DisruptionTerminating"]

@@ -452,7 +452,7 @@ def test_an_unknown_aks_image_family_is_rejected() -> None:
     err = _only_error(validation.validate_aksnodeclass(_aks(imageFamily="Windows")))
     assert err.obj == "AKSNodeClass default"
     assert err.path == "spec.imageFamily"
-    assert "Ubuntu2204, AzureLinux" in err.expected
+    assert "Ubuntu, Ubuntu2204, Ubuntu2404, AzureLinux" in err.expected
 
 
 def test_the_aks_os_disk_must_be_between_30_and_2048_gb() -> None:

@@ -186,3 +186,42 @@ def test_a_zone_only_an_existing_node_offers_takes_part_in_the_spread() -> None:
     counts = b.expect_zone_skew(res, pods, max_skew=1, zones=("zone-a", "zone-b", "zone-c", "zone-d"),
                                 existing=nodes)
     assert counts["zone-d"] >= 1
+
+
+def _pinned_pods(*, anti: dict[str, Any] | None = None, labels: dict[str, str] | None = None) -> list[pod.Pod]:
+    extra: dict[str, Any] = {"affinity": anti} if anti else {}
+    return [b.make_pod(f"pinned-{z}", cpu="2", labels=labels, nodeSelector={wk.ZONE: z}, **extra)
+            for z in b.ZONES]
+
+
+def test_a_pod_anti_affine_to_pending_pods_pinned_to_every_zone_is_not_placed() -> None:
+    """Karpenter's "should not violate pod anti-affinity on zone": larger pinned pods first."""
+    anti = _required("podAntiAffinity", b.affinity_term(wk.ZONE, {"security": "s2"}))
+    pinned = _pinned_pods(labels={"security": "s2"})
+    loner = b.make_pod("loner", affinity=anti)
+    res = b.solve([*pinned, loner])
+    for p in pinned:
+        assert b.node_of(res, p) is not None, b.describe(res)
+    assert sorted(b.zone_counts(res, pinned)) == list(b.ZONES)
+    b.expect_unschedulable(res, loner, containing=["pod anti-affinity on topology.kubernetes.io/zone"])
+
+
+def test_pods_pinned_to_every_zone_with_anti_affinity_keep_a_matching_pending_pod_out() -> None:
+    """Karpenter's "(inverse)" case: the pinned pods own the term, the loner matches it."""
+    anti = _required("podAntiAffinity", b.affinity_term(wk.ZONE, {"security": "s2"}))
+    pinned = _pinned_pods(anti=anti)
+    loner = b.make_pod("loner", labels={"security": "s2"})
+    res = b.solve([*pinned, loner])
+    for p in pinned:
+        assert b.node_of(res, p) is not None, b.describe(res)
+    assert b.node_of(res, loner) is None, b.describe(res)
+
+
+def test_an_anti_affine_pod_is_not_placed_while_a_matching_pod_may_land_in_any_zone() -> None:
+    """Karpenter's "(other schedules first)": a claim that may still launch in any zone blocks them all."""
+    anti = _required("podAntiAffinity", b.affinity_term(wk.ZONE, {"security": "s2"}))
+    other = b.make_pod("other", cpu="2", labels={"security": "s2"})
+    loner = b.make_pod("loner", affinity=anti)
+    res = b.solve([other, loner])
+    assert b.node_of(res, other) is not None, b.describe(res)
+    assert b.node_of(res, loner) is None, b.describe(res)

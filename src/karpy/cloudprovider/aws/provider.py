@@ -110,6 +110,7 @@ class AWSCloudProvider:
         self.fleet = fleet.Fleet(sess.ec2, self.ice)
         self._lock = threading.Lock()
         self._launch_times: dict[str, float] = {}
+        self._parsed: dict[tuple[str, str], nodeclass.EC2NodeClass] = {}
         self._next_cleanup = clock.now() + CLEANUP_INTERVAL
 
     # ------------------------------------------------------------------------- NodeClasses
@@ -119,7 +120,15 @@ class AWSCloudProvider:
             obj = self.cluster.get(nodeclass.EC2_KIND, name)
         except kube_errors.NotFound:
             raise errors.NodeClassNotReadyError(f"EC2NodeClass {name} not found") from None
-        nc = nodeclass.EC2NodeClass.from_manifest(obj)
+        key = (name, str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+        with self._lock:
+            nc = self._parsed.get(key)
+        if nc is None or not key[1]:
+            nc = nodeclass.EC2NodeClass.from_manifest(obj)
+            with self._lock:
+                if len(self._parsed) > 256:
+                    self._parsed.clear()
+                self._parsed[key] = nc
         for c in nc.status.conditions:
             if c.type == "Ready" and not c.is_true:
                 raise errors.NodeClassNotReadyError(f"EC2NodeClass {name} is not ready: {c.reason or c.status}")
@@ -136,13 +145,14 @@ class AWSCloudProvider:
 
     # ---------------------------------------------------------------------- instance types
 
-    def _types(self, nc: nodeclass.EC2NodeClass | None,
-               res: nodeclasses.Resolved | None) -> builtins.list[instancetype.InstanceType]:
+    def _types(self, nc: nodeclass.EC2NodeClass | None, res: nodeclasses.Resolved | None,
+               names: frozenset[str] | None = None) -> builtins.list[instancetype.InstanceType]:
+        """The NodeClass's instance types (only ``names`` when given), AMI-compatible, availability applied."""
         kubelet = nc.kubelet.to_dict() if nc is not None and nc.kubelet is not None else None
         zones = {s.zone for s in res.subnets} if res is not None else None
         storage = launchtemplates.root_volume_size(nc) if nc is not None else None
         types = self.catalog.instance_types(kubelet=catalog.kubelet_config(kubelet), zones=zones,
-                                            ephemeral_storage=storage, unavailable=self.ice.snapshot())
+                                            ephemeral_storage=storage, unavailable=self.ice.snapshot(), names=names)
         if res is not None and res.images:
             types = [t for t in types if amis.image_for(res.images, t.labels) is not None]
         return types
@@ -163,17 +173,18 @@ class AWSCloudProvider:
         nc = self._node_class(ref.name)
         res = self._resolved(nc)
         tried: builtins.list[errors.OfferingKey] = []
+        names: frozenset[str] | None = None
+        for req in claim.spec.requirements:  # the usual case: the scheduler lists the options
+            if req.key == labels.INSTANCE_TYPE and req.operator == "In":
+                names = frozenset(req.values) if names is None else names & frozenset(req.values)
         for _ in range(LAUNCH_ATTEMPTS):
-            types = self._types(nc, res)
-            for req in claim.spec.requirements:
-                if req.key == labels.INSTANCE_TYPE and req.operator == "In":
-                    wanted = set(req.values)
-                    types = [t for t in types if t.name in wanted]
+            types = self._types(nc, res, names)
             cands = capacity.candidates(types, claim.spec.requirements, claim.spec.resources_requests, self.region,
-                                        capacity.defined_keys(types))
+                                        self.catalog.defined_keys())
             if not cands:
-                if tried or self._all_out(types, claim):
-                    raise errors.InsufficientCapacityError(tried or self._all_out(types, claim))
+                out_now = self._all_out(types, claim)
+                if tried or out_now:
+                    raise errors.InsufficientCapacityError(tried or out_now)
                 raise errors.CreateError(
                     f"no offering of any instance type is compatible with NodeClaim {claim.name}'s requirements "
                     "and resource requests", reason="NoCompatibleInstanceTypes")
@@ -192,7 +203,7 @@ class AWSCloudProvider:
         everything = [t.with_offerings(tuple(dataclasses.replace(o, available=True) for o in t.offerings))
                       for t in types]
         cands = capacity.candidates(everything, claim.spec.requirements, claim.spec.resources_requests, self.region,
-                                    capacity.defined_keys(everything))
+                                    self.catalog.defined_keys())
         return [(c.instance_type.name, c.offering.zone, c.offering.capacity_type) for c in cands]
 
     def _request(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, res: nodeclasses.Resolved,
@@ -331,6 +342,10 @@ class AWSCloudProvider:
         if created is None:
             launch = inst.get("LaunchTime")
             created = launch.timestamp() if isinstance(launch, datetime.datetime) else None
+            now = self.clock.now()
+            if created is None or created > now:  # a clock behind the cloud's (the simulator): first seen
+                with self._lock:
+                    created = self._launch_times.setdefault(iid, now)
         ref = nodeclaim.NodeClassRef("karpenter.k8s.aws", nodeclass.EC2_KIND, tags[TAG_NODECLASS]) \
             if tags.get(TAG_NODECLASS) else None
         return nodeclaim.NodeClaim(

@@ -27,6 +27,7 @@ from karpy import clock as clock_mod
 from karpy.api import labels
 from karpy.cloudprovider import catalog, errors, instancetype
 from karpy.cloudprovider.aws import instancetypes, pricing, session
+from karpy.cloudprovider.fake import capacity
 
 log = logging.getLogger("karpy.cloudprovider.aws.typecatalog")
 
@@ -98,6 +99,7 @@ class LiveCatalog:
         self._next = float("-inf")
         self._generation = 0
         self._built: dict[tuple[Any, ...], tuple[instancetype.InstanceType, ...]] = {}
+        self._defined: dict[int, frozenset[str]] = {}
 
     def refresh(self, *, force: bool = False) -> None:
         now = self.clock.now()
@@ -130,7 +132,9 @@ class LiveCatalog:
 
     def instance_types(self, *, kubelet: catalog.KubeletConfig | None = None, zones: Collection[str] | None = None,
                        ephemeral_storage: int | None = None,
-                       unavailable: Collection[errors.OfferingKey] = ()) -> list[instancetype.InstanceType]:
+                       unavailable: Collection[errors.OfferingKey] = (),
+                       names: Collection[str] | None = None) -> list[instancetype.InstanceType]:
+        """``names``: only these types (the rest of the arguments as the module docstring says)."""
         self.refresh()
         kc = kubelet or catalog.KubeletConfig()
         zone_key = tuple(sorted(zones)) if zones is not None else None
@@ -143,6 +147,9 @@ class LiveCatalog:
                 if len(self._built) > 64:
                     self._built.clear()
                 self._built[key] = built
+        if names is not None:
+            wanted = frozenset(names)
+            built = tuple(t for t in built if t.name in wanted)
         if not unavailable:
             return list(built)
         gone = frozenset(unavailable)
@@ -181,6 +188,18 @@ class LiveCatalog:
                         offerings.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))
             out.append(it.with_offerings(tuple(offerings)))
         return tuple(out)
+
+    def defined_keys(self) -> frozenset[str]:
+        """Every label key some instance type of the region defines (requirements on others are not the
+        cloud's to check)."""
+        self.refresh()
+        with self._lock:
+            cached = self._defined.get(self._generation)
+        if cached is None:
+            cached = capacity.defined_keys(self.instance_types())
+            with self._lock:
+                self._defined = {self._generation: cached}
+        return cached
 
     def get(self, name: str) -> dict[str, Any] | None:
         """The spec record of one type (``None`` when EC2 does not list it)."""

@@ -365,6 +365,51 @@ class SimulatedCloud:
         return self._new_instance(it, offer, name=name, claim_name=nodeclaim_name, tags=dict(tags or {}),
                                   nodepool_name="", nc=None, ref=None)
 
+    def adopt(self, provider_id: str, instance_type: str, zone: str, capacity_type: str, *,
+              nodepool_name: str, nodeclaim_name: str, node_class: str = "",
+              node_class_ref: nodeclaim.NodeClassRef | None = None, launch_time: float | None = None,
+              image_id: str = "", hostname: str = "") -> capacity.Instance:
+        """Take over a running instance that Karpenter or karpy launched before (``karpy whatif``).
+
+        The instance keeps ``provider_id`` and gets karpy's own tags (NodePool, NodeClaim, NodeClass and
+        this cluster's ownership tag), so garbage collection treats it as karpy's and never as unknown.
+        Raises ``KeyError`` for an instance type the catalog does not know and ``ValueError`` for a
+        provider ID already running.
+        """
+        self.settle()
+        if provider_id in self._live:
+            raise ValueError(f"an instance with provider ID {provider_id} is already running")
+        it = self._index(None)[instance_type]
+        price = next((o.price for o in it.offerings if o.zone == zone and o.capacity_type == capacity_type),
+                     None)
+        if price is None:
+            price = min((o.price for o in it.offerings if o.capacity_type == capacity_type), default=0.0)
+        offer = instancetype.Offering(zone, capacity_type, price)
+        sep = "_" if self.provider_format == "azure" else "/"
+        tags = {f"karpenter.sh{sep}nodepool": nodepool_name, f"karpenter.sh{sep}nodeclaim": nodeclaim_name}
+        if self.provider_format == "aws":
+            tags["eks:eks-cluster-name"] = self.cluster_name
+            if node_class:
+                tags["karpenter.k8s.aws/ec2nodeclass"] = node_class
+        key, value = self.ownership_tag()
+        tags[key] = value
+        node_labels = dict(it.labels)
+        node_labels.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: zone, labels.REGION: self.region,
+                            labels.CAPACITY_TYPE: capacity_type, labels.NODEPOOL: nodepool_name})
+        iid = provider_id.rstrip("/").rsplit("/", 1)[-1]
+        inst = capacity.Instance(
+            instance_id=iid, provider_id=provider_id, hostname=hostname or iid, instance_type=it.name,
+            zone=zone, capacity_type=capacity_type, price=offer.price,
+            launch_time=self.clock.now() if launch_time is None else launch_time,
+            image_id=image_id or self._image_for(self._lookup(node_class) if node_class else None, node_labels,
+                                                 node_class), tags=tags, labels=node_labels,
+            capacity=dict(it.capacity), allocatable=dict(it.allocatable), nodeclaim_name=nodeclaim_name,
+            node_class=node_class, node_class_ref=node_class_ref)
+        self._live[provider_id] = inst
+        self._used_ids.add(iid)
+        self.pools.launched(inst.offering)
+        return inst
+
     def ownership_tag(self) -> tuple[str, str]:
         """The tag ``(key, value)`` marking an instance as launched for this cluster."""
         if self.provider_format == "aws":

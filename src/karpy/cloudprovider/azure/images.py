@@ -1,0 +1,120 @@
+"""AKS node images per AKSNodeClass ``imageFamily``, and the AKSNodeClass status the provider writes.
+
+Images come from AKS's public community galleries, as Karpenter's Azure provider uses them:
+``/CommunityGalleries/<gallery>/images/<definition>/versions/<version>``. Each family has three
+definitions: Gen2 amd64, Gen1 amd64 and Gen2 arm64 (``imageFamily: Ubuntu`` is ``Ubuntu2204``).
+:func:`image_for` picks the definition from a size's architecture and Hyper-V generation labels;
+:func:`status_images` lists them with the requirements a size must meet, in the form of the
+AKSNodeClass ``status.images``; :func:`resolve_status` is the whole status (with a ``Ready``
+condition that is False, with a reason, for an unknown image family or a malformed
+``vnetSubnetID``). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from karpy.api import labels
+from karpy.cloudprovider import interface
+
+UBUNTU_GALLERY = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
+AZURE_LINUX_GALLERY = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
+DEFAULT_VERSION = "202501.02.0"
+FAMILY_ALIASES = {"Ubuntu": "Ubuntu2204"}
+
+_DEFINITIONS: dict[str, tuple[str, str, str, str]] = {
+    # family: (gallery, gen2 amd64, gen1 amd64, gen2 arm64)
+    "Ubuntu2204": (UBUNTU_GALLERY, "2204gen2containerd", "2204containerd", "2204gen2arm64containerd"),
+    "Ubuntu2404": (UBUNTU_GALLERY, "2404gen2containerd", "2404containerd", "2404gen2arm64containerd"),
+    "AzureLinux": (AZURE_LINUX_GALLERY, "V2gen2", "V2", "V2gen2arm64"),
+}
+FAMILIES = ("Ubuntu", *_DEFINITIONS)
+
+SUBNET_ID = re.compile(
+    r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+"
+    r"/subnets/[^/]+$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """One image of a family: its gallery id and which sizes may boot it."""
+
+    id: str
+    arch: str
+    hyperv_generation: str
+
+    def requirements(self) -> list[dict[str, Any]]:
+        return [
+            {"key": labels.ARCH, "operator": "In", "values": [self.arch]},
+            {"key": labels.AZURE_SKU_HYPERV_GENERATION, "operator": "In", "values": [self.hyperv_generation]},
+        ]
+
+
+def family_of(image_family: str) -> str | None:
+    """The canonical family (``Ubuntu`` -> ``Ubuntu2204``), or ``None`` when unknown."""
+    family = FAMILY_ALIASES.get(image_family, image_family)
+    return family if family in _DEFINITIONS else None
+
+
+def images(image_family: str, version: str | None = None) -> list[Image]:
+    """The images of a family: Gen2 amd64, Gen1 amd64, Gen2 arm64 (empty for an unknown family)."""
+    family = family_of(image_family)
+    if family is None:
+        return []
+    gallery, gen2, gen1, arm = _DEFINITIONS[family]
+    v = version or DEFAULT_VERSION
+
+    def gid(definition: str) -> str:
+        return f"/CommunityGalleries/{gallery}/images/{definition}/versions/{v}"
+
+    return [Image(gid(gen2), "amd64", "2"), Image(gid(gen1), "amd64", "1"), Image(gid(arm), "arm64", "2")]
+
+
+def image_for(image_family: str, version: str | None, size_labels: Mapping[str, str]) -> str | None:
+    """The image a size with ``size_labels`` boots: its arch, Gen2 where the size supports it."""
+    arch = size_labels.get(labels.ARCH, "amd64")
+    gen = size_labels.get(labels.AZURE_SKU_HYPERV_GENERATION, "2")
+    for image in images(image_family, version):
+        if image.arch == arch and image.hyperv_generation == gen:
+            return image.id
+    return None
+
+
+def status_images(image_family: str, version: str | None = None) -> list[dict[str, Any]]:
+    return [{"id": i.id, "requirements": i.requirements()} for i in images(image_family, version)]
+
+
+def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "") -> dict[str, Any]:
+    """The ``status`` of an AKSNodeClass object (a dict as the API returns it)."""
+    kind = str(node_class.get("kind") or "")
+    status: dict[str, Any] = {k: v for k, v in dict(node_class.get("status") or {}).items()
+                              if k not in ("images", "conditions", "kubernetesVersion")}
+    others = [c for c in (node_class.get("status") or {}).get("conditions") or () if c.get("type") != "Ready"]
+    if kind != "AKSNodeClass":
+        status["conditions"] = [*others, interface.ready_condition(
+            False, "UnsupportedNodeClass", f"the Azure provider does not serve {kind or 'this kind'}")]
+        return status
+    spec = node_class.get("spec") or {}
+    family = str(spec.get("imageFamily") or "Ubuntu2204")
+    version = spec.get("imageVersion")
+    subnet = spec.get("vnetSubnetID")
+    if family_of(family) is None:
+        ready = interface.ready_condition(
+            False, "ImagesNotReady", f"imageFamily {family!r} is not one of {', '.join(FAMILIES)}")
+    elif subnet is not None and not SUBNET_ID.match(str(subnet)):
+        ready = interface.ready_condition(
+            False, "SubnetsNotReady", f"vnetSubnetID {subnet!r} is not a subnet resource id "
+            "(/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Network/virtualNetworks/<vnet>"
+            "/subnets/<subnet>)")
+    else:
+        ready = interface.ready_condition(True, "Ready")
+    found = status_images(family, str(version) if version else None)
+    if found:
+        status["images"] = found
+    if kubernetes_version:
+        status["kubernetesVersion"] = kubernetes_version
+    status["conditions"] = [*others, ready]
+    return status

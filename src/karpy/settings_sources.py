@@ -1,0 +1,104 @@
+"""Operator settings from flags, environment and a settings file, with Karpenter's names.
+
+``karpy controller`` reads :class:`karpy.settings.Settings` from three places, the first that sets a
+value wins: command-line flags (``--cluster-name``), environment variables (``CLUSTER_NAME``, as
+Karpenter's Helm chart sets them on the container), a settings file (YAML with the camelCase keys of
+Helm's ``settings.*`` and of a scenario's ``spec.settings``: ``clusterName``; a top-level
+``settings:`` mapping is also accepted), then the defaults. :data:`ENVIRONMENT` lists the names
+(Karpenter's): CLUSTER_NAME, CLUSTER_ENDPOINT, INTERRUPTION_QUEUE, BATCH_IDLE_DURATION,
+BATCH_MAX_DURATION, FEATURE_GATES, VM_MEMORY_OVERHEAD_PERCENT, RESERVED_ENIS, ISOLATED_VPC, LOG_LEVEL,
+METRICS_PORT (8080), HEALTH_PROBE_PORT (8081), KUBE_CLIENT_QPS (200) and KUBE_CLIENT_BURST (300); each
+flag is the variable's name in lower case with dashes (``--batch-idle-duration``). karpy's own
+settings (``registrationTTL``, ``consolidationValidationDelay``...) are read from the file only.
+
+A bad value raises :class:`karpy.api.errors.ValidationError` naming the setting as the user wrote
+it (``--metrics-port``, ``METRICS_PORT`` or ``settings.yaml: metricsPort``), what was expected and
+what was found; every problem is reported at once and nothing is applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from karpy import settings as settings_mod
+from karpy.api import errors
+
+ENVIRONMENT: dict[str, str] = {
+    "clusterName": "CLUSTER_NAME",
+    "clusterEndpoint": "CLUSTER_ENDPOINT",
+    "interruptionQueue": "INTERRUPTION_QUEUE",
+    "batchIdleDuration": "BATCH_IDLE_DURATION",
+    "batchMaxDuration": "BATCH_MAX_DURATION",
+    "featureGates": "FEATURE_GATES",
+    "vmMemoryOverheadPercent": "VM_MEMORY_OVERHEAD_PERCENT",
+    "reservedENIs": "RESERVED_ENIS",
+    "isolatedVPC": "ISOLATED_VPC",
+    "logLevel": "LOG_LEVEL",
+    "metricsPort": "METRICS_PORT",
+    "healthProbePort": "HEALTH_PROBE_PORT",
+    "kubeClientQPS": "KUBE_CLIENT_QPS",
+    "kubeClientBurst": "KUBE_CLIENT_BURST",
+}
+"""camelCase setting -> Karpenter's environment variable."""
+
+
+def flag_name(key: str) -> str:
+    """``batchIdleDuration`` -> ``--batch-idle-duration``."""
+    return "--" + ENVIRONMENT[key].lower().replace("_", "-")
+
+
+def option_name(key: str) -> str:
+    """``batchIdleDuration`` -> ``batch_idle_duration`` (the Python name of its click option)."""
+    return ENVIRONMENT[key].lower()
+
+
+def read_file(path: str | Path) -> dict[str, Any]:
+    """The camelCase settings of a YAML settings file (``settings:`` may wrap them)."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise errors.ValidationError.single(str(p), "(file)", "a readable settings file", str(exc)) from None
+    except yaml.YAMLError as exc:
+        raise errors.ValidationError.single(str(p), "(file)", "YAML", str(exc).splitlines()[0]) from None
+    if data is None:
+        return {}
+    if isinstance(data, Mapping) and set(data) == {"settings"} and isinstance(data["settings"], Mapping):
+        data = data["settings"]
+    if not isinstance(data, Mapping):
+        raise errors.ValidationError.single(str(p), "(root)", "a mapping of settings", data)
+    return {str(k): v for k, v in data.items()}
+
+
+def load(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+         file: str | Path | None = None) -> settings_mod.Settings:
+    """Settings from ``flags`` (camelCase key -> value; ``None`` = not given), ``environ`` and ``file``.
+
+    Precedence: flags > environment > file > defaults. See the module docstring for errors.
+    """
+    merged: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    if file is not None:
+        for key, value in read_file(file).items():
+            merged[key] = value
+            origin[key] = f"{Path(file).name}: {key}"
+    for key, env in ENVIRONMENT.items():
+        raw = (environ or {}).get(env)
+        if raw is not None and raw != "":
+            merged[key] = raw
+            origin[key] = env
+    for key, value in (flags or {}).items():
+        if value is None:
+            continue
+        merged[key] = value
+        origin[key] = flag_name(key) if key in ENVIRONMENT else key
+    try:
+        return settings_mod.Settings.from_mapping(merged)
+    except errors.ValidationError as exc:
+        raise errors.ValidationError(
+            errors.FieldError(e.obj, origin.get(e.path, e.path), e.expected, e.found) for e in exc.errors
+        ) from None

@@ -1,0 +1,66 @@
+"""Requirements drift (issue 12 item 3): a node is never drifted for requirements it was launched
+under, and the labels karpy gives new NodeClaims satisfy them as Karpenter's do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.api import nodeclaim, nodepool
+from karpy.disruption import drift
+from karpy.provisioning import nodelabels
+from karpy.scheduling import requirement
+from karpy.scheduling import requirements as reqs_mod
+
+REQS: list[dict[str, Any]] = [
+    {"key": "example.com/team", "operator": "Exists"},
+    {"key": "example.com/generation", "operator": "Gt", "values": ["4"]},
+    {"key": "example.com/slots", "operator": "Lt", "values": ["3"]},
+    {"key": "example.com/tier", "operator": "NotIn", "values": ["0", "1", "batch"]},
+    {"key": "example.com/legacy", "operator": "DoesNotExist"},
+    {"key": "example.com/flavour", "operator": "In", "values": ["vanilla", "mint"]},
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    {"key": "kubernetes.io/hostname", "operator": "Exists"},
+]
+
+
+def _pool(reqs: list[dict[str, Any]]) -> nodepool.NodePool:
+    return nodepool.NodePool.from_manifest({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+        "spec": {"template": {"spec": {
+            "requirements": [r for r in reqs if r["key"] != "kubernetes.io/hostname"],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}}})
+
+
+def _claim(reqs: list[dict[str, Any]], labels: dict[str, str]) -> nodeclaim.NodeClaim:
+    return nodeclaim.NodeClaim.from_manifest({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default", **labels}},
+        "spec": {"requirements": [r for r in reqs if r["key"] != "kubernetes.io/hostname"],
+                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}})
+
+
+def test_custom_labels_resolve_every_custom_key_to_a_value_its_requirement_admits() -> None:
+    reqs = reqs_mod.Requirements.of(*(requirement.Requirement.new(r["key"], r["operator"], r.get("values", ()))
+                                      for r in REQS))
+    labels = nodelabels.custom_labels(reqs)
+    assert labels == {"example.com/team": "0", "example.com/generation": "5", "example.com/slots": "0",
+                      "example.com/tier": "2", "example.com/flavour": "mint"}
+    for key, value in labels.items():
+        assert reqs[key].has(value)
+
+
+def test_a_claim_launched_under_unchanged_requirements_is_not_drifted_even_without_labels() -> None:
+    pool = _pool(REQS)
+    claim = _claim(REQS, {})
+    assert drift.requirements_drift(pool, dict(claim.labels)) == drift.REQUIREMENTS_DRIFTED
+    assert drift.launched_under(claim, pool)
+    assert drift.drift_reason(claim, pool) is None
+
+
+def test_a_claim_is_drifted_once_a_requirement_no_longer_admits_its_labels() -> None:
+    claim = _claim(REQS, nodelabels.custom_labels(
+        reqs_mod.Requirements.from_node_selector_requirements(_pool(REQS).template.spec.requirements)))
+    assert drift.drift_reason(claim, _pool(REQS)) is None
+    narrowed = [r if r["key"] != "example.com/generation" else {**r, "values": ["6"]} for r in REQS]
+    assert not drift.launched_under(claim, _pool(narrowed))
+    assert drift.drift_reason(claim, _pool(narrowed)) == drift.REQUIREMENTS_DRIFTED
