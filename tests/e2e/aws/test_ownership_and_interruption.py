@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from karpy import settings
+from karpy.cloudprovider import interface
 from karpy.cloudprovider.aws import interruption, provider
 from karpy.controllers import register_all, runtime
 
@@ -77,8 +79,8 @@ def test_the_queue_turns_eventbridge_messages_into_notices_and_deletes_malformed
     sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"source": "aws.s3", "detail-type": "Object", "detail": {}}))
 
     seen = []
-    for _ in range(5):
-        seen.extend(queue.pending_interruptions())
+    for _ in range(5):  # unacknowledged notices stay pending: each call returns all of them
+        seen = queue.pending_interruptions()
     assert sorted((m.kind, m.detail) for m in seen) == [
         ("Rebalance", ""), ("ScheduledChange", ""), ("SpotInterruption", ""), ("StateChange", "stopping")]
     assert all(m.provider_id == pid for m in seen)
@@ -89,3 +91,24 @@ def test_the_queue_turns_eventbridge_messages_into_notices_and_deletes_malformed
         queue.ack(m)
     attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"]) == 0
+
+
+def test_with_a_long_poll_the_queue_receives_on_a_background_thread_and_never_blocks_the_caller(aws: AWS) -> None:
+    sqs = moto_world.client("sqs", aws.url)
+    url = sqs.create_queue(QueueName="karpy-bg")["QueueUrl"]
+    queue = interruption.SQSQueue(aws.provider.session, url, aws.clock, wait_seconds=1)
+    try:
+        start = time.perf_counter()
+        assert queue.pending_interruptions() == []
+        assert time.perf_counter() - start < 0.5
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps(
+            interruption.event("i-0123456789abcdef0", "Rebalance", "2024-11-21T10:00:00Z")))
+        deadline = time.perf_counter() + 10
+        pending: list[interface.InterruptionMessage] = []
+        while not pending and time.perf_counter() < deadline:
+            time.sleep(0.05)
+            pending = queue.pending_interruptions()
+        assert [m.kind for m in pending] == ["Rebalance"]
+        assert pending[0].provider_id.endswith("/i-0123456789abcdef0")
+    finally:
+        queue.close()

@@ -183,3 +183,28 @@ def test_list_and_delete_never_touch_node_group_or_other_cluster_instances(aws: 
     with pytest.raises(errors.NodeClaimNotFoundError):
         aws.provider.delete(ours)
     assert aws.provider.list() == []
+
+
+def test_prices_come_from_the_pricing_api_and_the_spot_price_history(aws: AWS) -> None:
+    aws.pricing.prices["m5.large"] = 0.5  # not the list price: proves the API answer is used
+    types = {t.name: t for t in aws.provider.get_instance_types(None)}
+    offerings = {(o.zone, o.capacity_type): o.price for o in types["m5.large"].offerings}
+    assert offerings[("us-east-1a", "on-demand")] == 0.5
+    assert offerings[("us-east-1a", "spot")] == 0.00001  # what moto's DescribeSpotPriceHistory says
+    assert aws.pricing.calls == 1
+    assert aws.provider.prices.on_demand_source == "pricing-api"
+    assert "t4g.nano" in types  # a type the stub does not price falls back to karpy's packaged table
+
+
+def test_launch_templates_unused_for_an_hour_are_deleted_during_list(aws: AWS) -> None:
+    aws.node_class()
+    aws.provider.create(claim("default-lt", ["m5.large"]))
+    (name,) = aws.provider.templates.created
+    aws.clock.advance(1800)
+    aws.provider.list()
+    assert aws.ec2.describe_launch_templates(LaunchTemplateNames=[name])["LaunchTemplates"]
+    aws.clock.advance(3600)
+    aws.provider.list()
+    found = aws.ec2.describe_launch_templates(
+        Filters=[{"Name": "tag:karpenter.k8s.aws/cluster", "Values": [moto_world.CLUSTER]}])["LaunchTemplates"]
+    assert [t["LaunchTemplateName"] for t in found] == []

@@ -156,7 +156,8 @@ class Fleet:
     def _run(self, req: Request, batch: Sequence[_Waiter]) -> None:
         single = batch[0].extra_tags if len(batch) == 1 else None
         try:
-            self.calls += 1
+            with self._lock:
+                self.calls += 1
             response = session.call(self.ec2, "create_fleet", **params(req, len(batch), single))
         except errors.CloudProviderError as exc:
             for w in batch:

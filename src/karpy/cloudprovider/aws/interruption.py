@@ -1,9 +1,10 @@
 """The SQS interruption queue: EventBridge notices about EC2 instances, as Karpenter reads them.
 
 :class:`SQSQueue` implements :class:`karpy.cloudprovider.interface.InterruptionQueue` over the queue
-named by ``settings.interruptionQueue`` (a name or a queue URL). :meth:`SQSQueue.pending_interruptions`
-long-polls ``ReceiveMessage`` (``WaitTimeSeconds`` = ``wait_seconds``, up to 10 messages) and
-parses each body:
+named by ``settings.interruptionQueue`` (a name or a queue URL). ``ReceiveMessage`` (``WaitTimeSeconds`` =
+``wait_seconds``, up to 10 messages) runs on a background thread when ``wait_seconds > 0`` (so the
+controller loop never waits on SQS) and inside :meth:`SQSQueue.pending_interruptions` when it is 0 (the
+simulator). Each body is parsed:
 
 * ``aws.ec2`` / ``EC2 Spot Instance Interruption Warning`` -> ``SpotInterruption`` (and the offering
   ``(type, zone, spot)`` goes into the insufficient-capacity cache);
@@ -62,11 +63,26 @@ class SQSQueue:
         self._where: dict[str, tuple[str, str]] = {}
         """instance id -> (zone, instance type)."""
         self.malformed = 0
+        self._pending: dict[str, interface.InterruptionMessage] = {}
+        self._poller: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def pending_interruptions(self) -> builtins.list[interface.InterruptionMessage]:
+        """Unacknowledged notices, oldest first. Never blocks when ``wait_seconds > 0``: a background
+        thread long-polls then (started on the first call; :meth:`close` stops it); with
+        ``wait_seconds == 0`` (the simulator) each call receives once, synchronously."""
+        if self.wait_seconds > 0:
+            self._start_poller()
+        else:
+            self.receive()
+        with self._lock:
+            return list(self._pending.values())
+
+    def receive(self) -> int:
+        """One ``ReceiveMessage`` (long-polling ``wait_seconds``); returns the number of notices added."""
         response = session.call(self.session.sqs, "receive_message", QueueUrl=self.url, MaxNumberOfMessages=10,
                                 WaitTimeSeconds=self.wait_seconds, AttributeNames=["SentTimestamp"])
-        out: builtins.list[interface.InterruptionMessage] = []
+        added = 0
         for m in response.get("Messages") or ():
             parsed = self._parse(m)
             if not parsed:
@@ -75,11 +91,33 @@ class SQSQueue:
             with self._lock:
                 for p in parsed:
                     self._receipts[p.id] = str(m["ReceiptHandle"])
-            out.extend(parsed)
-        return out
+                    if p.id not in self._pending:
+                        self._pending[p.id] = p
+                        added += 1
+        return added
+
+    def _start_poller(self) -> None:
+        with self._lock:
+            if self._poller is not None:
+                return
+            self._poller = threading.Thread(target=self._poll, name="karpy-sqs-interruption", daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.receive()
+            except errors.CloudProviderError as exc:
+                log.warning("receiving interruption messages failed: %s", exc)
+                self._stop.wait(5.0)
+
+    def close(self) -> None:
+        """Stop the background poller (it ends after its current long poll)."""
+        self._stop.set()
 
     def ack(self, message: interface.InterruptionMessage) -> None:
         with self._lock:
+            self._pending.pop(message.id, None)
             receipt = self._receipts.pop(message.id, None)
             # one SQS message may carry several notices (Health events): delete it with the last one
             if receipt is None or receipt in self._receipts.values():
