@@ -45,7 +45,16 @@ from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.simulator import daemonsets, kube_scheduler, kubelet, provider_bridge, real_cloud, scenario, workloads
+from karpy.simulator import (
+    daemonsets,
+    kube_scheduler,
+    kubelet,
+    provider_bridge,
+    real_cloud,
+    scenario,
+    volumes,
+    workloads,
+)
 
 log = logging.getLogger("karpy.simulator")
 
@@ -365,6 +374,7 @@ class Simulation:
         workloads.DeploymentController(self.cluster).register(self.manager)
         daemonsets.DaemonSetController(self.cluster, random.Random(self._seeds[4])).register(self.manager)
         self.kube_scheduler.register(self.manager)
+        volumes.VolumeBinder(self.cluster).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
 
     def _cluster_autoscaler(self) -> Any:
