@@ -9,7 +9,7 @@ import pytest
 
 from karpy import settings
 from karpy.cloudprovider import interface
-from karpy.cloudprovider.aws import interruption, provider
+from karpy.cloudprovider.aws import factory, interruption, provider
 from karpy.controllers import register_all, runtime
 
 from . import moto_world
@@ -112,3 +112,18 @@ def test_with_a_long_poll_the_queue_receives_on_a_background_thread_and_never_bl
         assert pending[0].provider_id.endswith("/i-0123456789abcdef0")
     finally:
         queue.close()
+
+
+def test_without_an_endpoint_the_factory_reads_endpoint_ca_and_version_from_eks_describe_cluster(aws: AWS) -> None:
+    eks = moto_world.client("eks", aws.url)
+    created = eks.create_cluster(name=moto_world.CLUSTER, version="1.30",
+                                 roleArn="arn:aws:iam::123456789012:role/eks",
+                                 resourcesVpcConfig={"subnetIds": list(aws.account.subnets.values())})["cluster"]
+    p = factory.build(settings.Settings(cluster_name=moto_world.CLUSTER), aws.clock, aws.cluster,
+                      endpoint_url=aws.url, region=moto_world.REGION)
+    assert p.cluster_endpoint == created["endpoint"] and p.cluster_endpoint
+    assert p.ca_bundle == created["certificateAuthority"]["data"]
+    assert p.kubernetes_version == "1.30"
+    missing = factory.build(settings.Settings(cluster_name="no-such-cluster"), aws.clock, aws.cluster,
+                            endpoint_url=aws.url, region=moto_world.REGION)
+    assert missing.cluster_endpoint == "" and missing.kubernetes_version == factory.DEFAULT_KUBERNETES_VERSION

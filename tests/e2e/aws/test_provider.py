@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 from typing import Any
 
 import pytest
@@ -208,3 +209,17 @@ def test_launch_templates_unused_for_an_hour_are_deleted_during_list(aws: AWS) -
     found = aws.ec2.describe_launch_templates(
         Filters=[{"Name": "tag:karpenter.k8s.aws/cluster", "Values": [moto_world.CLUSTER]}])["LaunchTemplates"]
     assert [t["LaunchTemplateName"] for t in found] == []
+
+
+def test_concurrent_identical_launches_are_batched_and_each_instance_carries_its_own_nodeclaim_tag(
+        aws: AWS) -> None:
+    aws.node_class()
+    aws.provider.create(claim("default-warm", ["m5.large"]))  # templates exist: the launches below are identical
+    moto_world.Latency(0.2).attach(aws.provider.session.ec2)
+    calls = aws.provider.fleet.calls
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        launched = list(pool.map(aws.provider.create, [claim(f"default-{i}", ["m5.large"]) for i in range(12)]))
+    assert len({c.status.provider_id for c in launched}) == 12
+    assert aws.provider.fleet.calls - calls < 12  # identical requests shared CreateFleet calls
+    for c in launched:
+        assert tags(instance(aws, c.status.provider_id))["karpenter.sh/nodeclaim"] == c.name

@@ -1,11 +1,13 @@
 """Build karpy's AWS cloud provider from settings: ``build(settings, clock, cluster, **options)``.
 
-Options (all optional): ``endpoint_url`` (one URL for EC2, SSM, SQS, IAM and Pricing, e.g. a moto
+Options (all optional): ``endpoint_url`` (one URL for EC2, SSM, SQS, IAM, EKS and Pricing, e.g. a moto
 server), ``region`` (else boto3's: ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / config), ``kubernetes_version``
 (``"1.31"``; else the cluster's ``server_version()`` when the Cluster has one, else
 :data:`DEFAULT_KUBERNETES_VERSION` with a warning), ``ca_bundle`` (base64 cluster CA for user data),
 ``queue_wait_seconds`` (SQS long poll; 20 by default, 0 in the simulator), ``boto_session``.
 
+Missing cluster endpoint, CA bundle or Kubernetes version are looked up with ``eks:DescribeCluster``
+of ``settings.cluster_name`` (a failure is a warning, as the lookup is a convenience).
 Credentials come from the environment as boto3 reads them. Missing configuration (no region) raises
 :class:`karpy.cloudprovider.errors.CloudProviderError`, not retryable, saying what to set. With
 ``settings.interruption_queue`` set, the provider also serves the interruption queue
@@ -57,13 +59,32 @@ def _session(options: dict[str, Any]) -> session.Session:
         raise errors.CloudProviderError(exc.message, reason="Configuration", retryable=False) from exc
 
 
+def describe_cluster(sess: session.Session, name: str) -> dict[str, Any]:
+    """EKS ``DescribeCluster`` of ``name`` (``{}`` with a warning when it cannot be read)."""
+    try:
+        found: dict[str, Any] = session.call(sess.eks, "describe_cluster", name=name).get("cluster") or {}
+    except errors.CloudProviderError as exc:
+        log.warning("could not look the cluster up with eks:DescribeCluster (%s); set settings.clusterEndpoint "
+                    "and the CA bundle: %s", name, exc)
+        return {}
+    return found
+
+
 def build(settings: settings_mod.Settings, clock: clock_mod.Clock, cluster: kube_interface.Cluster,
           **options: Any) -> provider.AWSCloudProvider:
     sess = _session(options)
+    endpoint = settings.cluster_endpoint or ""
+    ca_bundle = str(options.get("ca_bundle") or "")
+    version = options.get("kubernetes_version")
+    eks: dict[str, Any] = {}
+    if not endpoint or not ca_bundle or not (version or callable(getattr(cluster, "server_version", None))):
+        eks = describe_cluster(sess, settings.cluster_name)  # as Karpenter: endpoint and CA from EKS
     prov = provider.AWSCloudProvider(
         sess, clock, cluster, cluster_name=settings.cluster_name,
-        kubernetes_version=kubernetes_version(cluster, options.get("kubernetes_version")),
-        cluster_endpoint=settings.cluster_endpoint or "", ca_bundle=str(options.get("ca_bundle") or ""),
+        kubernetes_version=kubernetes_version(cluster, version or (
+            None if callable(getattr(cluster, "server_version", None)) else eks.get("version"))),
+        cluster_endpoint=endpoint or str(eks.get("endpoint") or ""),
+        ca_bundle=ca_bundle or str((eks.get("certificateAuthority") or {}).get("data") or ""),
         vm_memory_overhead_percent=settings.vm_memory_overhead_percent)
     if settings.interruption_queue:
         prov.queue = interruption.SQSQueue(sess, settings.interruption_queue, clock, prov.ice,

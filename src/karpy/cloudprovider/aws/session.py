@@ -1,6 +1,6 @@
 """boto3 clients for karpy's AWS provider, and the one place botocore errors become karpy errors.
 
-:class:`Session` holds one client each for EC2, SSM, SQS, IAM and the Pricing API, all created up
+:class:`Session` holds one client each for EC2, SSM, SQS, IAM, EKS and the Pricing API, all created up
 front (boto3 clients are thread-safe once made; sessions are not), with botocore's ``standard``
 retry mode, a connection pool large enough for concurrent launches and one optional
 ``endpoint_url`` shared by every service (a sandbox such as a moto server). Credentials come from
@@ -33,7 +33,7 @@ from karpy.cloudprovider import errors
 
 log = logging.getLogger("karpy.cloudprovider.aws")
 
-SERVICES = ("ec2", "ssm", "sqs", "iam", "pricing")
+SERVICES = ("ec2", "ssm", "sqs", "iam", "pricing", "eks")
 PRICING_REGIONS = ("us-east-1", "ap-south-1", "eu-central-1")
 """Regions that serve the Pricing API; others ask us-east-1 (prices cover every region)."""
 
@@ -131,6 +131,7 @@ class Session:
         self.ssm = self._client("ssm", self.region, config)
         self.sqs = self._client("sqs", self.region, config)
         self.iam = self._client("iam", self.region, config)
+        self.eks = self._client("eks", self.region, config)
         pricing_region = self.region if (endpoint_url or self.region in PRICING_REGIONS) else "us-east-1"
         self.pricing = self._client("pricing", pricing_region, config)
 
