@@ -45,7 +45,16 @@ from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, volumes, workloads
+from karpy.simulator import (
+    daemonsets,
+    kube_scheduler,
+    kubelet,
+    provider_bridge,
+    real_cloud,
+    scenario,
+    volumes,
+    workloads,
+)
 
 log = logging.getLogger("karpy.simulator")
 
@@ -307,7 +316,11 @@ class Simulation:
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in
             ("aws", "azure") else "")
-        self.bridge = CloudBridge(self.cloud, self.kubelet)
+        self.bridge: CloudBridge | provider_bridge.ProviderBridge
+        if scn.cloud.endpoint_url:  # the cloud's real provider against an endpoint; the cluster stays simulated
+            self.bridge = real_cloud.bridge(scn, self.clock, self.cluster, self.kubelet)
+        else:
+            self.bridge = CloudBridge(self.cloud, self.kubelet)
         self.metrics = metrics_mod.Metrics()
         self.metrics.attach(cost=self.bridge.cost_per_hour)
         self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,
@@ -449,7 +462,7 @@ class Simulation:
             self._interrupt(step, a)
         else:
             until = self.clock.now() + a.duration
-            self.cloud.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
+            self.bridge.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
 
     def _interrupt(self, step: scenario.Step, a: scenario.Interrupt) -> None:
         if a.node:
@@ -545,13 +558,13 @@ class Simulation:
             scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
             events=evs, metrics=self.metrics_summary(), timeline=list(self.timeline), notes=list(self.notes),
             reconciles=self.manager.reconciles, cost_per_hour=self.bridge.cost_per_hour(),
-            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
+            accrued_cost=self.bridge.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
             reconcile_errors=self.manager.failures.summary(), unexpected_errors=self.manager.failures.unexpected,
             error_lines=self.manager.failures.lines(self.start))
 
     def _commitments(self) -> dict[str, Any]:
         """With commitments: the bill now (on-demand equivalent, paid, utilisation) and over time."""
-        billing = self.cloud.billing
+        billing = getattr(self.cloud, "billing", None)
         if not billing:
             return {}
         over_time = [{"t": round(t - self.start, 3), **summary} for t, summary in billing.history]
@@ -579,7 +592,7 @@ class Simulation:
                 "podsBoundByKubeScheduler": self.kube_scheduler.bound,
                 "kubeSchedulerRuns": self.kube_scheduler.runs,
                 "costPerHour": round(self.bridge.cost_per_hour(), 6),
-                "accruedCost": round(self.cloud.accrued_cost(), 6),
+                "accruedCost": round(self.bridge.accrued_cost(), 6),
                 **self._commitments(),
             },
             "karpenter": karpenter,

@@ -16,7 +16,7 @@ MODELS: dict[str, dict[str, str]] = {
     "Scenario": {"apiVersion": "str", "kind": "str", "metadata": "V1ObjectMeta", "spec": "ScenarioSpec"},
     "ScenarioSpec": {"cloud": "ScenarioCloud", "settings": "any", "until": "str", "seed": "int",
                      "launchLatency": "str", "steps": "list:ScenarioStep", "faults": "any",
-                     "clusterAutoscaler": "any"},
+                     "clusterAutoscaler": "any", "kubernetesVersion": "str"},
     "ScenarioCloud": {"provider": "str", "region": "str", "zones": "list:str", "endpointURL": "str",
                       "kubernetesVersion": "str", "commitments": "any"},
     "ScenarioStep": {"at": "str", "scale": "ScenarioScale", "apply": "list:any", "delete": "ScenarioRef",

@@ -56,7 +56,7 @@ def test_the_field_reports_aks_run_goes_through_the_azure_sdk() -> None:
                               subnet_id=SUBNET, endpoint_url=arm.endpoint, polling_interval=0,
                               retail_prices_endpoint="")
         assert isinstance(cloud, provider.AzureCloudProvider)
-        sim.bridge = provider_bridge.ProviderBridge(cloud, sim.kubelet, clock=sim.clock)  # type: ignore[assignment]
+        sim.bridge = provider_bridge.ProviderBridge(cloud, sim.kubelet, clock=sim.clock)
         sim.wire()
         assert "NodePool/default" in nap.ensure(sim.cluster)  # a fresh NAP cluster: AKS's own pools
 
