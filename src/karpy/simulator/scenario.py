@@ -138,6 +138,8 @@ class Cloud:
     """As written: aws, azure, kwok, fake or benchmark."""
     region: str | None
     zones: tuple[str, ...]
+    nap_mode: bool = False
+    """``napMode`` (azure only): AKS Node Auto-Provisioning's own NodePools and AKSNodeClasses exist."""
 
     @property
     def catalog(self) -> str:
@@ -350,7 +352,10 @@ def _read_cloud(f: fields.Fields) -> Cloud:
     region = f.str("region")
     if region is not None and PROVIDERS[provider] not in ("aws", "azure"):
         raise f.fail("region", f"no region for provider {provider} (its catalog has fixed zones)", region)
-    return Cloud(provider=provider, region=region, zones=zones)
+    nap_mode = bool(f.bool("napMode"))
+    if nap_mode and PROVIDERS[provider] != "azure":
+        raise f.fail("napMode", "napMode only with provider azure (AKS Node Auto-Provisioning)", provider)
+    return Cloud(provider=provider, region=region, zones=zones, nap_mode=nap_mode)
 
 
 class _Known:

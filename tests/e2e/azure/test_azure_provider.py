@@ -240,11 +240,21 @@ def test_list_and_gc_touch_only_this_clusters_vms_and_orphaned_nics(world: World
                   {"location": REGION, "tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "properties": {}})
     world.arm.add("networkInterfaces", RG, "aks-foreign-nic",
                   {"location": REGION, "tags": {instances.CLUSTER_TAG: "someone-else"}, "properties": {}})
-    listed = world.cloud.list()
-    assert [c.status.provider_id for c in listed] == [launched.status.provider_id]
-    assert listed[0].name == "default-65f84" and listed[0].metadata.labels[labels.NODEPOOL] == "default"
     assert world.cloud.garbage_collect_nics() == ["aks-orphan"]
     assert set(world.arm.of_type("networkinterfaces")) == {"aks-default-65f84", "aks-foreign-nic"}
+    world.arm.add("networkInterfaces", RG, "aks-orphan-2",
+                  {"location": REGION, "tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "properties": {}})
+    listed = world.cloud.list()  # the garbage-collection controller's call also sweeps NICs when due
+    assert [c.status.provider_id for c in listed] == [launched.status.provider_id]
+    assert listed[0].name == "default-65f84" and listed[0].metadata.labels[labels.NODEPOOL] == "default"
+    assert "aks-orphan-2" not in world.arm.of_type("networkinterfaces")
+    world.arm.add("networkInterfaces", RG, "aks-orphan-3",
+                  {"location": REGION, "tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "properties": {}})
+    world.cloud.list()
+    assert "aks-orphan-3" in world.arm.of_type("networkinterfaces")  # not due again yet
+    world.clock.advance(300)
+    world.cloud.list()
+    assert "aks-orphan-3" not in world.arm.of_type("networkinterfaces")
     foreign = nodeclaim.NodeClaim.from_manifest({
         "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "x"},
         "status": {"providerID": world.cloud.provider_id("aks-other-cluster")}})
@@ -284,3 +294,14 @@ def test_a_spot_node_of_a_system_pool_carries_aks_labels(world: World) -> None:
     assert lb["kubernetes.azure.com/network-subnet"] == "aks-subnet"
     assert lb["kubernetes.azure.com/network-name"] == "aks-vnet"
     assert lb["kubernetes.azure.com/sku-cpu"] == lb[labels.AZURE_SKU_CPU]
+
+
+def test_a_changed_node_class_or_image_is_drift(world: World) -> None:
+    launched = world.cloud.create(claim())
+    assert world.cloud.is_drifted(launched) == ""
+    nc = world.cluster.get("AKSNodeClass", "default")
+    world.cluster.update({**nc, "spec": {**nc["spec"], "imageVersion": "202602.01.0"}})
+    assert world.cloud.is_drifted(launched) == "NodeClassDrift"
+    unannotated = launched.__class__.from_manifest({
+        **launched.to_manifest(), "metadata": {**launched.to_manifest()["metadata"], "annotations": {}}})
+    assert world.cloud.is_drifted(unannotated) == "ImageDrift"

@@ -19,13 +19,16 @@ the contract there). Azure specifics a caller may rely on:
   virtualMachines/aks-<nodeclaim>``; :meth:`list` and :meth:`get` see only VMs tagged
   ``karpenter.azure.com_cluster=<cluster>``; :meth:`delete` refuses others (:class:`NotOwnedError`);
 * :meth:`garbage_collect_nics` deletes this cluster's NICs that no VM uses and no launch in
-  progress is creating (a failed launch between NIC and VM leaves such a NIC).
+  progress is creating (a failed launch between NIC and VM leaves such a NIC). :meth:`list`, which
+  the garbage-collection controller calls every two minutes, runs it at most every
+  :data:`NIC_GC_INTERVAL` seconds (failures are logged, never raised from :meth:`list`).
 """
 
 from __future__ import annotations
 
 import builtins
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -45,10 +48,14 @@ from karpy.cloudprovider.azure import (
 )
 from karpy.cloudprovider.fake import capacity
 
+log = logging.getLogger("karpy.cloudprovider.azure")
+
 NodeClassLookup = Callable[[str], Mapping[str, Any] | None]
 """AKSNodeClass name -> the object as the API returns it (``None`` when missing)."""
 
 SKU_REFRESH_SECONDS = 12 * 3600.0
+NIC_GC_INTERVAL = 300.0
+"""At most this often :meth:`AzureCloudProvider.list` also removes orphaned NICs."""
 AKS_LABELS = {"kubernetes.azure.com/mode": "user", "kubernetes.azure.com/role": "agent",
               "kubernetes.azure.com/podnetwork-type": "overlay", "kubernetes.azure.com/ebpf-dataplane": "cilium"}
 
@@ -85,6 +92,7 @@ class AzureCloudProvider:
         self._records_at = 0.0
         self._types: dict[Any, list[instancetype.InstanceType]] = {}
         self._launching: set[str] = set()
+        self._nics_collected_at: float | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------------
@@ -329,6 +337,16 @@ class AzureCloudProvider:
         except clients.AzureAPIError as exc:
             raise errors.CloudProviderError(exc.message, reason=exc.code or "AzureAPIError",
                                             retryable=exc.retryable) from exc
+        now = self.clock.now()
+        if self._nics_collected_at is None or now - self._nics_collected_at >= NIC_GC_INTERVAL:
+            self._nics_collected_at = now
+            try:
+                removed = self.garbage_collect_nics(vms)
+            except errors.CloudProviderError as exc:
+                log.warning("could not garbage-collect orphaned NICs: %s", exc)
+            else:
+                if removed:
+                    log.info("deleted orphaned network interfaces %s", ", ".join(removed))
         claims = [self._claim_of(vm) for vm in vms]
         claims.sort(key=lambda c: (c.metadata.creation_timestamp or 0.0, c.status.provider_id))
         return claims
@@ -359,11 +377,13 @@ class AzureCloudProvider:
                                              image_id=str(image.get("communityGalleryImageId") or "")),
         )
 
-    def garbage_collect_nics(self) -> builtins.list[str]:
-        """Delete this cluster's NICs no VM uses and no launch is creating; returns their names."""
+    def garbage_collect_nics(self, vms_now: builtins.list[dict[str, Any]] | None = None) -> builtins.list[str]:
+        """Delete this cluster's NICs no VM uses and no launch is creating; returns their names.
+        ``vms_now`` is this cluster's VM list when the caller just fetched it."""
         try:
             nics = self.instances.list_nics(self.config.cluster_name)
-            vms = {str(v.get("name")) for v in self.instances.list_vms(self.config.cluster_name)}
+            listed = vms_now if vms_now is not None else self.instances.list_vms(self.config.cluster_name)
+            vms = {str(v.get("name")) for v in listed}
         except clients.AzureAPIError as exc:
             raise errors.CloudProviderError(exc.message, reason=exc.code or "AzureAPIError",
                                             retryable=exc.retryable) from exc
