@@ -91,7 +91,10 @@ class LoadResult:
 # --- YAML ----------------------------------------------------------------------------------------
 
 
-class _Loader(yaml.SafeLoader):
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
+
+
+class _Loader(_SafeLoader):  # type: ignore[misc]
     """A safe loader that remembers keys given twice in one mapping (the later value wins)."""
 
     def __init__(self, stream: str) -> None:
@@ -107,7 +110,8 @@ class _Loader(yaml.SafeLoader):
                 if key in seen:
                     self.duplicates.append((str(key), seen[key], line))
                 seen[key] = line
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
 @dataclass(slots=True)
@@ -123,7 +127,7 @@ def _parse_yaml(text: str, source: str) -> list[_Doc]:
     docs: list[_Doc] = []
     try:
         index = 0
-        while loader.check_data():  # type: ignore[no-untyped-call]
+        while loader.check_data():
             index += 1
             loader.duplicates = []
             data = loader.get_data()

@@ -16,6 +16,7 @@ treated as read-only. A pod hashes by ``(namespace, name, uid)``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,21 @@ CRITICAL_PRIORITY = 2_000_000_000
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 PODS_RESOURCE = "pods"
 
+
+
+_SPEC_CACHE: dict[str, dict[str, Any]] = {}
+"""Parsed spec fields (everything but ``nodeName``) by the spec's canonical JSON: replicas of one
+workload share one parse. The values are frozen models, safe to share."""
+_SPEC_CACHE_SIZE = 4096
+
+
+def _spec_key(spec: Mapping[str, Any]) -> str | None:
+    """The cache key of a spec: its canonical JSON without ``nodeName`` (``None``: not JSON data)."""
+    try:
+        return json.dumps({k: v for k, v in spec.items() if k != "nodeName"}, sort_keys=True,
+                          separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
 
 
 def effective_requests(
@@ -229,7 +245,16 @@ class Pod:
     def from_manifest(cls, d: Mapping[str, Any]) -> Pod:
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True)
-        return cls._parse(metadata, f.sub("spec"), f.sub("status"))
+        spec = f.sub("spec")
+        key = _spec_key(spec.data)
+        cached = _SPEC_CACHE.get(key) if key is not None else None
+        if cached is None:
+            return cls._parse(metadata, spec, f.sub("status"))
+        status = f.sub("status")
+        phase = status.str("phase", "Pending") or "Pending"
+        conditions = tuple(podspec.PodCondition.parse(c) for c in status.items("conditions"))
+        return cls(metadata=metadata, node_name=spec.str("nodeName") or None, phase=phase,
+                   conditions=conditions, **cached)
 
     @classmethod
     def from_template(
@@ -274,9 +299,8 @@ class Pod:
         if status is not None:
             phase = status.str("phase", "Pending") or "Pending"
             conditions = tuple(podspec.PodCondition.parse(c) for c in status.items("conditions"))
-        return cls(
-            metadata=metadata,
-            node_name=spec.str("nodeName") or None,
+        node_name = spec.str("nodeName") or None
+        parsed: dict[str, Any] = dict(
             scheduler_name=spec.str("schedulerName", DEFAULT_SCHEDULER) or DEFAULT_SCHEDULER,
             priority=spec.int("priority"),
             priority_class_name=spec.str("priorityClassName", "") or "",
@@ -295,12 +319,16 @@ class Pod:
             ),
             volumes=tuple(podspec.Volume.parse(v) for v in spec.items("volumes")),
             preemption_policy=spec.str("preemptionPolicy", "PreemptLowerPriority") or "PreemptLowerPriority",
-            phase=phase,
-            conditions=conditions,
             restart_policy=spec.str("restartPolicy", "Always") or "Always",
             host_network=host_network,
             termination_grace_period_seconds=spec.int("terminationGracePeriodSeconds"),
         )
+        key = _spec_key(spec.data)
+        if key is not None:
+            if len(_SPEC_CACHE) >= _SPEC_CACHE_SIZE:
+                _SPEC_CACHE.clear()
+            _SPEC_CACHE[key] = parsed
+        return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **parsed)
 
     # -- writing ------------------------------------------------------------------------------
 

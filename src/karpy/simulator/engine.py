@@ -54,6 +54,8 @@ Progress = Callable[[float, float], None]
 """``progress(virtual seconds done, virtual seconds in total)``."""
 
 UNMANAGED = "(unmanaged)"
+
+AUTOSCALERS = ("karpy", "cluster-autoscaler")
 """The NodePool column of nodes karpy does not own (pre-existing nodes)."""
 
 _APPLY_ORDER = {
@@ -278,7 +280,9 @@ class Simulation:
 
     def __init__(self, scn: scenario.Scenario, *, seed: int | None = None, until: float | None = None,
                  sample_interval: float | None = None, progress: Progress | None = None,
-                 karpy: bool = True, scheduler_events: bool = True) -> None:
+                 karpy: bool = True, scheduler_events: bool = True, autoscaler: str = "karpy") -> None:
+        """``autoscaler``: ``"karpy"`` (karpy's controllers) or ``"cluster-autoscaler"`` (a model of Cluster
+        Autoscaler over node groups, :mod:`karpy.simulator.cluster_autoscaler`, instead of karpy)."""
         self.scenario = scn
         self.seed = seed if seed is not None else (scn.seed if scn.seed is not None else 0)
         self.until = float(until if until is not None else scn.until)
@@ -304,7 +308,11 @@ class Simulation:
         self.metrics.attach(cost=self.bridge.cost_per_hour)
         self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,
                                                            record_events=scheduler_events)
-        self._karpy = karpy
+        if autoscaler not in AUTOSCALERS:
+            raise ValueError(f"autoscaler must be one of {', '.join(AUTOSCALERS)}, not {autoscaler!r}")
+        self.autoscaler = autoscaler
+        self._karpy = karpy and autoscaler == "karpy"
+        self.cluster_autoscaler: Any = None
         self._seeds = seeds
         self._events: dict[tuple[str, str], tuple[int, float, dict[str, Any]]] = {}
         self._event_seq = 0
@@ -346,6 +354,9 @@ class Simulation:
                 self.manager, cluster=self.cluster, cloud=self.bridge, cloud_provider=self.bridge,
                 clock=self.clock, settings=self.scenario.settings, metrics=self.metrics,
                 interruption_queue=self.bridge, rng=random.Random(self._seeds[5]))
+        if self.autoscaler == "cluster-autoscaler":
+            self.cluster_autoscaler = self._cluster_autoscaler()
+            self.cluster_autoscaler.register(self.manager)
         self.kubelet.register(self.manager)
         workloads.ReplicaSetController(self.cluster, random.Random(self._seeds[3])).register(self.manager)
         workloads.DeploymentController(self.cluster).register(self.manager)
@@ -354,6 +365,17 @@ class Simulation:
         self._apply(self.scenario.objects, at_start=True)
         if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
             nap.ensure(self.cluster)
+
+    def _cluster_autoscaler(self) -> Any:
+        """Cluster Autoscaler over the scenario's node groups (``spec.clusterAutoscaler`` or derived)."""
+        from karpy.simulator import ca_config, cluster_autoscaler
+
+        pools = [nodepool.NodePool.from_manifest(o) for o in self.scenario.objects if o.get("kind") == "NodePool"]
+        nodes = [o for o in self.scenario.objects if o.get("kind") == "Node"]
+        raw = (self.scenario.raw.get("spec") or {}).get("clusterAutoscaler") if self.scenario.raw else None
+        config = ca_config.read(raw, pools=pools, nodes=nodes, types=self.cloud.get_instance_types(None))
+        return cluster_autoscaler.ClusterAutoscaler(self.cluster, self.clock, self.cloud, self.kubelet, self.bridge,
+                                                    config, random.Random(self._seeds[5] ^ 0xCA))
 
     def _on_event(self, event: str, obj: dict[str, Any]) -> None:
         key = (interface.namespace_of(obj), interface.name_of(obj))

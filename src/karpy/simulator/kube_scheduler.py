@@ -15,7 +15,12 @@ once per ``interval`` virtual seconds (default 1 s). Each run:
   untolerated taint {karpenter.sh/unregistered: }.`` (reasons per node are the first failing
   filter in kube-scheduler's order; counts are summed and sorted), and publishes a
   ``FailedScheduling`` Warning event (component ``default-scheduler``) when the message changes.
-  That condition is what makes a pod provisionable for karpy, as for Karpenter.
+  That condition is what makes a pod provisionable for karpy, as for Karpenter. A pod already
+  marked is re-marked (new message) only after kube-scheduler's retry backoff: 1 s, doubling
+  per retry up to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds).
+
+Work per run is proportional to the pending pods and the nodes: the scheduler keeps pending pods,
+bound pods by node and nodes from its watches (it never lists every pod).
 
 Nodes that are not Ready count as having the ``node.kubernetes.io/not-ready`` taint. A pod is
 written only when its binding or condition changes, so a run that changes nothing writes nothing
@@ -45,6 +50,10 @@ COMPONENT = "default-scheduler"
 KEY = "schedule"
 UNSCHEDULABLE = "Unschedulable"
 _TERMINAL = ("Succeeded", "Failed")
+BACKOFF_INITIAL = 1.0
+"""kube-scheduler's podInitialBackoffSeconds: the first retry of an unschedulable pod."""
+BACKOFF_MAX = 10.0
+"""kube-scheduler's podMaxBackoffSeconds."""
 NOT_READY_TAINT = node.Taint(key=labels.TAINT_NOT_READY, effect="NoSchedule")
 
 
@@ -83,6 +92,14 @@ class KubeScheduler:
         self._pods: dict[str, tuple[str, pod.Pod | None]] = {}
         self._nodes: dict[str, tuple[str, node.Node | None]] = {}
         self._reqs: dict[str, tuple[str, requirements.Requirements]] = {}
+        # What the watches told: pending pods, bound (non-terminal) pods by node, nodes.
+        self._watching = False
+        self._pending: dict[tuple[str, str], dict[str, Any]] = {}
+        self._bound: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        self._bound_at: dict[tuple[str, str], str] = {}
+        self._node_objs: dict[str, dict[str, Any]] = {}
+        self._marks: dict[tuple[str, str], tuple[float, float]] = {}
+        """Pod -> (when its Unschedulable condition was last written, backoff before the next rewrite)."""
 
     # ------------------------------------------------------------------------------ wiring
 
@@ -92,8 +109,37 @@ class KubeScheduler:
     def register(self, manager: runtime.Manager) -> None:
         self._manager = manager
         manager.register(self.controller())
+        self._watching = True
+        for p in self.cluster.list("Pod"):
+            self._track_pod(interface.ADDED, p)
+        for n in self.cluster.list("Node"):
+            self._node_objs[interface.name_of(n)] = n
         manager.cluster.watch("Pod", self._on_pod)
         manager.cluster.watch("Node", self._on_node)
+
+    def _track_pod(self, event: str, obj: dict[str, Any]) -> None:
+        """Keep ``_pending`` and ``_bound`` as the watch tells (a pod keeps its place in them)."""
+        key = (interface.namespace_of(obj), interface.name_of(obj))
+        spec = obj.get("spec") or {}
+        live = event != interface.DELETED
+        bound_to = str(spec.get("nodeName") or "") if live else ""
+        keep_bound = bool(bound_to) and (obj.get("status") or {}).get("phase") not in _TERMINAL
+        was_on = self._bound_at.get(key)
+        if was_on is not None and (not keep_bound or was_on != bound_to):
+            del self._bound_at[key]
+            on_node = self._bound[was_on]
+            del on_node[key]
+            if not on_node:
+                del self._bound[was_on]
+        if keep_bound:
+            self._bound.setdefault(bound_to, {})[key] = obj
+            self._bound_at[key] = bound_to
+        if live and not bound_to and is_pending(obj):
+            self._pending[key] = obj
+        else:
+            self._pending.pop(key, None)
+            if not live or bound_to:
+                self._marks.pop(key, None)
 
     def _wake(self) -> None:
         if self._manager is None:
@@ -103,6 +149,7 @@ class KubeScheduler:
         self._manager.enqueue(CONTROLLER, KEY, after)
 
     def _on_pod(self, event: str, obj: dict[str, Any]) -> None:
+        self._track_pod(event, obj)
         if event == interface.ADDED and is_pending(obj):
             self._wake()
         elif event == interface.DELETED and (obj.get("spec") or {}).get("nodeName"):
@@ -111,6 +158,10 @@ class KubeScheduler:
             self._wake()
 
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
+        if event == interface.DELETED:
+            self._node_objs.pop(interface.name_of(obj), None)
+        else:
+            self._node_objs[interface.name_of(obj)] = obj
         self._wake()
 
     # ------------------------------------------------------------------------------ models
@@ -160,23 +211,24 @@ class KubeScheduler:
         if self._last_run is not None and now < self._last_run + self.interval:
             return self._last_run + self.interval - now
         self._last_run = now
-        pods = self.cluster.list("Pod")
-        pending_objs = sorted((p for p in pods if is_pending(p)),
-                              key=lambda p: (interface.namespace_of(p), interface.name_of(p)))
+        if not self._watching:  # not registered: read the cluster (tests drive reconcile by hand)
+            self._node_objs = {interface.name_of(n): n for n in self.cluster.list("Node")}
+            self._pending, self._bound, self._bound_at = {}, {}, {}
+            for p in self.cluster.list("Pod"):
+                self._track_pod(interface.ADDED, p)
+        pending_objs = [self._pending[k] for k in sorted(self._pending)]
         if not pending_objs:
-            self._forget(pods)
+            self._forget()
             return None
         self.runs += 1
         by_node: dict[str, list[pod.Pod]] = collections.defaultdict(list)
-        for p in pods:
-            spec = p.get("spec") or {}
-            name = spec.get("nodeName")
-            if name and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        for name in sorted(self._bound):
+            for p in self._bound[name].values():
                 model = self._pod(p)
                 if model is not None:
-                    by_node[str(name)].append(model)
+                    by_node[name].append(model)
         nodes: list[node.Node] = []
-        for n in sorted(self.cluster.list("Node"), key=interface.name_of):
+        for n in (self._node_objs[k] for k in sorted(self._node_objs)):
             model_n = self._node(n)
             if model_n is not None:
                 nodes.append(model_n)
@@ -205,16 +257,18 @@ class KubeScheduler:
                     by_node[node_name].append(model)
         explainer: _Explainer | None = None
         for model in pending:
-            if model.key not in placed:
+            if model.key not in placed and self._mark_due(raw_by_key[model.key], now):
                 if explainer is None:
                     explainer = _Explainer(nodes, by_node, self._node_reqs)
                 self._mark_unschedulable(raw_by_key[model.key], explainer.message(model))
-        self._forget(pods)
+        self._forget()
         return None
 
-    def _forget(self, pods: Sequence[Mapping[str, Any]]) -> None:
-        if len(self._pods) > 2 * len(pods) + 1000:
-            live = {interface.uid_of(p) for p in pods}
+    def _forget(self) -> None:
+        live_count = len(self._pending) + len(self._bound_at)
+        if len(self._pods) > 2 * live_count + 1000:
+            live = {interface.uid_of(p) for p in self._pending.values()}
+            live.update(interface.uid_of(p) for pods in self._bound.values() for p in pods.values())
             self._pods = {k: v for k, v in self._pods.items() if k in live}
 
     def _bind(self, obj: Mapping[str, Any], node_name: str) -> bool:
@@ -231,13 +285,26 @@ class KubeScheduler:
         self.bound += 1
         return True
 
+    def _mark_due(self, obj: Mapping[str, Any], now: float) -> bool:
+        """False while a pod already marked Unschedulable backs off (retries after 1, 2, 4, 8, then 10 s)."""
+        current = _condition(obj, "PodScheduled")
+        if current is None or current.get("status") != "False" or current.get("reason") != UNSCHEDULABLE:
+            return True
+        last = self._marks.get((interface.namespace_of(obj), interface.name_of(obj)))
+        return last is None or now >= last[0] + last[1]
+
     def _mark_unschedulable(self, obj: Mapping[str, Any], message: str) -> None:
         current = _condition(obj, "PodScheduled")
         if current is not None and current.get("status") == "False" and \
                 current.get("reason") == UNSCHEDULABLE and current.get("message") == message:
             return
         name, ns = interface.name_of(obj), interface.namespace_of(obj)
-        ts = clock_mod.rfc3339(self.clock.now())
+        now = self.clock.now()
+        key = (ns, name)
+        last = self._marks.get(key)
+        again = current is not None and current.get("status") == "False" and current.get("reason") == UNSCHEDULABLE
+        self._marks[key] = (now, min(BACKOFF_MAX, 2 * last[1]) if again and last is not None else BACKOFF_INITIAL)
+        ts = clock_mod.rfc3339(now)
         keep_since = current is not None and current.get("status") == "False"
         cond = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": message,
                 "lastTransitionTime": (current or {}).get("lastTransitionTime", ts) if keep_since else ts}
@@ -305,14 +372,15 @@ class _Explainer:
             text = "no nodes available to schedule pods"
         else:
             counts: collections.Counter[str] = collections.Counter()
+            greq = podgroups.make_group([p]).strict_requirements()
             for n in self.nodes:
-                counts.update(self._reasons(p, n))
+                counts.update(self._reasons(p, n, greq))
             parts = sorted(f"{count} {reason}" for reason, count in counts.items())
             text = f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}."
         self._cache[sig] = text
         return text
 
-    def _reasons(self, p: pod.Pod, n: node.Node) -> Iterable[str]:
+    def _reasons(self, p: pod.Pod, n: node.Node, greq: requirements.Requirements) -> Iterable[str]:
         if n.unschedulable or n.deleting:
             return ("node(s) were unschedulable",)
         node_taints: list[Any] = list(n.taints)
@@ -321,7 +389,6 @@ class _Explainer:
         bad = taints.first_untolerated(p.tolerations, node_taints, ("NoSchedule", "NoExecute"))
         if bad is not None:
             return (f"node(s) had untolerated taint {_taint_text(bad)}",)
-        greq = podgroups.make_group([p]).strict_requirements()
         if self.reqs[n.name].compatible(greq, frozenset()) is not None:
             return ("node(s) didn't match Pod's node affinity/selector",)
         used = self.ports[n.name]

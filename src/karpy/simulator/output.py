@@ -204,7 +204,7 @@ def render_table(result: engine.Result, file: IO[str], *, width: int | None = No
 
 def run_command(path: str, *, until: str | None = None, seed: int | None = None, output: str = "table",
                 report_dir: str | None = None, stdout: IO[str], stderr: IO[str],
-                progress: bool = False) -> None:
+                progress: bool = False, autoscaler: str = "karpy") -> None:
     """The body of ``karpy simulate``: load and validate everything, run, write the outputs.
 
     Raises :class:`karpy.api.errors.ValidationError` for bad input *before* anything runs (the
@@ -242,8 +242,8 @@ def run_command(path: str, *, until: str | None = None, seed: int | None = None,
         stderr.write(f"warning: {w}\n")
     sim_progress = _progress_bar(stderr) if progress else None
     try:
-        result = engine.Simulation(scn, seed=seed,
-                                   progress=sim_progress.update if sim_progress else None).run()
+        result = engine.Simulation(scn, seed=seed, progress=sim_progress.update if sim_progress else None,
+                                   autoscaler=autoscaler).run()
     finally:
         if sim_progress is not None:
             sim_progress.close()

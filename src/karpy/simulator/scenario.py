@@ -201,6 +201,14 @@ def _label(index: int, kind: str, name: str) -> str:
     return f"document {index} ({kind}/{name})"
 
 
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+_SAFE_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _dump(d: Any) -> str:
+    return str(yaml.dump(d, Dumper=_SAFE_DUMPER, sort_keys=False))
+
+
 def _is_scenario(d: Any) -> bool:
     return isinstance(d, Mapping) and d.get("kind") == KIND and \
         str(d.get("apiVersion", "")).startswith("karpy.io/")
@@ -209,7 +217,7 @@ def _is_scenario(d: Any) -> bool:
 def load_text(text: str, *, source: str = "<input>", until: float | None = None) -> Scenario:
     """Parse and validate a scenario text; see :func:`load`."""
     try:
-        raw_docs = [d for d in yaml.safe_load_all(text)]
+        raw_docs = [d for d in yaml.load_all(text, Loader=_SAFE_LOADER)]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "(document)"
@@ -234,7 +242,7 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None)
     objects: list[dict[str, Any]] = []
     warnings: list[str] = []
     if any(d is not None for d in rest):
-        other_text = "\n".join("---\n" + (yaml.safe_dump(d, sort_keys=False) if d is not None else "")
+        other_text = "\n".join("---\n" + (_dump(d) if d is not None else "")
                                for d in rest)
         try:
             loaded = manifest.load_documents(other_text, source=source)
@@ -400,7 +408,7 @@ def _read_step(f: fields.Fields, index: int, known: _Known, *, cloud: Cloud | No
         docs = f.list("apply")
         if not docs:
             raise f.fail("apply", "a non-empty list of manifests", f.raw("apply"))
-        text = "\n".join("---\n" + yaml.safe_dump(d, sort_keys=False) for d in docs)
+        text = "\n".join("---\n" + _dump(d) for d in docs)
         try:
             loaded = manifest.load_documents(text, source=source)
         except errors.ValidationError as exc:

@@ -240,6 +240,26 @@ class ReplicaSetController:
     def __init__(self, cluster: interface.Cluster, rng: random.Random) -> None:
         self.cluster = cluster
         self.rng = rng
+        self._owned: dict[tuple[str, str], dict[str, dict[str, Any]]] | None = None
+        """(namespace, ReplicaSet name) -> pod name -> pod, fed by a watch once registered."""
+        self._owner_of: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def _index_pod(self, event: str, obj: dict[str, Any]) -> None:
+        assert self._owned is not None
+        md = obj.get("metadata") or {}
+        ns, name = md.get("namespace") or "", str(md.get("name"))
+        before = self._owner_of.pop((ns, name), None)
+        ref = controller_ref(obj)
+        after = (ns, str(ref.get("name"))) if ref is not None and ref.get("kind") == "ReplicaSet" else None
+        if before is not None and (before != after or event == interface.DELETED):
+            pods = self._owned.get(before)
+            if pods is not None:
+                pods.pop(name, None)
+                if not pods:
+                    del self._owned[before]
+        if after is not None and event != interface.DELETED:
+            self._owned.setdefault(after, {})[name] = obj
+            self._owner_of[(ns, name)] = after
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(
@@ -249,11 +269,21 @@ class ReplicaSetController:
         )
 
     def register(self, manager: runtime.Manager) -> None:
+        """Register the controller; from now on its pods are found through an owner index."""
+        self._owned = {}
+        manager.cluster.watch("Pod", self._index_pod)
+        for p in manager.cluster.list("Pod"):
+            self._index_pod(interface.ADDED, p)
         manager.register(self.controller())
 
     def owned_pods(self, rs: Mapping[str, Any]) -> list[dict[str, Any]]:
-        ns = rs.get("metadata", {}).get("namespace") or ""
-        return [p for p in self.cluster.list("Pod", ns) if is_controlled_by(p, rs)]
+        md = rs.get("metadata", {})
+        ns = md.get("namespace") or ""
+        if self._owned is not None:  # the index: only this ReplicaSet's pods are looked at
+            candidates = list(self._owned.get((ns, str(md.get("name"))), {}).values())
+        else:
+            candidates = self.cluster.list("Pod", ns)
+        return [p for p in candidates if is_controlled_by(p, rs)]
 
     def reconcile(self, key: str) -> float | None:
         ns, name = split_key(key)

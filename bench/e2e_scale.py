@@ -1,0 +1,162 @@
+"""End to end speed of ``karpy simulate`` on Karpenter's benchmark pod mix, as Deployments.
+
+The scenario (generated, AWS catalog, one on-demand c/m/r NodePool): the five classes of
+bench/scheduling.py - generic; zonal topology spread (maxSkew 1, DoNotSchedule, selector on a label
+with 7 values); hostname spread (same); zonal self pod-affinity; hostname anti-affinity (all
+``app=nginx``) - each as 7 Deployments (one per label value) of one seeded cpu/memory shape, all
+scaled up at 10 s, run for 3 simulated minutes. The run goes through the same path as
+``karpy simulate FILE`` (the YAML text is parsed by :func:`karpy.simulator.scenario.load_text`).
+
+Prints, per size: pods, pods Running at the end, the simulated second at which the last pod ran,
+wall seconds, pods per wall second and the process's peak resident memory (ru_maxrss, which only
+grows: run one size per process for a clean peak figure; ``--one`` does that).
+
+Run: ``python bench/e2e_scale.py [--counts 1000,10000] [--big]`` (``--big`` adds 100,000 pods, long),
+``--profile`` prints the cProfile hot spots of each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import random
+import resource
+import subprocess
+import sys
+from typing import Any
+
+import yaml
+
+from karpy import clock
+from karpy.simulator import engine, scenario
+
+CPUS = ["100m", "250m", "500m", "1000m", "1500m"]
+MEMS = ["100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi"]
+VALUES = [f"value-{i}" for i in range(7)]
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+def _deployment(name: str, replicas: int, labels: dict[str, str], requests: dict[str, str],
+                extra: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "app:1",
+                                            "resources": {"requests": requests}}], **extra}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"deployment": name}},
+                     "template": {"metadata": {"labels": {"deployment": name, **labels}}, "spec": spec}}}
+
+
+def _spread(key: str, value: str) -> dict[str, Any]:
+    return {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+                                           "labelSelector": {"matchLabels": {"my-label": value}}}]}
+
+
+def _affinity(kind: str, key: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": key, "labelSelector": {"matchLabels": labels}}]}}}
+
+
+def deployments(n: int, seed: int = 42) -> list[dict[str, Any]]:
+    """The five classes, 7 Deployments each, ``n`` replicas in total."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    per_class = n // 5
+    for c, kind in enumerate(("generic", "zonal", "hostname", "affinity", "anti")):
+        total = n - 4 * per_class if c == 0 else per_class
+        for i, value in enumerate(VALUES):
+            replicas = total // 7 + (1 if i < total % 7 else 0)
+            requests = {"cpu": rng.choice(CPUS), "memory": rng.choice(MEMS)}
+            extra: dict[str, Any] = {}
+            labels = {"my-label": value}
+            if kind == "zonal":
+                extra = _spread(ZONE, value)
+            elif kind == "hostname":
+                extra = _spread(HOST, value)
+            elif kind == "affinity":
+                labels = {"my-affinity": value}
+                extra = _affinity("podAffinity", ZONE, labels)
+            elif kind == "anti":
+                labels = {"app": "nginx"}
+                extra = _affinity("podAntiAffinity", HOST, labels)
+            out.append(_deployment(f"{kind}-{i}", replicas, labels, requests, extra))
+            out[-1]["_replicas"] = replicas
+    return out
+
+
+def scenario_text(n: int, until: str = "3m") -> str:
+    deps = deployments(n)
+    steps = [{"at": "10s", "scale": {"kind": "Deployment", "namespace": "default", "name": d["metadata"]["name"],
+                                     "replicas": d.pop("_replicas")}} for d in deps]
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "karpy.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "e2e-scale"},
+         "spec": {"cloud": {"provider": "aws", "region": "us-east-1",
+                            "zones": ["us-east-1a", "us-east-1b", "us-east-1c"]},
+                  "settings": {"clusterName": "bench"}, "until": until, "seed": 1, "steps": steps}},
+        {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+         "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "KarpenterNodeRole-bench",
+                  "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "bench"}}],
+                  "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "bench"}}]}},
+        {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+         "spec": {"template": {"spec": {
+             "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+             "requirements": [
+                 {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                 {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
+                 {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["2"]}]}}}},
+        *deps,
+    ]
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def run_one(n: int, profile: bool) -> dict[str, Any]:
+    text = scenario_text(n)
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:
+        profiler.enable()
+    start = clock.perf_counter()
+    scn = scenario.load_text(text, source="e2e")
+    result = engine.Simulation(scn).run()
+    wall = clock.perf_counter() - start
+    if profiler is not None:
+        profiler.disable()
+        for order in ("cumulative", "tottime"):
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(30)
+            print(f"--- top 30 by {order}\n{out.getvalue()}", file=sys.stderr)
+    last = result.timeline[-1]
+    all_running = next((s.t for s in result.timeline if s.running_pods >= n and s.pending_pods == 0), None)
+    return {"pods": n, "running": last.running_pods, "nodes": sum(last.nodes_by_nodepool.values()),
+            "all_running_at": all_running, "wall": wall,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _line(r: dict[str, Any]) -> str:
+    at = "never" if r["all_running_at"] is None else f"{r['all_running_at']:.0f}s"
+    return (f"{r['pods']:>7} {r['running']:>8} {r['nodes']:>6} {at:>9} {r['wall']:>8.1f} "
+            f"{r['pods'] / r['wall']:>8.0f} {r['peak_mb']:>8.0f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--counts", default="1000,10000")
+    ap.add_argument("--big", action="store_true", help="also run 100,000 pods")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        r = run_one(args.one, args.profile)
+        print(_line(r), flush=True)
+        return 0 if r["all_running_at"] is not None else 1
+    counts = [int(c) for c in args.counts.split(",")] + ([100_000] if args.big else [])
+    print(f"{'pods':>7} {'running':>8} {'nodes':>6} {'all-ran':>9} {'wall-s':>8} {'pods/s':>8} {'peak-MB':>8}",
+          flush=True)
+    for n in counts:
+        cmd = [sys.executable, __file__, "--one", str(n)] + (["--profile"] if args.profile else [])
+        subprocess.run(cmd, check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
