@@ -305,3 +305,27 @@ def test_a_changed_node_class_or_image_is_drift(world: World) -> None:
     unannotated = launched.__class__.from_manifest({
         **launched.to_manifest(), "metadata": {**launched.to_manifest()["metadata"], "annotations": {}}})
     assert world.cloud.is_drifted(unannotated) == "ImageDrift"
+
+
+def test_a_repeated_launch_of_the_same_node_claim_returns_the_vm_it_made(world: World) -> None:
+    first = world.cloud.create(claim())
+    again = world.cloud.create(claim())
+    assert again.status.provider_id == first.status.provider_id
+    assert again.metadata.labels[labels.INSTANCE_TYPE] == first.metadata.labels[labels.INSTANCE_TYPE]
+    assert again.status.allocatable == first.status.allocatable
+    assert len(vm_puts(world.arm)) == 1
+    world.arm.add("virtualMachines", RG, "aks-default-foreign",
+                  {"location": REGION, "tags": {instances.CLUSTER_TAG: "someone-else"}, "properties": {}})
+    with pytest.raises(errors.CreateError, match="not this cluster's"):
+        world.cloud.create(claim("default-foreign"))
+
+
+def test_the_factory_in_nap_mode_creates_aks_own_pools_from_the_environment() -> None:
+    vclock = clock.VirtualClock()
+    cluster = memory.InMemoryCluster(vclock)
+    with fake_arm.FakeARM(skus=skus()) as arm:
+        factory.build(settings.Settings(cluster_name="aks"), vclock, cluster, retail_prices_endpoint="",
+                      environ={"ARM_SUBSCRIPTION_ID": fake_arm.SUBSCRIPTION, "LOCATION": REGION,
+                               "AZURE_NODE_RESOURCE_GROUP": RG, "AZURE_SUBNET_ID": SUBNET, "ARM_ENDPOINT": arm.endpoint,
+                               "NAP_MODE": "true"})
+    assert sorted(p["metadata"]["name"] for p in cluster.list("NodePool")) == ["default", "system-surge"]

@@ -18,9 +18,9 @@ option                 environment                    meaning
 Other options: ``credential`` (an azure.core ``TokenCredential``; default: azure-identity's
 ``DefaultAzureCredential`` when installed, or an offline token for a loopback ``endpoint_url``),
 ``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only),
-``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (create NAP's
-``default`` / ``system-surge`` objects when missing, :mod:`.nap`). Missing configuration raises
-:class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable) naming what is missing.
+``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (environment
+``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when missing, :mod:`.nap`).
+Missing configuration raises :class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable) naming what is missing.
 """
 
 from __future__ import annotations
@@ -94,7 +94,10 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
         cluster_name=settings_.cluster_name, region=values["region"], resource_group=values["resource_group"],
         subnet_id=values["subnet_id"], cluster_endpoint=settings_.cluster_endpoint,
         ssh_public_key=values["ssh_public_key"], kubernetes_version=values["kubernetes_version"])
-    if options.get("nap_mode"):
+    nap_mode = options.get("nap_mode")
+    if nap_mode is None:
+        nap_mode = str(environ.get("NAP_MODE", "")).strip().lower() == "true"
+    if nap_mode:
         nap.ensure(cluster)
     return provider.AzureCloudProvider(azure, config, clk, node_class_lookup(cluster),
                                        pricing.PriceBook(config.region, clk, fetch))

@@ -15,6 +15,9 @@ the contract there). Azure specifics a caller may rely on:
   removes the half-made VM and NIC, and moves on to the next offering; any other error stops the
   launch as a :class:`CreateError` (retryable when ARM said so). When every offering failed:
   :class:`InsufficientCapacityError` naming them;
+* a repeated :meth:`create` for the same NodeClaim (a restart mid-launch) finds the VM
+  ``aks-<nodeclaim>`` it made and returns it instead of launching again (a VM left ``Failed`` is
+  removed and the launch goes on);
 * provider IDs are ``azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/
   virtualMachines/aks-<nodeclaim>``; :meth:`list` and :meth:`get` see only VMs tagged
   ``karpenter.azure.com_cluster=<cluster>``; :meth:`delete` refuses others (:class:`NotOwnedError`);
@@ -179,6 +182,11 @@ class AzureCloudProvider:
                 "and resource requests", reason="NoCompatibleInstanceTypes")
         failed: builtins.list[errors.OfferingKey] = []
         name = instances.resource_name(claim.name)
+        existing = self._existing(name)
+        if existing is not None:  # a launch repeated after a restart: the VM is already there
+            adopted = self._adopt(claim, nc, types, existing)
+            if adopted is not None:
+                return adopted
         with self._lock:
             self._launching.add(name)
         try:
@@ -203,6 +211,37 @@ class AzureCloudProvider:
             with self._lock:
                 self._launching.discard(name)
         raise errors.InsufficientCapacityError(failed)
+
+    def _existing(self, name: str) -> dict[str, Any] | None:
+        try:
+            vm = self.instances.get_vm(name)
+        except clients.NotFoundError:
+            return None
+        except clients.AzureAPIError as exc:
+            raise errors.CreateError(f"looking for VM {name}: {exc.message}", reason=exc.code or "AzureAPIError",
+                                     retryable=exc.retryable) from exc
+        if not instances.owned(vm.get("tags"), self.config.cluster_name):
+            raise errors.CreateError(f"VM {name} exists and is not this cluster's; refusing to reuse its name",
+                                     reason="NotOwned")
+        return vm
+
+    def _adopt(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,
+               types: builtins.list[instancetype.InstanceType], vm: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
+        """The launched NodeClaim for a VM a previous attempt created (``None``: it failed; it is removed)."""
+        props = vm.get("properties") or {}
+        if props.get("provisioningState") == "Failed":
+            self._cleanup(str(vm.get("name")))
+            return None
+        view = self._claim_of(vm)
+        size = view.metadata.labels[labels.INSTANCE_TYPE]
+        zone = view.metadata.labels[labels.ZONE]
+        ct = view.metadata.labels[labels.CAPACITY_TYPE]
+        it = next((t for t in types if t.name == size), None)
+        if it is None:
+            return None
+        offer = next((o for o in it.offerings if o.zone == zone and o.capacity_type == ct),
+                     instancetype.Offering(zone, ct, 0.0))
+        return self._launched(claim, nc, it, offer, vm)
 
     def _launch(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,
                 cand: capacity.Candidate) -> dict[str, Any]:
