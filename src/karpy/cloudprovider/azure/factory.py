@@ -20,7 +20,8 @@ Other options: ``credential`` (an azure.core ``TokenCredential``; default: azure
 ``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only),
 ``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (environment
 ``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when missing, :mod:`.nap`).
-Missing configuration raises :class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable) naming what is missing.
+Missing configuration raises :class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable)
+naming what is missing.
 """
 
 from __future__ import annotations
