@@ -329,3 +329,14 @@ def test_the_factory_in_nap_mode_creates_aks_own_pools_from_the_environment() ->
                                "AZURE_NODE_RESOURCE_GROUP": RG, "AZURE_SUBNET_ID": SUBNET, "ARM_ENDPOINT": arm.endpoint,
                                "NAP_MODE": "true"})
     assert sorted(p["metadata"]["name"] for p in cluster.list("NodePool")) == ["default", "system-surge"]
+
+
+def test_karpy_controller_builds_the_azure_provider_through_its_factory(world: World) -> None:
+    from karpy import controller_run
+
+    cloud = controller_run.build_cloud("azure", settings.Settings(cluster_name="aks"), world.clock, world.cluster, {
+        "environ": {}, "subscription_id": fake_arm.SUBSCRIPTION, "resource_group": RG, "region": REGION,
+        "subnet_id": SUBNET, "endpoint_url": world.arm.endpoint, "retail_prices_endpoint": ""})
+    assert cloud.name == "azure" and cloud.list() == []
+    with pytest.raises(controller_run.Unavailable, match="AZURE_SUBNET_ID"):
+        controller_run.build_cloud("azure", settings.Settings(), world.clock, world.cluster, {"environ": {}})
