@@ -340,3 +340,16 @@ def test_karpy_controller_builds_the_azure_provider_through_its_factory(world: W
     assert cloud.name == "azure" and cloud.list() == []
     with pytest.raises(controller_run.Unavailable, match="AZURE_SUBNET_ID"):
         controller_run.build_cloud("azure", settings.Settings(), world.clock, world.cluster, {"environ": {}})
+
+
+def test_a_loopback_endpoint_needs_no_other_configuration() -> None:
+    vclock = clock.VirtualClock()
+    cluster = memory.InMemoryCluster(vclock)
+    cluster.create(dict(NODE_CLASS))
+    defaults = factory.emulator_defaults("aks", REGION)
+    with fake_arm.FakeARM(skus=skus(), subscription=defaults["subscription_id"]) as arm:
+        cloud = factory.build(settings.Settings(cluster_name="aks"), vclock, cluster, environ={}, region=REGION,
+                              endpoint_url=arm.endpoint, polling_interval=0, retail_prices_endpoint="")
+        launched = cloud.create(claim())
+    assert launched.status.provider_id.startswith(
+        f"azure:///subscriptions/{defaults['subscription_id']}/resourceGroups/MC_aks_aks_{REGION}/")

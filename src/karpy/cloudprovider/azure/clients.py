@@ -89,7 +89,8 @@ class AzureClients:
     credential: TokenCredential
 
 
-def _is_loopback_http(endpoint: str) -> bool:
+def is_loopback_http(endpoint: str) -> bool:
+    """True for a plain-http endpoint on this machine (an emulator)."""
     return endpoint.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]"))
 
 
@@ -101,7 +102,7 @@ def connect(subscription_id: str, credential: TokenCredential, *, endpoint: str 
     if polling_interval is not None:
         options["polling_interval"] = polling_interval
     if base.startswith("http://"):
-        if not _is_loopback_http(base):
+        if not is_loopback_http(base):
             raise errors.CloudProviderError(
                 f"refusing to send Azure credentials over plain http to {base}; use https", reason="Configuration")
         options["authentication_policy"] = _LoopbackBearerPolicy(credential, ARM_SCOPE)

@@ -20,8 +20,9 @@ Other options: ``credential`` (an azure.core ``TokenCredential``; default: azure
 ``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only),
 ``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (environment
 ``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when missing, :mod:`.nap`).
-Missing configuration raises :class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable)
-naming what is missing.
+A loopback ``endpoint_url`` (``http://127.0.0.1:...``) fills what is missing with
+:func:`emulator_defaults`. Missing configuration raises
+:class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable) naming what is missing.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _option(options: Mapping[str, Any], key: str, environ: Mapping[str, str]) ->
 
 
 def _default_credential(endpoint: str) -> Any:
-    if endpoint.startswith(("http://127.0.0.1", "http://localhost")):
+    if clients.is_loopback_http(endpoint):
         return clients.StaticTokenCredential()
     try:
         identity = importlib.import_module("azure.identity")
@@ -62,6 +63,16 @@ def _default_credential(endpoint: str) -> Any:
             "no Azure credential: install azure-identity (pip install 'karpy[azure]') or pass credential=",
             reason="Configuration") from exc
     return identity.DefaultAzureCredential()
+
+
+def emulator_defaults(cluster_name: str, region: str) -> dict[str, str]:
+    """What a loopback ARM endpoint (an emulator, ``karpy simulate``) gets when not told: a zero
+    subscription, AKS's node resource group name and a subnet in it."""
+    sub = "00000000-0000-0000-0000-000000000000"
+    rg = f"MC_{cluster_name}_{cluster_name}_{region}"
+    return {"subscription_id": sub, "resource_group": rg, "region": region,
+            "subnet_id": f"/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/"
+                         f"aks-vnet/subnets/aks-subnet"}
 
 
 def node_class_lookup(cluster: kube_interface.Cluster) -> provider.NodeClassLookup:
@@ -79,6 +90,9 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
     """The Azure provider for ``settings_.cluster_name`` (see the module docstring)."""
     environ = options.pop("environ", os.environ)
     values = {key: _option(options, key, environ) for key in ENVIRONMENT}
+    if clients.is_loopback_http(values["endpoint_url"]):
+        for key, value in emulator_defaults(settings_.cluster_name, values["region"] or "eastus").items():
+            values[key] = values[key] or value
     missing = [f"{key} ({ENVIRONMENT[key]})" for key in REQUIRED if not values[key]]
     if missing:
         raise errors.CloudProviderError(f"the Azure provider needs {', '.join(missing)}", reason="Configuration")
