@@ -16,6 +16,10 @@ capacity the pending pods need and asks for it. What a caller may rely on:
   second NodeClaim), DaemonSets and NodePool usage, and calls
   :class:`karpy.provisioning.scheduler.Scheduler`. Its duration (real seconds) goes to
   ``karpenter_scheduler_scheduling_duration_seconds{controller="provisioner"}``.
+* **Volumes.** Pods that mount PersistentVolumeClaims get their volumes' topology
+  (:mod:`karpy.scheduling.volumetopology`: a bound PV's node affinity, a WaitForFirstConsumer
+  StorageClass's allowedTopologies) as required node affinity; a pod whose claims cannot be used
+  gets ``FailedScheduling`` with Karpenter's reason.
 * **NodeClaims.** Each new claim becomes a ``karpenter.sh/v1`` NodeClaim (see
   :func:`nodeclaim_manifest`), counted in ``karpenter_nodeclaims_created_total{reason=
   "provisioning"}``.
@@ -48,6 +52,7 @@ from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import nodelabels, results, scheduler
+from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
 
@@ -240,7 +245,11 @@ class Provisioner:
             return results.Results()
         self.runs += 1
         started = clock_mod.perf_counter()
+        volume_errors: dict[str, str] = {}
+        if volumetopology.needs_volumes(pods):
+            pods, volume_errors = volumetopology.apply(pods, self._volumes())
         res, pools = self.schedule(pods)
+        res.errors.update(volume_errors)
         if res.new_claims:
             log.info("computed new nodeclaim(s) to fit pod(s)", extra=logs.fields(
                 NAME, nodeclaims=len(res.new_claims), pods=sum(len(c.pods) for c in res.new_claims)))
@@ -259,6 +268,16 @@ class Provisioner:
         for key, explanation in sorted(res.errors.items()):
             self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING, f"Failed to schedule pod, {explanation}")
         return res
+
+    def _volumes(self) -> volumetopology.Volumes:
+        """The cluster's PVCs, PVs and StorageClasses (read only when a pending pod mounts a PVC)."""
+        try:
+            return volumetopology.Volumes.of(self.cluster.list("PersistentVolumeClaim"),
+                                             self.cluster.list("PersistentVolume"),
+                                             self.cluster.list("StorageClass"))
+        except kube_errors.KubeError as exc:
+            log.warning("provisioner: cannot read volumes: %s", exc)
+            return volumetopology.Volumes()
 
     def _create(self, claim: results.NewNodeClaim, pools: dict[str, nodepool_mod.NodePool],
                 hashes: dict[str, tuple[str, str] | None]) -> None:

@@ -46,7 +46,7 @@ from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, workloads
+from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, volumes, workloads
 
 log = logging.getLogger("karpy.simulator")
 
@@ -362,6 +362,7 @@ class Simulation:
         workloads.DeploymentController(self.cluster).register(self.manager)
         daemonsets.DaemonSetController(self.cluster, random.Random(self._seeds[4])).register(self.manager)
         self.kube_scheduler.register(self.manager)
+        volumes.VolumeBinder(self.cluster).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
         if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
             nap.ensure(self.cluster)
