@@ -97,6 +97,7 @@ class AzureCloudProvider:
         self._launching: set[str] = set()
         self._nics_collected_at: float | None = None
         self._lock = threading.Lock()
+        self._cache_lock = threading.RLock()
 
     # ------------------------------------------------------------------------------------------
     # Instance types
@@ -104,11 +105,12 @@ class AzureCloudProvider:
     def records(self) -> dict[str, dict[str, Any]]:
         """Size -> Resource SKU record of the region, refreshed every 12 hours."""
         now = self.clock.now()
-        if self._records is None or now - self._records_at >= SKU_REFRESH_SECONDS:
-            self._records = skus.discover(self.azure, self.config.region)
-            self._records_at = now
-            self._types.clear()
-        return self._records
+        with self._cache_lock:
+            if self._records is None or now - self._records_at >= SKU_REFRESH_SECONDS:
+                self._records = skus.discover(self.azure, self.config.region)
+                self._records_at = now
+                self._types.clear()
+            return self._records
 
     def _node_class(self, name: str | None) -> nodeclass.AKSNodeClass | None:
         if not name:
