@@ -17,7 +17,8 @@ option                 environment                    meaning
 
 Other options: ``credential`` (an azure.core ``TokenCredential``; default: azure-identity's
 ``DefaultAzureCredential`` when installed, or an offline token for a loopback ``endpoint_url``),
-``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only),
+``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only; default
+the public API, or the ARM endpoint itself when that is a loopback emulator),
 ``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (environment
 ``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when missing, :mod:`.nap`).
 A loopback ``endpoint_url`` (``http://127.0.0.1:...``) fills what is missing with
@@ -100,7 +101,9 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
     credential = options.get("credential") or _default_credential(endpoint)
     azure = clients.connect(values["subscription_id"], credential, endpoint=endpoint,
                             polling_interval=options.get("polling_interval"))
-    prices_endpoint = options.get("retail_prices_endpoint", pricing.RETAIL_PRICES_ENDPOINT)
+    # an emulator on this machine serves the prices too (or the packaged table is used): never the internet
+    default_prices = endpoint if clients.is_loopback_http(endpoint) else pricing.RETAIL_PRICES_ENDPOINT
+    prices_endpoint = options.get("retail_prices_endpoint", default_prices)
     fetch = None
     if prices_endpoint:
         def fetch(region: str) -> pricing.Prices:

@@ -462,6 +462,11 @@ class AzureCloudProvider:
             return "ImageDrift"
         return ""
 
+    def mark_insufficient(self, instance_type: str, zone: str, capacity_type: str, until: float) -> None:
+        """Treat an offering as out of capacity until ``until`` (a simulator scenario step)."""
+        self.unavailable.mark((instance_type, zone, capacity_type), max(0.0, until - self.clock.now()),
+                              "InsufficientCapacity")
+
     def repair_policies(self) -> builtins.list[interface.RepairPolicy]:
         return [interface.RepairPolicy("Ready", "False", 10 * 60.0),
                 interface.RepairPolicy("Ready", "Unknown", 10 * 60.0)]
