@@ -11,7 +11,7 @@ import pytest
 from karpy import clock, settings
 from karpy.api import labels, nodeclaim
 from karpy.cloudprovider import errors
-from karpy.cloudprovider.azure import bootstrap, factory, instances, provider
+from karpy.cloudprovider.azure import bootstrap, factory, instances, instancetypes, provider
 from karpy.kube import memory
 
 from . import fake_arm
@@ -99,7 +99,8 @@ def test_sku_discovery_keeps_the_regions_unrestricted_sizes_aks_can_run(world: W
     assert d2.labels[labels.AZURE_SKU_FAMILY] == "D" and d2.labels[labels.AZURE_SKU_VERSION] == "4"
     assert d2.labels[labels.AZURE_SKU_MEMORY] == "8192" and d2.labels[labels.AZURE_SKU_CPU] == "2"
     assert d2.zones == frozenset({"japaneast-1", "japaneast-2", "japaneast-3"})
-    assert d2.cheapest_price(capacity_types=frozenset({"on-demand"})) == 0.124  # packaged japaneast price
+    packaged = instancetypes.on_demand_prices(REGION)["Standard_D2_v4"]
+    assert d2.cheapest_price(capacity_types=frozenset({"on-demand"})) == packaged  # no live prices asked
     sku_calls = [c for c in world.arm.requests if c.path.endswith("/Microsoft.Compute/skus")]
     assert len(sku_calls) == 1
 
@@ -353,3 +354,17 @@ def test_a_loopback_endpoint_needs_no_other_configuration() -> None:
         launched = cloud.create(claim())
     assert launched.status.provider_id.startswith(
         f"azure:///subscriptions/{defaults['subscription_id']}/resourceGroups/MC_aks_aks_{REGION}/")
+
+
+def test_against_a_loopback_emulator_prices_come_from_the_emulator_not_the_internet() -> None:
+    vclock = clock.VirtualClock()
+    cluster = memory.InMemoryCluster(vclock)
+    prices = [{"armSkuName": "Standard_D2_v4", "retailPrice": 0.5, "skuName": "D2 v4", "armRegionName": REGION,
+               "productName": "Virtual Machines Dv4 Series", "type": "Consumption"}]
+    with fake_arm.FakeARM(skus=skus(), prices=prices) as arm:
+        cloud = factory.build(settings.Settings(cluster_name="aks"), vclock, cluster, environ={}, region=REGION,
+                              subscription_id=fake_arm.SUBSCRIPTION, endpoint_url=arm.endpoint)
+        types = {t.name: t for t in cloud.get_instance_types(None)}
+    assert types["Standard_D2_v4"].cheapest_price(capacity_types=frozenset({"on-demand"})) == 0.5
+    packaged = instancetypes.on_demand_prices(REGION)["Standard_D4_v4"]
+    assert types["Standard_D4_v4"].cheapest_price(capacity_types=frozenset({"on-demand"})) == packaged
