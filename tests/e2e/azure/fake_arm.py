@@ -166,6 +166,18 @@ class FakeARM:
         with self._lock:
             self.resources[(rtype.lower(), rg.lower(), name)] = self._materialise(rtype.lower(), rg, name, body)
 
+    def evict(self, rg: str, vm_name: str) -> None:
+        """Azure deletes a VM on its own (a spot eviction with ``evictionPolicy: Delete``): the VM and
+        its OS disk go, its NICs stay, detached."""
+        with self._lock:
+            vm = self.resources.pop(("virtualmachines", rg.lower(), vm_name))
+            disk = vm["properties"].get("storageProfile", {}).get("osDisk", {}).get("name")
+            if disk:
+                self.resources.pop(("disks", rg.lower(), disk), None)
+            for (rtype, _, _), r in self.resources.items():
+                if rtype == "networkinterfaces" and (r["properties"].get("virtualMachine") or {}).get("id") == vm["id"]:
+                    r["properties"].pop("virtualMachine")
+
     # --- request handling ------------------------------------------------------------------
 
     def _resource_id(self, rtype: str, rg: str, name: str) -> str:

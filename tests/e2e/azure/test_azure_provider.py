@@ -368,3 +368,18 @@ def test_against_a_loopback_emulator_prices_come_from_the_emulator_not_the_inter
     assert types["Standard_D2_v4"].cheapest_price(capacity_types=frozenset({"on-demand"})) == 0.5
     packaged = instancetypes.on_demand_prices(REGION)["Standard_D4_v4"]
     assert types["Standard_D4_v4"].cheapest_price(capacity_types=frozenset({"on-demand"})) == packaged
+
+
+def test_a_spot_vm_azure_evicted_is_gone_from_list_and_its_nic_is_swept(world: World) -> None:
+    launched = world.cloud.create(claim(capacity_types=("spot",)))
+    world.cloud.list()  # the first sweep happens now; the eviction comes later
+    world.arm.evict(RG, "aks-default-65f84")
+    assert world.cloud.list() == []
+    with pytest.raises(errors.NodeClaimNotFoundError):
+        world.cloud.get(launched.status.provider_id)
+    with pytest.raises(errors.NodeClaimNotFoundError):
+        world.cloud.delete(launched)
+    assert set(world.arm.of_type("networkinterfaces")) == {"aks-default-65f84"}  # not swept before it is due
+    world.clock.advance(300)
+    world.cloud.list()
+    assert not world.arm.of_type("networkinterfaces")
