@@ -383,3 +383,12 @@ def test_a_spot_vm_azure_evicted_is_gone_from_list_and_its_nic_is_swept(world: W
     world.clock.advance(300)
     world.cloud.list()
     assert not world.arm.of_type("networkinterfaces")
+
+
+@pytest.mark.parametrize("synchronous", [True, False])
+def test_a_capacity_error_wrapped_in_a_generic_one_is_still_recognised(world: World, synchronous: bool) -> None:
+    world.arm.fail_vm("Standard_D2_v4", "ZonalAllocationFailed", "Allocation failed in zone 1", zone="1",
+                      synchronous=synchronous, wrapped_in="Conflict")
+    launched = world.cloud.create(claim())
+    assert launched.metadata.labels[labels.ZONE] == "japaneast-2"
+    assert set(world.cloud.unavailable.entries().values()) == {"ZonalAllocationFailure"}
