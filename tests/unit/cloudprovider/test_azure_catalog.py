@@ -243,4 +243,4 @@ def test_gpu_makers_come_from_the_documented_model_and_unknown_gpu_counts_are_le
 def test_the_sku_series_label_is_the_size_without_its_cpu_count(size: str, expected: str) -> None:
     parsed = azure.parse_size(size)
     assert parsed is not None and azure.series(parsed) == expected
-    assert azure_types("japaneast")["Standard_D2_v4"].labels[azure.SKU_SERIES] == "D_v4"
+    assert azure_types("japaneast")["Standard_D2_v4"].labels[labels.AZURE_SKU_SERIES] == "D_v4"

@@ -73,8 +73,6 @@ AKS_RESTRICTED_SIZES = frozenset({
 """Sizes AKS (and Karpenter's Azure provider) will not run nodes on, whatever their resources."""
 
 ARCHITECTURES = {"x64": "amd64", "Arm64": "arm64"}
-SKU_SERIES = "karpenter.azure.com/sku-series"
-"""The size's series: family, subfamily, features, accelerator and version (``Dpls_v6`` for ``D4pls_v6``)."""
 AKS_SKU_CPU = "kubernetes.azure.com/sku-cpu"
 AKS_SKU_MEMORY = "kubernetes.azure.com/sku-memory"
 """AKS's own copies of ``karpenter.azure.com/sku-cpu`` / ``sku-memory`` (the AKS label domain)."""
@@ -319,7 +317,7 @@ def compute_labels(name: str, size: VMSize, rec: Mapping[str, Any], region: str)
         labels.AZURE_SKU_VERSION: size.version[1:] if size.version else "1",
         labels.AZURE_SKU_CPU: str(rec["vcpu"]),
         labels.AZURE_SKU_MEMORY: str(int(rec["mem_gib"] * 1024)),
-        SKU_SERIES: series(size),
+        labels.AZURE_SKU_SERIES: series(size),
         AKS_SKU_CPU: str(rec["vcpu"]),
         AKS_SKU_MEMORY: str(int(rec["mem_gib"] * 1024)),
         labels.AZURE_SKU_ACCELERATED_NETWORKING: "true" if rec.get("accelerated_networking") else "false",
