@@ -76,14 +76,16 @@ def simulate_command(file: str, until: str | None, seed: int | None, output: str
         logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
         logging.getLogger("karpy").setLevel(logging.WARNING if verbose else logging.CRITICAL)
     try:
-        sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
-                               stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty(),
-                               autoscaler=autoscaler)
+        status = sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
+                                        stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty(),
+                                        autoscaler=autoscaler)
     except errors.ValidationError as exc:
         click.echo(f"Error: {file} cannot be simulated:", err=True)
         for e in exc.errors:
             click.echo(f"  {e}", err=True)
         sys.exit(2)
+    if status:
+        sys.exit(status)
 
 
 @main.command("compare")

@@ -45,8 +45,8 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
+from karpy.controllers import nodeclass_status, runtime, state
 from karpy.controllers import offerings as offerings_mod
-from karpy.controllers import runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
@@ -159,6 +159,8 @@ class Provisioner:
         self._last_trigger: float | None = None
         self.runs = 0
         self.last_results: results.Results | None = None
+        self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
+        """NodePools left out of the last scheduling run because their NodeClass is not Ready."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [
@@ -229,6 +231,7 @@ class Provisioner:
     def schedule(self, pods: Sequence[pod_mod.Pod]) -> tuple[results.Results, list[nodepool_mod.NodePool]]:
         """One scheduling run over the current state (no writes)."""
         pools = [p for p in self.state.nodepools() if p.metadata.deletion_timestamp is None]
+        pools, self.skipped_pools = nodeclass_status.split_ready(self.cluster, pools)
         types = self.instance_types(pools)
         pools = [p for p in pools if p.name in types]
         existing = self.state.existing_nodes(types)
@@ -265,8 +268,10 @@ class Provisioner:
             message = "Pod should schedule on: " + self._describe_target(target)
             for p in placed:
                 self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
+        skipped = nodeclass_status.describe_skipped(self.skipped_pools)
         for key, explanation in sorted(res.errors.items()):
-            self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING, f"Failed to schedule pod, {explanation}")
+            self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING,
+                            f"Failed to schedule pod, {explanation}{skipped}")
         return res
 
     def _volumes(self) -> volumetopology.Volumes:

@@ -237,6 +237,11 @@ class Result:
     cost_per_hour: float = 0.0
     accrued_cost: float = 0.0
     karpy_controllers: list[str] = field(default_factory=list)
+    reconcile_errors: list[dict[str, Any]] = field(default_factory=list)
+    """Reconcile failures by controller and error type (:mod:`karpy.controllers.reconcile_errors`)."""
+    unexpected_errors: int = 0
+    """How many reconciles failed with something other than a retryable API/cloud error."""
+    error_lines: list[str] = field(default_factory=list)
 
     @property
     def end(self) -> float:
@@ -543,7 +548,9 @@ class Simulation:
             scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
             events=evs, metrics=self.metrics_summary(), timeline=list(self.timeline), notes=list(self.notes),
             reconciles=self.manager.reconciles, cost_per_hour=self.bridge.cost_per_hour(),
-            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers))
+            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
+            reconcile_errors=self.manager.failures.summary(), unexpected_errors=self.manager.failures.unexpected,
+            error_lines=self.manager.failures.lines(self.start))
 
     def metrics_summary(self) -> dict[str, Any]:
         """Karpenter's metrics (deterministic ones only) plus the simulator's own counts."""

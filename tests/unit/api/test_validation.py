@@ -283,8 +283,9 @@ def test_weight_must_be_between_1_and_100(weight: int) -> None:
 
 
 def test_negative_limits_are_rejected() -> None:
-    err = _only_error(validation.validate_nodepool(_pool(limits={"cpu": "-1"})))
-    assert err.path == "spec.limits.cpu"
+    with pytest.raises(errors.ValidationError) as exc:
+        validation.validate_nodepool(_pool(limits={"cpu": "-1"}))
+    assert [e.path for e in exc.value.errors] == ["spec.limits.cpu"]
 
 
 def test_raise_if_invalid_carries_every_error() -> None:
