@@ -40,6 +40,7 @@ from karpy.api import labels, nodeclaim, nodeclass, nodepool
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
+from karpy.cloudprovider.azure import nap
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
@@ -381,6 +382,8 @@ class Simulation:
         self.kube_scheduler.register(self.manager)
         volumes.VolumeBinder(self.cluster).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
+        if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
+            nap.ensure(self.cluster)
 
     def _cluster_autoscaler(self) -> Any:
         """Cluster Autoscaler over the scenario's node groups (``spec.clusterAutoscaler`` or derived)."""

@@ -147,6 +147,8 @@ class Cloud:
     kubernetes_version: str | None = None
     """``spec.kubernetesVersion`` (or ``spec.cloud.kubernetesVersion``): the cluster's version, for the real
     provider's image lookups."""
+    nap_mode: bool = False
+    """``napMode`` (azure only): AKS Node Auto-Provisioning's own NodePools and AKSNodeClasses exist."""
 
     @property
     def catalog(self) -> str:
@@ -373,8 +375,11 @@ def _read_cloud(f: fields.Fields) -> Cloud:
             raise f.fail("endpointURL", "no endpoint for provider " + provider + " (aws and azure only)", endpoint)
         if not endpoint.startswith(("http://", "https://")):
             raise f.fail("endpointURL", "an http:// or https:// URL", endpoint)
+    nap_mode = bool(f.bool("napMode"))
+    if nap_mode and PROVIDERS[provider] != "azure":
+        raise f.fail("napMode", "napMode only with provider azure (AKS Node Auto-Provisioning)", provider)
     return Cloud(provider=provider, region=region, zones=zones, commitments=commitments, endpoint_url=endpoint,
-                 kubernetes_version=f.str("kubernetesVersion"))
+                 kubernetes_version=f.str("kubernetesVersion"), nap_mode=nap_mode)
 
 
 class _Known:

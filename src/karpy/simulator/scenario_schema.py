@@ -18,7 +18,7 @@ MODELS: dict[str, dict[str, str]] = {
                      "launchLatency": "str", "steps": "list:ScenarioStep", "faults": "any",
                      "clusterAutoscaler": "any", "kubernetesVersion": "str"},
     "ScenarioCloud": {"provider": "str", "region": "str", "zones": "list:str", "endpointURL": "str",
-                      "kubernetesVersion": "str", "commitments": "any"},
+                      "kubernetesVersion": "str", "commitments": "any", "napMode": "bool"},
     "ScenarioStep": {"at": "str", "scale": "ScenarioScale", "apply": "list:any", "delete": "ScenarioRef",
                      "interrupt": "ScenarioInterrupt", "insufficientCapacity": "ScenarioCapacity"},
     "ScenarioScale": {"kind": "str", "namespace": "str", "name": "str", "replicas": "int"},

@@ -61,6 +61,9 @@ def test_the_field_reports_aks_run_goes_through_the_azure_sdk() -> None:
         assert "NodePool/default" in nap.ensure(sim.cluster)  # a fresh NAP cluster: AKS's own pools
 
         result = sim.run()
+        status = sim.cluster.get("AKSNodeClass", "default").get("status") or {}
+        assert [c["status"] for c in status.get("conditions", []) if c["type"] == "Ready"] == ["True"]
+        assert status["images"][0]["id"].endswith("/images/2204gen2containerd/versions/202501.02.0")
 
         [launch] = arm.put_calls("virtualMachines")
         size = launch.body["properties"]["hardwareProfile"]["vmSize"]
