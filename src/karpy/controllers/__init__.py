@@ -94,6 +94,10 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     from karpy.controllers import nodeclass_status
 
     nodeclass_status.register(manager, cluster, cloud, clock)
+    if settings.feature_gate("NodeRepair"):
+        from karpy.controllers import repair
+
+        repair.register(manager, cluster, cluster_state, cloud, clock, recorder, metrics)
     manager.enqueue(gc.NAME, gc.KEY)
     manager.enqueue(interruption.NAME, interruption.KEY)
     _enqueue_existing(manager, cluster_state)

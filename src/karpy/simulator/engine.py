@@ -339,6 +339,8 @@ class Simulation:
         self.timeline: list[Sample] = []
         self.karpy_controllers: list[str] = []
         self._wired = False
+        self.chaos: Any = None
+        """The karpy process of a scenario with ``spec.faults`` (:mod:`karpy.simulator.chaos`)."""
         self._node_classes: dict[tuple[str, str, str], fake_provider.NodeClass] = {}
 
     # ------------------------------------------------------------------------------- wiring
@@ -367,7 +369,13 @@ class Simulation:
         self.cluster.watch("Event", self._on_event)
         self.cluster.watch("Pod", self._on_pod)
         self.cluster.watch("Pod", metrics_mod.PodStartupRecorder(self.metrics, self.clock).handle)
-        if self._karpy:
+        if self._karpy and self.scenario.faults.any:  # karpy as a process that faults hit (spec.faults)
+            from karpy.simulator import chaos
+
+            self.chaos = chaos.KarpyProcess(self, self.scenario.faults, random.Random(self._seeds[5] ^ 0xFA17),
+                                            self._register_faulty)
+            self.karpy_controllers = self.chaos.start()
+        elif self._karpy:
             self.karpy_controllers = register_karpy(
                 self.manager, cluster=self.cluster, cloud=self.bridge, cloud_provider=self.bridge,
                 clock=self.clock, settings=self.scenario.settings, metrics=self.metrics,
@@ -384,6 +392,11 @@ class Simulation:
         self._apply(self.scenario.objects, at_start=True)
         if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
             nap.ensure(self.cluster)
+
+    def _register_faulty(self, manager: runtime.Manager, cluster: Any, cloud: Any) -> list[str]:
+        return register_karpy(manager, cluster=cluster, cloud=cloud, cloud_provider=cloud, clock=self.clock,
+                              settings=self.scenario.settings, metrics=self.metrics, interruption_queue=cloud,
+                              rng=random.Random(self._seeds[5]))
 
     def _cluster_autoscaler(self) -> Any:
         """Cluster Autoscaler over the scenario's node groups (``spec.clusterAutoscaler`` or derived)."""
@@ -510,6 +523,8 @@ class Simulation:
             reclaim = self.bridge.next_reclaim()
             if reclaim is not None:
                 t = min(t, reclaim)
+            if self.chaos is not None and (chaos_due := self.chaos.next_due()) is not None:
+                t = min(t, chaos_due)
             if t > now:
                 self.clock.set(t)
                 now = t
@@ -518,6 +533,8 @@ class Simulation:
                 si += 1
             self.bridge.settle()
             self.manager.run_due()
+            if self.chaos is not None:
+                self.chaos.run_due()
             self.bridge.settle()
             if now >= next_sample:
                 self.timeline.append(self.sample())
@@ -549,6 +566,10 @@ class Simulation:
     # ------------------------------------------------------------------------------ result
 
     def _result(self) -> Result:
+        from karpy.simulator import drains
+
+        for message in drains.stuck(self.cluster, self.clock.now()):
+            self.note(message)
         objects = {
             "nodes": [memory.copy_dict(o) for o in self.cluster.objects("Node")],
             "nodeclaims": [memory.copy_dict(o) for o in self.cluster.objects("NodeClaim")],
@@ -562,8 +583,12 @@ class Simulation:
             events=evs, metrics=self.metrics_summary(), timeline=list(self.timeline), notes=list(self.notes),
             reconciles=self.manager.reconciles, cost_per_hour=self.bridge.cost_per_hour(),
             accrued_cost=self.bridge.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
-            reconcile_errors=self.manager.failures.summary(), unexpected_errors=self.manager.failures.unexpected,
-            error_lines=self.manager.failures.lines(self.start))
+            reconcile_errors=[r for f in self._failures() for r in f.summary()],
+            unexpected_errors=sum(f.unexpected for f in self._failures()),
+            error_lines=[line for f in self._failures() for line in f.lines(self.start)])
+
+    def _failures(self) -> list[Any]:
+        return [self.manager.failures, *([self.chaos.failures] if self.chaos is not None else [])]
 
     def _commitments(self) -> dict[str, Any]:
         """With commitments: the bill now (on-demand equivalent, paid, utilisation) and over time."""
@@ -589,7 +614,9 @@ class Simulation:
             "simulator": {
                 "virtualSeconds": self.until,
                 "reconciles": self.manager.reconciles,
-                "reconcileErrors": sum(c.errors for c in self.manager.controllers.values()),
+                "reconcileErrors": sum(f.total for f in self._failures()),
+                **({"faultsInjected": self.chaos.counts(), "restarts": self.chaos.restarts}
+                   if self.chaos is not None else {}),
                 "instancesLaunched": self.bridge.launched,
                 "instancesTerminated": self.bridge.terminated,
                 "podsBoundByKubeScheduler": self.kube_scheduler.bound,

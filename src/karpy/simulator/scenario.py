@@ -51,7 +51,7 @@ from karpy.api import duration, errors, fields, labels, manifest, strict
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import interface as cloud_interface
-from karpy.simulator import scenario_schema
+from karpy.simulator import faultspec, scenario_schema
 
 API_VERSION = "karpy.io/v1alpha1"
 KIND = "Scenario"
@@ -172,6 +172,8 @@ class Scenario:
     warnings: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
     """The scenario document as written."""
+    faults: faultspec.Faults = field(default_factory=faultspec.Faults)
+    """``spec.faults``: what the run injects (:mod:`karpy.simulator.faultspec`)."""
 
     def with_until(self, until: float) -> Scenario:
         return dataclasses.replace(self, until=until)
@@ -314,6 +316,7 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
         problems.append(errors.FieldError(label, "spec.until", "a positive duration", spec.raw("until")))
     seed = _collect(problems, spec.int, "seed")
     latency = _collect(problems, lambda: _duration(spec, "launchLatency", default=DEFAULT_LAUNCH_LATENCY))
+    faults = _collect(problems, faultspec.read, spec.raw("faults"), label)
 
     known = _Known(objects)
     steps: list[Step] = []
@@ -342,7 +345,8 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
     return Scenario(
         name=_doc_name(doc), source=source, cloud=cloud, settings=settings,
         cluster_name=settings.cluster_name, until=float(total), seed=seed, launch_latency=float(latency),
-        objects=tuple(objects), steps=tuple(steps), warnings=tuple(warnings), raw=dict(doc))
+        objects=tuple(objects), steps=tuple(steps), warnings=tuple(warnings), raw=dict(doc),
+        faults=faults if faults is not None else faultspec.Faults())
 
 
 def _read_settings(spec: fields.Fields, problems: list[errors.FieldError]) -> settings_mod.Settings:

@@ -24,8 +24,10 @@ the contract of :mod:`karpy.cloudprovider.interface` exactly, with these simulat
   nodes ``<nodeclaim>``.
 * **Ownership.** Every instance is tagged with its NodePool, NodeClaim and this cluster's ownership
   tag (AWS ``kubernetes.io/cluster/<cluster>=owned``, Azure ``karpenter.azure.com_cluster=<cluster>``,
-  KWOK ``karpenter.sh_cluster_<cluster>=owned``). :meth:`get` and :meth:`list` see only owned
-  instances; :meth:`delete` refuses others with :class:`errors.NotOwnedError`.
+  KWOK ``karpenter.sh_cluster_<cluster>=owned``). Owned means all of karpy's own tags: that ownership
+  tag and the NodePool and NodeClass tags (an instance of a node group carries the cluster tag only).
+  :meth:`get` and :meth:`list` see only owned instances; :meth:`delete` refuses others with
+  :class:`errors.NotOwnedError`.
   :meth:`add_instance` puts in instances karpy did not launch (another cluster's, a hand-made VM).
 * **Interruptions.** :meth:`interrupt` queues a message (:class:`interface.InterruptionMessage`)
   that :meth:`pending_interruptions` returns until :meth:`ack`. A ``SpotInterruption`` reclaims the
@@ -434,8 +436,7 @@ class SimulatedCloud:
         tags = {f"karpenter.sh{sep}nodepool": nodepool_name, f"karpenter.sh{sep}nodeclaim": nodeclaim_name}
         if self.provider_format == "aws":
             tags["eks:eks-cluster-name"] = self.cluster_name
-            if node_class:
-                tags["karpenter.k8s.aws/ec2nodeclass"] = node_class
+        tags[self.nodeclass_tag_key()] = node_class or (node_class_ref.name if node_class_ref is not None else "")
         key, value = self.ownership_tag()
         tags[key] = value
         node_labels = dict(it.labels)
@@ -468,8 +469,27 @@ class SimulatedCloud:
     # Internals
 
     def _owned(self, inst: capacity.Instance) -> bool:
+        """karpy's own tags: this cluster's ownership tag *and* the NodePool and NodeClass tags. A node
+        group's instance carries the cluster tag only and is never listed, garbage-collected or deleted."""
         key, value = self.ownership_tag()
-        return inst.tags.get(key) == value
+        sep = "_" if self.provider_format == "azure" else "/"
+        return inst.tags.get(key) == value and f"karpenter.sh{sep}nodepool" in inst.tags and \
+            self.nodeclass_tag_key() in inst.tags
+
+    def nodeclass_tag_key(self) -> str:
+        """The tag naming an instance's NodeClass (AWS ``karpenter.k8s.aws/ec2nodeclass``)."""
+        if self.provider_format == "aws":
+            return "karpenter.k8s.aws/ec2nodeclass"
+        if self.provider_format == "azure":
+            return "karpenter.azure.com_aksnodeclass"
+        return "karpenter.sh/nodeclass"
+
+    def karpy_tags(self, nodepool: str, nodeclaim: str, node_class: str = "default") -> dict[str, str]:
+        """Every tag karpy puts on an instance it launches (to simulate a leaked one)."""
+        sep = "_" if self.provider_format == "azure" else "/"
+        key, value = self.ownership_tag()
+        return {f"karpenter.sh{sep}nodepool": nodepool, f"karpenter.sh{sep}nodeclaim": nodeclaim,
+                self.nodeclass_tag_key(): node_class, key: value}
 
     def _send(self, provider_id: str, kind: str, when: float, detail: str) -> interface.InterruptionMessage:
         self._seq += 1
@@ -536,8 +556,9 @@ class SimulatedCloud:
         sep = "_" if self.provider_format == "azure" else "/"
         tags[f"karpenter.sh{sep}nodepool"] = nodepool_name
         tags[f"karpenter.sh{sep}nodeclaim"] = claim.name
+        ref = claim.spec.node_class_ref
+        tags[self.nodeclass_tag_key()] = nc.name if nc is not None else ref.name if ref is not None else ""
         if isinstance(nc, nodeclass.EC2NodeClass):
-            tags["karpenter.k8s.aws/ec2nodeclass"] = nc.name
             tags["eks:eks-cluster-name"] = self.cluster_name
         key, value = self.ownership_tag()
         tags[key] = value
