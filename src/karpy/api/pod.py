@@ -16,6 +16,7 @@ treated as read-only. A pod hashes by ``(namespace, name, uid)``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -255,6 +256,19 @@ class Pod:
         conditions = tuple(podspec.PodCondition.parse(c) for c in status.items("conditions"))
         return cls(metadata=metadata, node_name=spec.str("nodeName") or None, phase=phase,
                    conditions=conditions, **cached)
+
+    def refreshed(self, d: Mapping[str, Any]) -> Pod:
+        """The pod of manifest ``d`` whose ``spec`` is the one this pod was parsed from.
+
+        Only metadata and status are read again (a status update, a new label): the spec's
+        models are reused. ``d["spec"]`` must hold the same content as the parsed spec.
+        """
+        f = meta.reader("Pod", d)
+        metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True)
+        status = f.sub("status")
+        phase = status.str("phase", "Pending") or "Pending"
+        conditions = tuple(podspec.PodCondition.parse(c) for c in status.items("conditions"))
+        return dataclasses.replace(self, metadata=metadata, phase=phase, conditions=conditions)
 
     @classmethod
     def from_template(

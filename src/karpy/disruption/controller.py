@@ -326,7 +326,7 @@ class DisruptionController:
                 continue
             obs.candidates[n.name] = result
             obs.since[n.name] = emptiness.empty_since(result.nodeclaim, self.last_pod_event.get(n.name))
-        if self.state.pending_pod_count():
+        if obs.candidates and self.state.pending_pod_count():  # only candidates can lose by it
             obs.nominated = self.nominated(obs)
             for name in sorted(obs.nominated & set(obs.candidates)):
                 del obs.candidates[name]

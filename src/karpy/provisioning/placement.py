@@ -59,6 +59,9 @@ class Placement:
         self._relevant_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool, bool]]] = {}
         self._hostname_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool]]] = {}
         self._compat: dict[tuple[reqs_mod.Requirements, int], bool] = {}
+        self._compat_vec: dict[reqs_mod.Requirements, BoolArray] = {}
+        self._classes = bins_mod.Registry()
+        self._rs_class: list[int] = []
         self._tol: dict[tuple[Any, bool, int], bool] = {}
         self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
@@ -158,19 +161,32 @@ class Placement:
     # -- masks ----------------------------------------------------------------------------------
 
     def base_mask(self, g: podgroups.PodGroup) -> BoolArray:
-        """Bins a pod of ``g`` may use by requirements and taints (ignoring capacity)."""
+        """Bins a pod of ``g`` may use by requirements and taints (ignoring capacity).
+
+        Compatibility is kept per group requirement set as a vector over requirement-set ids,
+        extended only for sets added since; nodes that differ only by hostname share one check
+        unless the group constrains the hostname.
+        """
         n = self.bins.n
         greq = g.requirements()
         rs_ids = self.bins.reqset[:n]
         tol_ids = self.bins.taintset[:n]
-        compat = np.array([self._compatible(greq, i) for i in range(len(self.bins.reqsets.values))],
-                          dtype=np.bool_)
+        total = len(self.bins.reqsets.values)
+        vec = self._compat_vec.get(greq)
+        if vec is None or len(vec) < total:
+            done = 0 if vec is None else len(vec)
+            by_class = wk.HOSTNAME not in greq
+            more = np.fromiter((self._compatible(greq, i, by_class) for i in range(done, total)),
+                               dtype=np.bool_, count=total - done)
+            vec = more if vec is None else np.concatenate([vec, more])
+            self._compat_vec[greq] = vec
         tol = np.array([self._tolerates(g, i) for i in range(len(self.bins.taintsets.values))],
                        dtype=np.bool_)
-        return compat[rs_ids] & tol[tol_ids] & self.bins.schedulable[:n]
+        return vec[rs_ids] & tol[tol_ids] & self.bins.schedulable[:n]
 
-    def _compatible(self, greq: reqs_mod.Requirements, rs_id: int) -> bool:
-        key = (greq, rs_id)
+    def _compatible(self, greq: reqs_mod.Requirements, rs_id: int, by_class: bool = False) -> bool:
+        cls = self._class_of(rs_id) if by_class else -1 - rs_id
+        key = (greq, cls)
         hit = self._compat.get(key)
         if hit is None:
             reqs, is_node = self.bins.reqsets.values[rs_id]
@@ -178,6 +194,15 @@ class Placement:
             hit = reqs.compatible(greq, allow) is None
             self._compat[key] = hit
         return hit
+
+    def _class_of(self, rs_id: int) -> int:
+        """The id of requirement set ``rs_id`` without its hostname (nodes differ only there)."""
+        while len(self._rs_class) <= rs_id:
+            reqs, is_node = self.bins.reqsets.values[len(self._rs_class)]
+            if wk.HOSTNAME in reqs:
+                reqs = reqs_mod.Requirements(r for k, r in reqs.items() if k != wk.HOSTNAME)
+            self._rs_class.append(self._classes.id((reqs, is_node)))
+        return self._rs_class[rs_id]
 
     def _tolerates(self, g: podgroups.PodGroup, ts_id: int) -> bool:
         key = (g.tolerations, g.tolerate_prefer_no_schedule, ts_id)
