@@ -35,8 +35,12 @@ class Placement:
 
     def __init__(self, dims: list[str], tmpls: list[templates.Template],
                  groups: Sequence[podgroups.PodGroup], existing: Sequence[results.ExistingNode],
-                 daemon_pods: Sequence[pod_mod.Pod]) -> None:
+                 daemon_pods: Sequence[pod_mod.Pod], *, count_matching: bool = False) -> None:
+        """``count_matching``: pods matching a zonal (non-hostname) spread they do not carry keep
+        that spread too (see :meth:`counted_spreads`)."""
         self.dims = dims
+        self.count_matching = count_matching
+        self._counted_cache: dict[Any, list[topology.Term]] = {}
         self.templates = tmpls
         self.daemon_pods = list(daemon_pods)
         self.dim_index = {d: i for i, d in enumerate(dims)}
@@ -158,6 +162,31 @@ class Placement:
             self._relevant_cache[key] = hit
         return hit
 
+    def counted_spreads(self, g: podgroups.PodGroup) -> list[topology.Term]:
+        """Required spreads on a non-hostname key that ``g``'s pods match but do not carry.
+
+        Kubernetes counts every pod matching a spread's selector: for a plan to hold whatever
+        order the pods bind in, such pods must keep the spread even too. Empty unless the run
+        was built with ``count_matching`` (the provisioner's plans; the kube-scheduler checks only
+        the binding pod's own constraints, as Kubernetes does).
+        """
+        if not self.count_matching:
+            return []
+        own = g.terms()
+        key = (g.namespace, tuple(sorted(g.labels.items())), tuple(own))
+        hit = self._counted_cache.get(key)
+        if hit is None:
+            hit = [t for t in self.terms if t.kind == topology.SPREAD and t.required
+                   and t not in own and t.matches(g.namespace, g.labels)]
+            self._counted_cache[key] = hit
+        return [t for t in hit if not t.hostname]
+
+    def counts_for_hostname_spread(self, g: podgroups.PodGroup) -> bool:
+        """``g``'s pods match a required hostname spread they do not carry (see :meth:`counted_spreads`)."""
+        self.counted_spreads(g)
+        hit = self._counted_cache.get((g.namespace, tuple(sorted(g.labels.items())), tuple(g.terms()))) or []
+        return any(t.hostname for t in hit)
+
     # -- masks ----------------------------------------------------------------------------------
 
     def base_mask(self, g: podgroups.PodGroup) -> BoolArray:
@@ -227,6 +256,11 @@ class Placement:
             if c is None:
                 if term in owned and term.kind == topology.AFFINITY:
                     c = self._hostname_affinity_cap(state, size, match)
+                elif self.count_matching and match and term.kind == topology.SPREAD and term.required:
+                    # a pod that only matches a hostname spread stays off the carriers' nodes: they
+                    # may bind after it and must then still find their node within maxSkew
+                    state.grow(size)
+                    c = np.where(state.bin_owners[:size] == 0, BIG, 0).astype(np.int64)
                 else:
                     continue
             cap = c if cap is None else np.minimum(cap, c)
@@ -243,7 +277,7 @@ class Placement:
         """Allowed domains per non-hostname key for one more pod of ``g``."""
         out: dict[str, set[str]] = {}
         greq = g.requirements()
-        for term in g.terms():
+        for term in [*g.terms(), *self.counted_spreads(g)]:
             if term.hostname:
                 continue
             state = self.terms[term]
@@ -261,7 +295,8 @@ class Placement:
 
     def terms_count(self, g: podgroups.PodGroup, key: str, value: str) -> int:
         """Pods counted in domain ``value`` of ``key`` by the terms ``g`` must satisfy."""
-        return sum(self.terms[t].counts.get(value, 0) for t in g.terms() if t.key == key)
+        return sum(self.terms[t].counts.get(value, 0) for t in [*g.terms(), *self.counted_spreads(g)]
+                   if t.key == key)
 
     def eligible(self, key: str, greq: reqs_mod.Requirements, honor: bool) -> list[str]:
         r = greq.get(key)
@@ -294,15 +329,48 @@ class Placement:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in g.host_ports])
         # only required anti-affinity binds other pods (the inverse rule); preferred terms do not
         owned = [t for t in g.terms() if t.kind == topology.ANTI_AFFINITY and t.required]
+        self._pin_counted_domains(g, owned, b)
+        if self.count_matching:  # where hostname-spread carriers are, for pods that only match
+            owned += [t for t in g.terms() if t.kind == topology.SPREAD and t.required and t.hostname]
         self._count(g.namespace, g.labels, owned, b, k)
 
+    def _pin_counted_domains(self, g: podgroups.PodGroup, owned: Sequence[topology.Term], b: int) -> None:
+        """Narrow an open claim to one domain of each key where these pods count for a spread or
+        an affinity (Kubernetes counts every pod matching the selector, wherever the claim lands):
+        the domain with the fewest matching pods, so the pods keep the spread even."""
+        for key in self.keys:
+            if self.bins.dom[key][b] != bins_mod.UNDETERMINED:
+                continue
+            counted = [s for t, s, match, _ in self._relevant(g.namespace, g.labels, owned)
+                       if match and t.key == key and t.kind != topology.ANTI_AFFINITY]
+            if not counted:
+                continue
+            choices = sorted(self.bins.possible_values(b, key))
+            if choices:
+                best = min(choices, key=lambda v: (sum(s.counts.get(v, 0) for s in counted), v))
+                self.narrow(b, key, best)
+
     def narrow(self, b: int, key: str, value: str) -> None:
-        """Restrict new NodeClaim ``b`` to domain ``value`` of ``key``."""
+        """Restrict new NodeClaim ``b`` to domain ``value`` of ``key``.
+
+        Pods already on the claim now count in ``value`` for the spread and affinity terms on
+        ``key`` they match (while the domain was open they counted nowhere).
+        """
         if self.bins.domain_of(b, key) == value:
             return
+        was_open = self.bins.dom[key][b] == bins_mod.UNDETERMINED
         reqs = self.bins.requirements(b).add(requirement.Requirement.new(key, "In", [value]))
         self.bins.set_requirements(b, reqs)
         self.bins.set_domain(b, key, value)
+        if was_open and self.bins.pods[b]:
+            by_labels: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+            for p in self.bins.pods[b]:
+                lk = (p.namespace, tuple(sorted(p.labels.items())))
+                by_labels[lk] = by_labels.get(lk, 0) + 1
+            for (namespace, items), count in by_labels.items():
+                for term, state, match, _ in self._relevant(namespace, dict(items), ()):
+                    if match and term.key == key and term.kind != topology.ANTI_AFFINITY:
+                        state.record(value, b, count, owner=False, match=True)
 
     def ports_mask(self, g: podgroups.PodGroup, n: int) -> BoolArray:
         wanted = [hostports.host_port(*hp) for hp in g.host_ports]
