@@ -228,9 +228,7 @@ class Placement:
         """The id of requirement set ``rs_id`` without its hostname (nodes differ only there)."""
         while len(self._rs_class) <= rs_id:
             reqs, is_node = self.bins.reqsets.values[len(self._rs_class)]
-            if wk.HOSTNAME in reqs:
-                reqs = reqs_mod.Requirements(r for k, r in reqs.items() if k != wk.HOSTNAME)
-            self._rs_class.append(self._classes.id((reqs, is_node)))
+            self._rs_class.append(self._classes.id((_without_hostname(reqs), is_node)))
         return self._rs_class[rs_id]
 
     def _tolerates(self, g: podgroups.PodGroup, ts_id: int) -> bool:
@@ -407,6 +405,14 @@ EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGI
 def _label_requirements(items: tuple[tuple[str, str], ...]) -> reqs_mod.Requirements:
     """Requirements of a node's labels, memoised: nodes are re-read on every scheduling run."""
     return reqs_mod.Requirements.from_labels(dict(items))
+
+
+@functools.lru_cache(maxsize=65536)
+def _without_hostname(reqs: reqs_mod.Requirements) -> reqs_mod.Requirements:
+    """``reqs`` without the hostname key, memoised (node requirement sets are memoised too)."""
+    if wk.HOSTNAME not in reqs:
+        return reqs
+    return reqs_mod.Requirements(r for k, r in reqs.items() if k != wk.HOSTNAME)
 
 
 def _untolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: bool) -> Any:
