@@ -114,6 +114,8 @@ class Pod:
     host_network: bool = False
     termination_grace_period_seconds: int | None = None
     _requests: quantity.ResourceList | None = field(default=None, init=False, repr=False, compare=False)
+    _host_ports: tuple[tuple[str, str, int], ...] | None = field(default=None, init=False, repr=False,
+                                                                 compare=False)
 
     def __hash__(self) -> int:
         return hash((self.metadata.namespace, self.metadata.name, self.metadata.uid))
@@ -154,13 +156,17 @@ class Pod:
 
     def host_ports(self) -> tuple[tuple[str, str, int], ...]:
         """``(host_ip, protocol, port)`` of every port with a host port, containers and init
-        containers; an empty host IP is reported as ``0.0.0.0`` (all addresses)."""
-        out: list[tuple[str, str, int]] = []
-        for c in (*self.init_containers, *self.containers):
-            for p in c.ports:
-                if p.host_port:
-                    out.append((p.host_ip or "0.0.0.0", p.protocol, p.host_port))
-        return tuple(out)
+        containers; an empty host IP is reported as ``0.0.0.0`` (all addresses). Cached."""
+        cached = self._host_ports
+        if cached is None:
+            out: list[tuple[str, str, int]] = []
+            for c in (*self.init_containers, *self.containers):
+                for p in c.ports:
+                    if p.host_port:
+                        out.append((p.host_ip or "0.0.0.0", p.protocol, p.host_port))
+            cached = tuple(out)
+            object.__setattr__(self, "_host_ports", cached)
+        return cached
 
     @property
     def owner_kind(self) -> str | None:

@@ -90,9 +90,11 @@ class Placement:
         return v
 
     def _add_existing(self, node: results.ExistingNode) -> None:
-        used = np.zeros(len(self.dims), dtype=np.int64)
+        summed: dict[str, int] = {}
         for p in node.pods:
-            used += self.vector(p.requests)
+            for name, amount in p.requests.items():
+                summed[name] = summed.get(name, 0) + amount
+        used = self.vector(summed)
         taints = tuple(t for t in node.taints
                        if not (node.in_flight and t.key in EPHEMERAL))
         reqs = _label_requirements(tuple(sorted(node.labels.items())))
@@ -119,8 +121,9 @@ class Placement:
             for p in node.pods:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in p.host_ports()])
             self.bins.ports[b] = usage
-        for p in node.pods:
-            self._count(p.namespace, p.labels, _owned_anti(p), b, 1)
+        if self.terms:
+            for p in node.pods:
+                self._count(p.namespace, p.labels, _owned_anti(p), b, 1)
 
     def _template_domains(self, tmpl: templates.Template, key: str) -> set[str]:
         r = tmpl.requirements.get(key)
@@ -412,7 +415,11 @@ def _without_hostname(reqs: reqs_mod.Requirements) -> reqs_mod.Requirements:
     """``reqs`` without the hostname key, memoised (node requirement sets are memoised too)."""
     if wk.HOSTNAME not in reqs:
         return reqs
-    return reqs_mod.Requirements(r for k, r in reqs.items() if k != wk.HOSTNAME)
+    stripped = reqs_mod.Requirements(r for k, r in reqs.items() if k != wk.HOSTNAME)
+    return _CANONICAL.setdefault(stripped, stripped)  # one object per class: later lookups are identity hits
+
+
+_CANONICAL: dict[reqs_mod.Requirements, reqs_mod.Requirements] = {}
 
 
 def _untolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: bool) -> Any:
