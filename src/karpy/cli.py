@@ -59,8 +59,10 @@ def catalog_command(name: str, output: str, zones: tuple[str, ...], region: str 
               help="Print the controllers' log stream (Karpenter's JSON lines) to stderr, in simulated time.")
 @click.option("--log-format", "log_format", type=click.Choice(("json", "console")),
               help="Like --logs, in this format.")
+@click.option("--autoscaler", type=click.Choice(("karpy", "cluster-autoscaler")), default="karpy", show_default=True,
+              help="Run karpy, or a model of Cluster Autoscaler over node groups (spec.clusterAutoscaler).")
 def simulate_command(file: str, until: str | None, seed: int | None, output: str,
-                     report_dir: str | None, verbose: bool, log_format: str | None) -> None:
+                     report_dir: str | None, verbose: bool, log_format: str | None, autoscaler: str) -> None:
     """Run karpy's controllers against the simulated cluster and cloud of scenario FILE."""
     import logging
 
@@ -74,13 +76,50 @@ def simulate_command(file: str, until: str | None, seed: int | None, output: str
         logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
         logging.getLogger("karpy").setLevel(logging.WARNING if verbose else logging.CRITICAL)
     try:
-        sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
-                               stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty())
+        status = sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
+                                        stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty(),
+                                        autoscaler=autoscaler)
     except errors.ValidationError as exc:
         click.echo(f"Error: {file} cannot be simulated:", err=True)
         for e in exc.errors:
             click.echo(f"  {e}", err=True)
         sys.exit(2)
+    if status:
+        sys.exit(status)
+
+
+@main.command("compare")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--until", default=None, metavar="DURATION", help="Simulate this long (overrides spec.until).")
+@click.option("--seed", type=int, default=None)
+@click.option("--output", "-o", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--report", "report_dir", default=None, metavar="DIR", help="Also write an HTML report into DIR.")
+def compare_command(file: str, until: str | None, seed: int | None, output: str, report_dir: str | None) -> None:
+    """Run scenario FILE under karpy and under Cluster Autoscaler and compare them."""
+    import logging
+
+    from karpy.api import duration
+    from karpy.simulator import compare, scenario
+
+    logging.getLogger("karpy").setLevel(logging.CRITICAL)
+    try:
+        until_s = None
+        if until is not None:
+            try:
+                until_s = duration.parse_duration(until)
+            except duration.DurationError:
+                until_s = None
+            if until_s is None or until_s <= 0:
+                raise errors.ValidationError.single("--until", "(option)", "a positive duration such as 15m", until)
+        runs = compare.run(scenario.load(file, until=until_s), seed=seed)
+    except errors.ValidationError as exc:
+        _fail("cannot be compared", [file], exc)
+    if output == "json":
+        sys.stdout.write(compare.render_json(runs))
+    else:
+        compare.render_table(runs, sys.stdout)
+    if report_dir:
+        click.echo(f"report written to {compare.write_report(runs, report_dir)}", err=True)
 
 
 @main.command("convert")
@@ -150,6 +189,42 @@ def whatif_command(files: tuple[str, ...], nodepool_files: tuple[str, ...], for_
 
         report.write(answer.result, report_dir)
         click.echo(f"report written to {report_dir}/index.html", err=True)
+
+
+@main.command("migrate")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--cluster-name", default="", help="The EKS cluster (default: from the input).")
+@click.option("--region", default=None, help="Region of the catalog used for vCPU counts (default us-east-1).")
+@click.option("--output", "-o", "out", default="-", metavar="FILE",
+              help="Where to write the NodePools and EC2NodeClass.")
+@click.option("--steps", "steps_out", default=None, metavar="FILE",
+              help="Write the migration steps here (default: stderr).")
+def migrate_command(files: tuple[str, ...], cluster_name: str, region: str | None, out: str,
+                    steps_out: str | None) -> None:
+    """NodePools and an EC2NodeClass covering Cluster Autoscaler node groups (aws eks describe-nodegroup /
+    aws autoscaling describe-auto-scaling-groups JSON in FILES), and the migration steps."""
+    import yaml
+
+    from karpy.migration import nodegroups
+
+    try:
+        groups = nodegroups.read_groups([(f, _read(f)) for f in files])
+        result = nodegroups.plan(groups, cluster_name=cluster_name, region=region)
+    except errors.ValidationError as exc:
+        _fail("cannot be migrated", files, exc)
+    text = yaml.safe_dump_all(result.manifests, sort_keys=False)
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    for w in result.warnings:
+        click.echo(f"Warning: {w}", err=True)
+    if steps_out:
+        with open(steps_out, "w", encoding="utf-8") as fh:
+            fh.write(result.steps)
+    else:
+        click.echo(result.steps, err=True)
 
 
 def _read(path: str) -> str:

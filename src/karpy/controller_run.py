@@ -112,9 +112,9 @@ def build_cloud(name: str, settings: settings_mod.Settings, clock: clock_mod.Clo
 def connect(opts: Options, settings: settings_mod.Settings, clock: clock_mod.Clock) -> Any:
     """The cluster: the Kubernetes adapter, or the in-memory cluster when asked."""
     if opts.in_memory_cluster:
-        from karpy.kube import memory
+        from karpy.kube import deferred, memory
 
-        return memory.InMemoryCluster(clock)
+        return deferred.DeferredWatches(memory.InMemoryCluster(clock))
     try:
         adapter = importlib.import_module("karpy.kube.adapter")
     except ImportError as exc:
@@ -172,6 +172,14 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
                              synced=synced_fn if callable(synced_fn) else None,
                              shutdown_grace=max(1.0, opts.renew_deadline))
     driver_ref.append(driver)
+
+    import prometheus_client
+
+    prometheus_client.Gauge(
+        "leader_election_master_status", "Gauge of if the reporting system is master of the relevant lease, "
+        "0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+        ["name"], registry=built.metrics.registry,
+    ).labels(lease_config.name).set_function(lambda: 1.0 if driver.is_leader() else 0.0)
 
     def probe() -> serve.Health:
         st = driver.status()

@@ -84,7 +84,7 @@ class Settings:
         problems: list[errors.FieldError] = []
         values: dict[str, Any] = {}
         for key, raw in data.items():
-            spec = _FIELDS.get(str(key))
+            spec = _FIELDS.get(str(key)) or _ENV_STYLE.get(str(key))
             if spec is None:
                 close = difflib.get_close_matches(str(key), list(_FIELDS), n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
@@ -148,6 +148,16 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "kubeClientQPS": ("kube_client_qps", _INT),
     "kubeClientBurst": ("kube_client_burst", _INT),
 }
+
+
+def env_name(key: str) -> str:
+    """Karpenter's environment-variable name of a camelCase setting: ``reservedENIs`` -> ``RESERVED_ENIS``."""
+    return "".join("_" + c if c.isupper() and i and not key[i - 1].isupper() else c
+                   for i, c in enumerate(key)).upper()
+
+
+_ENV_STYLE = {env_name(k): spec for k, spec in _FIELDS.items()}
+"""Settings mappings (a scenario's ``spec.settings``) may also use Karpenter's environment names."""
 
 LOG_LEVELS = ("debug", "info", "warn", "error")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -24,10 +25,16 @@ def test_the_controller_serves_probes_and_karpenter_metrics_and_stops_gracefully
     try:
         assert c.wait_for("/readyz").strip() == "ok"
         assert c.get("/healthz") == (200, "ok\n")
+        leading = 'leader_election_master_status{name="karpenter-leader-election"} 1.0'
+        deadline = time.monotonic() + 10
         status, metrics = c.get("/metrics")
+        while leading not in metrics and time.monotonic() < deadline:
+            time.sleep(0.1)
+            status, metrics = c.get("/metrics")
         assert status == 200
         assert "karpenter_nodeclaims_created_total" in metrics
         assert "karpenter_cluster_state_node_count 0.0" in metrics
+        assert leading in metrics
         assert c.get("/nope")[0] == 404
     finally:
         code = c.terminate()

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 SEED = EXAMPLES / "eks-scale-out-v1alpha5.yaml"
-DOCUMENT_KEYS = {"scenario", "objects", "events", "metrics", "timeline", "notes"}
+DOCUMENT_KEYS = {"scenario", "objects", "events", "metrics", "timeline", "notes", "reconcileErrors"}
 
 
 def karpy(*args: str) -> subprocess.CompletedProcess[str]:

@@ -86,3 +86,13 @@ def test_flag_names_are_karpenters() -> None:
     assert settings_sources.flag_name("vmMemoryOverheadPercent") == "--vm-memory-overhead-percent"
     assert settings_sources.flag_name("kubeClientQPS") == "--kube-client-qps"
     assert settings_sources.option_name("reservedENIs") == "reserved_enis"
+
+
+def test_a_scenarios_settings_may_use_karpenters_environment_names_too() -> None:
+    s = settings.Settings.from_mapping({"CLUSTER_NAME": "sim", "RESERVED_ENIS": "2", "KUBE_CLIENT_QPS": 3,
+                                        "batchIdleDuration": "2s"})
+    assert (s.cluster_name, s.reserved_enis, s.kube_client_qps, s.batch_idle_duration) == ("sim", 2, 3, 2.0)
+    assert all(settings.env_name(k) == v for k, v in settings_sources.ENVIRONMENT.items())
+    with pytest.raises(errors.ValidationError) as info:
+        settings.Settings.from_mapping({"METRICS_PORT": "http"})
+    assert [e.path for e in info.value.errors] == ["METRICS_PORT"]

@@ -40,6 +40,7 @@ from karpy.api import (
     nodeclass,
     nodepool,
     pod,
+    strict,
     validation,
     workloads,
 )
@@ -113,6 +114,22 @@ class _Loader(_SafeLoader):  # type: ignore[misc]
         mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return mapping
 
+    def construct_timestamp_as_str(self, node: yaml.ScalarNode) -> str:
+        return str(self.construct_scalar(node))
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            value: int = super().construct_yaml_int(node)
+            return value
+        except ValueError:
+            raise yaml.constructor.ConstructorError(None, None, "an integer too large to read (more than "
+                                                    "4300 digits)", node.start_mark) from None
+
+
+# Unquoted dates stay strings, as the API server (JSON) stores them; a huge integer is a YAML error.
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_timestamp_as_str)
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
 
 @dataclass(slots=True)
 class _Doc:
@@ -120,6 +137,18 @@ class _Doc:
     index: int
     data: Any
     duplicates: list[tuple[str, int, int]]
+
+
+def parse_yaml(text: str, source: str = "<input>", *, string_keys: bool = True) -> list[Any]:
+    """The documents of a YAML text as plain data, dates kept as strings (as the API server stores
+    them). Anything JSON cannot carry (see :func:`karpy.api.strict.check_structure`) or YAML that does
+    not parse raises :class:`errors.ValidationError`; nothing else is raised."""
+    docs = _parse_yaml(text, source)
+    problems = [e for d in docs
+                for e in strict.check_structure(d.data, f"{source} {d.label}", string_keys=string_keys)]
+    if problems:
+        raise errors.ValidationError(problems)
+    return [d.data for d in docs]
 
 
 def _parse_yaml(text: str, source: str) -> list[_Doc]:
@@ -132,6 +161,13 @@ def _parse_yaml(text: str, source: str) -> list[_Doc]:
             loader.duplicates = []
             data = loader.get_data()
             docs.append(_Doc(f"document {index}", index, data, list(loader.duplicates)))
+    except (ValueError, OverflowError, TypeError) as exc:  # a constructor's own error: still bad YAML
+        raise errors.ValidationError.single(f"{source} document {len(docs) + 1}", "(document)", "valid YAML",
+                                            str(exc)) from None
+    except RecursionError:
+        raise errors.ValidationError.single(f"{source} document {len(docs) + 1}", "(document)",
+                                            f"at most {strict.MAX_DEPTH} levels of nesting",
+                                            "deeper nesting") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "(document)"
@@ -212,7 +248,8 @@ def _model(manifest: dict[str, Any], identity_from_settings: bool) -> tuple[Any,
         np = nodepool.NodePool.from_manifest(manifest)
         errs = validation.validate_nodepool(np)
         try:
-            np.compat_kubelet()
+            errs.extend(validation.validate_kubelet(np.compat_kubelet(), f"{nodepool.KIND} {np.name}",
+                                                    f"metadata.annotations.{nodepool.KUBELET_COMPAT_ANNOTATION}"))
         except errors.ValidationError as exc:
             errs.extend(exc.errors)
         return np, errs
@@ -253,9 +290,18 @@ def load_documents(
             problems.append(errors.FieldError(doc.label, "(root)", "a mapping with apiVersion and kind",
                                               doc.data))
             continue
+        structure = strict.check_structure(doc.data, doc.label)
+        if structure:
+            problems.extend(structure)
+            continue
         kind = str(doc.data.get("kind") or "")
         api_version = str(doc.data.get("apiVersion") or "")
         name = _name_of(doc.data)
+        shape = strict.check_fields(doc.data, _label(doc, kind, name)) + \
+            strict.check_rules(doc.data, _label(doc, kind, name))
+        if shape:
+            problems.extend(shape)
+            continue
         for key, first, second in doc.duplicates:
             result.warnings.append(f"{_label(doc, kind, name)}: line {second}: key {key!r} is given twice "
                                    f"(first on line {first}); the later value is used, as kubectl does")
@@ -300,6 +346,7 @@ def load_documents(
         except errors.ValidationError as exc:
             problems.extend(_rewrap(exc, _label(doc, kind, name)))
 
+    seen: dict[tuple[str, str, str], str] = {}
     for pos in sorted(converted):
         doc, conv = converted[pos]
         result.warnings.extend(conv.warnings)
@@ -311,6 +358,11 @@ def load_documents(
             new_name = _name_of(manifest)
             as_text = None if (new_kind, new_name) == (kind, name) else f"{new_kind}/{new_name}"
             label = _label(doc, kind, name, as_text)
+            ident = strict.identity(manifest)
+            if ident[2] and ident in seen and strict.known_kind(str(manifest.get("apiVersion")), new_kind):
+                problems.append(errors.FieldError(label, "metadata.name", f"a {new_kind} name not used before "
+                                                  f"(the same object is given in {seen[ident]})", ident[2]))
+            seen.setdefault(ident, label)
             try:
                 model, errs = _model(manifest, new_name in conv.identity_from_settings)
             except errors.ValidationError as exc:

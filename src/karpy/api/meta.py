@@ -63,6 +63,8 @@ def _timestamp(f: fields.Fields, key: str) -> float | None:
     if isinstance(value, bool):
         raise f.fail(key, "an RFC 3339 timestamp", value)
     if isinstance(value, int | float):
+        if not -1e11 < value < 1e11:  # also refuses inf, nan and integers too large for a float
+            raise f.fail(key, "an RFC 3339 timestamp (or seconds since 1970 before the year 5000)", value)
         return float(value)
     if hasattr(value, "timestamp"):  # YAML loaders may already give a datetime
         try:

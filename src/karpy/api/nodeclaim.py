@@ -114,8 +114,8 @@ class Condition:
         out: dict[str, Any] = {"type": self.type, "status": self.status}
         if self.reason:
             out["reason"] = self.reason
-        if self.message:
-            out["message"] = self.message
+        # always written, as metav1.Condition serializes it: NodePool and NodeClass CRDs require it
+        out["message"] = self.message
         if self.last_transition_time is not None:
             out["lastTransitionTime"] = clock.rfc3339(self.last_transition_time)
         if self.observed_generation:

@@ -33,7 +33,8 @@ ALIAS_FAMILIES = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocke
                   "windows2019": "Windows2019", "windows2022": "Windows2022"}
 """``amiSelectorTerms[].alias`` family prefix -> ``amiFamily`` it implies."""
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
-AKS_IMAGE_FAMILIES = ("Ubuntu2204", "AzureLinux")
+AKS_IMAGE_FAMILIES = ("Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux")
+"""AKSNodeClass ``imageFamily`` values (``Ubuntu`` is AKS's current Ubuntu, 22.04)."""
 EVICTION_SIGNALS = ("memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
                     "imagefs.inodesFree", "pid.available")
 RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
@@ -457,15 +458,44 @@ class EC2NodeClass:
 
 
 @dataclass(frozen=True, slots=True)
+class AKSImage:
+    """One resolved node image of ``status.images``: its gallery id and which sizes may boot it."""
+
+    id: str
+    requirements: tuple[selectors.NodeSelectorRequirement, ...] = ()
+
+    @staticmethod
+    def parse(f: fields.Fields) -> AKSImage:
+        return AKSImage(id=f.str("id", "") or "",
+                        requirements=tuple(selectors.NodeSelectorRequirement.parse(r) for r in f.items("requirements")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "requirements": [r.to_dict() for r in self.requirements]}
+
+
+@dataclass(frozen=True, slots=True)
 class AKSNodeClassStatus:
+    """What the provider resolved (``images``, ``kubernetesVersion``) and the ``Ready`` condition."""
+
     conditions: tuple[nodeclaim.Condition, ...] = ()
+    images: tuple[AKSImage, ...] = ()
+    kubernetes_version: str | None = None
 
     @staticmethod
     def parse(f: fields.Fields) -> AKSNodeClassStatus:
-        return AKSNodeClassStatus(conditions=nodeclaim.parse_conditions(f))
+        return AKSNodeClassStatus(conditions=nodeclaim.parse_conditions(f),
+                                  images=tuple(AKSImage.parse(i) for i in f.items("images")),
+                                  kubernetes_version=f.str("kubernetesVersion"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"conditions": [c.to_dict() for c in self.conditions]} if self.conditions else {}
+        out: dict[str, Any] = {}
+        if self.images:
+            out["images"] = [i.to_dict() for i in self.images]
+        if self.kubernetes_version is not None:
+            out["kubernetesVersion"] = self.kubernetes_version
+        if self.conditions:
+            out["conditions"] = [c.to_dict() for c in self.conditions]
+        return out
 
 
 @dataclass(frozen=True, slots=True)

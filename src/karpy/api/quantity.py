@@ -13,6 +13,7 @@ must not load; this module is the small, exact equivalent.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
@@ -40,6 +41,12 @@ _DECIMAL = {
 _PATTERN = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
 
 
+MAX_MILLI = 2**63 - 1
+"""The largest amount karpy reads, in milli-units (the API machinery's int64 milli-value): about
+9.2e15 cores or 8 PiB. Larger amounts, negative ones and ``inf``/``nan`` are :class:`QuantityError`."""
+_MAX_EXPONENT = 40
+
+
 class QuantityError(ValueError):
     """The text is not a Kubernetes quantity. Never retryable."""
 
@@ -53,8 +60,12 @@ def parse_decimal(value: str | int | float) -> Decimal:
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"expected a finite quantity, found {value!r}")
         return Decimal(repr(value))
     text = str(value).strip()
+    if len(text) > 100:
+        raise QuantityError(f"expected a quantity of at most 100 characters, found {value!r}")
     match = _PATTERN.match(text)
     if match is None:
         raise QuantityError(f"expected a quantity such as '500m' or '2Gi', found {value!r}")
@@ -67,12 +78,23 @@ def parse_decimal(value: str | int | float) -> Decimal:
         return number * _BINARY[suffix]
     if suffix in _DECIMAL:
         return number * _DECIMAL[suffix]
-    return number * (Decimal(10) ** int(suffix[1:]))
+    exponent = int(suffix[1:])
+    if exponent > _MAX_EXPONENT and number != 0:  # bounded time: 1e300000 is not worth building
+        raise QuantityError(f"expected a quantity of at most {MAX_MILLI // MILLI}, found {value!r}")
+    exponent = max(-_MAX_EXPONENT, min(exponent, _MAX_EXPONENT))
+    return number * (Decimal(10) ** exponent)
 
 
 def parse_milli(value: str | int | float) -> int:
-    """A quantity in milli-units, rounded up (``"1500m"`` -> ``1500``, ``"1Ki"`` -> ``1024000``)."""
-    return int((parse_decimal(value) * MILLI).to_integral_value(rounding=ROUND_CEILING))
+    """A quantity in milli-units, rounded up (``"1500m"`` -> ``1500``, ``"1Ki"`` -> ``1024000``).
+
+    Raises :class:`QuantityError` for a negative amount or one above :data:`MAX_MILLI`."""
+    number = parse_decimal(value)
+    if number < 0:
+        raise QuantityError(f"expected a non-negative quantity, found {value!r}")
+    if number > MAX_MILLI // MILLI:
+        raise QuantityError(f"expected a quantity of at most {MAX_MILLI // MILLI}, found {value!r}")
+    return int((number * MILLI).to_integral_value(rounding=ROUND_CEILING))
 
 
 def parse_list(values: Mapping[str, str | int | float] | None) -> ResourceList:
@@ -159,6 +181,7 @@ def read_list(f: fields.Fields, key: str) -> ResourceList:
             out[str(name)] = parse_milli(v)
         except (QuantityError, TypeError):
             raise errors.ValidationError.single(
-                f.obj, f"{f.at(key)}.{name}", "a quantity such as '500m' or '2Gi'", v
+                f.obj, f"{f.at(key)}.{name}", "a non-negative quantity such as '500m' or '2Gi' (at most "
+                f"{MAX_MILLI // MILLI})", v
             ) from None
     return out

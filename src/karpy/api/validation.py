@@ -266,6 +266,14 @@ def validate_nodeclaim(nc: nodeclaim.NodeClaim) -> list[errors.FieldError]:
 # --- NodeClasses ---------------------------------------------------------------------------------
 
 
+def validate_kubelet(k: nodeclass.KubeletConfiguration | None, obj: str, path: str) -> list[errors.FieldError]:
+    """The v1 kubelet rules, for settings found elsewhere than a NodeClass (a converted v1beta1
+    NodePool keeps its kubelet in an annotation)."""
+    c = _Collector(obj)
+    _check_kubelet(c, path, k)
+    return c.errors
+
+
 def _check_kubelet(c: _Collector, path: str, k: nodeclass.KubeletConfiguration | None) -> None:
     if k is None:
         return

@@ -88,6 +88,9 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         cluster, clock, recorder, metrics, cluster_state=cluster_state, cloud=cloud, settings=settings,
         instance_types=built.provisioner.instance_types)
     disruption_controller.register(manager, built.disruption)
+    from karpy.controllers import nodeclass_status
+
+    nodeclass_status.register(manager, cluster, cloud, clock)
     manager.enqueue(gc.NAME, gc.KEY)
     manager.enqueue(interruption.NAME, interruption.KEY)
     _enqueue_existing(manager, cluster_state)

@@ -16,6 +16,10 @@ capacity the pending pods need and asks for it. What a caller may rely on:
   second NodeClaim), DaemonSets and NodePool usage, and calls
   :class:`karpy.provisioning.scheduler.Scheduler`. Its duration (real seconds) goes to
   ``karpenter_scheduler_scheduling_duration_seconds{controller="provisioner"}``.
+* **Volumes.** Pods that mount PersistentVolumeClaims get their volumes' topology
+  (:mod:`karpy.scheduling.volumetopology`: a bound PV's node affinity, a WaitForFirstConsumer
+  StorageClass's allowedTopologies) as required node affinity; a pod whose claims cannot be used
+  gets ``FailedScheduling`` with Karpenter's reason.
 * **NodeClaims.** Each new claim becomes a ``karpenter.sh/v1`` NodeClaim (see
   :func:`nodeclaim_manifest`), counted in ``karpenter_nodeclaims_created_total{reason=
   "provisioning"}``.
@@ -43,13 +47,14 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
+from karpy.controllers import nodeclass_status, runtime, state
 from karpy.controllers import offerings as offerings_mod
-from karpy.controllers import runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import nodelabels, results, scheduler
+from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
 
@@ -165,6 +170,8 @@ class Provisioner:
         self._tokens_at: float | None = None
         self.runs = 0
         self.last_results: results.Results | None = None
+        self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
+        """NodePools left out of the last scheduling run because their NodeClass is not Ready."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [
@@ -235,6 +242,7 @@ class Provisioner:
     def schedule(self, pods: Sequence[pod_mod.Pod]) -> tuple[results.Results, list[nodepool_mod.NodePool]]:
         """One scheduling run over the current state (no writes)."""
         pools = [p for p in self.state.nodepools() if p.metadata.deletion_timestamp is None]
+        pools, self.skipped_pools = nodeclass_status.split_ready(self.cluster, pools)
         types = self.instance_types(pools)
         pools = [p for p in pools if p.name in types]
         existing = self.state.existing_nodes(types)
@@ -251,7 +259,11 @@ class Provisioner:
             return results.Results()
         self.runs += 1
         started = clock_mod.perf_counter()
+        volume_errors: dict[str, str] = {}
+        if volumetopology.needs_volumes(pods):
+            pods, volume_errors = volumetopology.apply(pods, self._volumes())
         res, pools = self.schedule(pods)
+        res.errors.update(volume_errors)
         if res.new_claims:
             log.info("computed new nodeclaim(s) to fit pod(s)", extra=logs.fields(
                 NAME, nodeclaims=len(res.new_claims), pods=sum(len(c.pods) for c in res.new_claims)))
@@ -267,9 +279,21 @@ class Provisioner:
             message = "Pod should schedule on: " + self._describe_target(target)
             for p in placed:
                 self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
+        skipped = nodeclass_status.describe_skipped(self.skipped_pools)
         for key, explanation in sorted(res.errors.items()):
-            self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING, f"Failed to schedule pod, {explanation}")
+            self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING,
+                            f"Failed to schedule pod, {explanation}{skipped}")
         return res
+
+    def _volumes(self) -> volumetopology.Volumes:
+        """The cluster's PVCs, PVs and StorageClasses (read only when a pending pod mounts a PVC)."""
+        try:
+            return volumetopology.Volumes.of(self.cluster.list("PersistentVolumeClaim"),
+                                             self.cluster.list("PersistentVolume"),
+                                             self.cluster.list("StorageClass"))
+        except kube_errors.KubeError as exc:
+            log.warning("provisioner: cannot read volumes: %s", exc)
+            return volumetopology.Volumes()
 
     def _create(self, claim: results.NewNodeClaim, pools: dict[str, nodepool_mod.NodePool],
                 hashes: dict[str, tuple[str, str] | None]) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.controllers import cloudcalls
+from karpy.controllers import cloudcalls, reconcile_errors
 from karpy.kube import interface
 
 log = logging.getLogger("karpy.controllers")
@@ -71,6 +71,8 @@ class Manager:
         self._seq = 0
         self._failures: dict[tuple[str, str], int] = {}
         self.reconciles = 0
+        self.failures = reconcile_errors.ReconcileErrors()
+        """Every reconcile failure, for reports (nothing fails silently)."""
 
     def register(self, controller: Controller) -> None:
         if controller.name in self.controllers:
@@ -132,6 +134,7 @@ class Manager:
             after = controller.reconcile(key)
         except Exception as exc:
             controller.errors += 1
+            self.failures.record(name, key, exc, self.clock.now())
             failures = self._failures.get((name, key), 0) + 1
             self._failures[(name, key)] = failures
             backoff = min(self.MAX_BACKOFF, 0.005 * 2 ** min(failures, 20))

@@ -17,7 +17,9 @@ What it produces for the scheduling core (:mod:`karpy.provisioning.scheduler`):
 * :meth:`existing_nodes`: every Node (with its non-terminal pods) plus every NodeClaim whose Node
   has not registered yet. Nodes of NodeClaims that are not initialized and NodeClaims without a
   Node are ``in_flight``; their allocatable is the NodeClaim's ``status.allocatable`` or, before
-  launch, the cheapest of its instance type options. Cordoned or deleting nodes are not
+  launch, the cheapest of its instance type options; their taints are the NodeClaim's
+  ``spec.taints`` without its startup taints (Karpenter assumes pods fit once those go).
+  Cordoned or deleting nodes are not
   ``schedulable``; deleting NodeClaims without a Node are left out.
 * :meth:`nodepool_usage`: per NodePool, the summed capacity of its NodeClaims (launched capacity,
   else the cheapest option's capacity), counted against ``spec.limits``.
@@ -324,8 +326,11 @@ class ClusterState:
             deleting = n.deleting or (claim is not None and claim.metadata.deletion_timestamp is not None)
             in_flight = claim is not None and not claim.is_true(nodeclaim_mod.INITIALIZED) and \
                 n.labels.get(wk.INITIALIZED) != "true"
+            # Karpenter's StateNode.Taints: a node it launched that is not initialized yet has its
+            # NodeClaim's taints (its startup taints are expected to go, so it counts as room)
+            node_taints = tuple(claim.spec.taints) if in_flight and claim is not None else n.taints
             out.append(results.ExistingNode(
-                name=n.name, labels=n.labels, taints=n.taints,
+                name=n.name, labels=n.labels, taints=node_taints,
                 allocatable=n.allocatable or (claim.status.allocatable if claim is not None else {}),
                 pods=pods, nodepool=n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim else None),
                 in_flight=in_flight, schedulable=not (deleting or n.unschedulable)))
@@ -336,7 +341,7 @@ class ClusterState:
                 continue  # its node exists but is unparsable: do not count it twice
             out.append(results.ExistingNode(
                 name=claim.name, labels=claim_labels(claim),
-                taints=(*claim.spec.taints, *claim.spec.startup_taints),
+                taints=tuple(claim.spec.taints),
                 allocatable=claim.status.allocatable or _cheapest_resources(claim, types, allocatable=True),
                 pods=[], nodepool=claim.nodepool_name, in_flight=True, schedulable=True))
         return out

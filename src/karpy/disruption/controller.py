@@ -67,6 +67,7 @@ from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface, memory_eviction
 from karpy.observability import metrics as metrics_mod
 from karpy.provisioning import scheduler
+from karpy.scheduling import volumetopology
 
 NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
 """NodeClass kinds whose changes start a disruption pass (NodeClass drift)."""
@@ -394,10 +395,33 @@ class DisruptionController:
         node_names = {n.name for n, _, _ in obs.nodes}
         in_flight = [e for e in self.state.existing_nodes(types) if e.name not in node_names]
         obs.snapshot = snapshot_mod.ClusterSnapshot.build(
-            obs.nodes, pools, types, pending_pods=self.state.pending_pods(),
+            self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now)
         return obs.snapshot
+
+    def _with_volume_topology(self, nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
+                              ) -> list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]:
+        """The nodes with their pods' volume topology folded into the pods' affinity, so a pod that
+        must move is only planned where its volumes can attach (pods whose claims cannot be read
+        are kept as they are)."""
+        if not volumetopology.needs_volumes(p for _, _, pods in nodes for p in pods):
+            return nodes
+        try:
+            vols = volumetopology.Volumes.of(self.cluster.list("PersistentVolumeClaim"),
+                                             self.cluster.list("PersistentVolume"),
+                                             self.cluster.list("StorageClass"))
+        except kube_errors.KubeError as exc:
+            log.warning("disruption: cannot read volumes: %s", exc)
+            return nodes
+        out = []
+        for n, claim, pods in nodes:
+            if volumetopology.needs_volumes(pods):
+                moved, _ = volumetopology.apply(pods, vols)
+                by_key = {p.key: p for p in moved}
+                pods = [by_key.get(p.key, p) for p in pods]
+            out.append((n, claim, pods))
+        return out
 
     def instance_types(self, pools: Sequence[nodepool.NodePool]) -> Mapping[str, Sequence[instancetype.InstanceType]]:
         if self._instance_types is not None:

@@ -3,7 +3,8 @@
 :func:`open_claim` tries NodePools in weight order. A NodePool qualifies when the group tolerates
 its taints, its requirements are compatible with the group's, and some instance type that is
 compatible with the combined requirements, offered in an allowed domain and within the remaining
-limits holds one pod plus the DaemonSet overhead of the DaemonSets that would run there.
+limits holds one pod plus the DaemonSet overhead of the DaemonSets that would run there, and none
+of those DaemonSets holds a host port the group needs (a new claim starts with their ports).
 
 The claim is then sized after one *target* instance type: the one with the lowest price per unit
 of the run's total demand (how many "average pods" it holds per dollar), taking the largest of
@@ -23,7 +24,7 @@ import numpy.typing as npt
 from karpy.api import labels as wk
 from karpy.provisioning import placement as placement_mod
 from karpy.provisioning import podgroups, results, templates
-from karpy.scheduling import requirement
+from karpy.scheduling import hostports, requirement
 from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
@@ -50,6 +51,8 @@ def open_claim(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     """Open a new NodeClaim that can take at least one pod of ``g``; its bin index, or None."""
     for ti, tmpl, base in usable_templates(run, g):
         for creqs in _domain_choices(run, g, base, constraints):
+            if daemon_port_conflict(run, ti, creqs, g) is not None:
+                continue
             b = _open(run, ti, tmpl, creqs, req)
             if b is not None:
                 return b
@@ -97,9 +100,20 @@ def can_open(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
         if tmpl.limits:
             continue
         for creqs in _domain_choices(run, g, base, constraints):
-            if _choose(run, ti, tmpl, creqs, req) is not None:
+            if daemon_port_conflict(run, ti, creqs, g) is None and _choose(run, ti, tmpl, creqs, req) is not None:
                 return True
     return False
+
+
+def daemon_port_conflict(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements,
+                         g: podgroups.PodGroup) -> hostports.HostPort | None:
+    """The host port of ``g`` that a DaemonSet running on every such new NodeClaim holds, or None."""
+    if not g.host_ports:
+        return None
+    usage = run.daemon_ports(ti, creqs)
+    if usage is None:
+        return None
+    return usage.conflicts([hostports.host_port(*hp) for hp in g.host_ports])
 
 
 def _open(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs: reqs_mod.Requirements,
@@ -141,9 +155,43 @@ def create_bin(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requiremen
     name = f"{tmpl.name}-new-{len(run.new_bins)}"
     b = run.bins.add(name, table.alloc[target] - ds, ds.copy(), creqs, tmpl.taints, is_node=False,
                      template=ti, target=target, domains=domains)
+    ds_ports = run.daemon_ports(ti, creqs)
+    if ds_ports is not None:
+        run.bins.ports[b] = ds_ports.copy()
     run.new_bins.append(b)
     run.initial_pods.append(0)
     return b
+
+
+def grow(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
+    """Re-size new NodeClaim bin ``b`` after the cheapest instance type of its NodePool that also
+    holds ``extra`` more (within limits and its requirements); False when none does or ``b`` is
+    not a new NodeClaim. (Karpenter keeps every instance type option on an open NodeClaim, so
+    pods that must join it may make it larger.)"""
+    ti = run.bins.template[b]
+    if ti < 0 or not (extra > 0).any():
+        return False
+    tmpl = run.templates[ti]
+    table = tmpl.table
+    creqs = run.bins.requirements(b)
+    info = table.info(creqs)
+    old = run.bins.target[b]
+    need = run.bins.used[b] + extra
+    limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[old]
+    ok = info.mask & (table.alloc >= need).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    if not ok.any():
+        return False
+    idx = np.flatnonzero(ok)
+    new = int(idx[np.lexsort((idx, info.price[idx]))][0])
+    for j, d in enumerate(run.dims):
+        if d in tmpl.limits:
+            tmpl.limits[d] += int(table.capacity[old, j]) - int(table.capacity[new, j])
+    run.bins.remaining[b] = table.alloc[new] - run.bins.used[b]
+    run.bins.target[b] = new
+    for key in run.keys:
+        if run.bins.domain_of(b, key) is None:
+            run.bins.set_domain(b, key, _claim_domain(creqs, key, table, new, info))
+    return True
 
 
 def _claim_domain(creqs: reqs_mod.Requirements, key: str, table: templates.TypeTable, target: int,

@@ -2,7 +2,8 @@
 
 For each NodePool, the first reason a pod group cannot use it, checked in the order a user would
 fix things: a taint it does not tolerate; a requirement that conflicts (key, the pod's values,
-the NodePool's values); no instance type matching the combined requirements; no instance type
+the NodePool's values); a host port a DaemonSet holds on each of its nodes; no instance type
+matching the combined requirements; no instance type
 large enough for the pod plus the DaemonSet overhead (naming the overhead and the type that comes
 closest); the NodePool's limits. When every NodePool could take the pod in isolation, the
 topology or host-port constraints are to blame and the message says which.
@@ -15,8 +16,9 @@ import numpy.typing as npt
 
 from karpy.api import labels as wk
 from karpy.api import quantity
+from karpy.provisioning import claims, podgroups, templates
 from karpy.provisioning import placement as placement_mod
-from karpy.provisioning import podgroups, templates
+from karpy.scheduling import hostports
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
 
@@ -88,6 +90,12 @@ def _nodepool_reason(run: placement_mod.Placement, g: podgroups.PodGroup, greq: 
     if why is not None:
         return f"incompatible requirements: {why}"
     creqs = tmpl.requirements.intersect(greq)  # type: ignore[arg-type]
+    held = claims.daemon_port_conflict(run, ti, creqs, g)
+    if held is not None:
+        owners = run.daemon_ports(ti, creqs)
+        who = next((k for k in sorted(owners.pods()) if any(
+            hostports.collides(held, p) for p in owners.ports_of(k))), "a DaemonSet") if owners else "a DaemonSet"
+        return (f"host port {held.port}/{held.protocol} is held on each of its nodes by {who}")
     table = tmpl.table
     info = table.info(creqs)
     if not info.mask.any():

@@ -68,6 +68,7 @@ class Placement:
         self._rs_class: list[int] = []
         self._tol: dict[tuple[Any, bool, int], bool] = {}
         self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
+        self._ds_ports: dict[tuple[int, reqs_mod.Requirements], hostports.HostPortUsage | None] = {}
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
         total = np.zeros(len(dims), dtype=np.int64)
         for g in groups:
@@ -98,6 +99,7 @@ class Placement:
         taints = tuple(t for t in node.taints
                        if not (node.in_flight and t.key in EPHEMERAL))
         reqs = _label_requirements(tuple(sorted(node.labels.items())))
+        daemon_ports: list[pod_mod.Pod] = []
         if node.in_flight:
             present = {p.metadata.controller.name for p in node.pods
                        if p.is_daemonset_pod and p.metadata.controller is not None}
@@ -107,6 +109,8 @@ class Placement:
                     continue
                 if _daemon_fits(d, reqs, taints, node=True):
                     used += self.vector(d.requests)
+                    if d.host_ports():
+                        daemon_ports.append(d)
         remaining = self.vector(node.allocatable) - used
         domains: dict[str, str | frozenset[str] | None] = {k: node.labels.get(k) for k in self.keys}
         b = self.bins.add(node.name, remaining, used, reqs, taints, is_node=True,
@@ -116,10 +120,12 @@ class Placement:
             if isinstance(value, str):
                 self.universe[key].add(value)
         ports = [hostports.host_port(ip, proto, port) for p in node.pods for ip, proto, port in p.host_ports()]
-        if ports:
+        if ports or daemon_ports:
             usage = hostports.HostPortUsage()
             for p in node.pods:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in p.host_ports()])
+            for d in daemon_ports:  # an in-flight node's DaemonSet pods will hold theirs
+                usage.add(_daemon_key(d), [hostports.host_port(*hp) for hp in d.host_ports()])
             self.bins.ports[b] = usage
         if self.terms:
             for p in node.pods:
@@ -394,6 +400,22 @@ class Placement:
             self._ds[key] = hit
         return hit
 
+    def daemon_ports(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> hostports.HostPortUsage | None:
+        """Host ports the DaemonSets that would run on a new NodeClaim hold there (Karpenter's
+        daemon overhead group), or None when they hold none. Shared: copy before adding to it."""
+        key = (tmpl_index, reqs)
+        if key in self._ds_ports:
+            return self._ds_ports[key]
+        tmpl = self.templates[tmpl_index]
+        usage: hostports.HostPortUsage | None = None
+        for d in self.daemon_pods:
+            ports = d.host_ports()
+            if ports and _daemon_fits(d, reqs, tmpl.taints, node=False):
+                usage = usage or hostports.HostPortUsage()
+                usage.add(_daemon_key(d), [hostports.host_port(*hp) for hp in ports])
+        self._ds_ports[key] = usage
+        return usage
+
     def finalize(self, b: int) -> results.NewNodeClaim | None:
         from karpy.provisioning import claims
 
@@ -434,6 +456,11 @@ def _daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequenc
     g = podgroups.make_group([dpod])
     allow = frozenset() if node else wk.WELL_KNOWN_LABELS
     return reqs.compatible(g.strict_requirements(), allow) is None
+
+
+def _daemon_key(d: pod_mod.Pod) -> str:
+    owner = d.metadata.controller
+    return f"DaemonSet {d.namespace}/{owner.name if owner is not None else d.name}"
 
 
 def _all_terms(g: podgroups.PodGroup) -> list[topology.Term]:

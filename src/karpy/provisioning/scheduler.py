@@ -105,12 +105,28 @@ class Scheduler:
 
     def _drain(self, run: placement_mod.Placement, queue: list[podgroups.PodGroup],
                out: results.Results) -> None:
-        """Place constrained groups one by one, relaxing and retrying what does not fit."""
-        while queue:
+        """Place constrained groups one by one, relaxing and retrying what does not fit.
+
+        A group with required pod affinity that fits nowhere yet waits at the end of the queue
+        while other groups are still being placed (Karpenter's queue retries a pod as long as a
+        pass makes progress): the pods it must join may be placed after it."""
+        waiting: list[podgroups.PodGroup] = []
+        progress = False
+        while queue or waiting:
+            if not queue:
+                if not progress:
+                    for g in waiting:
+                        self._fail(run, g, out)
+                    return
+                queue, waiting, progress = waiting, [], False
             g = queue.pop(0)
             if g.size == 0:
                 continue
+            if g.pod_affinity_required:
+                _room_to_join(run, g)
             placed = run.place_group(g)
+            if placed:
+                progress = True
             if placed >= g.size:
                 _record_relaxed(out, g)
                 continue
@@ -119,6 +135,8 @@ class Scheduler:
                 _record_relaxed(out, g)
             if unplaced.relax() is not None:
                 queue.append(unplaced)
+            elif unplaced.pod_affinity_required and (queue or progress):
+                waiting.append(unplaced)
             else:
                 self._fail(run, unplaced, out)
 
@@ -178,6 +196,21 @@ class Scheduler:
         return rest
 
 
+def _room_to_join(run: placement_mod.Placement, g: podgroups.PodGroup) -> None:
+    """Grow the new NodeClaims ``g`` must join (hostname affinity to pods placed there) so the
+    group fits, when one of their NodePool's instance types can hold it all."""
+    req = run.vector(g.requests)
+    for term in g.pod_affinity_required:
+        if not term.hostname:
+            continue
+        state = run.terms[term]
+        state.grow(run.bins.n)
+        for b in np.flatnonzero(state.bin_counts[:run.bins.n] > 0):
+            bi = int(b)
+            if run.bins.template[bi] >= 0 and run.bins.fit_counts(req)[bi] < g.size:
+                claims.grow(run, bi, req * g.size)
+
+
 def _record_relaxed(out: results.Results, g: podgroups.PodGroup) -> None:
     if g.relaxed:
         for p in g.pods:
@@ -187,12 +220,12 @@ def _record_relaxed(out: results.Results, g: podgroups.PodGroup) -> None:
 def _is_free(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
     """No topology term, host port or inverse anti-affinity applies: the packer may take it.
 
-    A group matching some pending pod's required anti-affinity is not free either: it is placed
-    in size order with the constrained groups, so the anti-affine pods see where it went."""
+    A group matching some pending pod's required (anti-)affinity is not free either: it is placed
+    in size order with the constrained groups, so the (anti-)affine pods see where it went."""
     if g.terms() or g.host_ports or run.counted_spreads(g) or run.counts_for_hostname_spread(g):
         return False
-    if any(t.kind == topology.ANTI_AFFINITY and t.required and t.matches(g.namespace, g.labels)
-           for t in run.terms):
+    if any(t.kind in (topology.ANTI_AFFINITY, topology.AFFINITY) and t.required
+           and t.matches(g.namespace, g.labels) for t in run.terms):
         return False
     return not any(t.kind == topology.ANTI_AFFINITY and s.owners is not None
                    and (s.owners or s.bin_owners.any()) and t.matches(g.namespace, g.labels)

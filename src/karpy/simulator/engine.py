@@ -45,7 +45,7 @@ from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, workloads
+from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, volumes, workloads
 
 log = logging.getLogger("karpy.simulator")
 
@@ -53,6 +53,8 @@ Progress = Callable[[float, float], None]
 """``progress(virtual seconds done, virtual seconds in total)``."""
 
 UNMANAGED = "(unmanaged)"
+
+AUTOSCALERS = ("karpy", "cluster-autoscaler")
 """The NodePool column of nodes karpy does not own (pre-existing nodes)."""
 
 _APPLY_ORDER = {
@@ -234,6 +236,11 @@ class Result:
     cost_per_hour: float = 0.0
     accrued_cost: float = 0.0
     karpy_controllers: list[str] = field(default_factory=list)
+    reconcile_errors: list[dict[str, Any]] = field(default_factory=list)
+    """Reconcile failures by controller and error type (:mod:`karpy.controllers.reconcile_errors`)."""
+    unexpected_errors: int = 0
+    """How many reconciles failed with something other than a retryable API/cloud error."""
+    error_lines: list[str] = field(default_factory=list)
 
     @property
     def end(self) -> float:
@@ -277,7 +284,9 @@ class Simulation:
 
     def __init__(self, scn: scenario.Scenario, *, seed: int | None = None, until: float | None = None,
                  sample_interval: float | None = None, progress: Progress | None = None,
-                 karpy: bool = True, scheduler_events: bool = True) -> None:
+                 karpy: bool = True, scheduler_events: bool = True, autoscaler: str = "karpy") -> None:
+        """``autoscaler``: ``"karpy"`` (karpy's controllers) or ``"cluster-autoscaler"`` (a model of Cluster
+        Autoscaler over node groups, :mod:`karpy.simulator.cluster_autoscaler`, instead of karpy)."""
         self.scenario = scn
         self.seed = seed if seed is not None else (scn.seed if scn.seed is not None else 0)
         self.until = float(until if until is not None else scn.until)
@@ -303,7 +312,11 @@ class Simulation:
         self.metrics.attach(cost=self.bridge.cost_per_hour)
         self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,
                                                            record_events=scheduler_events)
-        self._karpy = karpy
+        if autoscaler not in AUTOSCALERS:
+            raise ValueError(f"autoscaler must be one of {', '.join(AUTOSCALERS)}, not {autoscaler!r}")
+        self.autoscaler = autoscaler
+        self._karpy = karpy and autoscaler == "karpy"
+        self.cluster_autoscaler: Any = None
         self._seeds = seeds
         self._events: dict[tuple[str, str], tuple[int, float, dict[str, Any]]] = {}
         self._event_seq = 0
@@ -345,12 +358,27 @@ class Simulation:
                 self.manager, cluster=self.cluster, cloud=self.bridge, cloud_provider=self.bridge,
                 clock=self.clock, settings=self.scenario.settings, metrics=self.metrics,
                 interruption_queue=self.bridge, rng=random.Random(self._seeds[5]))
+        if self.autoscaler == "cluster-autoscaler":
+            self.cluster_autoscaler = self._cluster_autoscaler()
+            self.cluster_autoscaler.register(self.manager)
         self.kubelet.register(self.manager)
         workloads.ReplicaSetController(self.cluster, random.Random(self._seeds[3])).register(self.manager)
         workloads.DeploymentController(self.cluster).register(self.manager)
         daemonsets.DaemonSetController(self.cluster, random.Random(self._seeds[4])).register(self.manager)
         self.kube_scheduler.register(self.manager)
+        volumes.VolumeBinder(self.cluster).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
+
+    def _cluster_autoscaler(self) -> Any:
+        """Cluster Autoscaler over the scenario's node groups (``spec.clusterAutoscaler`` or derived)."""
+        from karpy.simulator import ca_config, cluster_autoscaler
+
+        pools = [nodepool.NodePool.from_manifest(o) for o in self.scenario.objects if o.get("kind") == "NodePool"]
+        nodes = [o for o in self.scenario.objects if o.get("kind") == "Node"]
+        raw = (self.scenario.raw.get("spec") or {}).get("clusterAutoscaler") if self.scenario.raw else None
+        config = ca_config.read(raw, pools=pools, nodes=nodes, types=self.cloud.get_instance_types(None))
+        return cluster_autoscaler.ClusterAutoscaler(self.cluster, self.clock, self.cloud, self.kubelet, self.bridge,
+                                                    config, random.Random(self._seeds[5] ^ 0xCA))
 
     def _on_event(self, event: str, obj: dict[str, Any]) -> None:
         key = (interface.namespace_of(obj), interface.name_of(obj))
@@ -517,7 +545,9 @@ class Simulation:
             scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
             events=evs, metrics=self.metrics_summary(), timeline=list(self.timeline), notes=list(self.notes),
             reconciles=self.manager.reconciles, cost_per_hour=self.bridge.cost_per_hour(),
-            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers))
+            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
+            reconcile_errors=self.manager.failures.summary(), unexpected_errors=self.manager.failures.unexpected,
+            error_lines=self.manager.failures.lines(self.start))
 
     def metrics_summary(self) -> dict[str, Any]:
         """Karpenter's metrics (deterministic ones only) plus the simulator's own counts."""

@@ -9,7 +9,10 @@ once per ``interval`` virtual seconds (default 1 s). Each run:
 * asks the scheduling core (:class:`karpy.provisioning.scheduler.Scheduler`) with those nodes only
   and no NodePools where the pods fit - the very predicates karpy's provisioner uses (resources,
   taints and tolerations, node selectors and affinity, pod (anti-)affinity, topology spread, host
-  ports) - and binds each pod the core placed: ``spec.nodeName`` plus ``PodScheduled=True``;
+  ports, and the pod's volumes: :mod:`karpy.scheduling.volumetopology` folds a bound PV's node
+  affinity or a WaitForFirstConsumer class's allowedTopologies into the pod's affinity, and a pod
+  with an unbound Immediate claim waits) - and binds each pod the core placed: ``spec.nodeName``
+  plus ``PodScheduled=True``;
 * marks every other pending pod ``PodScheduled=False``, reason ``Unschedulable``, with a message
   in the real scheduler's form, e.g. ``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had
   untolerated taint {karpenter.sh/unregistered: }.`` (reasons per node are the first failing
@@ -41,7 +44,7 @@ from karpy.controllers import runtime
 from karpy.kube import errors, events, interface
 from karpy.provisioning import podgroups, results
 from karpy.provisioning import scheduler as core
-from karpy.scheduling import requirements, taints
+from karpy.scheduling import requirements, taints, volumetopology
 
 log = logging.getLogger("karpy.simulator.kube_scheduler")
 
@@ -116,6 +119,7 @@ class KubeScheduler:
             self._node_objs[interface.name_of(n)] = n
         manager.cluster.watch("Pod", self._on_pod)
         manager.cluster.watch("Node", self._on_node)
+        manager.cluster.watch("PersistentVolumeClaim", self._on_claim)  # a claim bound: its pods may fit
 
     def _track_pod(self, event: str, obj: dict[str, Any]) -> None:
         """Keep ``_pending`` and ``_bound`` as the watch tells (a pod keeps its place in them)."""
@@ -156,6 +160,9 @@ class KubeScheduler:
             self._wake()  # capacity freed
         elif event == interface.MODIFIED and (obj.get("status") or {}).get("phase") in _TERMINAL:
             self._wake()
+
+    def _on_claim(self, event: str, obj: dict[str, Any]) -> None:
+        self._wake()
 
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
         if event == interface.DELETED:
@@ -247,6 +254,15 @@ class KubeScheduler:
             if model is not None:
                 pending.append(model)
                 raw_by_key[model.key] = p
+        volume_errors: dict[str, str] = {}
+        unconstrained: dict[str, pod.Pod] = {}
+        if volumetopology.needs_volumes(pending):
+            unconstrained = {m.key: m for m in pending}
+            pending, volume_errors = volumetopology.apply(pending, volumetopology.Volumes.of(
+                self.cluster.list("PersistentVolumeClaim"), self.cluster.list("PersistentVolume"),
+                self.cluster.list("StorageClass")))
+            for pod_key in sorted(volume_errors):
+                self._mark_unschedulable(raw_by_key[pod_key], _volume_message(volume_errors[pod_key], len(nodes)))
         usable = [n for n in nodes if n.ready and not n.deleting]
         if not _needs_every_node(pending, by_node):
             # Nodes too full for even the smallest pending pod change nothing: leave them out.
@@ -268,7 +284,8 @@ class KubeScheduler:
             if model.key not in placed and self._mark_due(raw_by_key[model.key], now):
                 if explainer is None:
                     explainer = _Explainer(nodes, by_node, self._node_reqs)
-                self._mark_unschedulable(raw_by_key[model.key], explainer.message(model))
+                self._mark_unschedulable(raw_by_key[model.key],
+                                         explainer.message(model, unconstrained.get(model.key)))
         self._forget()
         return None
 
@@ -348,6 +365,13 @@ def _has_room(n: node.Node, pods: Iterable[pod.Pod], floor: Mapping[str, int]) -
     return all(free[d] >= need for d, need in floor.items())
 
 
+def _volume_message(reason: str, nodes: int) -> str:
+    """kube-scheduler's text for a pod its volumes keep off every node."""
+    if volumetopology.UNBOUND_IMMEDIATE in reason:
+        return f"0/{nodes} nodes are available: {volumetopology.UNBOUND_IMMEDIATE}."
+    return f"0/{nodes} nodes are available: {reason}."
+
+
 class _Explainer:
     """kube-scheduler's ``0/N nodes are available: ...`` message for pods that fit nowhere."""
 
@@ -368,9 +392,14 @@ class _Explainer:
             self.ports[n.name] = ports
             self.reqs[n.name] = node_reqs(n)
         self._cache: dict[Any, str] = {}
+        self._without_volumes: pod.Pod | None = None
 
-    def message(self, p: pod.Pod) -> str:
-        sig = (tuple(sorted(p.requests.items())), p.tolerations, tuple(sorted(p.node_selector.items())),
+    def message(self, p: pod.Pod, without_volumes: pod.Pod | None = None) -> str:
+        """``without_volumes``: the pod before its volume topology was folded into its affinity
+        (nodes only the volumes rule out are counted as ``had volume node affinity conflict``)."""
+        self._without_volumes = without_volumes
+        sig = (without_volumes is not None,
+               tuple(sorted(p.requests.items())), p.tolerations, tuple(sorted(p.node_selector.items())),
                repr(p.node_affinity), repr(p.pod_affinity), repr(p.pod_anti_affinity),
                p.topology_spread_constraints, p.host_ports())
         hit = self._cache.get(sig)
@@ -398,6 +427,10 @@ class _Explainer:
         if bad is not None:
             return (f"node(s) had untolerated taint {_taint_text(bad)}",)
         if self.reqs[n.name].compatible(greq, frozenset()) is not None:
+            own = self._without_volumes
+            if own is not None and self.reqs[n.name].compatible(
+                    podgroups.make_group([own]).strict_requirements(), frozenset()) is None:
+                return ("node(s) had volume node affinity conflict",)
             return ("node(s) didn't match Pod's node affinity/selector",)
         used = self.ports[n.name]
         if any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports()):

@@ -81,6 +81,9 @@ class InstanceInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     node_name: str = ""
     """The node name when the cloud decides it; empty to let the kubelet name it."""
+    karpenter: bool = True
+    """Launched for a NodeClaim: the Node registers with Karpenter's ``karpenter.sh/unregistered`` taint,
+    which the NodeClaim lifecycle removes. False for nodes of other autoscalers (a node group's)."""
 
     @property
     def provider(self) -> str:
@@ -315,7 +318,7 @@ class SimulatedKubelet:
             d = t.to_dict()
             if not any(_same_taint(d, x) for x in taints):
                 taints.append(d)
-        extra = [UNREGISTERED_TAINT] + ([NOT_READY_TAINT] if self.ready_delay > 0 else [])
+        extra = ([UNREGISTERED_TAINT] if inst.karpenter else []) + ([NOT_READY_TAINT] if self.ready_delay > 0 else [])
         taints.extend(dict(t) for t in extra if not any(_same_taint(t, x) for x in taints))
 
         ready = self.ready_delay <= 0

@@ -32,6 +32,8 @@ from karpy.api import labels
 from karpy.simulator import engine
 
 OUTPUTS = ("table", "json", "yaml")
+EXIT_RECONCILE_ERRORS = 3
+"""``karpy simulate`` exit status when a controller failed unexpectedly (2 is bad input)."""
 KARPENTER = "karpenter"
 
 
@@ -45,6 +47,7 @@ def document(result: engine.Result) -> dict[str, Any]:
         "metrics": result.metrics,
         "timeline": [s.to_dict() for s in result.timeline],
         "notes": result.notes,
+        "reconcileErrors": result.reconcile_errors,
     }
 
 
@@ -204,8 +207,11 @@ def render_table(result: engine.Result, file: IO[str], *, width: int | None = No
 
 def run_command(path: str, *, until: str | None = None, seed: int | None = None, output: str = "table",
                 report_dir: str | None = None, stdout: IO[str], stderr: IO[str],
-                progress: bool = False) -> None:
+                progress: bool = False, autoscaler: str = "karpy") -> int:
     """The body of ``karpy simulate``: load and validate everything, run, write the outputs.
+
+    Returns the exit status: 0, or :data:`EXIT_RECONCILE_ERRORS` when a reconcile failed with
+    something other than a retryable API/cloud error (summarised on ``stderr`` either way).
 
     Raises :class:`karpy.api.errors.ValidationError` for bad input *before* anything runs (the
     scenario, ``until``, the output format, a report directory that cannot be created).
@@ -242,8 +248,8 @@ def run_command(path: str, *, until: str | None = None, seed: int | None = None,
         stderr.write(f"warning: {w}\n")
     sim_progress = _progress_bar(stderr) if progress else None
     try:
-        result = engine.Simulation(scn, seed=seed,
-                                   progress=sim_progress.update if sim_progress else None).run()
+        result = engine.Simulation(scn, seed=seed, progress=sim_progress.update if sim_progress else None,
+                                   autoscaler=autoscaler).run()
     finally:
         if sim_progress is not None:
             sim_progress.close()
@@ -253,6 +259,11 @@ def run_command(path: str, *, until: str | None = None, seed: int | None = None,
 
         index = report.write(result, report_path)
         stderr.write(f"report written to {index}\n")
+    if result.error_lines:
+        stderr.write(f"reconcile errors ({result.unexpected_errors} unexpected):\n")
+        for line in result.error_lines:
+            stderr.write(f"  {line}\n")
+    return EXIT_RECONCILE_ERRORS if result.unexpected_errors else 0
 
 
 class _ProgressBar:

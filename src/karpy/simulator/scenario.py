@@ -47,9 +47,10 @@ from typing import Any
 import yaml
 
 from karpy import settings as settings_mod
-from karpy.api import duration, errors, fields, labels, manifest
+from karpy.api import duration, errors, fields, labels, manifest, strict
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import interface as cloud_interface
+from karpy.simulator import scenario_schema
 
 API_VERSION = "karpy.io/v1alpha1"
 KIND = "Scenario"
@@ -199,7 +200,6 @@ def _label(index: int, kind: str, name: str) -> str:
     return f"document {index} ({kind}/{name})"
 
 
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 _SAFE_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -214,13 +214,7 @@ def _is_scenario(d: Any) -> bool:
 
 def load_text(text: str, *, source: str = "<input>", until: float | None = None) -> Scenario:
     """Parse and validate a scenario text; see :func:`load`."""
-    try:
-        raw_docs = [d for d in yaml.load_all(text, Loader=_SAFE_LOADER)]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "(document)"
-        raise errors.ValidationError.single(source, where, "valid YAML",
-                                            getattr(exc, "problem", None) or str(exc)) from None
+    raw_docs = manifest.parse_yaml(text, source, string_keys=False)  # spec.clusterAutoscaler.priorities
     problems: list[errors.FieldError] = []
     scenario_docs = [(i + 1, d) for i, d in enumerate(raw_docs) if _is_scenario(d)]
     if len(scenario_docs) != 1:
@@ -230,6 +224,8 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None)
             source, "(documents)", f"exactly one document with apiVersion: {API_VERSION}, kind: {KIND}",
             found))
     for index, d in scenario_docs:
+        problems.extend(strict.check_against(d, scenario_schema.ROOT, _label(index, KIND, _doc_name(d)),
+                                             scenario_schema.MODELS))
         if d.get("apiVersion") != API_VERSION:
             problems.append(errors.FieldError(_label(index, KIND, _doc_name(d)), "apiVersion",
                                               API_VERSION, d.get("apiVersion")))

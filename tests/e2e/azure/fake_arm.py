@@ -294,3 +294,22 @@ class FakeARM:
         if page == 0:
             link = f"{self.endpoint}/api/retail/prices?page=1&$filter={query.get('$filter', [''])[0]}"
         return 200, {}, {"Items": chunk, "NextPageLink": link, "Count": len(chunk)}
+
+
+def skus_from_catalog(region: str, names: list[str]) -> list[dict[str, Any]]:
+    """Resource SKUs in ARM's wire form for packaged catalog sizes of ``region`` (their real
+    hardware facts), so a run against the fake sees the same sizes ``karpy simulate`` does."""
+    from karpy.cloudprovider.azure import instancetypes
+
+    out = []
+    for name in names:
+        rec = instancetypes.record(region, name)
+        if rec is None:
+            continue
+        zones = tuple(z.rsplit("-", 1)[-1] for z in instancetypes.zones(region, rec) if z)
+        out.append(sku(name, region, zones=zones, vcpus=int(rec["vcpu"]), memory_gb=float(rec["mem_gib"]),
+                       low_priority=bool(rec.get("low_priority")), ephemeral=bool(rec.get("ephemeral_os")),
+                       cached_disk_bytes=int(rec.get("cached_disk_bytes") or 0),
+                       resource_disk_mb=int(rec.get("max_resource_volume_mb") or 0), arch=str(rec["arch"]),
+                       accelerated=bool(rec.get("accelerated_networking"))))
+    return out

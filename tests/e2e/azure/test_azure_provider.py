@@ -272,3 +272,15 @@ def test_the_factory_names_missing_configuration() -> None:
     with pytest.raises(errors.CloudProviderError, match=r"resource_group \(AZURE_NODE_RESOURCE_GROUP\)"):
         factory.build(settings.Settings(), vclock, memory.InMemoryCluster(vclock),
                       environ={"ARM_SUBSCRIPTION_ID": "s", "LOCATION": "eastus", "AZURE_SUBNET_ID": SUBNET})
+
+
+def test_a_spot_node_of_a_system_pool_carries_aks_labels(world: World) -> None:
+    surge = claim("system-surge-x1", capacity_types=("spot",))
+    surge = surge.__class__.from_manifest({**surge.to_manifest(), "metadata": {
+        "name": "system-surge-x1", "labels": {labels.NODEPOOL: "system-surge", "kubernetes.azure.com/mode": "system"}}})
+    launched = world.cloud.create(surge)
+    lb = launched.metadata.labels
+    assert lb["kubernetes.azure.com/mode"] == "system" and lb["kubernetes.azure.com/scalesetpriority"] == "spot"
+    assert lb["kubernetes.azure.com/network-subnet"] == "aks-subnet"
+    assert lb["kubernetes.azure.com/network-name"] == "aks-vnet"
+    assert lb["kubernetes.azure.com/sku-cpu"] == lb[labels.AZURE_SKU_CPU]

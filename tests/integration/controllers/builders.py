@@ -115,12 +115,20 @@ def make_world(*, settings_: settings.Settings | None = None, with_kubelet: bool
                                                jitter=0.0, startup_taint_delay=startup_taint_delay)
         kubelet.register(manager)
     bridge = Bridge(cloud, kubelet)
+    cluster.create(nodeclass_manifest())  # NodePools refer to it; a NodePool whose NodeClass is missing is not used
     karpy = controllers.register_all(manager, cluster, bridge, vclock,
                                      settings_ or settings.Settings(cluster_name="test"))
     return World(vclock, cluster, manager, cloud, bridge, kubelet, karpy)
 
 
 # ------------------------------------------------------------------------------------ objects
+
+
+def nodeclass_manifest(name: str = "default") -> dict[str, Any]:
+    return {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": name},
+            "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "KarpenterNodeRole-test",
+                     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+                     "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}]}}
 
 
 def nodepool_manifest(name: str = "default", *, requirements: list[dict[str, Any]] | None = None,

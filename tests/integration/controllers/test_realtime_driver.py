@@ -79,6 +79,7 @@ def launched(cluster: memory.InMemoryCluster) -> int:
 
 def test_a_hundred_nodeclaims_launch_in_parallel_and_the_loop_applies_every_result() -> None:
     cluster, _manager, cloud, pool, driver = wall_world(latency=0.5)
+    cluster.create(b.nodeclass_manifest())
     cluster.create(b.nodepool_manifest())
     for i in range(100):  # 7 cpu each: one 8-vCPU node per pod
         cluster.create(b.pending_pod(f"big-{i}", cpu="7"))
@@ -102,6 +103,7 @@ def test_a_hundred_nodeclaims_launch_in_parallel_and_the_loop_applies_every_resu
 
 def test_sigterm_waits_for_in_flight_launches_and_writes_their_results() -> None:
     cluster, _manager, cloud, pool, driver = wall_world(latency=1.0)
+    cluster.create(b.nodeclass_manifest())
     cluster.create(b.nodepool_manifest())
     for i in range(3):
         cluster.create(b.pending_pod(f"big-{i}", cpu="7"))
@@ -127,6 +129,7 @@ def test_only_the_leader_reconciles_and_the_follower_takes_over_when_the_leader_
         elector = leader.LeaderElector(cluster, vclock, leader.Config(namespace="kube-system", identity=identity))
         drivers.append(realtime.Driver(manager, vclock, elector=elector))
     a, b_ = drivers
+    cluster.create(b.nodeclass_manifest())
     cluster.create(b.nodepool_manifest())
 
     def run(seconds: float, *ds: realtime.Driver) -> None:

@@ -156,3 +156,23 @@ def test_the_cluster_gauges_follow_the_state() -> None:
     assert m.value("karpy_cluster_cost_per_hour") > 0
     assert m.value("karpenter_scheduler_scheduling_duration_seconds_count", controller="provisioner") == 1
     assert m.value("karpenter_pods_state", name="web", phase="Pending") == 1
+
+
+def test_an_uninitialized_node_and_an_unlaunched_claim_count_without_their_startup_taints() -> None:
+    """Karpenter's StateNode.Taints: the NodeClaim's taints, not its startup taints (issue 12 item 8)."""
+    cluster, st = _state()
+    startup = {"key": "example.com/agent-not-ready", "effect": "NoSchedule"}
+    taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    for name, pid in (("launched", "kwok://launched"), ("waiting", "")):
+        claim = _claim(name, provider_id=pid)
+        claim["spec"]["startupTaints"] = [startup]
+        claim["spec"]["taints"] = [taint]
+        cluster.create(claim)
+    cluster.create({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "launched", "labels": {"karpenter.sh/nodepool": "default"}},
+                    "spec": {"providerID": "kwok://launched", "taints": [startup, taint]},
+                    "status": {"allocatable": {"cpu": "3900m", "memory": "7Gi", "pods": "40"}}})
+    by_name = {e.name: e for e in st.existing_nodes()}
+    for name in ("launched", "waiting"):
+        assert by_name[name].in_flight
+        assert [t.key for t in by_name[name].taints] == ["dedicated"], name

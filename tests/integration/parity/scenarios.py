@@ -37,9 +37,16 @@ def text(documents: str, *, until: str = "5m", steps: str = "", settings: str = 
 
 
 def run(documents: str, *, until: str = "5m", steps: str = "", settings: str = "") -> engine.Result:
+    return simulate(documents, until=until, steps=steps, settings=settings)[1]
+
+
+def simulate(documents: str, *, until: str = "5m", steps: str = "", settings: str = ""
+             ) -> tuple[engine.Simulation, engine.Result]:
+    """The simulation (to read its cluster afterwards) and its result."""
     loaded = scenario.load_text(text(documents, until=until, steps=steps, settings=settings),
                                 source="parity.yaml")
-    return engine.Simulation(loaded).run()
+    sim = engine.Simulation(loaded)
+    return sim, sim.run()
 
 
 def nodepool(name: str = "default", *, requirements: str = "", extra_spec: str = "",

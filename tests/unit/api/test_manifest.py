@@ -91,8 +91,9 @@ def test_seed_001_reference_snippets_report_what_each_is_missing() -> None:
     assert "spec.tags.karpenter.sh/managed-by" not in by_doc["document 10 (EC2NodeClass/foo-node-class)"]
     # a NodePool snippet without nodeClassRef
     assert by_doc["document 12 (NodePool/foo-nodepool)"] == {"spec.template.spec.nodeClassRef"}
-    # the nodeClassRef and requirements snippets are complete NodePools
-    assert "document 20 (NodePool/foo-nodepool)" not in by_doc
+    # the nodeClassRef and requirements snippets are complete NodePools (only reported as giving a
+    # NodePool name used before in the same file)
+    assert by_doc.get("document 20 (NodePool/foo-nodepool)", set()) == {"metadata.name"}
     # ConfigMaps are kept raw without errors; the Deployment snippet has no name
     assert not any("ConfigMap" in k for k in by_doc)
     assert by_doc["document 33 (Deployment/(unnamed))"] == {"metadata.name"}

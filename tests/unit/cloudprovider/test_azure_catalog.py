@@ -193,3 +193,45 @@ def test_the_generator_rebuilds_the_packaged_data_file_byte_for_byte() -> None:
     first = script.render(script.build(SKUS, PRICES))
     assert first == script.render(script.build(SKUS, PRICES))
     assert first == (REPO / "src" / "karpy" / "cloudprovider" / "azure" / "data" / "skus.json").read_text()
+
+
+def test_the_field_reports_japaneast_d2_v4_has_the_labels_its_node_showed() -> None:
+    t = azure_types("japaneast")["Standard_D2_v4"]
+    expect_labels(t, {
+        labels.AZURE_SKU_CPU: "2", labels.AZURE_SKU_FAMILY: "D", labels.AZURE_SKU_GPU_COUNT: "0",
+        labels.AZURE_SKU_MEMORY: "8192", labels.AZURE_SKU_NAME: "Standard_D2_v4",
+        labels.AZURE_SKU_ACCELERATED_NETWORKING: "true", labels.AZURE_SKU_VERSION: "4",
+        labels.REGION: "japaneast", labels.ARCH: "amd64", "kubernetes.azure.com/sku-cpu": "2",
+    })
+    assert t.zones == frozenset({"japaneast-1", "japaneast-2", "japaneast-3"})
+    e16 = azure_types("japaneast")["Standard_E16as_v5"]
+    assert e16.labels[labels.AZURE_SKU_MEMORY] == "131072"
+    assert e16.labels[labels.AZURE_SKU_STORAGE_PREMIUM] == "true"
+
+
+def test_the_packaged_data_holds_every_shared_vm_size_with_its_sources() -> None:
+    sizes = azure.data()["sizes"]
+    assert len(sizes) == 1574
+    assert "docs" in sizes["Standard_D2_v4"]["sources"]
+    assert azure.record("japaneast", "Standard_D2_v4") is not None
+    assert azure.record("mars", "Standard_D2_v4") is None
+
+
+def test_the_os_disk_size_is_the_ephemeral_storage() -> None:
+    rec = azure.record("japaneast", "Standard_D2_v4")
+    assert rec is not None
+    t = azure.build("Standard_D2_v4", rec, region="japaneast", os_disk_gb=64)
+    assert t is not None and t.capacity["ephemeral-storage"] == 64 * 10**9 * quantity.MILLI
+
+
+def test_gpu_makers_come_from_the_documented_model_and_unknown_gpu_counts_are_left_out() -> None:
+    types = azure_types("eastus")
+    reasons = azure.skipped("eastus")
+    a100 = types["Standard_NC24ads_A100_v4"]
+    assert a100.labels[labels.AZURE_SKU_GPU_MANUFACTURER] == "nvidia"
+    assert a100.capacity[azure.RESOURCE_NVIDIA_GPU] == 1000
+    amd = [n for n, r in reasons.items() if r == "GPU without NVIDIA drivers support"]
+    assert amd and all(azure.data()["sizes"][n].get("gpu_model", "").startswith("AMD") or
+                       azure.data()["sizes"][n].get("gpu_model") is None for n in amd)
+    assert all(reasons.get(n) == "unknown or fractional GPU count" for n in azure.data()["sizes"]
+               if azure.data()["sizes"][n]["gpus"] is None and n in reasons)

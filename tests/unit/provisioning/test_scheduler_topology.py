@@ -225,3 +225,48 @@ def test_an_anti_affine_pod_is_not_placed_while_a_matching_pod_may_land_in_any_z
     res = b.solve([other, loner])
     assert b.node_of(res, other) is not None, b.describe(res)
     assert b.node_of(res, loner) is None, b.describe(res)
+
+
+def _daemon_with_port(port: int) -> pod.Pod:
+    return b.daemonset_pod("node-agent", containers=[
+        {"name": "agent", "resources": {"requests": {"cpu": "100m"}},
+         "ports": [{"containerPort": port, "hostPort": port}]}])
+
+
+def test_a_pod_needing_a_host_port_a_daemonset_holds_on_every_node_gets_no_claim() -> None:
+    p = _host_port_pod("exporter", 9100)
+    res = b.solve([p], daemonsets=[_daemon_with_port(9100)])
+    assert not res.new_claims, b.describe(res)
+    b.expect_unschedulable(res, p, containing=["host port 9100/TCP", "DaemonSet kube-system/node-agent"])
+
+
+def test_an_in_flight_node_counts_the_host_ports_of_the_daemonsets_that_will_run_there() -> None:
+    node_ = b.existing_node("in-flight", in_flight=True)
+    p = _host_port_pod("exporter", 9100)
+    res = b.solve([p], existing=[node_], daemonsets=[_daemon_with_port(9100)])
+    assert b.node_of(res, p) is None, b.describe(res)
+
+
+def test_a_pod_needing_another_host_port_than_the_daemonset_gets_a_claim() -> None:
+    p = _host_port_pod("exporter", 9200)
+    res = b.solve([p], daemonsets=[_daemon_with_port(9100)])
+    b.expect_all_placed(res, [p])
+
+
+def test_a_pod_with_hostname_affinity_joins_a_pending_pods_new_claim_in_the_same_run() -> None:
+    """Karpenter's "should schedule a pod with affinity to a pod in the same batch", both size orders."""
+    follow = _required("podAffinity", b.affinity_term(wk.HOSTNAME, {"app": "leader"}))
+    for leader_cpu, follower_cpu in (("1", "500m"), ("500m", "2")):
+        leader = b.make_pod("leader", cpu=leader_cpu, labels={"app": "leader"})
+        followers = b.make_pods("follower", 2, cpu=follower_cpu, affinity=follow)
+        res = b.solve([leader, *followers])
+        b.expect_all_placed(res, [leader, *followers])
+        assert len(res.new_claims) == 1, b.describe(res)
+        assert {b.node_of(res, p) for p in followers} == {b.node_of(res, leader)}
+
+
+def test_a_pod_with_affinity_to_a_pod_nobody_runs_still_fails_with_a_reason() -> None:
+    follow = _required("podAffinity", b.affinity_term(wk.HOSTNAME, {"app": "ghost"}))
+    p = b.make_pod("follower", affinity=follow)
+    res = b.solve([p, b.make_pod("other")])
+    b.expect_unschedulable(res, p, containing=["pod affinity on kubernetes.io/hostname"])

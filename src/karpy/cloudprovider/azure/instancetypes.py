@@ -11,7 +11,8 @@ than 2 vCPU, less than 3.5 GiB, constrained-vCPU sizes (``M8-2ms``), confidentia
 (``DC``/``EC``), GPU sizes without NVIDIA GPUs or with an unknown (fractional) GPU count, and sizes
 of unknown architecture. :func:`unsupported_reason` says why a SKU is left out.
 
-* labels: ``karpenter.azure.com/sku-name``, ``sku-family`` (the size's first letter, ``D``),
+* labels: ``karpenter.azure.com/sku-name``, ``kubernetes.azure.com/sku-cpu`` / ``sku-memory`` (AKS's
+  copies of the karpenter.azure.com ones), ``sku-family`` (the size's first letter, ``D``),
   ``sku-subfamily`` (further capitals, ``C`` in ``NC``), ``sku-version`` (``3`` for ``_v3``, ``1``
   when unversioned), ``sku-cpu``, ``sku-memory`` (MiB), ``sku-networking-accelerated``,
   ``sku-storage-premium-capable``, ``sku-encryptionathost-capable`` (when true),
@@ -71,6 +72,9 @@ AKS_RESTRICTED_SIZES = frozenset({
 """Sizes AKS (and Karpenter's Azure provider) will not run nodes on, whatever their resources."""
 
 ARCHITECTURES = {"x64": "amd64", "Arm64": "arm64"}
+AKS_SKU_CPU = "kubernetes.azure.com/sku-cpu"
+AKS_SKU_MEMORY = "kubernetes.azure.com/sku-memory"
+"""AKS's own copies of ``karpenter.azure.com/sku-cpu`` / ``sku-memory`` (the AKS label domain)."""
 
 CPU_TAX = ((1.0, 0.06), (2.0, 0.04), (4.0, 0.02), (math.inf, 0.01))
 """(upper bound in vCPUs, rate) brackets for kube-reserved cpu."""
@@ -302,6 +306,8 @@ def compute_labels(name: str, size: VMSize, rec: Mapping[str, Any], region: str)
         labels.AZURE_SKU_VERSION: size.version[1:] if size.version else "1",
         labels.AZURE_SKU_CPU: str(rec["vcpu"]),
         labels.AZURE_SKU_MEMORY: str(int(rec["mem_gib"] * 1024)),
+        AKS_SKU_CPU: str(rec["vcpu"]),
+        AKS_SKU_MEMORY: str(int(rec["mem_gib"] * 1024)),
         labels.AZURE_SKU_ACCELERATED_NETWORKING: "true" if rec.get("accelerated_networking") else "false",
         labels.AZURE_SKU_STORAGE_PREMIUM: "true" if rec.get("premium_io") else "false",
         labels.AZURE_SKU_HYPERV_GENERATION: "2" if "V2" in rec.get("hyperv", []) else "1",

@@ -225,12 +225,19 @@ class AzureCloudProvider:
 
     def _node_labels(self, claim: nodeclaim.NodeClaim, it: instancetype.InstanceType,
                      offer: instancetype.Offering) -> dict[str, str]:
-        out = dict(claim.metadata.labels)
+        out = dict(AKS_LABELS)  # defaults: a NodePool template may say mode=system
+        out.update(claim.metadata.labels)
         out.update(it.labels)
-        out.update(AKS_LABELS)
         out.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: offer.zone, labels.REGION: self.config.region,
                     labels.CAPACITY_TYPE: offer.capacity_type,
                     "kubernetes.azure.com/cluster": self.config.resource_group})
+        if offer.capacity_type == labels.CAPACITY_TYPE_SPOT:
+            out["kubernetes.azure.com/scalesetpriority"] = "spot"
+        if self.config.subnet_id:
+            parts = self.config.subnet_id.split("/")
+            out["kubernetes.azure.com/network-subnet"] = parts[-1]
+            out["kubernetes.azure.com/network-name"] = parts[-3] if len(parts) >= 3 else ""
+            out["kubernetes.azure.com/network-subscription"] = parts[2] if len(parts) > 2 else ""
         return out
 
     def _bootstrap(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,

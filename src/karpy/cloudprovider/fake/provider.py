@@ -103,6 +103,7 @@ class SimulatedCloud:
         self._zones = tuple(zones) if zones else None
         self._region_arg = region if catalog in ("aws", "azure") else None
         self._node_classes = node_classes
+        self._unready_node_classes: dict[tuple[str, str], tuple[str, str]] = {}
         self.region = region or ""
         digest = hashlib.sha256(cluster_name.encode()).hexdigest()
         self.subscription_id = subscription_id or (
@@ -249,8 +250,21 @@ class SimulatedCloud:
                 False, "UnsupportedNodeClass", f"the simulated cloud does not serve {kind or 'this kind'}")]
             return status
         others = [c for c in status.get("conditions") or () if c.get("type") != "Ready"]
-        status["conditions"] = [*others, interface.ready_condition(True, "Ready")]
+        name = str((node_class.get("metadata") or {}).get("name") or "")
+        broken = self._unready_node_classes.get((kind, name))
+        ready = interface.ready_condition(True, "Ready") if broken is None else \
+            interface.ready_condition(False, broken[0], broken[1])
+        status["conditions"] = [*others, ready]
         return status
+
+    def set_node_class_ready(self, kind: str, name: str, ready: bool, reason: str = "SubnetsNotFound",
+                             message: str = "no subnet matches spec.subnetSelectorTerms") -> None:
+        """Make :meth:`resolve_node_class` report NodeClass ``kind/name`` not Ready (or Ready again):
+        what a real cloud says when a selector matches nothing."""
+        if ready:
+            self._unready_node_classes.pop((kind, name), None)
+        else:
+            self._unready_node_classes[(kind, name)] = (reason, message)
 
     # ------------------------------------------------------------------------------------------
     # Capacity and images (scenario steps)

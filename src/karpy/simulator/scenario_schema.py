@@ -1,0 +1,28 @@
+"""The fields of a ``karpy.io/v1alpha1`` Scenario document, for strict reading
+(:func:`karpy.api.strict.check_against`): an unknown field in a scenario is an error naming its path,
+with a suggestion when a known field is close, as for every other kind karpy reads.
+
+Notation of :mod:`karpy.api.karpenter_fields`. ``spec.settings`` is checked by
+:meth:`karpy.settings.Settings.from_mapping`, manifests under ``apply`` by the manifest loader and
+``spec.faults`` by :mod:`karpy.simulator.faultspec`, ``spec.clusterAutoscaler`` by
+:mod:`karpy.simulator.ca_config`.
+"""
+
+from __future__ import annotations
+
+ROOT = "Scenario"
+
+MODELS: dict[str, dict[str, str]] = {
+    "Scenario": {"apiVersion": "str", "kind": "str", "metadata": "V1ObjectMeta", "spec": "ScenarioSpec"},
+    "ScenarioSpec": {"cloud": "ScenarioCloud", "settings": "any", "until": "str", "seed": "int",
+                     "launchLatency": "str", "steps": "list:ScenarioStep", "faults": "any",
+                     "clusterAutoscaler": "any"},
+    "ScenarioCloud": {"provider": "str", "region": "str", "zones": "list:str", "endpointURL": "str",
+                      "kubernetesVersion": "str"},
+    "ScenarioStep": {"at": "str", "scale": "ScenarioScale", "apply": "list:any", "delete": "ScenarioRef",
+                     "interrupt": "ScenarioInterrupt", "insufficientCapacity": "ScenarioCapacity"},
+    "ScenarioScale": {"kind": "str", "namespace": "str", "name": "str", "replicas": "int"},
+    "ScenarioRef": {"kind": "str", "namespace": "str", "name": "str"},
+    "ScenarioInterrupt": {"node": "str", "nodeSelector": "map:str", "kind": "str"},
+    "ScenarioCapacity": {"instanceType": "str", "zone": "str", "capacityType": "str", "for": "str"},
+}

@@ -1,0 +1,74 @@
+"""``karpy simulate`` with ``provider: azure`` works in every region of the shared Azure price data."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpy.api import labels
+from karpy.cloudprovider import catalog
+from karpy.cloudprovider.azure import instancetypes
+from karpy.simulator import engine, scenario
+
+SCENARIO = """
+apiVersion: karpy.io/v1alpha1
+kind: Scenario
+metadata: {{name: aks-{region}}}
+spec:
+  cloud: {{provider: azure, region: {region}}}
+  until: 3m
+  seed: 1
+  steps:
+  - at: 10s
+    scale: {{kind: Deployment, namespace: default, name: web, replicas: 3}}
+---
+apiVersion: karpenter.azure.com/v1alpha2
+kind: AKSNodeClass
+metadata: {{name: default}}
+spec: {{imageFamily: Ubuntu2204, osDiskSizeGB: 128}}
+---
+apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata: {{name: default}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{name: default}}
+      requirements:
+      - {{key: karpenter.azure.com/sku-family, operator: In, values: [D]}}
+      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+      - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
+  disruption: {{consolidationPolicy: WhenUnderutilized, expireAfter: Never}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: default}}
+spec:
+  replicas: 0
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - {{name: web, image: nginx, resources: {{requests: {{cpu: 500m, memory: 1Gi}}}}}}
+"""
+
+
+def test_the_packaged_data_has_the_six_regions_of_the_shared_prices() -> None:
+    assert instancetypes.regions() == ("eastus", "japaneast", "southcentralus", "westcentralus", "westeurope",
+                                       "westus2")
+
+
+@pytest.mark.parametrize("region", instancetypes.regions())
+def test_a_d_family_node_is_launched_in_every_region(region: str) -> None:
+    result = engine.Simulation(scenario.load_text(SCENARIO.format(region=region))).run()
+    nodes = result.objects["nodes"]
+    assert nodes, f"no node launched in {region}"
+    types = {t.name: t for t in catalog.load("azure", region=region)}
+    for n in nodes:
+        lb = n["metadata"]["labels"]
+        assert lb[labels.REGION] == region
+        assert lb[labels.AZURE_SKU_FAMILY] == "D" and lb[labels.CAPACITY_TYPE] == "on-demand"
+        assert lb[labels.INSTANCE_TYPE] in types
+        zone = lb.get(labels.ZONE, "")
+        assert zone == "" if region == "westcentralus" else zone.startswith(f"{region}-")
+    assert result.timeline[-1].running_pods == 3 and result.timeline[-1].pending_pods == 0

@@ -1,0 +1,109 @@
+"""Azure launch errors mark offerings as Karpenter's Azure provider does; images and status per imageFamily."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpy import clock
+from karpy.api import labels, nodeclass
+from karpy.cloudprovider import catalog, instancetype
+from karpy.cloudprovider.azure import bootstrap, images, offerings
+
+OD, SPOT = labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_SPOT
+ZONES = ("japaneast-1", "japaneast-2", "japaneast-3")
+
+
+def d2() -> instancetype.InstanceType:
+    return next(t for t in catalog.load("azure", region="japaneast") if t.name == "Standard_D2_v4")
+
+
+def test_a_zonal_allocation_failure_marks_both_capacity_types_in_that_zone_only() -> None:
+    f = offerings.classify("ZonalAllocationFailed", "", d2(), "japaneast-2", OD)
+    assert f is not None and f.reason == "ZonalAllocationFailure" and f.ttl == 3600
+    assert set(f.keys) == {("Standard_D2_v4", "japaneast-2", OD), ("Standard_D2_v4", "japaneast-2", SPOT)}
+
+
+def test_an_allocation_failure_marks_every_zone_of_the_size() -> None:
+    f = offerings.classify("AllocationFailed", "", d2(), "japaneast-1", SPOT)
+    assert f is not None and f.reason == "AllocationFailure"
+    assert set(f.keys) == {("Standard_D2_v4", z, ct) for z in ZONES for ct in (OD, SPOT)}
+
+
+def test_sku_not_available_marks_the_capacity_type_longer_for_on_demand() -> None:
+    spot = offerings.classify("SkuNotAvailable", "", d2(), "japaneast-1", SPOT)
+    od = offerings.classify("SkuNotAvailable", "", d2(), "japaneast-1", OD)
+    assert spot is not None and od is not None
+    assert set(spot.keys) == {("Standard_D2_v4", z, SPOT) for z in ZONES}
+    assert (spot.ttl, od.ttl) == (3600, 23 * 3600)
+
+
+@pytest.mark.parametrize(("message", "key", "ttl"), [
+    ("exceeding approved standardDv4Family Cores quota. Current Limit: 0", ("Standard_D2_v4", "*", OD), 3600),
+    ("exceeding approved standardDv4Family Cores quota. Current Limit: 10", ("Standard_D2_v4", "*", OD), 600),
+    ("exceeding approved Total Regional Cores quota. Current Limit: 10", ("*", "*", OD), 3600),
+    ("exceeding approved Total Regional Low Priority Cores quota (LowPriorityCores)", ("*", "*", SPOT), 3600),
+])
+def test_quota_errors_mark_what_the_quota_covers(message: str, key: tuple[str, str, str], ttl: float) -> None:
+    f = offerings.classify("OperationNotAllowed", f"Operation could not be completed as it results in {message}",
+                           d2(), "japaneast-1", OD)
+    assert f is not None and f.reason == "SubscriptionQuotaReached"
+    assert f.keys == (key,) and f.ttl == ttl
+
+
+def test_other_errors_are_not_capacity_errors() -> None:
+    assert offerings.classify("InvalidParameter", "bad", d2(), "japaneast-1", OD) is None
+    assert offerings.classify("OperationNotAllowed", "the VM is being deleted", d2(), "japaneast-1", OD) is None
+
+
+def test_the_cache_expires_entries_and_honours_wildcards() -> None:
+    vclock = clock.VirtualClock()
+    cache = offerings.UnavailableOfferings(vclock)
+    cache.mark(("*", "*", SPOT), 600, "SubscriptionQuotaReached")
+    cache.mark(("Standard_D2_v4", "japaneast-1", OD), 3600, "ZonalAllocationFailure")
+    assert cache.is_unavailable("Standard_D8_v4", "japaneast-3", SPOT)
+    assert not cache.is_unavailable("Standard_D8_v4", "japaneast-3", OD)
+    [view] = cache.apply([d2()])
+    assert {(o.zone, o.capacity_type) for o in view.offerings if not o.available} == {
+        ("japaneast-1", OD), *((z, SPOT) for z in ZONES)}
+    vclock.advance(601)
+    assert not cache.is_unavailable("Standard_D8_v4", "japaneast-3", SPOT)
+    assert cache.reason("Standard_D2_v4", "japaneast-1", OD) == "ZonalAllocationFailure"
+    vclock.advance(3000)
+    assert cache.entries() == {}
+
+
+def test_each_image_family_resolves_gen2_gen1_and_arm64_images() -> None:
+    for family in nodeclass.AKS_IMAGE_FAMILIES:
+        found = images.images(family)
+        assert [(i.arch, i.hyperv_generation) for i in found] == [("amd64", "2"), ("amd64", "1"), ("arm64", "2")]
+    assert images.image_for("Ubuntu", None, {labels.ARCH: "arm64"}) == images.images("Ubuntu2204")[2].id
+    assert "/AKSAzureLinux-" in (images.image_for("AzureLinux", "202502.01.0", {}) or "")
+    assert (images.image_for("Ubuntu2404", "1.2.3", {labels.AZURE_SKU_HYPERV_GENERATION: "1"}) or "").endswith(
+        "/images/2404containerd/versions/1.2.3")
+    assert images.images("Windows2022") == []
+
+
+def test_the_status_lists_images_and_is_not_ready_for_a_bad_subnet() -> None:
+    obj = {"kind": "AKSNodeClass", "metadata": {"name": "default"},
+           "spec": {"imageFamily": "Ubuntu2404", "vnetSubnetID": "subnet-1"}}
+    status = images.resolve_status(obj, "1.31.2")
+    assert status["conditions"][-1]["reason"] == "SubnetsNotReady"
+    assert status["kubernetesVersion"] == "1.31.2" and len(status["images"]) == 3
+    parsed = nodeclass.AKSNodeClass.from_manifest({**obj, "spec": {"imageFamily": "Ubuntu2404"}, "status": status})
+    assert [i.id for i in parsed.status.images] == [i["id"] for i in status["images"]]
+    assert parsed.status.images[0].requirements[0].key == labels.ARCH
+    assert nodeclass.AKSNodeClass.from_manifest(parsed.to_manifest()) == parsed
+    assert images.resolve_status({"kind": "EC2NodeClass"})["conditions"][-1]["reason"] == "UnsupportedNodeClass"
+
+
+def test_custom_data_joins_the_cluster_with_the_nodes_labels_taints_and_kubelet_settings() -> None:
+    data = bootstrap.custom_data(bootstrap.NodeBootstrap(
+        cluster_name="aks", cluster_endpoint="https://aks.hcp.azmk8s.io", node_labels={"b": "2", "a": "1"},
+        taints=["dedicated=web:NoSchedule"], max_pods=110, kube_reserved={"cpu": "100m"},
+        eviction_hard={"memory.available": "750Mi"}))
+    text = bootstrap.decode(data)
+    assert text.startswith("#cloud-config\n")
+    assert "--node-labels=a=1,b=2" in text and "--register-with-taints=dedicated=web:NoSchedule" in text
+    assert "--max-pods=110" in text and "--kube-reserved=cpu=100m" in text
+    assert "--eviction-hard=memory.available<750Mi" in text and "https://aks.hcp.azmk8s.io" in text
+    assert bootstrap.PROVISION_SCRIPT in text
