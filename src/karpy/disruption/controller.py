@@ -349,7 +349,7 @@ class DisruptionController:
             disabled = candidates.consolidation_disabled(result)
             if disabled is not None and n.name in obs.claim_objs:
                 self._report_unconsolidatable(n.name, obs, disabled)
-        if self.state.pending_pod_count():
+        if obs.candidates and self.state.pending_pod_count():  # only candidates can lose by it
             obs.nominated = self.nominated(obs)
             for name in sorted(obs.nominated & set(obs.candidates)):
                 del obs.candidates[name]

@@ -203,7 +203,13 @@ def candidates(types: Sequence[instancetype.InstanceType],
     type_reqs = [r for r in reqs if r.key not in OFFERING_KEYS]
     offering_reqs = [r for r in reqs if r.key in OFFERING_KEYS]
     out: list[Candidate] = []
+    named: set[str] | None = None  # an instance-type In list: only those types need looking at
+    for r in type_reqs:
+        if r.key == labels.INSTANCE_TYPE and r.operator == "In" and r.key in defined:
+            named = set(r.values) if named is None else named & set(r.values)
     for it in types:
+        if named is not None and it.labels.get(labels.INSTANCE_TYPE) not in named:
+            continue
         if not quantity.fits(requests, it.allocatable):
             continue
         if not matches(type_reqs, it.labels, defined):
