@@ -16,6 +16,7 @@ treated as read-only. A pod hashes by ``(namespace, name, uid)``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -113,6 +114,8 @@ class Pod:
     host_network: bool = False
     termination_grace_period_seconds: int | None = None
     _requests: quantity.ResourceList | None = field(default=None, init=False, repr=False, compare=False)
+    _host_ports: tuple[tuple[str, str, int], ...] | None = field(default=None, init=False, repr=False,
+                                                                 compare=False)
 
     def __hash__(self) -> int:
         return hash((self.metadata.namespace, self.metadata.name, self.metadata.uid))
@@ -153,13 +156,17 @@ class Pod:
 
     def host_ports(self) -> tuple[tuple[str, str, int], ...]:
         """``(host_ip, protocol, port)`` of every port with a host port, containers and init
-        containers; an empty host IP is reported as ``0.0.0.0`` (all addresses)."""
-        out: list[tuple[str, str, int]] = []
-        for c in (*self.init_containers, *self.containers):
-            for p in c.ports:
-                if p.host_port:
-                    out.append((p.host_ip or "0.0.0.0", p.protocol, p.host_port))
-        return tuple(out)
+        containers; an empty host IP is reported as ``0.0.0.0`` (all addresses). Cached."""
+        cached = self._host_ports
+        if cached is None:
+            out: list[tuple[str, str, int]] = []
+            for c in (*self.init_containers, *self.containers):
+                for p in c.ports:
+                    if p.host_port:
+                        out.append((p.host_ip or "0.0.0.0", p.protocol, p.host_port))
+            cached = tuple(out)
+            object.__setattr__(self, "_host_ports", cached)
+        return cached
 
     @property
     def owner_kind(self) -> str | None:
@@ -255,6 +262,19 @@ class Pod:
         conditions = tuple(podspec.PodCondition.parse(c) for c in status.items("conditions"))
         return cls(metadata=metadata, node_name=spec.str("nodeName") or None, phase=phase,
                    conditions=conditions, **cached)
+
+    def refreshed(self, d: Mapping[str, Any]) -> Pod:
+        """The pod of manifest ``d`` whose ``spec`` is the one this pod was parsed from.
+
+        Only metadata and status are read again (a status update, a new label): the spec's
+        models are reused. ``d["spec"]`` must hold the same content as the parsed spec.
+        """
+        f = meta.reader("Pod", d)
+        metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True)
+        status = f.sub("status")
+        phase = status.str("phase", "Pending") or "Pending"
+        conditions = tuple(podspec.PodCondition.parse(c) for c in status.items("conditions"))
+        return dataclasses.replace(self, metadata=metadata, phase=phase, conditions=conditions)
 
     @classmethod
     def from_template(

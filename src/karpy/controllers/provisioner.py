@@ -28,6 +28,8 @@ capacity the pending pods need and asks for it. What a caller may rely on:
   node karpy does not manage); ``FailedScheduling`` (Warning) ``Failed to schedule pod,
   <explanation>`` on each pod the core could not place. While such pods remain, the provisioner
   looks again every :data:`RETRY_UNSCHEDULABLE` seconds (offerings come back, limits change).
+  As Karpenter's recorder, a pod gets one FailedScheduling per 5 minutes, and Nominated events
+  go through a token bucket (5 per second, burst 10; Karpenter's PodNominationRateLimiter).
 """
 
 from __future__ import annotations
@@ -64,6 +66,12 @@ CREATED_REASON = "provisioning"
 
 REASON_NOMINATED = "Nominated"
 REASON_FAILED_SCHEDULING = "FailedScheduling"
+
+DEDUPE_SECONDS = {REASON_FAILED_SCHEDULING: 300.0}
+"""As Karpenter's events: one FailedScheduling per pod per 5 minutes (dedupe values: the pod's uid)."""
+NOMINATION_QPS = 5.0
+NOMINATION_BURST = 10
+"""Karpenter's PodNominationRateLimiter: a token bucket over every Nominated event."""
 
 
 def _requirement_terms(claim: results.NewNodeClaim) -> list[dict[str, Any]]:
@@ -157,8 +165,12 @@ class Provisioner:
         self.offerings = offerings
         self._batch_start: float | None = None
         self._last_trigger: float | None = None
+        self._deduped: dict[tuple[str, str], float] = {}
+        self._tokens = float(NOMINATION_BURST)
+        self._tokens_at: float | None = None
         self.runs = 0
         self.last_results: results.Results | None = None
+        self._pools_seen: dict[str, tuple[Any, ...]] = {}
         self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
         """NodePools left out of the last scheduling run because their NodeClass is not Ready."""
 
@@ -198,6 +210,18 @@ class Provisioner:
         return ()
 
     def _map_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        # a spec change (new generation) or a readiness change can change a plan; the counts the
+        # nodepool.counter controller writes into status cannot
+        name = interface.name_of(obj)
+        seen = ((obj.get("metadata") or {}).get("generation"),
+                tuple(sorted((str(c.get("type")), str(c.get("status")))
+                             for c in (obj.get("status") or {}).get("conditions") or ())))
+        if event == interface.DELETED:
+            self._pools_seen.pop(name, None)
+        elif event != interface.ADDED and self._pools_seen.get(name) == seen:
+            return ()
+        else:
+            self._pools_seen[name] = seen
         self.trigger()
         return (BATCH_KEY,)
 
@@ -325,6 +349,27 @@ class Provisioner:
             log.debug("provisioner: NodeClass %s of NodePool %s not readable: %s", ref, pool.name, exc)
         return None
 
+    def _should_publish(self, reason: str, uid: str) -> bool:
+        """Karpenter's recorder: dedupe by (reason, pod uid) for a while, then the Nominated rate limit."""
+        now = self.clock.now()
+        timeout = DEDUPE_SECONDS.get(reason)
+        if timeout is not None:
+            until = self._deduped.get((reason, uid))
+            if until is not None and now < until:
+                return False
+            if len(self._deduped) > 4096:
+                self._deduped = {k: t for k, t in self._deduped.items() if t > now}
+            self._deduped[(reason, uid)] = now + timeout
+        if reason != REASON_NOMINATED:
+            return True
+        if self._tokens_at is not None:
+            self._tokens = min(float(NOMINATION_BURST), self._tokens + (now - self._tokens_at) * NOMINATION_QPS)
+        self._tokens_at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
     def _describe_target(self, target: str) -> str:
         if self.state.raw("Node", target) is not None:
             claim = self.state.nodeclaim_for_node(target)
@@ -334,6 +379,8 @@ class Provisioner:
     def _pod_event(self, key: str, type_: str, reason: str, message: str) -> None:
         obj = self.state.raw("Pod", key)
         if obj is None:
+            return
+        if not self._should_publish(reason, interface.uid_of(obj) or key):
             return
         try:
             self.recorder.publish(obj, type_, reason, message)

@@ -97,7 +97,7 @@ class ClusterState:
     def __init__(self, cluster: interface.Cluster) -> None:
         self.cluster = cluster
         self._objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in KINDS}
-        self._parsed: dict[tuple[str, str], tuple[str, Any]] = {}
+        self._parsed: dict[tuple[str, str], tuple[str, Any, Any]] = {}
         self._bad: dict[tuple[str, str], tuple[str, str]] = {}
         self._pods_by_node: dict[str, set[str]] = {}
         self._pod_node: dict[str, str] = {}
@@ -196,15 +196,20 @@ class ClusterState:
         bad = self._bad.get((kind, key))
         if bad is not None and bad[0] == rv and rv:
             return None
+        spec = obj.get("spec")
         try:
             self.parses += 1
-            model = _PARSERS[kind](obj)
+            if cached is not None and kind == "Pod" and spec is not None and cached[2] is spec:
+                # the cluster never changes a stored object in place: the same spec dict is the same spec
+                model = cached[1].refreshed(obj)
+            else:
+                model = _PARSERS[kind](obj)
         except (api_errors.ValidationError, ValueError) as exc:
             self._bad[(kind, key)] = (rv, str(exc))
             self._parsed.pop((kind, key), None)
             log.warning("state: ignoring %s %s (resourceVersion %s): %s", kind, key, rv, exc)
             return None
-        self._parsed[(kind, key)] = (rv, model)
+        self._parsed[(kind, key)] = (rv, model, spec)
         self._bad.pop((kind, key), None)
         return model
 

@@ -30,7 +30,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 
 def place(run: placement_mod.Placement, g: podgroups.PodGroup) -> int:
-    keyed = [t for t in g.terms() if not t.hostname]
+    keyed = [t for t in g.terms() if not t.hostname] + run.counted_spreads(g)
     inverse = any(not t.hostname and t.kind == topology.ANTI_AFFINITY and s.owners
                   and t.matches(g.namespace, g.labels) for t, s in run.terms.items())
     req = run.vector(g.requests)

@@ -35,8 +35,12 @@ class Placement:
 
     def __init__(self, dims: list[str], tmpls: list[templates.Template],
                  groups: Sequence[podgroups.PodGroup], existing: Sequence[results.ExistingNode],
-                 daemon_pods: Sequence[pod_mod.Pod]) -> None:
+                 daemon_pods: Sequence[pod_mod.Pod], *, count_matching: bool = False) -> None:
+        """``count_matching``: pods matching a zonal (non-hostname) spread they do not carry keep
+        that spread too (see :meth:`counted_spreads`)."""
         self.dims = dims
+        self.count_matching = count_matching
+        self._counted_cache: dict[Any, list[topology.Term]] = {}
         self.templates = tmpls
         self.daemon_pods = list(daemon_pods)
         self.dim_index = {d: i for i, d in enumerate(dims)}
@@ -59,6 +63,9 @@ class Placement:
         self._relevant_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool, bool]]] = {}
         self._hostname_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool]]] = {}
         self._compat: dict[tuple[reqs_mod.Requirements, int], bool] = {}
+        self._compat_vec: dict[reqs_mod.Requirements, BoolArray] = {}
+        self._classes = bins_mod.Registry()
+        self._rs_class: list[int] = []
         self._tol: dict[tuple[Any, bool, int], bool] = {}
         self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
         self._ds_ports: dict[tuple[int, reqs_mod.Requirements], hostports.HostPortUsage | None] = {}
@@ -84,9 +91,11 @@ class Placement:
         return v
 
     def _add_existing(self, node: results.ExistingNode) -> None:
-        used = np.zeros(len(self.dims), dtype=np.int64)
+        summed: dict[str, int] = {}
         for p in node.pods:
-            used += self.vector(p.requests)
+            for name, amount in p.requests.items():
+                summed[name] = summed.get(name, 0) + amount
+        used = self.vector(summed)
         taints = tuple(t for t in node.taints
                        if not (node.in_flight and t.key in EPHEMERAL))
         reqs = _label_requirements(tuple(sorted(node.labels.items())))
@@ -118,8 +127,9 @@ class Placement:
             for d in daemon_ports:  # an in-flight node's DaemonSet pods will hold theirs
                 usage.add(_daemon_key(d), [hostports.host_port(*hp) for hp in d.host_ports()])
             self.bins.ports[b] = usage
-        for p in node.pods:
-            self._count(p.namespace, p.labels, _owned_anti(p), b, 1)
+        if self.terms:
+            for p in node.pods:
+                self._count(p.namespace, p.labels, _owned_anti(p), b, 1)
 
     def _template_domains(self, tmpl: templates.Template, key: str) -> set[str]:
         r = tmpl.requirements.get(key)
@@ -161,22 +171,60 @@ class Placement:
             self._relevant_cache[key] = hit
         return hit
 
+    def counted_spreads(self, g: podgroups.PodGroup) -> list[topology.Term]:
+        """Required spreads on a non-hostname key that ``g``'s pods match but do not carry.
+
+        Kubernetes counts every pod matching a spread's selector: for a plan to hold whatever
+        order the pods bind in, such pods must keep the spread even too. Empty unless the run
+        was built with ``count_matching`` (the provisioner's plans; the kube-scheduler checks only
+        the binding pod's own constraints, as Kubernetes does).
+        """
+        if not self.count_matching:
+            return []
+        own = g.terms()
+        key = (g.namespace, tuple(sorted(g.labels.items())), tuple(own))
+        hit = self._counted_cache.get(key)
+        if hit is None:
+            hit = [t for t in self.terms if t.kind == topology.SPREAD and t.required
+                   and t not in own and t.matches(g.namespace, g.labels)]
+            self._counted_cache[key] = hit
+        return [t for t in hit if not t.hostname]
+
+    def counts_for_hostname_spread(self, g: podgroups.PodGroup) -> bool:
+        """``g``'s pods match a required hostname spread they do not carry (see :meth:`counted_spreads`)."""
+        self.counted_spreads(g)
+        hit = self._counted_cache.get((g.namespace, tuple(sorted(g.labels.items())), tuple(g.terms()))) or []
+        return any(t.hostname for t in hit)
+
     # -- masks ----------------------------------------------------------------------------------
 
     def base_mask(self, g: podgroups.PodGroup) -> BoolArray:
-        """Bins a pod of ``g`` may use by requirements and taints (ignoring capacity)."""
+        """Bins a pod of ``g`` may use by requirements and taints (ignoring capacity).
+
+        Compatibility is kept per group requirement set as a vector over requirement-set ids,
+        extended only for sets added since; nodes that differ only by hostname share one check
+        unless the group constrains the hostname.
+        """
         n = self.bins.n
         greq = g.requirements()
         rs_ids = self.bins.reqset[:n]
         tol_ids = self.bins.taintset[:n]
-        compat = np.array([self._compatible(greq, i) for i in range(len(self.bins.reqsets.values))],
-                          dtype=np.bool_)
+        total = len(self.bins.reqsets.values)
+        vec = self._compat_vec.get(greq)
+        if vec is None or len(vec) < total:
+            done = 0 if vec is None else len(vec)
+            by_class = wk.HOSTNAME not in greq
+            more = np.fromiter((self._compatible(greq, i, by_class) for i in range(done, total)),
+                               dtype=np.bool_, count=total - done)
+            vec = more if vec is None else np.concatenate([vec, more])
+            self._compat_vec[greq] = vec
         tol = np.array([self._tolerates(g, i) for i in range(len(self.bins.taintsets.values))],
                        dtype=np.bool_)
-        return compat[rs_ids] & tol[tol_ids] & self.bins.schedulable[:n]
+        return vec[rs_ids] & tol[tol_ids] & self.bins.schedulable[:n]
 
-    def _compatible(self, greq: reqs_mod.Requirements, rs_id: int) -> bool:
-        key = (greq, rs_id)
+    def _compatible(self, greq: reqs_mod.Requirements, rs_id: int, by_class: bool = False) -> bool:
+        cls = self._class_of(rs_id) if by_class else -1 - rs_id
+        key = (greq, cls)
         hit = self._compat.get(key)
         if hit is None:
             reqs, is_node = self.bins.reqsets.values[rs_id]
@@ -184,6 +232,13 @@ class Placement:
             hit = reqs.compatible(greq, allow) is None
             self._compat[key] = hit
         return hit
+
+    def _class_of(self, rs_id: int) -> int:
+        """The id of requirement set ``rs_id`` without its hostname (nodes differ only there)."""
+        while len(self._rs_class) <= rs_id:
+            reqs, is_node = self.bins.reqsets.values[len(self._rs_class)]
+            self._rs_class.append(self._classes.id((_without_hostname(reqs), is_node)))
+        return self._rs_class[rs_id]
 
     def _tolerates(self, g: podgroups.PodGroup, ts_id: int) -> bool:
         key = (g.tolerations, g.tolerate_prefer_no_schedule, ts_id)
@@ -208,6 +263,11 @@ class Placement:
             if c is None:
                 if term in owned and term.kind == topology.AFFINITY:
                     c = self._hostname_affinity_cap(state, size, match)
+                elif self.count_matching and match and term.kind == topology.SPREAD and term.required:
+                    # a pod that only matches a hostname spread stays off the carriers' nodes: they
+                    # may bind after it and must then still find their node within maxSkew
+                    state.grow(size)
+                    c = np.where(state.bin_owners[:size] == 0, BIG, 0).astype(np.int64)
                 else:
                     continue
             cap = c if cap is None else np.minimum(cap, c)
@@ -224,7 +284,7 @@ class Placement:
         """Allowed domains per non-hostname key for one more pod of ``g``."""
         out: dict[str, set[str]] = {}
         greq = g.requirements()
-        for term in g.terms():
+        for term in [*g.terms(), *self.counted_spreads(g)]:
             if term.hostname:
                 continue
             state = self.terms[term]
@@ -242,7 +302,8 @@ class Placement:
 
     def terms_count(self, g: podgroups.PodGroup, key: str, value: str) -> int:
         """Pods counted in domain ``value`` of ``key`` by the terms ``g`` must satisfy."""
-        return sum(self.terms[t].counts.get(value, 0) for t in g.terms() if t.key == key)
+        return sum(self.terms[t].counts.get(value, 0) for t in [*g.terms(), *self.counted_spreads(g)]
+                   if t.key == key)
 
     def eligible(self, key: str, greq: reqs_mod.Requirements, honor: bool) -> list[str]:
         r = greq.get(key)
@@ -275,15 +336,48 @@ class Placement:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in g.host_ports])
         # only required anti-affinity binds other pods (the inverse rule); preferred terms do not
         owned = [t for t in g.terms() if t.kind == topology.ANTI_AFFINITY and t.required]
+        self._pin_counted_domains(g, owned, b)
+        if self.count_matching:  # where hostname-spread carriers are, for pods that only match
+            owned += [t for t in g.terms() if t.kind == topology.SPREAD and t.required and t.hostname]
         self._count(g.namespace, g.labels, owned, b, k)
 
+    def _pin_counted_domains(self, g: podgroups.PodGroup, owned: Sequence[topology.Term], b: int) -> None:
+        """Narrow an open claim to one domain of each key where these pods count for a spread or
+        an affinity (Kubernetes counts every pod matching the selector, wherever the claim lands):
+        the domain with the fewest matching pods, so the pods keep the spread even."""
+        for key in self.keys:
+            if self.bins.dom[key][b] != bins_mod.UNDETERMINED:
+                continue
+            counted = [s for t, s, match, _ in self._relevant(g.namespace, g.labels, owned)
+                       if match and t.key == key and t.kind != topology.ANTI_AFFINITY]
+            if not counted:
+                continue
+            choices = sorted(self.bins.possible_values(b, key))
+            if choices:
+                best = min(choices, key=lambda v: (sum(s.counts.get(v, 0) for s in counted), v))
+                self.narrow(b, key, best)
+
     def narrow(self, b: int, key: str, value: str) -> None:
-        """Restrict new NodeClaim ``b`` to domain ``value`` of ``key``."""
+        """Restrict new NodeClaim ``b`` to domain ``value`` of ``key``.
+
+        Pods already on the claim now count in ``value`` for the spread and affinity terms on
+        ``key`` they match (while the domain was open they counted nowhere).
+        """
         if self.bins.domain_of(b, key) == value:
             return
+        was_open = self.bins.dom[key][b] == bins_mod.UNDETERMINED
         reqs = self.bins.requirements(b).add(requirement.Requirement.new(key, "In", [value]))
         self.bins.set_requirements(b, reqs)
         self.bins.set_domain(b, key, value)
+        if was_open and self.bins.pods[b]:
+            by_labels: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+            for p in self.bins.pods[b]:
+                lk = (p.namespace, tuple(sorted(p.labels.items())))
+                by_labels[lk] = by_labels.get(lk, 0) + 1
+            for (namespace, items), count in by_labels.items():
+                for term, state, match, _ in self._relevant(namespace, dict(items), ()):
+                    if match and term.key == key and term.kind != topology.ANTI_AFFINITY:
+                        state.record(value, b, count, owner=False, match=True)
 
     def ports_mask(self, g: podgroups.PodGroup, n: int) -> BoolArray:
         wanted = [hostports.host_port(*hp) for hp in g.host_ports]
@@ -336,6 +430,18 @@ EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGI
 def _label_requirements(items: tuple[tuple[str, str], ...]) -> reqs_mod.Requirements:
     """Requirements of a node's labels, memoised: nodes are re-read on every scheduling run."""
     return reqs_mod.Requirements.from_labels(dict(items))
+
+
+@functools.lru_cache(maxsize=65536)
+def _without_hostname(reqs: reqs_mod.Requirements) -> reqs_mod.Requirements:
+    """``reqs`` without the hostname key, memoised (node requirement sets are memoised too)."""
+    if wk.HOSTNAME not in reqs:
+        return reqs
+    stripped = reqs_mod.Requirements(r for k, r in reqs.items() if k != wk.HOSTNAME)
+    return _CANONICAL.setdefault(stripped, stripped)  # one object per class: later lookups are identity hits
+
+
+_CANONICAL: dict[reqs_mod.Requirements, reqs_mod.Requirements] = {}
 
 
 def _untolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: bool) -> Any:

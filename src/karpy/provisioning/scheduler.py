@@ -75,7 +75,8 @@ class Scheduler:
         if any(templates.NODES in (p.limits or {}) for p in self.nodepools) and templates.NODES not in dims:
             dims.append(templates.NODES)
         tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims)
-        run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods)
+        run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods,
+                                      count_matching=bool(self.nodepools))
         free = [g for g in groups if _is_free(run, g)]
         free_ids = {id(g) for g in free}
         queue = [g for g in groups if id(g) not in free_ids]
@@ -221,7 +222,7 @@ def _is_free(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
 
     A group matching some pending pod's required (anti-)affinity is not free either: it is placed
     in size order with the constrained groups, so the (anti-)affine pods see where it went."""
-    if g.terms() or g.host_ports:
+    if g.terms() or g.host_ports or run.counted_spreads(g) or run.counts_for_hostname_spread(g):
         return False
     if any(t.kind in (topology.ANTI_AFFINITY, topology.AFFINITY) and t.required
            and t.matches(g.namespace, g.labels) for t in run.terms):

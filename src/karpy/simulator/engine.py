@@ -40,12 +40,22 @@ from karpy.api import labels, nodeclaim, nodeclass, nodepool
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
+from karpy.cloudprovider.azure import nap
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, volumes, workloads
+from karpy.simulator import (
+    daemonsets,
+    kube_scheduler,
+    kubelet,
+    provider_bridge,
+    real_cloud,
+    scenario,
+    volumes,
+    workloads,
+)
 
 log = logging.getLogger("karpy.simulator")
 
@@ -302,12 +312,16 @@ class Simulation:
         self.cloud = fake_provider.SimulatedCloud(
             self.clock, random.Random(seeds[1]), catalog=scn.cloud.catalog,
             region=scn.cloud.region, zones=scn.cloud.zones or None, cluster_name=scn.cluster_name,
-            node_classes=self._node_class)
+            node_classes=self._node_class, commitments=scn.cloud.commitments or scn.settings.commitments)
         self.kubelet = kubelet.SimulatedKubelet(
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in
             ("aws", "azure") else "")
-        self.bridge = CloudBridge(self.cloud, self.kubelet)
+        self.bridge: CloudBridge | provider_bridge.ProviderBridge
+        if scn.cloud.endpoint_url:  # the cloud's real provider against an endpoint; the cluster stays simulated
+            self.bridge = real_cloud.bridge(scn, self.clock, self.cluster, self.kubelet)
+        else:
+            self.bridge = CloudBridge(self.cloud, self.kubelet)
         self.metrics = metrics_mod.Metrics()
         self.metrics.attach(cost=self.bridge.cost_per_hour)
         self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,
@@ -376,6 +390,8 @@ class Simulation:
         self.kube_scheduler.register(self.manager)
         volumes.VolumeBinder(self.cluster).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
+        if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
+            nap.ensure(self.cluster)
 
     def _register_faulty(self, manager: runtime.Manager, cluster: Any, cloud: Any) -> list[str]:
         return register_karpy(manager, cluster=cluster, cloud=cloud, cloud_provider=cloud, clock=self.clock,
@@ -462,7 +478,7 @@ class Simulation:
             self._interrupt(step, a)
         else:
             until = self.clock.now() + a.duration
-            self.cloud.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
+            self.bridge.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
 
     def _interrupt(self, step: scenario.Step, a: scenario.Interrupt) -> None:
         if a.node:
@@ -566,13 +582,21 @@ class Simulation:
             scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
             events=evs, metrics=self.metrics_summary(), timeline=list(self.timeline), notes=list(self.notes),
             reconciles=self.manager.reconciles, cost_per_hour=self.bridge.cost_per_hour(),
-            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
+            accrued_cost=self.bridge.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
             reconcile_errors=[r for f in self._failures() for r in f.summary()],
             unexpected_errors=sum(f.unexpected for f in self._failures()),
             error_lines=[line for f in self._failures() for line in f.lines(self.start)])
 
     def _failures(self) -> list[Any]:
         return [self.manager.failures, *([self.chaos.failures] if self.chaos is not None else [])]
+
+    def _commitments(self) -> dict[str, Any]:
+        """With commitments: the bill now (on-demand equivalent, paid, utilisation) and over time."""
+        billing = getattr(self.cloud, "billing", None)
+        if not billing:
+            return {}
+        over_time = [{"t": round(t - self.start, 3), **summary} for t, summary in billing.history]
+        return {"commitments": {**billing.summary(), "overTime": over_time}}
 
     def metrics_summary(self) -> dict[str, Any]:
         """Karpenter's metrics (deterministic ones only) plus the simulator's own counts."""
@@ -598,7 +622,8 @@ class Simulation:
                 "podsBoundByKubeScheduler": self.kube_scheduler.bound,
                 "kubeSchedulerRuns": self.kube_scheduler.runs,
                 "costPerHour": round(self.bridge.cost_per_hour(), 6),
-                "accruedCost": round(self.cloud.accrued_cost(), 6),
+                "accruedCost": round(self.bridge.accrued_cost(), 6),
+                **self._commitments(),
             },
             "karpenter": karpenter,
         }

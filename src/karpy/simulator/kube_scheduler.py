@@ -92,7 +92,7 @@ class KubeScheduler:
         self.bound = 0
         self._manager: runtime.Manager | None = None
         self._last_run: float | None = None
-        self._pods: dict[str, tuple[str, pod.Pod | None]] = {}
+        self._pods: dict[str, tuple[str, pod.Pod | None, tuple[Any, ...]]] = {}
         self._nodes: dict[str, tuple[str, node.Node | None]] = {}
         self._reqs: dict[str, tuple[str, requirements.Requirements]] = {}
         # What the watches told: pending pods, bound (non-terminal) pods by node, nodes.
@@ -175,17 +175,25 @@ class KubeScheduler:
     # ------------------------------------------------------------------------------ models
 
     def _pod(self, obj: Mapping[str, Any]) -> pod.Pod | None:
+        """The pod's model, parsed again only when its spec, labels or annotations changed.
+
+        The cluster never changes a stored object in place (a write stores new dicts for what it
+        changes), so an unchanged ``spec`` / ``labels`` / ``annotations`` object means unchanged
+        content: status updates (the kubelet's) cost no parse.
+        """
         uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        md = obj.get("metadata") or {}
+        rv = str(md.get("resourceVersion", ""))
+        parts = (obj.get("spec"), md.get("labels"), md.get("annotations"))
         hit = self._pods.get(uid)
-        if hit is not None and hit[0] == rv:
+        if hit is not None and (hit[0] == rv or all(a is b for a, b in zip(hit[2], parts, strict=True))):
             return hit[1]
         try:
             model: pod.Pod | None = pod.Pod.from_manifest(obj)
         except api_errors.ValidationError as exc:
             log.warning("kube-scheduler: cannot read pod %s: %s", uid, exc)
             model = None
-        self._pods[uid] = (rv, model)
+        self._pods[uid] = (rv, model, parts)
         return model
 
     def _node(self, obj: Mapping[str, Any]) -> node.Node | None:

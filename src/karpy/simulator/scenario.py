@@ -49,6 +49,7 @@ import yaml
 from karpy import settings as settings_mod
 from karpy.api import duration, errors, fields, labels, manifest, strict
 from karpy.cloudprovider import catalog as catalog_mod
+from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import interface as cloud_interface
 from karpy.simulator import faultspec, scenario_schema
 
@@ -139,6 +140,15 @@ class Cloud:
     """As written: aws, azure, kwok, fake or benchmark."""
     region: str | None
     zones: tuple[str, ...]
+    commitments: commitments_mod.Commitments = commitments_mod.NONE
+    """``spec.cloud.commitments``: Reserved Instances, Savings Plans, a negotiated discount."""
+    endpoint_url: str | None = None
+    """``spec.cloud.endpointURL``: run the cloud's real provider against this endpoint (e.g. a moto server)."""
+    kubernetes_version: str | None = None
+    """``spec.kubernetesVersion`` (or ``spec.cloud.kubernetesVersion``): the cluster's version, for the real
+    provider's image lookups."""
+    nap_mode: bool = False
+    """``napMode`` (azure only): AKS Node Auto-Provisioning's own NodePools and AKSNodeClasses exist."""
 
     @property
     def catalog(self) -> str:
@@ -296,6 +306,9 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
     f = fields.Fields(doc, label)
     spec = f.sub("spec")
     cloud = _collect(problems, _read_cloud, spec.sub("cloud"))
+    k8s_version = _collect(problems, spec.str, "kubernetesVersion")
+    if cloud is not None and k8s_version:
+        cloud = dataclasses.replace(cloud, kubernetes_version=str(k8s_version))
     settings = _read_settings(spec, problems)
     spec_until = _collect(problems, lambda: _duration(spec, "until", required=until is None))
     total = until if until is not None else spec_until
@@ -358,7 +371,19 @@ def _read_cloud(f: fields.Fields) -> Cloud:
     region = f.str("region")
     if region is not None and PROVIDERS[provider] not in ("aws", "azure"):
         raise f.fail("region", f"no region for provider {provider} (its catalog has fixed zones)", region)
-    return Cloud(provider=provider, region=region, zones=zones)
+    commitments = commitments_mod.parse(f.raw("commitments"), f"{f.obj}: {f.at('commitments')}") \
+        if f.has("commitments") else commitments_mod.NONE
+    endpoint = f.str("endpointURL")
+    if endpoint is not None:
+        if PROVIDERS[provider] not in ("aws", "azure"):
+            raise f.fail("endpointURL", "no endpoint for provider " + provider + " (aws and azure only)", endpoint)
+        if not endpoint.startswith(("http://", "https://")):
+            raise f.fail("endpointURL", "an http:// or https:// URL", endpoint)
+    nap_mode = bool(f.bool("napMode"))
+    if nap_mode and PROVIDERS[provider] != "azure":
+        raise f.fail("napMode", "napMode only with provider azure (AKS Node Auto-Provisioning)", provider)
+    return Cloud(provider=provider, region=region, zones=zones, commitments=commitments, endpoint_url=endpoint,
+                 kubernetes_version=f.str("kubernetesVersion"), nap_mode=nap_mode)
 
 
 class _Known:

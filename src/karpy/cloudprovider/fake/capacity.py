@@ -203,7 +203,13 @@ def candidates(types: Sequence[instancetype.InstanceType],
     type_reqs = [r for r in reqs if r.key not in OFFERING_KEYS]
     offering_reqs = [r for r in reqs if r.key in OFFERING_KEYS]
     out: list[Candidate] = []
+    named: set[str] | None = None  # an instance-type In list: only those types need looking at
+    for r in type_reqs:
+        if r.key == labels.INSTANCE_TYPE and r.operator == "In" and r.key in defined:
+            named = set(r.values) if named is None else named & set(r.values)
     for it in types:
+        if named is not None and it.labels.get(labels.INSTANCE_TYPE) not in named:
+            continue
         if not quantity.fits(requests, it.allocatable):
             continue
         if not matches(type_reqs, it.labels, defined):
@@ -282,5 +288,6 @@ def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | 
 
 def azure_image(family: str, version: str) -> str:
     """An AKS node image id in the community gallery, e.g. ``.../2204gen2containerd/versions/<v>``."""
-    sku = "2204gen2containerd" if family == "Ubuntu2204" else "AzureLinuxgen2containerd"
+    skus = {"Ubuntu": "2204gen2containerd", "Ubuntu2204": "2204gen2containerd", "Ubuntu2404": "2404gen2containerd"}
+    sku = skus.get(family, "AzureLinuxgen2containerd")
     return f"{AZURE_IMAGE_GALLERY}/{sku}/versions/{version}"

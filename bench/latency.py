@@ -1,0 +1,77 @@
+"""Decision latency: the scheduling core called directly, as the provisioner calls it.
+
+Two cases (medians of ``--repeat`` runs, default 5):
+
+* ``empty``: 1,000 pending generic pods (bench/cost.py's shapes), an empty cluster, the AWS
+  catalog, Karpenter's getting-started pool (c/m/r on-demand, generation > 2, amd64), a DaemonSet.
+* ``big``: the same 1,000 pending pods plus 10,000 existing nodes (m5.2xlarge, three zones, each
+  with its own hostname) holding 100,000 running pods (10 per node).
+
+Prints seconds (median, min, max) and the cost of the new NodeClaims per case.
+
+Run: ``python bench/latency.py [--repeat 5] [--nodes 10000] [--pending 1000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from typing import Any
+
+from karpy import clock
+from karpy.api import labels as wk
+from karpy.api import pod
+from karpy.cloudprovider import catalog
+from karpy.provisioning import results, scheduler, templates
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import cost
+
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+
+
+def existing_nodes(n: int, pods_per_node: int, types: list[Any]) -> list[results.ExistingNode]:
+    it = next(t for t in types if t.name == "m5.2xlarge")
+    out = []
+    for i in range(n):
+        name = f"ip-10-{i // 65536}-{(i // 256) % 256}-{i % 256}.ec2.internal"
+        labels = {**it.labels, wk.ZONE: ZONES[i % 3], wk.CAPACITY_TYPE: "on-demand", wk.HOSTNAME: name,
+                  wk.NODEPOOL: "default", wk.REGION: "us-east-1"}
+        pods = [pod.build(f"run-{i}-{j}", namespace="default", labels={"app": f"r{j}"}, node_name=name,
+                          requests={"cpu": "250m", "memory": "512Mi"}) for j in range(pods_per_node)]
+        out.append(results.ExistingNode(name=name, labels=labels, taints=(), allocatable=dict(it.allocatable),
+                                        pods=pods, nodepool="default"))
+    return out
+
+
+def timed(pods: list[pod.Pod], np_: Any, types: list[Any], ds: pod.Pod,
+          existing: list[results.ExistingNode]) -> tuple[float, float]:
+    start = clock.perf_counter()
+    res = scheduler.Scheduler([np_], {"default": types}, existing, [ds]).solve(pods)
+    return clock.perf_counter() - start, res.cost()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--pending", type=int, default=1000)
+    args = ap.parse_args(argv)
+    np_ = cost.on_demand_nodepool(cost.NODEPOOLS["getting-started"])
+    reqs = templates.nodepool_requirements(np_)
+    types = [t for t in catalog.load("aws") if templates._type_compatible(reqs, t)]
+    ds = cost.daemonset_pod()
+    pods = cost.make_pods(args.pending)
+    cases = [("empty", []), ("big", existing_nodes(args.nodes, 10, types))]
+    print(f"{'case':>6} {'pending':>8} {'nodes':>7} {'median-s':>9} {'min-s':>7} {'max-s':>7} {'$/h':>9}")
+    for name, existing in cases:
+        runs = [timed(pods, np_, types, ds, existing) for _ in range(args.repeat)]
+        secs = [r[0] for r in runs]
+        print(f"{name:>6} {len(pods):>8} {len(existing):>7} {statistics.median(secs):>9.3f} {min(secs):>7.3f} "
+              f"{max(secs):>7.3f} {runs[0][1]:>9.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
