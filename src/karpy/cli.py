@@ -149,7 +149,10 @@ def convert_command(files: tuple[str, ...], out: str, default_instance_profile: 
 
 
 @main.command("whatif")
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--kubeconfig", default=None, metavar="PATH",
+              help="Read the state from a live cluster (read-only: lists only) instead of FILES.")
+@click.option("--context", default=None, help="The kubeconfig context to use.")
 @click.option("--nodepools", "nodepool_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="NodePools / NodeClasses to try instead of the cluster's (repeatable).")
 @click.option("--for", "for_", default="15m", show_default=True, metavar="DURATION",
@@ -159,9 +162,11 @@ def convert_command(files: tuple[str, ...], out: str, default_instance_profile: 
 @click.option("--region", default=None, help="Region of the catalog (default: the nodes' region label).")
 @click.option("--output", "-o", type=click.Choice(("table", "json")), default="table", show_default=True)
 @click.option("--report", "report_dir", default=None, metavar="DIR", help="Also write the HTML report into DIR.")
-def whatif_command(files: tuple[str, ...], nodepool_files: tuple[str, ...], for_: str, seed: int,
-                   cluster_name: str, region: str | None, output: str, report_dir: str | None) -> None:
-    """What karpy would do to the cluster state dumped in FILES (kubectl get ... -A -o yaml)."""
+def whatif_command(files: tuple[str, ...], kubeconfig: str | None, context: str | None,
+                   nodepool_files: tuple[str, ...], for_: str, seed: int, cluster_name: str, region: str | None,
+                   output: str, report_dir: str | None) -> None:
+    """What karpy would do to the cluster state dumped in FILES (kubectl get ... -A -o yaml), or to a live
+    cluster's (--kubeconfig)."""
     import logging
 
     from karpy.api import duration
@@ -175,8 +180,23 @@ def whatif_command(files: tuple[str, ...], nodepool_files: tuple[str, ...], for_
     if seconds is None or seconds <= 0:
         _fail("cannot be replayed", files, errors.ValidationError.single(
             "--for", "(flag)", "a positive duration such as 15m or 2h", for_))
+    if bool(files) == bool(kubeconfig):
+        raise click.UsageError("give dump FILES or --kubeconfig, not both and not neither")
+    inputs = [(f, _read(f)) for f in files]
+    if kubeconfig:
+        from karpy.kube import errors as kube_errors
+        from karpy.simulator import whatif_live
+
+        try:
+            live, notes = whatif_live.read(kubeconfig, context)
+        except (kube_errors.KubeError, errors.ValidationError) as exc:
+            click.echo(f"Error: cannot read the cluster of {kubeconfig}: {exc}", err=True)
+            sys.exit(3)
+        inputs = [live]
+        for note in notes:
+            click.echo(f"Warning: {note}", err=True)
     try:
-        answer = whatif.run([(f, _read(f)) for f in files], nodepools=[(f, _read(f)) for f in nodepool_files],
+        answer = whatif.run(inputs, nodepools=[(f, _read(f)) for f in nodepool_files],
                             for_seconds=seconds, seed=seed, cluster_name=cluster_name, region=region)
     except errors.ValidationError as exc:
         _fail("cannot be replayed", files, exc)

@@ -90,11 +90,12 @@ def test_nodepools_to_try_replace_the_clusters_and_say_what_they_would_cost(
     assert all(a["t"] <= 300 for a in answer["actions"])
 
 
-def test_a_table_names_the_nodepools_and_the_actions(
-        dump: tuple[pathlib.Path, dict[str, list[dict[str, Any]]]]) -> None:
+def test_a_table_names_the_nodepools_and_the_actions_and_the_report_is_written(
+        dump: tuple[pathlib.Path, dict[str, list[dict[str, Any]]]], tmp_path: pathlib.Path) -> None:
     path, _ = dump
-    done = karpy("whatif", str(path), "--for", "20m")
+    done = karpy("whatif", str(path), "--for", "20m", "--report", str(tmp_path / "report"))
     assert done.returncode == 0, done.stderr
+    assert (tmp_path / "report" / "index.html").read_text().count("<img") >= 1
     assert "general" in done.stdout and "(unmanaged)" in done.stdout
     assert "Consolidation/" in done.stdout
 

@@ -120,11 +120,15 @@ WELL_KNOWN_LABELS = frozenset({
 }) | AWS_LABELS | AZURE_LABELS
 """Labels a NodePool need not define for a pod to select them: every launched node gets them."""
 
-RESTRICTED_LABEL_DOMAINS = frozenset({"kubernetes.io", "k8s.io", GROUP, AWS_GROUP, AZURE_GROUP})
-"""Label domains (and their subdomains) a NodePool may not set, except the allowed keys below."""
+RESTRICTED_LABEL_DOMAINS = frozenset({GROUP, AWS_GROUP, AZURE_GROUP})
+"""Label domains (and their subdomains) a NodePool may not set, except well-known labels.
+
+Karpenter v1.12+ (``RestrictedLabelDomains``: ``karpenter.sh``, plus each provider's own group)
+no longer reserves ``kubernetes.io`` and ``k8s.io``: only ``kubernetes.io/hostname`` there is
+restricted (:data:`RESTRICTED_LABELS`)."""
 
 LABEL_DOMAIN_EXCEPTIONS = frozenset({"kops.k8s.io", "node.kubernetes.io", "node-restriction.kubernetes.io"})
-"""Subdomains of restricted domains a user may use (Kubernetes' node-restriction rules)."""
+"""Subdomains a user may always use (kept for callers; none is inside a restricted domain now)."""
 
 RESTRICTED_LABELS = frozenset({HOSTNAME, REGISTERED, INITIALIZED, PROVISIONER_NAME})
 """Labels nobody but karpy and the kubelet may set on a node template."""
@@ -148,8 +152,9 @@ def domain(key: str) -> str:
 def is_restricted(key: str) -> bool:
     """True when a NodePool may not set or require ``key`` (Karpenter's rule).
 
-    Well-known labels are allowed in requirements; template labels in restricted domains are not,
-    unless the domain is one of :data:`LABEL_DOMAIN_EXCEPTIONS` (or a subdomain of one).
+    Well-known labels are allowed; :data:`RESTRICTED_LABELS` and keys in a
+    :data:`RESTRICTED_LABEL_DOMAINS` domain (or a subdomain of one) are not, as Karpenter v1's
+    ``IsRestrictedLabel``; ``kubernetes.io`` / ``k8s.io`` keys other than the hostname are allowed.
     """
     if key in WELL_KNOWN_LABELS:
         return False

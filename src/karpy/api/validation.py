@@ -54,9 +54,8 @@ RESTRICTED_TAG_KEYS = ("karpenter.sh/nodepool", "karpenter.sh/nodeclaim", "karpe
 RESTRICTED_TAG_PREFIXES = ("kubernetes.io/cluster/", "aws:")
 
 RESTRICTED_KEY_EXPECTED = (
-    "a label key outside the domains Karpenter reserves (kubernetes.io, k8s.io, karpenter.sh, "
-    "karpenter.k8s.aws, karpenter.azure.com), other than a well-known label or a node.kubernetes.io / "
-    "node-restriction.kubernetes.io key"
+    "a label key outside the domains Karpenter reserves (karpenter.sh, karpenter.k8s.aws, "
+    "karpenter.azure.com) other than a well-known label, and not kubernetes.io/hostname"
 )
 
 

@@ -110,7 +110,7 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
     ``karpenter.sh/termination`` finalizer; spec from the claim and the NodePool template.
     """
     spec_t = pool.template.spec
-    labels = nodelabels.custom_labels(claim.requirements)
+    labels = nodelabels.custom_labels(claim.requirements, {k for t in claim.instance_types for k in t.labels})
     labels.update(pool.template.labels)
     labels.update(claim.labels)
     labels[wk.NODEPOOL] = pool.name

@@ -14,6 +14,8 @@ Karpenter v1 (``concepts/disruption``), a node is a candidate when:
 
 :func:`why_not` returns ``None`` for a candidate, else a human message (for ``Unconsolidatable``
 events). :func:`is_empty` says whether a node only runs DaemonSet / static pods and finished pods.
+:func:`consolidation_disabled` says, in Karpenter's words, when a candidate's NodePool keeps
+consolidation from considering it.
 """
 
 from __future__ import annotations
@@ -128,3 +130,17 @@ def candidate(
         return reason
     assert claim is not None and pool is not None
     return Candidate(node=n, nodeclaim=claim, nodepool=pool, pods=tuple(pods))
+
+
+def consolidation_disabled(c: Candidate) -> str | None:
+    """Karpenter's ``Unconsolidatable`` message when ``c``'s NodePool keeps consolidation from
+    considering it, else ``None`` (v1.14 ``consolidation.ShouldDisrupt``): ``consolidateAfter:
+    Never`` disables it for every node; ``WhenEmpty`` for every node that is not empty (empty ones
+    are emptiness' business)."""
+    d = c.nodepool.disruption
+    name = c.nodepool.metadata.name
+    if d.consolidate_after is None:
+        return f'NodePool "{name}" has consolidation disabled'
+    if d.consolidation_policy == nodepool.WHEN_EMPTY and not is_empty(c.pods):
+        return f'NodePool "{name}" has consolidation policy WhenEmpty, but node is not empty'
+    return None

@@ -327,6 +327,9 @@ class DisruptionController:
                 continue
             obs.candidates[n.name] = result
             obs.since[n.name] = emptiness.empty_since(result.nodeclaim, self.last_pod_event.get(n.name))
+            disabled = candidates.consolidation_disabled(result)
+            if disabled is not None and n.name in obs.claim_objs:
+                self._report_unconsolidatable(n.name, obs, disabled)
         if obs.candidates and self.state.pending_pod_count():  # only candidates can lose by it
             obs.nominated = self.nominated(obs)
             for name in sorted(obs.nominated & set(obs.candidates)):

@@ -113,3 +113,18 @@ def is_not_found(err: BaseException) -> bool:
 
 def is_conflict(err: BaseException) -> bool:
     return isinstance(err, Conflict)
+
+
+class ConfigError(KubeError):
+    """No usable connection configuration (kubeconfig, context, in-cluster service account)."""
+
+    status = 0
+    reason = "ConfigError"
+
+
+class Unavailable(KubeError):
+    """503 / connection failure / timeout: the API server could not be reached; retry later."""
+
+    status = 503
+    reason = "ServiceUnavailable"
+    retryable = True

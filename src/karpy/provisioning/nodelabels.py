@@ -16,15 +16,27 @@ no label.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from karpy.api import labels as wk
 from karpy.scheduling import requirements as reqs_mod
 
+PROVIDER_LABELS = frozenset({
+    "topology.k8s.aws/zone-id", "karpenter.k8s.aws/capacity-reservation-id",
+    "karpenter.k8s.aws/capacity-reservation-type", "karpenter.k8s.aws/instance-capability-flex",
+})
+"""Well-known labels of Karpenter's providers that the cloud sets and :mod:`karpy.api.labels` does
+not list (never resolved from requirements: the instance decides them)."""
 
-def custom_labels(reqs: reqs_mod.Requirements) -> dict[str, str]:
-    """A concrete label per custom requirement key of ``reqs`` (see the module docstring)."""
+
+def custom_labels(reqs: reqs_mod.Requirements, provided: Iterable[str] = ()) -> dict[str, str]:
+    """A concrete label per custom requirement key of ``reqs`` (see the module docstring).
+
+    ``provided``: keys the NodeClaim's instance types label themselves (left to the cloud)."""
+    skip = frozenset(provided)
     out: dict[str, str] = {}
     for key, r in reqs.items():
-        if key in wk.WELL_KNOWN_LABELS or key in wk.RESTRICTED_LABELS:
+        if key in wk.WELL_KNOWN_LABELS or key in wk.RESTRICTED_LABELS or key in PROVIDER_LABELS or key in skip:
             continue
         value = r.any()
         if value is not None:

@@ -119,7 +119,7 @@ class KubeScheduler:
             self._node_objs[interface.name_of(n)] = n
         manager.cluster.watch("Pod", self._on_pod)
         manager.cluster.watch("Node", self._on_node)
-        manager.cluster.watch("PersistentVolumeClaim", self._on_claim)  # a claim bound: its pods may fit
+        manager.cluster.watch("PersistentVolumeClaim", self._on_claim)
 
     def _track_pod(self, event: str, obj: dict[str, Any]) -> None:
         """Keep ``_pending`` and ``_bound`` as the watch tells (a pod keeps its place in them)."""
@@ -162,6 +162,7 @@ class KubeScheduler:
             self._wake()
 
     def _on_claim(self, event: str, obj: dict[str, Any]) -> None:
+        """A PersistentVolumeClaim changed (e.g. bound): pods waiting for it may fit now."""
         self._wake()
 
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
@@ -263,6 +264,9 @@ class KubeScheduler:
                 self.cluster.list("StorageClass")))
             for pod_key in sorted(volume_errors):
                 self._mark_unschedulable(raw_by_key[pod_key], _volume_message(volume_errors[pod_key], len(nodes)))
+            if not pending:
+                self._forget()
+                return None
         usable = [n for n in nodes if n.ready and not n.deleting]
         if not _needs_every_node(pending, by_node):
             # Nodes too full for even the smallest pending pod change nothing: leave them out.
@@ -392,12 +396,13 @@ class _Explainer:
             self.ports[n.name] = ports
             self.reqs[n.name] = node_reqs(n)
         self._cache: dict[Any, str] = {}
-        self._without_volumes: pod.Pod | None = None
+        self._own_reqs: requirements.Requirements | None = None
 
     def message(self, p: pod.Pod, without_volumes: pod.Pod | None = None) -> str:
         """``without_volumes``: the pod before its volume topology was folded into its affinity
         (nodes only the volumes rule out are counted as ``had volume node affinity conflict``)."""
-        self._without_volumes = without_volumes
+        self._own_reqs = (podgroups.make_group([without_volumes]).strict_requirements()
+                          if without_volumes is not None else None)
         sig = (without_volumes is not None,
                tuple(sorted(p.requests.items())), p.tolerations, tuple(sorted(p.node_selector.items())),
                repr(p.node_affinity), repr(p.pod_affinity), repr(p.pod_anti_affinity),
@@ -427,9 +432,8 @@ class _Explainer:
         if bad is not None:
             return (f"node(s) had untolerated taint {_taint_text(bad)}",)
         if self.reqs[n.name].compatible(greq, frozenset()) is not None:
-            own = self._without_volumes
-            if own is not None and self.reqs[n.name].compatible(
-                    podgroups.make_group([own]).strict_requirements(), frozenset()) is None:
+            own = self._own_reqs
+            if own is not None and self.reqs[n.name].compatible(own, frozenset()) is None:
                 return ("node(s) had volume node affinity conflict",)
             return ("node(s) didn't match Pod's node affinity/selector",)
         used = self.ports[n.name]

@@ -11,15 +11,17 @@ order they were first published, each with ``time``, ``t`` (seconds since the st
 :func:`render_yaml` are byte-identical for identical results.
 
 :func:`render_table` prints, like ``kubectl get``: the nodes (name, instance type, capacity type,
-zone, NodePool, age at the end of the run), the NodeClaims, the pods that are not Running, the
-events of karpenter (``kubectl get events --field-selector source=karpenter``) in time order, and
+zone, NodePool, age at the end of the run), the NodeClaims, the pods that are not Running (an
+unbound pod's REASON is karpy's own latest word on it - the per-NodePool explanation of its last
+``FailedScheduling`` event, or its nomination - and the kube-scheduler's message only when karpy
+said nothing), the events of karpenter (``kubectl get events --field-selector source=karpenter``) in time order, and
 the cost per hour.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 import yaml
@@ -131,10 +133,33 @@ def _table(title: str, *columns: str) -> Table:
     return t
 
 
+FAILED_PREFIX = "Failed to schedule pod, "
+
+
+def pending_explanations(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
+    """Per pod ``(namespace, name)``: karpy's latest word on it, from its last ``FailedScheduling``
+    (the per-NodePool explanation, without the ``Failed to schedule pod, `` prefix) or
+    ``Nominated`` event."""
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for e in events:
+        obj = e.get("involvedObject") or {}
+        if e.get("source") != KARPENTER or obj.get("kind") != "Pod" or \
+                e.get("reason") not in ("FailedScheduling", "Nominated"):
+            continue
+        key = (str(obj.get("namespace", "")), str(obj.get("name", "")))
+        when = str(e.get("lastTime") or e.get("time") or "")
+        message = str(e.get("message", ""))
+        message = message[len(FAILED_PREFIX):] if message.startswith(FAILED_PREFIX) else message
+        if key not in out or when >= out[key][0]:
+            out[key] = (when, message)
+    return {k: v[1] for k, v in out.items()}
+
+
 def render_table(result: engine.Result, file: IO[str], *, width: int | None = None) -> None:
-    """The human-readable report; see the module docstring."""
+    """The human-readable report; see the module docstring. Text is printed as it is: no rich
+    markup is interpreted (``needs In [s390x]`` prints with its brackets)."""
     console = Console(file=file, width=width or 160, no_color=True, highlight=False, emoji=False,
-                      force_terminal=False, soft_wrap=False)
+                      force_terminal=False, soft_wrap=False, markup=False)
     end = result.end
     scn = result.scenario
     console.print(f"Scenario {scn.name} ({scn.cloud.provider}"
@@ -165,12 +190,15 @@ def render_table(result: engine.Result, file: IO[str], *, width: int | None = No
         console.print("NODECLAIMS: none")
 
     pods = _table("PODS NOT RUNNING", "NAMESPACE", "NAME", "PHASE", "NODE", "REASON")
+    karpy_says = pending_explanations(result.events)
     for p in result.objects.get("pods", []):
         phase = (p.get("status") or {}).get("phase") or "Pending"
         if phase == "Running":
             continue
         sched = _condition(p, "PodScheduled") or {}
         why = str(sched.get("message") or sched.get("reason") or "") if sched.get("status") == "False" else ""
+        if not (p.get("spec") or {}).get("nodeName"):
+            why = karpy_says.get((p["metadata"].get("namespace", ""), p["metadata"]["name"]), why)
         pods.add_row(p["metadata"].get("namespace", ""), p["metadata"]["name"], phase,
                      str((p.get("spec") or {}).get("nodeName") or ""), why)
     if pods.row_count:

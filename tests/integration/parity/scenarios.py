@@ -40,12 +40,13 @@ def run(documents: str, *, until: str = "5m", steps: str = "", settings: str = "
     return simulate(documents, until=until, steps=steps, settings=settings)[1]
 
 
-def simulate(documents: str, *, until: str = "5m", steps: str = "", settings: str = ""
+def simulate(documents: str, *, until: str = "5m", steps: str = "", settings: str = "", karpy: bool = True
              ) -> tuple[engine.Simulation, engine.Result]:
-    """The simulation (to read its cluster afterwards) and its result."""
+    """The simulation (to read its cluster afterwards) and its result; ``karpy=False``: the world
+    alone (kube-scheduler, kubelet, workload controllers)."""
     loaded = scenario.load_text(text(documents, until=until, steps=steps, settings=settings),
                                 source="parity.yaml")
-    sim = engine.Simulation(loaded)
+    sim = engine.Simulation(loaded, karpy=karpy)
     return sim, sim.run()
 
 

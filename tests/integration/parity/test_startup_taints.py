@@ -37,3 +37,15 @@ def test_the_nodepools_startup_taints_reach_the_node_and_are_removed_before_pods
     assert "example.com/agent-not-ready" not in {t["key"] for t in node["spec"].get("taints") or ()}
     (claim,) = result.objects["nodeclaims"]
     assert [t["key"] for t in claim["spec"]["startupTaints"]] == ["example.com/agent-not-ready"]
+
+
+def test_a_single_pod_waiting_for_its_nodes_startup_taint_gets_no_second_claim() -> None:
+    """The pod's own node registers with the startup taint; until the taint goes the pod stays
+    unschedulable, and that node must count as its room."""
+    pool = sc.nodepool().replace("      requirements:\n",
+                                 "      startupTaints:\n"
+                                 "      - {key: example.com/agent-not-ready, effect: NoSchedule}\n"
+                                 "      requirements:\n")
+    result = sc.run(sc.docs(pool, sc.deployment("web", 1, cpu="100m", memory="128Mi")), until="3m")
+    assert sc.launched(result) == 1
+    assert len(sc.running(result, "web-")) == 1

@@ -38,3 +38,18 @@ def test_without_the_annotation_the_same_emptied_nodes_are_removed() -> None:
     result = _scale_down_run("")
     assert sc.launched(result) > 0
     assert sc.terminated(result) == sc.launched(result)
+
+
+def test_a_template_do_not_disrupt_annotation_keeps_drifted_nodes() -> None:
+    annotations = f'annotations: {{{DO_NOT_DISRUPT}: "true"}}'
+    pool = sc.nodepool(template_metadata=annotations)
+    changed = sc.nodepool(template_metadata=annotations + ", labels: {team: b}")
+    apply = "- at: 3m\n  apply:\n" + "".join(
+        "  " + ("- " if i == 0 else "  ") + line + "\n" for i, line in enumerate(
+            sc.docs(changed).strip("\n").splitlines()))
+    sim, result = sc.simulate(sc.docs(pool, sc.deployment("web", 2, cpu="1500m")), until="8m", steps=apply)
+    drifted = [c for c in sim.cluster.list("NodeClaim")
+               if any(x["type"] == "Drifted" and x["status"] == "True" for x in c["status"].get("conditions", []))]
+    assert drifted, "the template change drifts the nodes"
+    assert sc.terminated(result) == 0
+    assert all("team" not in n["metadata"]["labels"] for n in sc.karpy_nodes(result))

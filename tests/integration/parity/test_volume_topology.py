@@ -138,3 +138,34 @@ def test_consolidation_replaces_a_node_holding_a_zonal_volume_within_the_volumes
     assert claims[replacement]["metadata"]["labels"]["topology.kubernetes.io/zone"] == "us-east-1b"
     assert _zone_of_pod(result, "db-") == "us-east-1b"
     assert sc.launched(result) == 3
+
+
+NODE_A = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: static-a
+  labels: {kubernetes.io/hostname: static-a, topology.kubernetes.io/zone: us-east-1a, kubernetes.io/os: linux}
+spec: {providerID: "aws:///us-east-1a/i-0000000000000000a"}
+status:
+  capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  allocatable: {cpu: 3920m, memory: 15Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+"""
+
+
+def test_the_kube_scheduler_keeps_a_pod_off_nodes_outside_its_volumes_zone_and_says_so() -> None:
+    _, result = sc.simulate(sc.docs(NODE_A, BOUND_PV, BOUND_PVC, _db()), until="1m", karpy=False)
+    (p,) = sc.pods(result, "db-")
+    assert not p["spec"].get("nodeName")
+    (cond,) = [c for c in p["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert cond["message"] == "0/1 nodes are available: 1 node(s) had volume node affinity conflict."
+
+
+def test_the_kube_scheduler_keeps_a_pod_whose_claim_cannot_be_used_pending_and_says_why() -> None:
+    no_class = WFFC_PVC.replace("zonal-gp3", "missing-class")
+    _, result = sc.simulate(sc.docs(NODE_A, no_class, _db()), until="1m", karpy=False)
+    (p,) = sc.pods(result, "db-")
+    assert not p["spec"].get("nodeName")
+    (cond,) = [c for c in p["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert "storageclass missing-class not found" in cond["message"]

@@ -69,9 +69,8 @@ def test_errors_name_the_object_the_path_what_was_expected_and_what_was_found() 
     [
         "kubernetes.io/hostname",
         "karpenter.sh/registered",
-        "example.kubernetes.io/x",
-        "k8s.io/thing",
         "karpenter.sh/custom",
+        "team.karpenter.sh/custom",
         "karpenter.k8s.aws/instance-ami-id",
         "karpenter.azure.com/custom",
     ],
@@ -93,6 +92,12 @@ def test_a_requirement_on_a_restricted_label_is_rejected(key: str) -> None:
         "node-restriction.kubernetes.io/team",
         "kops.k8s.io/ig",
         "karpenter.azure.com/sku-family",
+        # Karpenter v1.12+ no longer reserves kubernetes.io and k8s.io (issue 12 item 9)
+        "example.kubernetes.io/x",
+        "k8s.io/thing",
+        "kubernetes.io/role",
+        "node-role.kubernetes.io/worker",
+        "storage.k8s.io/tier",
     ],
 )
 def test_a_requirement_on_a_well_known_or_allowed_label_is_accepted(key: str) -> None:
@@ -471,3 +476,8 @@ def test_the_aks_subnet_must_be_a_resource_id() -> None:
 def test_aks_max_pods_must_be_between_10_and_250() -> None:
     err = _only_error(validation.validate_aksnodeclass(_aks(maxPods=300)))
     assert err.path == "spec.maxPods"
+
+
+def test_template_labels_in_the_kubernetes_domains_are_accepted_as_karpenter_v1_does() -> None:
+    pool = _pool(labels={"node-role.kubernetes.io/worker": "", "example.k8s.io/team": "web"})
+    assert validation.validate_nodepool(pool) == []

@@ -64,3 +64,11 @@ def test_a_claim_is_drifted_once_a_requirement_no_longer_admits_its_labels() -> 
     narrowed = [r if r["key"] != "example.com/generation" else {**r, "values": ["6"]} for r in REQS]
     assert not drift.launched_under(claim, _pool(narrowed))
     assert drift.drift_reason(claim, _pool(narrowed)) == drift.REQUIREMENTS_DRIFTED
+
+
+def test_keys_the_instance_types_label_are_left_to_the_cloud() -> None:
+    reqs = reqs_mod.Requirements.of(
+        requirement.Requirement.new("example.com/rack", "In", ["r1", "r2"]),
+        requirement.Requirement.new("topology.k8s.aws/zone-id", "In", ["use1-az1", "use1-az2"]),
+        requirement.Requirement.new("example.com/team", "Exists"))
+    assert nodelabels.custom_labels(reqs, provided={"example.com/rack"}) == {"example.com/team": "0"}

@@ -1,0 +1,133 @@
+"""What an informer cache keeps of an object, kept small enough for 100,000 pods.
+
+Two measures, both applied by :func:`Compactor.compact` to every object before it is cached:
+
+* **Projection** (Pods only, :func:`project_pod`). A Pod keeps its whole ``metadata`` (less
+  ``managedFields`` and the ``kubectl.kubernetes.io/last-applied-configuration`` annotation) and
+  ``spec`` except what karpy never reads: of each container only ``name``, ``image``,
+  ``resources``, ``ports`` and ``restartPolicy`` (probes, env, commands, mounts... go), and of the
+  volumes only those backed by a claim (``persistentVolumeClaim``, ``ephemeral``) or ``emptyDir``.
+  Its ``status`` keeps everything but the container statuses and pod IPs. A cached Pod is
+  therefore partial: :class:`karpy.kube.adapter.KubeCluster` refuses to ``update`` a Pod
+  (a PUT would drop the projected fields on the server) - change Pods with ``patch``.
+* **Sharing**. Pods of one ReplicaSet repeat most of their content. Label and annotation maps,
+  owner references, container entries, tolerations, affinity, conditions and every other
+  sub-object listed in :data:`SHARED_FIELDS` for the kind are looked up by their JSON encoding in
+  a table and replaced by the one equal object already cached; common strings (namespace,
+  nodeName, phase, timestamps...) are interned the same way. This is safe because cached objects are
+  read-only by contract (callers copy before changing), and it is what keeps the cache near
+  2 KB a pod. The table holds what it has shared; :meth:`Compactor.clear` empties it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy")
+KEPT_VOLUME_SOURCES = ("persistentVolumeClaim", "ephemeral", "emptyDir")
+DROPPED_POD_STATUS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses", "podIPs",
+                      "hostIPs", "podIP", "resize", "resourceClaimStatuses")
+_COMMON_META = ("labels", "annotations", "ownerReferences", "finalizers")
+SHARED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "Pod": {
+        "metadata": _COMMON_META,
+        "spec": ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "securityContext",
+                 "overhead", "readinessGates", "volumes", "containers", "initContainers"),
+        "status": ("conditions",),
+    },
+    # a Node's labels, conditions, addresses and nodeInfo are its own: sharing them would only
+    # add their JSON to the table
+    "Node": {"metadata": ("annotations", "finalizers"), "spec": ("taints",),
+             "status": ("capacity", "allocatable", "daemonEndpoints")},
+}
+"""Per kind, the sub-objects worth sharing; other kinds share their metadata maps only."""
+DEFAULT_SHARED_FIELDS: dict[str, tuple[str, ...]] = {"metadata": _COMMON_META}
+SHARED_STRINGS = {
+    "metadata": ("namespace", "generateName", "creationTimestamp"),
+    "spec": ("nodeName", "schedulerName", "priorityClassName", "serviceAccountName", "serviceAccount",
+             "restartPolicy", "dnsPolicy", "preemptionPolicy"),
+    "status": ("phase", "qosClass", "hostIP", "startTime"),
+}
+
+
+def project_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """Drop in place what karpy never reads of a Pod (module docstring); returns ``pod``."""
+    spec = pod.get("spec")
+    if isinstance(spec, dict):
+        for field in ("containers", "initContainers"):
+            containers = spec.get(field)
+            if isinstance(containers, list):
+                spec[field] = [
+                    {k: c[k] for k in CONTAINER_FIELDS if k in c} if isinstance(c, dict) else c for c in containers
+                ]
+        volumes = spec.get("volumes")
+        if isinstance(volumes, list):
+            spec["volumes"] = [
+                v for v in volumes if isinstance(v, dict) and any(s in v for s in KEPT_VOLUME_SOURCES)
+            ]
+    status = pod.get("status")
+    if isinstance(status, dict):
+        for field in DROPPED_POD_STATUS:
+            status.pop(field, None)
+    return pod
+
+
+class Compactor:
+    """Projection and sharing for one cache (module docstring). Not thread-safe: one per informer."""
+
+    def __init__(self, *, project_pods: bool = True) -> None:
+        self.project_pods = project_pods
+        self._objects: dict[bytes, Any] = {}
+        self._strings: dict[str, str] = {}
+
+    def clear(self) -> None:
+        self._objects.clear()
+        self._strings.clear()
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def share(self, value: Any) -> Any:
+        """The cached object equal to ``value`` (``value`` itself the first time)."""
+        key = orjson.dumps(value)
+        found = self._objects.get(key)
+        if found is None:
+            self._objects[key] = value
+            return value
+        return found
+
+    def compact(self, obj: dict[str, Any], kind: str) -> dict[str, Any]:
+        """Project (Pods) and share ``obj``'s parts in place; returns ``obj``."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
+            if kind == "Pod":
+                annotations = meta.get("annotations")
+                if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+                    meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+        if kind == "Pod" and self.project_pods:
+            project_pod(obj)
+        share = self.share
+        strings = self._strings
+        spec = obj.get("spec")
+        if kind == "Pod" and isinstance(spec, dict):
+            for field in ("containers", "initContainers", "volumes"):
+                items = spec.get(field)
+                if isinstance(items, list) and items:
+                    spec[field] = [share(item) for item in items]
+        for section, fields in SHARED_FIELDS.get(kind, DEFAULT_SHARED_FIELDS).items():
+            part = obj.get(section)
+            if not isinstance(part, dict):
+                continue
+            for field in fields:
+                value = part.get(field)
+                if value is not None:
+                    part[field] = share(value)
+            for field in SHARED_STRINGS.get(section, ()):
+                text = part.get(field)
+                if type(text) is str:
+                    part[field] = strings.setdefault(text, text)
+        return obj

@@ -1,0 +1,374 @@
+"""An informer: one kind's objects cached from a list, kept current by a watch.
+
+:class:`Informer` runs one daemon thread per kind. It lists (paginated) and then watches from the
+list's ``resourceVersion`` with bookmarks; a watch that ends is resumed from the last version
+seen; a 410 Gone (``too old resource version``) makes it list again, and the re-list is diffed
+against the cache so every change in between is still reported (ADDED / MODIFIED / DELETED).
+Errors back off exponentially (capped) and never stop the thread; :attr:`last_error` keeps the
+latest one. Optional server-side label / field selectors restrict what is cached.
+
+What a caller may rely on:
+
+* Reads (:meth:`get`, :meth:`items`, :meth:`pods_on`) are served from the cache, never from the
+  network; the returned dicts are shared and must not be mutated.
+* Every change is passed to ``sink(kind, event_type, obj)`` in the order the cache applied it;
+  the sink is called on the informer thread (or on the writer's thread for
+  :meth:`apply_local`) and must only enqueue - :class:`karpy.kube.adapter.KubeCluster` delivers
+  to handlers on the thread that pumps.
+* :meth:`apply_local` puts the answer of a successful write into the cache at once
+  (read-your-writes). A watch event carrying the same or an older ``resourceVersion`` for that
+  object is then dropped, so nothing is reported twice, and an object deleted locally is not
+  brought back by a late event from before its deletion. (Versions are compared as integers
+  when both are - etcd revisions, as every API server today hands out - else for equality only.)
+* Objects are decoded with orjson; ``metadata.managedFields`` is dropped, list items get
+  their ``kind`` / ``apiVersion`` (a list response leaves them out), and the cached copy is
+  compacted by :mod:`karpy.kube.compact` (Pods projected to what karpy reads; equal parts
+  shared between objects).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from karpy import clock as clock_mod
+from karpy.kube import client as client_mod
+from karpy.kube import compact, errors, fastdecode, interface, paths
+
+log = logging.getLogger("karpy.kube.informer")
+
+Sink = Callable[[str, str, dict[str, Any]], None]
+Key = tuple[str, str]
+
+
+class _Gone(Exception):
+    """The watch's resourceVersion is too old (410): list again."""
+
+
+def newer(a: str, b: str) -> bool:
+    """True when version ``a`` is known to come after ``b`` (integers), or differs (otherwise)."""
+    if a.isdigit() and b.isdigit():
+        return int(a) > int(b)
+    return a != b
+
+
+def _rv(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def trim(obj: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
+    """What the cache keeps of a decoded object: no managedFields, kind and apiVersion set."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    if "kind" not in obj:
+        obj["kind"] = kind
+    if "apiVersion" not in obj:
+        obj["apiVersion"] = api_version
+    return obj
+
+
+class Informer:
+    """The cache and list/watch loop of one kind (module docstring)."""
+
+    def __init__(
+        self,
+        client: client_mod.KubeClient,
+        res: paths.Resource,
+        sink: Sink,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        watch_timeout_seconds: int = 300,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        project_pods: bool = True,
+    ) -> None:
+        self.client = client
+        self.res = res
+        self.kind = res.kind
+        self.sink = sink
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.page_size = page_size
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.lists = 0
+        """How many times the kind was listed (1 + re-lists after 410 or errors)."""
+        self.last_error: errors.KubeError | None = None
+        self.resource_version = ""
+        self.compactor = compact.Compactor(project_pods=project_pods)
+        self._store: dict[Key, dict[str, Any]] = {}
+        self._by_node: dict[str, dict[Key, dict[str, Any]]] = {}
+        self._tombstones: dict[Key, str] = {}
+        self._lock = threading.RLock()
+        self._synced = threading.Event()
+        self._stopping = threading.Event()
+        self._stream: client_mod.Stream | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----------------------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"informer-{self.kind}", daemon=True)
+            self._thread.start()
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        return self._synced.wait(timeout)
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stopping.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    # ---------------------------------------------------------------------------------- reads
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._store.get((namespace, name))
+
+    def items(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._store.values())
+
+    def pods_on(self, node: str) -> list[dict[str, Any]]:
+        """Cached pods whose ``spec.nodeName`` is ``node`` (``""``: unbound)."""
+        with self._lock:
+            return list(self._by_node.get(node, {}).values())
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    # ---------------------------------------------------------------------------- cache edits
+
+    def apply_local(self, event_type: str, obj: dict[str, Any]) -> None:
+        """Put the answer of a successful write into the cache now (module docstring).
+
+        ``obj`` becomes the cached object (compacted in place): pass a copy you do not keep."""
+        self._apply(event_type, self.compactor.compact(obj, self.kind), local=True)
+
+    def _key(self, obj: dict[str, Any]) -> Key:
+        meta = obj.get("metadata") or {}
+        ns = str(meta.get("namespace") or "") if self.res.namespaced else ""
+        return ns, str(meta.get("name") or "")
+
+    def _put(self, key: Key, obj: dict[str, Any] | None) -> None:
+        old = self._store.get(key)
+        if self.kind == "Pod" and old is not None:
+            node = str((old.get("spec") or {}).get("nodeName") or "")
+            bucket = self._by_node.get(node)
+            if bucket is not None:
+                bucket.pop(key, None)
+                if not bucket:
+                    del self._by_node[node]
+        if obj is None:
+            self._store.pop(key, None)
+            return
+        self._store[key] = obj
+        if self.kind == "Pod":
+            node = str((obj.get("spec") or {}).get("nodeName") or "")
+            self._by_node.setdefault(node, {})[key] = obj
+
+    def _apply(self, event_type: str, obj: dict[str, Any], *, local: bool) -> None:
+        key = self._key(obj)
+        rv = _rv(obj)
+        with self._lock:
+            cur = self._store.get(key)
+            if event_type == interface.DELETED:
+                self._tombstones.pop(key, None)
+                if cur is None or (not local and rv and newer(_rv(cur), rv)):
+                    return
+                if local:
+                    self._tombstones[key] = rv
+                self._put(key, None)
+                self.sink(self.kind, interface.DELETED, obj)
+                return
+            if cur is None:
+                dead = self._tombstones.get(key)
+                if dead is not None and not local and not newer(rv, dead):
+                    return
+                self._tombstones.pop(key, None)
+            elif not newer(rv, _rv(cur)):
+                return
+            self._put(key, obj)
+            self.sink(self.kind, interface.ADDED if cur is None else interface.MODIFIED, obj)
+
+    def _replace(self, items: list[dict[str, Any]], list_rv: str) -> None:
+        """A fresh list: report the differences to the cache, then hold exactly the list (plus
+        what was written locally after the list was taken)."""
+        with self._lock:
+            seen: set[Key] = set()
+            for obj in items:
+                key = self._key(obj)
+                seen.add(key)
+                cur = self._store.get(key)
+                if cur is not None and not newer(_rv(obj), _rv(cur)):
+                    continue
+                self._put(key, obj)
+                self.sink(self.kind, interface.ADDED if cur is None else interface.MODIFIED, obj)
+            for key in [k for k in self._store if k not in seen]:
+                gone = self._store[key]
+                if list_rv and newer(_rv(gone), list_rv):
+                    continue  # created by a local write after this list was taken
+                self._put(key, None)
+                self.sink(self.kind, interface.DELETED, gone)
+            self._tombstones.clear()
+
+    # ------------------------------------------------------------------------------- the loop
+
+    def _params(self) -> dict[str, str]:
+        params: dict[str, str] = {}
+        if self.label_selector:
+            params["labelSelector"] = self.label_selector
+        if self.field_selector:
+            params["fieldSelector"] = self.field_selector
+        return params
+
+    def _run(self) -> None:
+        failures = 0
+        rv = ""
+        while not self._stopping.is_set():
+            try:
+                if not rv:
+                    rv = self._list()
+                    self._synced.set()
+                rv = self._watch(rv)
+                failures = 0
+            except _Gone:
+                log.info("watch of %s expired (410 Gone); listing again", self.kind)
+                rv = ""
+            except errors.KubeError as exc:
+                if self._stopping.is_set():
+                    return
+                self.last_error = exc
+                failures += 1
+                delay = min(self.backoff_cap, self.backoff_base * 2 ** min(failures, 10))
+                log.warning("list/watch of %s failed (retry in %.1fs): %s", self.kind, delay, exc.message)
+                if isinstance(exc, (errors.NotFound, errors.BadRequest)):
+                    rv = ""
+                self._stopping.wait(delay)
+
+    def _list(self) -> str:
+        path = paths.path(self.res)
+        params = self._params()
+        params["limit"] = str(self.page_size)
+        items: list[dict[str, Any]] = []
+        rv = ""
+        while True:
+            with _gc_paused():
+                meta, page = self._decode_page(
+                    self.client.request_bytes("GET", path, params=params, what=f"LIST {self.kind}", kind=self.kind)
+                )
+                compact_obj = self.compactor.compact
+                for obj in page:
+                    items.append(compact_obj(trim(obj, self.kind, self.res.api_version), self.kind))
+            rv = str(meta.get("resourceVersion") or rv)
+            token = meta.get("continue")
+            if not token:
+                break
+            params["continue"] = str(token)
+        self.lists += 1
+        self._replace(items, rv)
+        self.resource_version = rv
+        return rv
+
+    @property
+    def _typed_pods(self) -> bool:
+        return self.kind == "Pod" and self.compactor.project_pods
+
+    def _decode_page(self, body: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """A list page: Pods through :mod:`karpy.kube.fastdecode`, anything else with orjson."""
+        try:
+            if self._typed_pods:
+                return fastdecode.decode_pod_list(body)
+            data = orjson.loads(body)
+        except (fastdecode.DecodeError, orjson.JSONDecodeError) as exc:
+            raise errors.InternalError(
+                f"LIST {self.kind}: undecodable answer {client_mod.truncate(body)}", kind=self.kind
+            ) from exc
+        if not isinstance(data, dict):
+            raise errors.InternalError(f"LIST {self.kind}: expected a list object", kind=self.kind)
+        return data.get("metadata") or {}, list(data.get("items") or ())
+
+    def _watch(self, rv: str) -> str:
+        params = self._params()
+        params.update(
+            {
+                "watch": "true",
+                "resourceVersion": rv,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": str(self.watch_timeout_seconds),
+            }
+        )
+        with self.client.stream(paths.path(self.res), params, what=f"WATCH {self.kind}") as stream:
+            self._stream = stream
+            try:
+                for line in stream.lines():
+                    if self._stopping.is_set():
+                        break
+                    rv = self._event(line, rv)
+            finally:
+                self._stream = None
+        return rv
+
+    def _event(self, line: bytes, rv: str) -> str:
+        try:
+            if self._typed_pods:
+                event_type, obj = fastdecode.decode_pod_event(line)
+            else:
+                event = orjson.loads(line)
+                event_type = str(event["type"])
+                obj = event["object"]
+        except (orjson.JSONDecodeError, fastdecode.DecodeError, KeyError, TypeError) as exc:
+            raise errors.InternalError(
+                f"WATCH {self.kind}: undecodable event {client_mod.truncate(line)}", kind=self.kind
+            ) from exc
+        if event_type == "ERROR":
+            code = int(obj.get("code") or 500)
+            if code == 410:
+                raise _Gone()
+            raise client_mod.error_from_response(code, orjson.dumps(obj), {}, f"WATCH {self.kind}", kind=self.kind)
+        new_rv = _rv(obj)
+        if event_type == "BOOKMARK":
+            self.resource_version = new_rv or rv
+            return new_rv or rv
+        obj = self.compactor.compact(trim(obj, self.kind, self.res.api_version), self.kind)
+        self._apply(event_type, obj, local=False)
+        self.resource_version = new_rv or rv
+        return new_rv or rv
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while one list page is decoded and compacted.
+
+    Decoding a page allocates tens of thousands of dicts, each allocation counting towards a
+    collection that walks the whole (growing, acyclic) cache; pausing for the page halves the
+    time of a large list. Reference counting still frees everything as usual."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def monotonic() -> float:
+    """The informers' and resync's notion of elapsed time (a monotonic counter)."""
+    return clock_mod.perf_counter()
