@@ -44,6 +44,9 @@ from karpy.api import errors
 log = logging.getLogger("karpy.controller")
 
 CLOUD_PROVIDERS = ("aws", "azure", "kwok")
+NODECLASS_KINDS = {"aws": ("EC2NodeClass",), "azure": ("AKSNodeClass",), "kwok": ("KWOKNodeClass",)}
+"""The NodeClass kind each cloud serves: the only one the controllers watch, so a cluster that has only
+that cloud's CRDs (Karpenter's own install) still syncs and reports ready."""
 EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
 EXIT_BAD_INPUT = 2
@@ -196,7 +199,8 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     driver_ref: list[realtime.Driver] = []
     pool = cloudcalls.Pool(opts.cloud_workers, wake=lambda: driver_ref[0].wake() if driver_ref else None)
     manager = runtime.Manager(cluster, wall, calls=pool)
-    built = controllers.register_all(manager, cluster, cloud, wall, settings)
+    built = controllers.register_all(manager, cluster, cloud, wall, settings,
+                                     nodeclass_kinds=NODECLASS_KINDS.get(opts.cloud_provider, ()))
     elector = leader.LeaderElector(cluster, wall, lease_config) if opts.leader_elect else None
     pump = cluster if callable(getattr(cluster, "pump", None)) else None
     driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump, synced=_synced_check(cluster),

@@ -11,6 +11,7 @@ simulator (virtual clock) and in a real cluster (wall clock).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,8 @@ class Controllers:
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
                  clock: clock_mod.Clock, settings: settings_mod.Settings | None = None, *,
                  metrics: metrics_mod.Metrics | None = None, recorder: events.EventRecorder | None = None,
-                 on_launched: lifecycle.LaunchHook | None = None) -> Controllers:
+                 on_launched: lifecycle.LaunchHook | None = None,
+                 nodeclass_kinds: Sequence[str] = ()) -> Controllers:
     """Register the provisioner, lifecycle, termination, garbage-collection, disruption and NodePool
     counter controllers.
 
@@ -51,6 +53,9 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     durations and, when the cloud has ``cost_per_hour()``, the cost gauge); a caller passing its
     own is expected to have done that. ``on_launched(nodeclaim dict)`` is called after each launch
     (see :mod:`karpy.controllers.lifecycle`). The garbage collector's first sweep is queued at once.
+    ``nodeclass_kinds``: the NodeClass kinds the cloud serves (``("EC2NodeClass",)`` on AWS); only those
+    are watched, so a cluster without the other clouds' CRDs still syncs. Default: EC2NodeClass and
+    AKSNodeClass.
     """
     from karpy import settings as settings_mod
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, state, termination
@@ -88,12 +93,12 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     manager.register(built.interruption.controller())
     built.disruption = disruption_controller.new(
         cluster, clock, recorder, metrics, cluster_state=cluster_state, cloud=cloud, settings=settings,
-        instance_types=built.provisioner.instance_types)
+        instance_types=built.provisioner.instance_types, nodeclass_kinds=nodeclass_kinds)
     disruption_controller.register(manager, built.disruption)
     nodepool_counter.register(manager, nodepool_counter.NodePoolCounter(cluster, cluster_state))
     from karpy.controllers import nodeclass_status
 
-    nodeclass_status.register(manager, cluster, cloud, clock)
+    nodeclass_status.register(manager, cluster, cloud, clock, kinds=nodeclass_kinds)
     if settings.feature_gate("NodeRepair"):
         from karpy.controllers import repair
 

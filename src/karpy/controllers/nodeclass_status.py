@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,14 +147,15 @@ class NodeClassStatus:
     """Writes each NodeClass's status from the cloud (see the module docstring)."""
 
     def __init__(self, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
-                 clock: clock_mod.Clock) -> None:
+                 clock: clock_mod.Clock, kinds: Sequence[str] = KINDS) -> None:
         self.cluster = cluster
         self.cloud = cloud
         self.clock = clock
+        self.kinds = tuple(kinds) or KINDS
         self.writes = 0
 
     def controller(self) -> runtime.Controller:
-        return runtime.Controller(NAME, self.reconcile, [(k, self._mapper(k)) for k in KINDS])
+        return runtime.Controller(NAME, self.reconcile, [(k, self._mapper(k)) for k in self.kinds])
 
     @staticmethod
     def _mapper(kind: str) -> runtime.Mapper:
@@ -192,13 +193,14 @@ class NodeClassStatus:
 class NodePoolReadiness:
     """Keeps the NodePool conditions of Karpenter v1 (see the module docstring)."""
 
-    def __init__(self, cluster: interface.Cluster, clock: clock_mod.Clock) -> None:
+    def __init__(self, cluster: interface.Cluster, clock: clock_mod.Clock, kinds: Sequence[str] = KINDS) -> None:
         self.cluster = cluster
         self.clock = clock
+        self.kinds = tuple(kinds) or KINDS
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(READINESS_NAME, self.reconcile,
-                                  [("NodePool", runtime.by_name), *((k, self._pools_of) for k in KINDS)])
+                                  [("NodePool", runtime.by_name), *((k, self._pools_of) for k in self.kinds)])
 
     def _pools_of(self, _event: str, obj: dict[str, Any]) -> Iterable[str]:
         kind, name = str(obj.get("kind") or ""), interface.name_of(obj)
@@ -242,13 +244,14 @@ class NodePoolReadiness:
 
 
 def register(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
-             clock: clock_mod.Clock) -> tuple[NodeClassStatus, NodePoolReadiness]:
-    """Register both controllers and queue every existing NodeClass and NodePool."""
-    status = NodeClassStatus(cluster, cloud, clock)
-    pools = NodePoolReadiness(cluster, clock)
+             clock: clock_mod.Clock, *, kinds: Sequence[str] = ()) -> tuple[NodeClassStatus, NodePoolReadiness]:
+    """Register both controllers and queue every existing NodeClass (of ``kinds``, default :data:`KINDS`)
+    and NodePool."""
+    status = NodeClassStatus(cluster, cloud, clock, kinds)
+    pools = NodePoolReadiness(cluster, clock, kinds)
     manager.register(status.controller())
     manager.register(pools.controller())
-    for kind in KINDS:
+    for kind in status.kinds:
         for obj in cluster.list(kind):
             manager.enqueue(NAME, f"{kind}/{interface.name_of(obj)}")
     for obj in cluster.list("NodePool"):
