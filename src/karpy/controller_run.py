@@ -107,7 +107,12 @@ def build_cloud(name: str, settings: settings_mod.Settings, clock: clock_mod.Clo
         raise Unavailable(f"cloud provider {name} is not available: {module_name} has no build()",
                           EXIT_PROVIDER_UNAVAILABLE)
     try:
-        return build(settings, clock, cluster, **dict(options))
+        provider = build(settings, clock, cluster, **dict(options))
+        if settings.commitments:
+            from karpy.cloudprovider import committed
+
+            return committed.CommittedProvider(provider, settings.commitments, clock)
+        return provider
     except cp_errors.CloudProviderError as exc:
         raise Unavailable(f"cloud provider {name} is not available: {exc}", EXIT_PROVIDER_UNAVAILABLE) from None
     except Exception as exc:  # a factory that breaks its contract is as unavailable

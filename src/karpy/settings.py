@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy.api import duration, errors
+from karpy.cloudprovider import commitments as commitments_mod
 
 OBJECT = "Settings"
 
@@ -60,6 +61,9 @@ class Settings:
     health_probe_port: int = 8081
     kube_client_qps: int = 200
     kube_client_burst: int = 300
+    commitments: commitments_mod.Commitments = commitments_mod.NONE
+    """Reserved Instances, Savings Plans and a negotiated discount (:mod:`karpy.cloudprovider.commitments`):
+    the controller prices offerings and nodes at what they would cost under them."""
 
     def __post_init__(self) -> None:
         # One switch: spotToSpotConsolidation and the SpotToSpotConsolidation feature gate (Karpenter's
@@ -112,6 +116,8 @@ class Settings:
                 value = duration.format_duration(value)
             elif kind == _GATES:
                 value = ",".join(f"{k}={str(v).lower()}" for k, v in value)
+            elif kind == _COMMITMENTS:
+                value = value.to_dict()
             out[key] = value
         return out
 
@@ -124,6 +130,7 @@ _INT = "int"
 _OPTIONAL_STRING = "optional-string"
 _GATES = "feature-gates"
 _LOG_LEVEL = "log-level"
+_COMMITMENTS = "commitments"
 
 _FIELDS: dict[str, tuple[str, str]] = {
     "clusterName": ("cluster_name", _STRING),
@@ -147,6 +154,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "healthProbePort": ("health_probe_port", _INT),
     "kubeClientQPS": ("kube_client_qps", _INT),
     "kubeClientBurst": ("kube_client_burst", _INT),
+    "commitments": ("commitments", _COMMITMENTS),
 }
 
 
@@ -188,6 +196,12 @@ def _convert(kind: str, raw: Any) -> Any:
         return raw.strip().lower()
     if kind == _GATES:
         return _parse_gates(raw)
+    if kind == _COMMITMENTS:
+        try:
+            return commitments_mod.parse(raw)
+        except errors.ValidationError as exc:
+            raise ValueError("; ".join(f"{e.path}: {e.expected} (found {errors.describe(e.found)})"
+                                       for e in exc.errors)) from None
     if kind == _BOOL:
         if isinstance(raw, bool):
             return raw

@@ -72,6 +72,23 @@ class Commitments:
     def __bool__(self) -> bool:
         return bool(self.reserved_instances or self.savings_plans or self.discount)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping form :func:`parse` reads (``parse(c.to_dict()) == c``)."""
+        out: dict[str, Any] = {}
+        if self.reserved_instances:
+            out["reservedInstances"] = [
+                {"instanceType": r.instance_type, "count": r.count,
+                 **({"zone": r.zone} if r.zone else {}),
+                 **({"hourlyPrice": r.hourly_price} if r.hourly_price is not None else {})}
+                for r in self.reserved_instances]
+        if self.savings_plans:
+            out["savingsPlans"] = [
+                {"type": p.type, **({"family": p.family} if p.family else {}),
+                 "commitmentPerHour": p.commitment_per_hour, "discount": p.discount} for p in self.savings_plans]
+        if self.discount:
+            out["discount"] = self.discount
+        return out
+
 
 NONE = Commitments()
 

@@ -12,7 +12,10 @@ the rates of a :class:`KubeFaults`, failing calls the way an API server under st
   informer do). A dropped event breaks the watch as it does for an informer: after
   ``relist_after`` seconds the next call re-lists the kind and hands the handler what changed
   (ADDED/MODIFIED for every current object, DELETED for those that went), as client-go's reflector
-  does. ``pump()`` delivers a due re-list; every call pumps too.
+  does. ``pump()`` delivers a due re-list; every call pumps too;
+* a watch may deliver events late (``watch_delay``, by ``delay_seconds``); events of one object stay in
+  order, and with ``watch_reorder`` events of other objects overtake a delayed one. ``pump()``
+  delivers them when due.
 
 Every injected fault is counted in :attr:`FaultyCluster.injected` by name. Randomness comes from
 the ``rng`` given (seeded by the caller). :meth:`close` stops every watch opened through this
@@ -42,11 +45,16 @@ class KubeFaults:
     read_error: float = 0.0
     watch_drop: float = 0.0
     relist_after: float = 5.0
+    watch_delay: float = 0.0
+    """Rate of watch events delivered ``delay_seconds`` late."""
+    delay_seconds: float = 3.0
+    watch_reorder: bool = False
+    """Events of other objects overtake a delayed one (events of one object always stay in order)."""
 
     @property
     def any(self) -> bool:
         return any((self.conflict, self.throttle, self.server_error, self.timeout, self.lost_response,
-                    self.read_error, self.watch_drop))
+                    self.read_error, self.watch_drop, self.watch_delay))
 
 
 def _rv(obj: dict[str, Any]) -> str:
@@ -61,6 +69,8 @@ class _Watch:
         self.broken_at: float | None = None
         self.closed = False
         self.unsubscribe: interface.Unsubscribe | None = None
+        self.queue: list[tuple[float, str, dict[str, Any]]] = []
+        """Delayed events: (due, event, object), delivered by ``pump`` in order."""
 
 
 class FaultyCluster:
@@ -75,6 +85,7 @@ class FaultyCluster:
         self.injected: dict[str, int] = {}
         self._watches: list[_Watch] = []
         self._last_event: dict[str, tuple[tuple[str, str, str, str], bool]] = {}
+        self._last_delay: dict[str, tuple[tuple[str, str, str, str], bool]] = {}
 
     # ---------------------------------------------------------------------------- faults
 
@@ -158,14 +169,18 @@ class FaultyCluster:
                 return
             if w.broken_at is None and self._dropped(kind, event, obj):
                 w.broken_at = self.clock.now()  # every watch of the kind shares one informer
+                w.queue.clear()  # the re-list will bring what was still on its way
             if w.broken_at is not None:
                 return  # the watch is down until it re-lists
+            delay = self._delayed(kind, event, obj)
             key = (interface.namespace_of(obj), interface.name_of(obj))
-            if event == interface.DELETED:
-                w.seen.pop(key, None)
-            else:
-                w.seen[key] = (_rv(obj), obj)
-            handler(event, obj)
+            behind = [due for due, _, o in w.queue
+                      if (interface.namespace_of(o), interface.name_of(o)) == key or not self.faults.watch_reorder]
+            if delay or behind:
+                due = max([self.clock.now() + (self.faults.delay_seconds if delay else 0.0), *behind])
+                w.queue.append((due, event, obj))
+                return
+            self._hand(w, event, obj)
 
         for obj in self.inner.list(kind):
             w.seen[(interface.namespace_of(obj), interface.name_of(obj))] = (_rv(obj), obj)
@@ -178,6 +193,27 @@ class FaultyCluster:
                 w.unsubscribe()
 
         return stop
+
+    @staticmethod
+    def _hand(w: _Watch, event: str, obj: dict[str, Any]) -> None:
+        key = (interface.namespace_of(obj), interface.name_of(obj))
+        if event == interface.DELETED:
+            w.seen.pop(key, None)
+        else:
+            w.seen[key] = (_rv(obj), obj)
+        w.handler(event, obj)
+
+    def _delayed(self, kind: str, event: str, obj: dict[str, Any]) -> bool:
+        """Whether this event arrives late; decided once per event and kind, like :meth:`_dropped`."""
+        key = (event, interface.namespace_of(obj), interface.name_of(obj), _rv(obj))
+        last = self._last_delay.get(kind)
+        if last is not None and last[0] == key:
+            return last[1]
+        delayed = bool(self.faults.watch_delay) and self.rng.random() < self.faults.watch_delay
+        if delayed:
+            self._count("watchDelay")
+        self._last_delay[kind] = (key, delayed)
+        return delayed
 
     def _dropped(self, kind: str, event: str, obj: dict[str, Any]) -> bool:
         """Whether this event is lost; decided once per event and kind, so that every watch of a kind
@@ -198,6 +234,8 @@ class FaultyCluster:
         """When the earliest broken watch re-lists (for a driver that sleeps until then)."""
         times = [w.broken_at + self.faults.relist_after for w in self._watches
                  if w.broken_at is not None and not w.closed]
+        times.extend(min(due for due, _, _ in w.queue) for w in self._watches
+                     if w.queue and not w.closed and w.broken_at is None)
         return min(times) if times else None
 
     def pump(self) -> int:
@@ -205,9 +243,17 @@ class FaultyCluster:
         delivered = 0
         now = self.clock.now()
         for w in self._watches:
+            while w.queue and not w.closed and w.broken_at is None:
+                ready = [i for i, (due, _, _) in enumerate(w.queue) if due <= now]
+                if not ready:
+                    break
+                _, event, obj = w.queue.pop(ready[0])
+                self._hand(w, event, obj)
+                delivered += 1
             if w.closed or w.broken_at is None or now < w.broken_at + self.faults.relist_after:
                 continue
             w.broken_at = None
+            w.queue.clear()  # the re-list below supersedes what was still on its way
             current = {(interface.namespace_of(o), interface.name_of(o)): o for o in self.inner.list(w.kind)}
             gone = [k for k in w.seen if k not in current]
             for key, obj in sorted(current.items()):

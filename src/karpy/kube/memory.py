@@ -7,7 +7,8 @@ through ``update_status`` / ``patch_status``, JSON merge patches, finalizers and
 ``deletionTimestamp``, ownerReference garbage collection (background propagation, cascading;
 dependents that keep a live owner lose only their dangling references), the Pod eviction
 subresource with PodDisruptionBudgets (:mod:`karpy.kube.memory_eviction`), and synchronous,
-ordered watches.
+ordered watches. Copies, merge patches and write preconditions live in
+:mod:`karpy.kube.memory_objects` (``memory.copy_dict`` & co. remain importable from here).
 
 Deliberate differences: ``create`` keeps a given ``status`` (tests and the simulator build
 running pods and ready nodes in one call; a Pod without status gets ``phase: Pending``); deleting
@@ -38,47 +39,22 @@ import random
 import re
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.kube import errors, interface, memory_eviction, memory_gc, selectors
+from karpy.kube import errors, interface, memory_eviction, memory_gc, memory_objects, selectors
 
 Key = memory_gc.Key
+copy_obj = memory_objects.copy_obj
+copy_dict = memory_objects.copy_dict
+merge_patch = memory_objects.merge_patch
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
-_SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 
 class SharedObjectMutatedError(AssertionError):
     """A caller passed a stored (shared, read-only) object back to a write: it must copy first."""
-
-
-def copy_obj(value: Any) -> Any:
-    """A deep copy of JSON-like data (dicts, lists, scalars); much faster than ``copy.deepcopy``."""
-    if isinstance(value, dict):
-        return {k: copy_obj(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copy_obj(v) for v in value]
-    return value
-
-
-def copy_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`copy_obj` of one object, typed."""
-    return {k: copy_obj(v) for k, v in obj.items()}
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch; returns a new value and leaves both arguments unchanged."""
-    if not isinstance(patch, dict):
-        return copy_obj(patch)
-    result: dict[str, Any] = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 class _Watcher:
@@ -203,7 +179,7 @@ class InMemoryCluster:
             new["apiVersion"] = obj.get("apiVersion") or old["apiVersion"]
             new["kind"] = old["kind"]
             new["metadata"] = dict(new.get("metadata") or {})
-            self._restore_server_fields(old, new)
+            memory_objects.restore_server_fields(old, new)
             result = self._replace(old, new)
             self._drain()
             return result
@@ -229,7 +205,7 @@ class InMemoryCluster:
             new["metadata"] = dict(new.get("metadata") or {})
             if not new.get("apiVersion"):
                 new["apiVersion"] = old["apiVersion"]
-            self._restore_server_fields(old, new)
+            memory_objects.restore_server_fields(old, new)
             result = self._replace(old, new)
             self._drain()
             return result
@@ -316,7 +292,7 @@ class InMemoryCluster:
             raise SharedObjectMutatedError(
                 f"{kind} {ns}/{name}: a stored object from list()/watch was passed back; copy it first"
             )
-        self._check_preconditions(old, obj["metadata"])
+        memory_objects.check_preconditions(old, obj["metadata"])
         return old
 
     def _patch_target(self, kind: str, name: str, namespace: str, patch: Any) -> dict[str, Any]:
@@ -327,54 +303,8 @@ class InMemoryCluster:
         for field in ("name", "namespace"):
             if meta.get(field) is not None and meta[field] != old["metadata"].get(field, ""):
                 raise errors.Invalid(f"{kind} {name!r}: metadata.{field} cannot be changed by a patch")
-        self._check_preconditions(old, meta)
+        memory_objects.check_preconditions(old, meta)
         return old
-
-    def _check_preconditions(self, old: dict[str, Any], meta: Any) -> None:
-        kind, ns, name = interface.meta_key(old)
-        rv = meta.get("resourceVersion")
-        if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
-            raise errors.Conflict(
-                f'Operation cannot be fulfilled on {kind} "{name}": the object has been modified; '
-                "please apply your changes to the latest version and try again",
-                kind=kind,
-                name=name,
-                namespace=ns,
-            )
-        uid = meta.get("uid")
-        if uid not in (None, "") and uid != old["metadata"]["uid"]:
-            raise errors.Conflict(
-                f'Precondition failed for {kind} "{name}": uid {uid} is not {old["metadata"]["uid"]}',
-                kind=kind,
-                name=name,
-                namespace=ns,
-            )
-
-    def _restore_server_fields(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        """Server-managed metadata and status come from the stored version, not the request."""
-        meta, old_meta = new["metadata"], old["metadata"]
-        meta["name"] = old_meta["name"]
-        if "namespace" in old_meta:
-            meta["namespace"] = old_meta["namespace"]
-        else:
-            meta.pop("namespace", None)
-        for field in _SERVER_META:
-            if field in old_meta:
-                meta[field] = old_meta[field]
-            else:
-                meta.pop(field, None)
-        if "status" in old:
-            new["status"] = old["status"]
-        else:
-            new.pop("status", None)
-        if interface.is_terminating(old):
-            before = set(old_meta.get("finalizers") or ())
-            added = [f for f in meta.get("finalizers") or () if f not in before]
-            if added:
-                raise errors.Invalid(
-                    f"{old['kind']} {old_meta['name']!r}: metadata.finalizers: Forbidden: no new finalizers "
-                    f"can be added if the object is being deleted, found new finalizers {added}"
-                )
 
     def _prepare_create(self, obj: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(obj, dict) or not obj.get("kind"):

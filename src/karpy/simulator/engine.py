@@ -312,7 +312,7 @@ class Simulation:
         self.cloud = fake_provider.SimulatedCloud(
             self.clock, random.Random(seeds[1]), catalog=scn.cloud.catalog,
             region=scn.cloud.region, zones=scn.cloud.zones or None, cluster_name=scn.cluster_name,
-            node_classes=self._node_class, commitments=scn.cloud.commitments)
+            node_classes=self._node_class, commitments=scn.cloud.commitments or scn.settings.commitments)
         self.kubelet = kubelet.SimulatedKubelet(
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in

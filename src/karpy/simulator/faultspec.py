@@ -13,6 +13,9 @@
           readError: 0.005        # 500 on get/list
           watchDrop: 0.001        # an event lost; the watch re-lists after relistAfter
           relistAfter: 5s
+          watchDelay: 0.01        # an event arrives delayFor late
+          delayFor: 3s
+          watchReorder: true      # events of other objects overtake a delayed one
         cloud:          # the cloud API, per call (karpy.cloudprovider.fake.faults)
           throttle: 0.02
           serverError: 0.01
@@ -49,7 +52,8 @@ _CLOUD = {"throttle": "throttle", "serverError": "server_error", "lostLaunch": "
           "duplicateInterruption": "duplicate_interruption", "reorderInterruptions": "reorder_interruptions"}
 MODELS: dict[str, dict[str, str]] = {
     "Faults": {"api": "FaultsAPI", "cloud": "FaultsCloud", "restarts": "FaultsRestarts", "nodes": "FaultsNodes"},
-    "FaultsAPI": {**{k: "float" for k in _API}, "relistAfter": "str"},
+    "FaultsAPI": {**{k: "float" for k in _API}, "relistAfter": "str", "watchDelay": "float", "delayFor": "str",
+                  "watchReorder": "bool"},
     "FaultsCloud": {**{k: "float" for k in _CLOUD}, "iceFor": "str"},
     "FaultsRestarts": {"at": "list:str", "every": "str"},
     "FaultsNodes": {"neverRegister": "float", "notReadyEvery": "str"},
@@ -101,7 +105,10 @@ def read(data: Any, obj: str, path: str = "spec.faults") -> Faults:
     f = fields.Fields(data, obj, path)
     api, cloud, restarts, nodes = f.sub("api"), f.sub("cloud"), f.sub("restarts"), f.sub("nodes")
     kube = kube_faults.KubeFaults(**{attr: _rate(api, key) for key, attr in _API.items()},
-                                  relist_after=_duration(api, "relistAfter", 5.0) or 5.0)
+                                  relist_after=_duration(api, "relistAfter", 5.0) or 5.0,
+                                  watch_delay=_rate(api, "watchDelay"),
+                                  delay_seconds=_duration(api, "delayFor", 3.0) or 3.0,
+                                  watch_reorder=bool(api.bool("watchReorder", False)))
     cl = cloud_faults.CloudFaults(**{attr: _rate(cloud, key) for key, attr in _CLOUD.items()},
                                   ice_duration=_duration(cloud, "iceFor", 180.0) or 180.0)
     at: list[float] = []

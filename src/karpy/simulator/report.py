@@ -118,7 +118,32 @@ def plots(result: engine.Result) -> dict[str, bytes]:
                                   "#e15759"),
         "cost.png": _line(result, [s.cost_per_hour for s in tl], "Cost of karpy's nodes", "US$ per hour",
                           "#59a14f"),
+        **_commitments_plot(result),
     }
+
+
+def _commitments_plot(result: engine.Result) -> dict[str, bytes]:
+    """With commitments: on-demand equivalent and paid $/h, and RI / Savings Plan utilisation, over time."""
+    bill = (result.metrics.get("simulator") or {}).get("commitments")
+    if not bill or not bill.get("overTime"):
+        return {}
+    points = [*bill["overTime"], {**bill["overTime"][-1], "t": result.until}]
+    _, label = _axis(result.timeline)
+    scale = 3600.0 if label.startswith("hours") else 60.0
+    ts = [p["t"] / scale for p in points]
+    fig, (cost_ax, use_ax) = plt.subplots(1, 2, figsize=(10, 3.4))
+    cost_ax.step(ts, [p["onDemandEquivalent"] for p in points], where="post", label="on-demand equivalent")
+    cost_ax.step(ts, [p["paid"] for p in points], where="post", label="paid")
+    cost_ax.set_title("$/h: list price and what is paid")
+    cost_ax.set_xlabel(label)
+    cost_ax.legend(fontsize=8, frameon=False)
+    use_ax.step(ts, [100 * p["reservedInstanceUtilization"] for p in points], where="post", label="Reserved Instances")
+    use_ax.step(ts, [100 * p["savingsPlanUtilization"] for p in points], where="post", label="Savings Plans")
+    use_ax.set_title("Commitment utilisation (%)")
+    use_ax.set_xlabel(label)
+    use_ax.set_ylim(0, 105)
+    use_ax.legend(fontsize=8, frameon=False)
+    return {"commitments.png": _png(fig)}
 
 
 _CSS = """
@@ -163,7 +188,10 @@ def render_html(result: engine.Result, images: dict[str, bytes]) -> str:
     ]
     for name, title in (("nodes-by-nodepool.png", "Nodes by NodePool"),
                         ("nodes-by-instance-type.png", "Nodes by instance type"),
-                        ("pending-pods.png", "Pending pods"), ("cost.png", "Cost per hour")):
+                        ("pending-pods.png", "Pending pods"), ("cost.png", "Cost per hour"),
+                        ("commitments.png", "Commitments")):
+        if name not in images:
+            continue
         data = base64.b64encode(images[name]).decode("ascii")
         parts.append(f"<h2>{e(title)}</h2><img alt='{e(title)}' src='data:image/png;base64,{data}'>")
     parts.append("<h2>Steps</h2><table><tr><th>at</th><th>step</th></tr>")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,8 @@ def test_every_api_fault_raises_karpys_retryable_error_and_lost_responses_are_ap
     always = {"conflict": kube_errors.Conflict, "throttle": kube_errors.TooManyRequests,
               "server_error": kube_errors.InternalError, "timeout": kube_errors.Timeout}
     for attr, exc in always.items():
-        faulty = kube_faults.FaultyCluster(w.cluster, kube_faults.KubeFaults(**{attr: 1.0}), random.Random(1), w.clock)
+        rates: dict[str, Any] = {attr: 1.0}
+        faulty = kube_faults.FaultyCluster(w.cluster, kube_faults.KubeFaults(**rates), random.Random(1), w.clock)
         with pytest.raises(exc) as caught:
             faulty.create(builders.pending_pod(f"p-{attr.replace('_', '-')}"))
         assert getattr(caught.value, "retryable", False) is True
@@ -48,6 +50,24 @@ def test_a_dropped_watch_event_is_recovered_by_a_relist() -> None:
     faulty.close()
     w.cluster.create(builders.pending_pod("b"))
     assert seen == [("ADDED", "a")]
+
+
+def test_delayed_watch_events_arrive_late_in_order_per_object_and_others_overtake() -> None:
+    w = builders.make_world()
+    faulty = kube_faults.FaultyCluster(w.cluster, kube_faults.KubeFaults(watch_delay=1.0, delay_seconds=3.0,
+                                                                         watch_reorder=True),
+                                       random.Random(1), w.clock)
+    seen: list[tuple[str, str]] = []
+    faulty.watch("Pod", lambda event, obj: seen.append((event, obj["metadata"]["name"])))
+    w.cluster.create(builders.pending_pod("a"))
+    w.cluster.patch("Pod", "a", {"metadata": {"labels": {"x": "1"}}}, "default")
+    assert seen == [] and faulty.next_relist() == w.clock.now() + 3.0
+    faulty.faults = kube_faults.KubeFaults(watch_reorder=True)
+    w.cluster.create(builders.pending_pod("b"))  # not delayed: overtakes a's events
+    assert seen == [("ADDED", "b")]
+    w.clock.advance(3.0)
+    assert faulty.pump() == 2
+    assert seen == [("ADDED", "b"), ("ADDED", "a"), ("MODIFIED", "a")]
 
 
 def test_a_launch_whose_response_is_lost_is_found_again_and_not_launched_twice() -> None:
