@@ -57,6 +57,7 @@ def _seconds(text: str, flag: str) -> float:
               help="Level of one component, e.g. disruption=debug (repeatable).")
 @click.option("--cloud-workers", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="Cloud calls (launches, terminations) run in parallel.")
+@click.option("--region", default=None, help="Cloud region, passed to the aws / azure provider factory.")
 @click.option("--in-memory-cluster", is_flag=True, hidden=True,
               help="Run on an empty in-memory cluster (smoke tests and demos only).")
 @_settings_options
@@ -64,7 +65,7 @@ def controller_command(cloud_provider: str, settings_file: str | None, kubeconfi
                        context: str | None, disable_leader_election: bool, leader_election_namespace: str | None,
                        leader_election_id: str | None, lease_duration: str, renew_deadline: str, retry_period: str,
                        bind_address: str, log_format: str, component_levels: tuple[str, ...], cloud_workers: int,
-                       in_memory_cluster: bool, **settings_values: str | None) -> None:
+                       region: str | None, in_memory_cluster: bool, **settings_values: str | None) -> None:
     """Run karpy's controllers against a Kubernetes cluster (leader-elected, like Karpenter's controller)."""
     levels: dict[str, str] = {}
     for item in component_levels:
@@ -82,5 +83,6 @@ def controller_command(cloud_provider: str, settings_file: str | None, kubeconfi
         lease_duration=_seconds(lease_duration, "--lease-duration"),
         renew_deadline=_seconds(renew_deadline, "--renew-deadline"),
         retry_period=_seconds(retry_period, "--retry-period"),
-        bind_address=bind_address, log_format=log_format, component_levels=levels, cloud_workers=cloud_workers)
+        bind_address=bind_address, log_format=log_format, component_levels=levels, cloud_workers=cloud_workers,
+        provider_options={"region": region} if region else {})
     sys.exit(controller_run.run(opts))

@@ -83,3 +83,28 @@ def test_the_kwok_factory_is_found_through_the_same_contract() -> None:
     cloud = controller_run.build_cloud("kwok", settings.Settings(cluster_name="c"), clock.WallClock(),
                                        memory.InMemoryCluster(clock.WallClock()), {})
     assert cloud.name == "kwok"
+
+
+def test_region_reaches_the_provider_factory(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from click.testing import CliRunner
+
+    from karpy import cli
+
+    root = logging.getLogger("karpy")
+    monkeypatch.setattr(root, "handlers", list(root.handlers))  # the command installs its own handler
+    monkeypatch.setattr(root, "level", root.level)
+    seen: dict[str, object] = {}
+    fake = types.ModuleType("karpy.cloudprovider.aws.factory")
+
+    def build(*_args: object, **options: object) -> object:
+        seen.update(options)
+        raise cp_errors.CloudProviderError("stop here")
+
+    fake.build = build  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "karpy.cloudprovider.aws.factory", fake)
+    result = CliRunner().invoke(cli.main, ["controller", "--cloud-provider", "aws", "--in-memory-cluster",
+                                           "--region", "eu-west-1", "--log-format", "console"])
+    assert result.exit_code == controller_run.EXIT_PROVIDER_UNAVAILABLE
+    assert seen == {"region": "eu-west-1"}
