@@ -19,6 +19,7 @@ import karpy
 from karpy import controller_cli
 from karpy.api import errors
 from karpy.cloudprovider import catalog
+from karpy.install import cli as install_cli
 
 
 @click.group()
@@ -263,6 +264,7 @@ def _fail(what: str, files: tuple[str, ...] | list[str], exc: errors.ValidationE
 
 
 main.add_command(controller_cli.controller_command)  # `karpy controller` (karpy.controller_run)
+main.add_command(install_cli.crds_command)  # `karpy crds` (karpy.install.cli)
 
 
 if __name__ == "__main__":

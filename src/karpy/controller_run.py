@@ -16,17 +16,22 @@
    ``/metrics`` on ``METRICS_PORT`` and ``/healthz`` ``/readyz`` on ``HEALTH_PROBE_PORT``;
 6. the real-time driver (:mod:`karpy.controllers.realtime`) until SIGTERM/SIGINT (graceful: in-flight
    cloud calls finish and are written, the lease is released; exit 0) or until the lease is lost
-   (exit 1, so that Kubernetes restarts the pod, as controller-runtime does).
+   (exit 1, so that Kubernetes restarts the pod, as controller-runtime does). A shutdown still running
+   ``shutdown_grace + 10`` seconds after the signal dumps every thread's stack to the log and exits 5;
+   ``kill -USR1`` dumps the stacks at any time.
 """
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import importlib
 import logging
 import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -44,6 +49,7 @@ EXIT_LOST_LEADERSHIP = 1
 EXIT_BAD_INPUT = 2
 EXIT_PROVIDER_UNAVAILABLE = 3
 EXIT_CLUSTER_UNAVAILABLE = 4
+EXIT_SHUTDOWN_TIMEOUT = 5
 
 
 @dataclass
@@ -129,6 +135,27 @@ def connect(opts: Options, settings: settings_mod.Settings, clock: clock_mod.Clo
         raise Unavailable(f"cannot connect to the Kubernetes API server: {exc}", EXIT_CLUSTER_UNAVAILABLE) from None
 
 
+def _synced_check(cluster: Any) -> Callable[[], bool] | None:
+    """Whether the cluster's caches have their first lists (``has_synced()`` or ``wait_for_sync(0)``)."""
+    has_synced = getattr(cluster, "has_synced", None)
+    if callable(has_synced):
+        return lambda: bool(has_synced())
+    wait_for_sync = getattr(cluster, "wait_for_sync", None)
+    if callable(wait_for_sync):
+        return lambda: bool(wait_for_sync(0))
+    return None
+
+
+def _force_exit(after: float, err: IO[str]) -> None:
+    """Exit ``after`` seconds from now if the graceful shutdown has not finished by then."""
+    threading.Event().wait(after)
+    log.error("shutdown did not finish within %.0fs of the signal; exiting", after)
+    with contextlib.suppress(Exception):
+        faulthandler.dump_traceback(file=err, all_threads=True)
+        err.flush()
+    os._exit(EXIT_SHUTDOWN_TIMEOUT)
+
+
 def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[str] | None = None,
         install_signals: bool = True) -> int:
     """The ``karpy controller`` command; returns the exit status (see the module docstring)."""
@@ -167,9 +194,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     built = controllers.register_all(manager, cluster, cloud, wall, settings)
     elector = leader.LeaderElector(cluster, wall, lease_config) if opts.leader_elect else None
     pump = cluster if callable(getattr(cluster, "pump", None)) else None
-    synced_fn = getattr(cluster, "has_synced", None)
-    driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump,
-                             synced=synced_fn if callable(synced_fn) else None,
+    driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump, synced=_synced_check(cluster),
                              shutdown_grace=max(1.0, opts.renew_deadline))
     driver_ref.append(driver)
 
@@ -189,8 +214,18 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     servers = [serve.serve_metrics(built.metrics.registry, opts.bind_address, settings.metrics_port),
                serve.serve_probes(probe, opts.bind_address, settings.health_probe_port)]
     if install_signals:
+        watchdog: list[threading.Thread] = []
+
+        def on_signal(_signum: int, _frame: object) -> None:
+            driver.stop()
+            if not watchdog:  # a shutdown that hangs still ends, with every thread's stack in the log
+                watchdog.append(threading.Thread(target=_force_exit, args=(driver.shutdown_grace + 10.0, err),
+                                                 name="karpy-shutdown-watchdog", daemon=True))
+                watchdog[0].start()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda _signum, _frame: driver.stop())
+            signal.signal(sig, on_signal)
+        faulthandler.register(signal.SIGUSR1, file=err, all_threads=True)  # `kill -USR1`: every thread's stack
     log.info("karpy controller starting", extra=logs.fields(
         "", cloudProvider=opts.cloud_provider, clusterName=settings.cluster_name, identity=lease_config.identity,
         leaderElection=opts.leader_elect, metricsPort=servers[0].port, healthProbePort=servers[1].port))

@@ -72,6 +72,12 @@ class Controller:
             self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)  # the stacks of every thread go to the log
+            time.sleep(1)
+            self.proc.kill()
+            self.proc.wait(10)
+            raise AssertionError(f"no exit within {timeout}s of SIGTERM:\n{self.log()[-6000:]}") from None
         finally:
             self.log_file.close()
 

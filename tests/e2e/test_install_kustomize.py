@@ -15,12 +15,14 @@ import pytest
 import yaml
 
 from karpy.api.schemas import crd
-from karpy.install import chart, kustomize
+from karpy.install import kustomize
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "karpy"
-BASE = ROOT / "deploy" / "kustomize" / "base"
-OVERLAY = ROOT / "deploy" / "kustomize" / "overlays" / "example"
+KUSTOMIZE = ROOT / "deploy" / "kustomize"
+BASE = KUSTOMIZE / "base"
+OVERLAY = KUSTOMIZE / "overlays" / "example"
+AKS_OVERLAY = KUSTOMIZE / "overlays" / "aks-example"
 KUBERNETES_VERSION = "1.32"
 
 pytestmark = [pytest.mark.e2e,
@@ -42,28 +44,33 @@ def key(obj: dict[str, Any]) -> tuple[str, str]:
     return (obj["kind"], obj["metadata"]["name"])
 
 
-def test_the_base_on_disk_is_what_the_chart_and_schemas_generate() -> None:
+def test_the_generated_directories_on_disk_are_what_the_chart_and_schemas_generate() -> None:
     want = kustomize.files(CHART)
-    have = {str(p.relative_to(BASE)): p.read_text() for p in BASE.rglob("*.yaml")}
+    have = {str(p.relative_to(KUSTOMIZE)): p.read_text()
+            for d in ("base", *kustomize.CLOUDS) for p in (KUSTOMIZE / d).rglob("*.yaml")}
     assert sorted(have) == sorted(want), "run python scripts/generate_kustomize.py"
     assert [n for n in want if have[n] != want[n]] == [], "run python scripts/generate_kustomize.py"
 
 
-def test_kubectl_kustomize_renders_the_base_as_the_chart_renders_its_defaults() -> None:
-    rendered = {key(o): o for o in build(BASE)}
-    from_chart = {key(o): o for o in chart.render(CHART, kustomize.BASE_VALUES, namespace=kustomize.NAMESPACE,
-                                                  service="kustomize")}
+@pytest.mark.parametrize("cloud", ["aws", *kustomize.CLOUDS])
+def test_kubectl_kustomize_renders_each_cloud_as_the_chart_renders_it(cloud: str) -> None:
+    rendered = {key(o): o for o in build(BASE if cloud == "aws" else KUSTOMIZE / cloud)}
+    from_chart = {key(o): o for o in kustomize.render(CHART, cloud)}
     crds = {key(d): d for d in crd.definitions()}
     assert set(rendered) == set(from_chart) | set(crds)
     for k, obj in from_chart.items():
         assert rendered[k] == obj, k
     for k, definition in crds.items():
         assert rendered[k] == definition, k
+    (c,) = rendered[("Deployment", "karpy")]["spec"]["template"]["spec"]["containers"]
+    assert c["args"] == ["controller", "--cloud-provider", cloud]
 
 
 def test_every_object_of_the_base_and_the_overlay_is_valid_for_the_api_server() -> None:
     objects = build(BASE) + build(OVERLAY)
-    assert len(objects) > 25
+    objects += [o for d in [*(KUSTOMIZE / c for c in kustomize.CLOUDS), AKS_OVERLAY] for o in build(d)
+                if o["kind"] != "CustomResourceDefinition"]  # the same CRDs as the base's
+    assert len(objects) > 40
     for obj in objects:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
@@ -86,3 +93,16 @@ def test_the_base_ships_karpenters_crds_with_their_names() -> None:
     names = sorted(o["metadata"]["name"] for o in build(BASE) if o["kind"] == "CustomResourceDefinition")
     assert names == ["aksnodeclasses.karpenter.azure.com", "ec2nodeclasses.karpenter.k8s.aws",
                      "kwoknodeclasses.karpenter.kwok.sh", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh"]
+
+
+def test_the_aks_overlay_sets_workload_identity_on_the_azure_directory() -> None:
+    objects = {key(o): o for o in build(AKS_OVERLAY)}
+    sa = objects[("ServiceAccount", "karpy")]
+    assert "azure.workload.identity/client-id" in sa["metadata"]["annotations"]
+    template = objects[("Deployment", "karpy")]["spec"]["template"]
+    assert template["metadata"]["labels"]["azure.workload.identity/use"] == "true"
+    (c,) = template["spec"]["containers"]
+    assert c["args"] == ["controller", "--cloud-provider", "azure"]
+    assert {e["name"]: e.get("value") for e in c["env"]}["CLUSTER_NAME"] == "aks-prod"
+    rules = objects[("ClusterRole", "karpy")]["rules"]
+    assert {g for r in rules for g in r["apiGroups"]} == {"karpenter.azure.com"}

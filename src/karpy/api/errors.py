@@ -6,6 +6,7 @@ expected and what was found, so a user can fix the manifest without reading karp
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,10 @@ def describe(value: Any) -> str:
     """A short, quoted rendering of a found value for error messages."""
     if value is None:
         return "nothing"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:  # a value nested too deeply to print
+        text = reprlib.repr(value)
     if len(text) > 80:
         text = text[:77] + "..."
     return text

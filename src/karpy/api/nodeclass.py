@@ -28,9 +28,9 @@ EC2_KIND = "EC2NodeClass"
 AKS_API_VERSION = "karpenter.azure.com/v1beta1"
 AKS_KIND = "AKSNodeClass"
 
-AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022")
+AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
 ALIAS_FAMILIES = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket",
-                  "windows2019": "Windows2019", "windows2022": "Windows2022"}
+                  "windows2019": "Windows2019", "windows2022": "Windows2022", "windows2025": "Windows2025"}
 """``amiSelectorTerms[].alias`` family prefix -> ``amiFamily`` it implies."""
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 AKS_IMAGE_FAMILIES = ("Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux")

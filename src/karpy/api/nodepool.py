@@ -192,6 +192,8 @@ class NodePoolStatus:
     resources: quantity.ResourceList = field(default_factory=dict)
     conditions: tuple[nodeclaim.Condition, ...] = ()
     node_class_observed_generation: int = 0
+    nodes: int = 0
+    """``status.nodes``: the pool's NodeClaims, as :mod:`karpy.controllers.nodepool_counter` counts them."""
 
     @staticmethod
     def parse(f: fields.Fields) -> NodePoolStatus:
@@ -199,6 +201,7 @@ class NodePoolStatus:
             resources=quantity.read_list(f, "resources"),
             conditions=nodeclaim.parse_conditions(f),
             node_class_observed_generation=f.int("nodeClassObservedGeneration", 0) or 0,
+            nodes=f.int("nodes", 0) or 0,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -207,6 +210,8 @@ class NodePoolStatus:
             out["conditions"] = [c.to_dict() for c in self.conditions]
         if self.node_class_observed_generation:
             out["nodeClassObservedGeneration"] = self.node_class_observed_generation
+        if self.nodes:
+            out["nodes"] = self.nodes
         if self.resources:
             out["resources"] = quantity.format_list(self.resources)
         return out

@@ -165,6 +165,19 @@ class CloudProvider(Protocol):
         ...
 
 
+class Billing(Protocol):
+    """An optional capability of a cloud provider that knows the customer's commitments.
+
+    ``billed_price(provider_id)`` is what the running instance adds to the bill per hour: ``0`` under a
+    Reserved Instance, its uncovered part under a Savings Plan, else its price less any negotiated
+    discount; ``None`` when unknown. Consolidation prices a node with it (when the provider has it), so
+    a node under a commitment is never replaced by one that is in fact paid on top; offering prices in
+    :meth:`CloudProvider.get_instance_types` are then marginal prices (what one more instance would add).
+    """
+
+    def billed_price(self, provider_id: str) -> float | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RepairPolicy:
     """Replace a node whose condition ``condition_type`` has had ``condition_status`` for

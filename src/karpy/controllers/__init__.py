@@ -44,7 +44,8 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
                  clock: clock_mod.Clock, settings: settings_mod.Settings | None = None, *,
                  metrics: metrics_mod.Metrics | None = None, recorder: events.EventRecorder | None = None,
                  on_launched: lifecycle.LaunchHook | None = None) -> Controllers:
-    """Register the provisioner, lifecycle, termination, garbage-collection and disruption controllers.
+    """Register the provisioner, lifecycle, termination, garbage-collection, disruption and NodePool
+    counter controllers.
 
     ``metrics`` defaults to a fresh :class:`Metrics` (which then also records pod startup
     durations and, when the cloud has ``cost_per_hour()``, the cost gauge); a caller passing its
@@ -53,6 +54,7 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     """
     from karpy import settings as settings_mod
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, state, termination
+    from karpy.controllers import nodepool_counter as nodepool_counter  # own line: fewer merge conflicts
     from karpy.disruption import controller as disruption_controller
     from karpy.kube import events
     from karpy.observability import metrics as metrics_mod
@@ -88,9 +90,14 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         cluster, clock, recorder, metrics, cluster_state=cluster_state, cloud=cloud, settings=settings,
         instance_types=built.provisioner.instance_types)
     disruption_controller.register(manager, built.disruption)
+    nodepool_counter.register(manager, nodepool_counter.NodePoolCounter(cluster, cluster_state))
     from karpy.controllers import nodeclass_status
 
     nodeclass_status.register(manager, cluster, cloud, clock)
+    if settings.feature_gate("NodeRepair"):
+        from karpy.controllers import repair
+
+        repair.register(manager, cluster, cluster_state, cloud, clock, recorder, metrics)
     manager.enqueue(gc.NAME, gc.KEY)
     manager.enqueue(interruption.NAME, interruption.KEY)
     _enqueue_existing(manager, cluster_state)

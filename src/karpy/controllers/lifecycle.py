@@ -48,7 +48,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, runtime, state
+from karpy.controllers import cloudcalls, launch_idempotency, ownership, runtime, state
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -144,6 +144,8 @@ class Lifecycle:
         self.on_launched = on_launched
         self._launched: dict[str, nodeclaim_mod.NodeClaim] = {}
         self._attempts: dict[str, int] = {}
+        self._tried: set[str] = set()
+        """NodeClaims this process called ``create`` for (launch idempotency looks before trying again)."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [("NodeClaim", self._map_claim), ("Node", self._map_node)])
@@ -200,6 +202,7 @@ class Lifecycle:
         for uid in [u for u, c in self._launched.items() if c.name == name]:
             del self._launched[uid]
         self._attempts.pop(name, None)
+        self._tried.discard(name)
 
     def _created(self, claim: nodeclaim_mod.NodeClaim) -> float:
         created = claim.metadata.creation_timestamp
@@ -221,12 +224,15 @@ class Lifecycle:
         launched = self._launched.get(uid)
         deadline = self._created(claim) + self.settings.launch_ttl
         op = "create/" + uid
+        if launched is None and not self.calls.pending(op):
+            launched = launch_idempotency.existing(self.cloud, claim, now, retry=claim.name in self._tried)
         if launched is None:
             if now >= deadline and not self.calls.pending(op):
                 self._delete_for_timeout(claim, REASON_LAUNCH_TIMEOUT, "launch_timeout",
                                          f"NodeClaim {claim.name} did not launch within "
                                          f"{self.settings.launch_ttl:g}s of its creation")
                 return None
+            self._tried.add(claim.name)
             outcome = self.calls.call(op, lambda: self.cloud.create(claim), (NAME, claim.name))
             if outcome is None:
                 return None  # in flight: its completion requeues this NodeClaim
@@ -320,6 +326,17 @@ class Lifecycle:
                 return None
             return deadline - now
         node = self.cluster.get("Node", node_name)
+        if not ownership.may_adopt(node, claim.nodepool_name):  # never take a Node karpy did not launch
+            self._event(claim, events.WARNING, ownership.REASON_FOREIGN_NODE,
+                        f"Node {node_name} has provider ID {claim.status.provider_id} but was not launched by "
+                        "karpy; not registering it")
+            deadline = self._created(claim) + self.settings.registration_ttl
+            if self.clock.now() >= deadline:
+                self._delete_for_timeout(claim, REASON_REGISTRATION_TIMEOUT, "registration_timeout",
+                                         f"NodeClaim {claim.name} did not register a node within "
+                                         f"{self.settings.registration_ttl:g}s of its creation")
+                return None
+            return deadline - self.clock.now()
         self._adopt(node, claim)
 
         def mutate(status: dict[str, Any], now: float) -> None:

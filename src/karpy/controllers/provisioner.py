@@ -170,6 +170,7 @@ class Provisioner:
         self._tokens_at: float | None = None
         self.runs = 0
         self.last_results: results.Results | None = None
+        self._pools_seen: dict[str, tuple[Any, ...]] = {}
         self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
         """NodePools left out of the last scheduling run because their NodeClass is not Ready."""
 
@@ -209,6 +210,18 @@ class Provisioner:
         return ()
 
     def _map_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        # a spec change (new generation) or a readiness change can change a plan; the counts the
+        # nodepool.counter controller writes into status cannot
+        name = interface.name_of(obj)
+        seen = ((obj.get("metadata") or {}).get("generation"),
+                tuple(sorted((str(c.get("type")), str(c.get("status")))
+                             for c in (obj.get("status") or {}).get("conditions") or ())))
+        if event == interface.DELETED:
+            self._pools_seen.pop(name, None)
+        elif event != interface.ADDED and self._pools_seen.get(name) == seen:
+            return ()
+        else:
+            self._pools_seen[name] = seen
         self.trigger()
         return (BATCH_KEY,)
 

@@ -43,7 +43,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, runtime, state
+from karpy.controllers import cloudcalls, drain_report, ownership, runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
@@ -155,10 +155,13 @@ class Termination:
         return ()
 
     def reconcile(self, key: str) -> float | None:
-        if key.startswith(NODE):
-            return self.finalize_node(key[len(NODE):])
-        if key.startswith(NODECLAIM):
-            return self.finalize_nodeclaim(key[len(NODECLAIM):])
+        try:
+            if key.startswith(NODE):
+                return self.finalize_node(key[len(NODE):])
+            if key.startswith(NODECLAIM):
+                return self.finalize_nodeclaim(key[len(NODECLAIM):])
+        except kube_errors.NotFound:  # gone while the watch-fed cache still had it: nothing left to do
+            return None
         return None
 
     # ----------------------------------------------------------------------------- NodeClaims
@@ -176,7 +179,7 @@ class Termination:
         waiting = False
         for node_name in self._nodes_of(claim):
             node = self.state.raw("Node", node_name)
-            if node is None:
+            if node is None or not ownership.launched_by_karpenter(node):  # never a Node karpy did not launch
                 continue
             waiting = True
             if not interface.is_terminating(node):
@@ -339,6 +342,12 @@ class Termination:
         if remaining:
             self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
                         f"Failed to drain node, {remaining} pods are waiting to be evicted")
+            stuck = drain_report.blocking(waiting, now, expiry)
+            if stuck:
+                deleted = (node_obj.get("metadata") or {}).get("deletionTimestamp")
+                since = clock_mod.parse_rfc3339(str(deleted)) if deleted else None
+                self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
+                            drain_report.message(name, stuck, since, now))
         return remaining, max(0.0, next_check)
 
     def _evict(self, p: pod_mod.Pod) -> int:

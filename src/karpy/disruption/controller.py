@@ -70,7 +70,8 @@ from karpy.provisioning import scheduler
 from karpy.scheduling import volumetopology
 
 NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
-"""NodeClass kinds whose changes start a disruption pass (NodeClass drift)."""
+"""NodeClass kinds whose changes start a disruption pass (NodeClass drift), unless the controller is
+given its cloud's own (``nodeclass_kinds``)."""
 DRIFT_RECHECK = 1800.0
 """Seconds after which a claim's drift is computed again even if nothing karpy watches changed."""
 log = logging.getLogger("karpy.disruption")
@@ -135,9 +136,13 @@ class DisruptionController:
         settings: settings_mod.Settings | None = None,
         instance_types: InstanceTypes | None = None,
         nodeclass_hash: orchestrator.NodeClassHash | None = None,
+        nodeclass_kinds: Sequence[str] = (),
     ) -> None:
         self.cluster = cluster
         self.clock = clock
+        self.nodeclass_kinds = tuple(nodeclass_kinds) or NODECLASS_KINDS
+        """The NodeClass kinds watched for drift: pass only the cloud's own kind in a real cluster
+        (an informer of a kind whose CRD is not installed never syncs)."""
         self._drift_cache: dict[str, tuple[Any, str | None]] = {}
         self.recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock)
         self.metrics = metrics
@@ -160,6 +165,7 @@ class DisruptionController:
         self._consolidated_at = 0.0
         self._quiet_revision = -1
         self._pod_seen: dict[str, tuple[Any, ...]] = {}
+        self._pool_generations: dict[str, Any] = {}
         self._quiet_until = 0.0
 
     # ------------------------------------------------------------------------------ runtime glue
@@ -168,12 +174,25 @@ class DisruptionController:
         # NodeClasses are watched too: a NodeClass change is a (cloud) drift change, seen at the next
         # pass rather than at the periodic DRIFT_RECHECK
         return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[
-            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._bump),
-            *((kind, self._bump) for kind in NODECLASS_KINDS)])
+            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._on_nodepool),
+            *((kind, self._bump) for kind in self.nodeclass_kinds)])
 
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
         self._revision += 1
         return ()
+
+    def _on_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        """A NodePool's spec change (a new generation), creation or deletion is a change; a status
+        write (its counts, its conditions) is not."""
+        name = interface.name_of(obj)
+        generation = (obj.get("metadata") or {}).get("generation")
+        if event == "DELETED":
+            self._pool_generations.pop(name, None)
+        elif event != "ADDED" and generation is not None and self._pool_generations.get(name) == generation:
+            return ()
+        else:
+            self._pool_generations[name] = generation
+        return self._bump(event, obj)
 
     def on_pod(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
         """Record the pod event time on its node; enqueues nothing (the loop polls).
@@ -400,8 +419,22 @@ class DisruptionController:
         obs.snapshot = snapshot_mod.ClusterSnapshot.build(
             self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
-            in_flight=in_flight, now=obs.now)
+            in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes))
         return obs.snapshot
+
+    def _billed(self, nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
+                ) -> dict[str, float] | None:
+        """Each node's billed $/h when the cloud bills commitments (:class:`cp_interface.Billing`)."""
+        billed_price = getattr(self.cloud, "billed_price", None)
+        if not callable(billed_price):
+            return None
+        out: dict[str, float] = {}
+        for n, _, _ in nodes:
+            price = billed_price(n.provider_id) if n.provider_id else None
+            if price is None:
+                return None  # no commitments: offering prices hold
+            out[n.provider_id] = float(price)
+        return out
 
     def _with_volume_topology(self, nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
                               ) -> list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]:
@@ -478,10 +511,16 @@ class DisruptionController:
         return out
 
     def _cloud_epoch(self) -> int:
-        """Changes whenever a NodeClass changes, so cached drift answers are recomputed."""
+        """Changes whenever a NodeClass changes, so cached drift answers are recomputed. A NodeClass
+        kind the API server does not serve (its CRD not installed: AKSNodeClass on EKS) counts as none."""
         revision = 0
-        for kind in NODECLASS_KINDS:
-            for obj in self.cluster.list(kind):
+        for kind in self.nodeclass_kinds:
+            try:
+                objs = self.cluster.list(kind)
+            except kube_errors.KubeError as exc:
+                log.debug("disruption: cannot list %s: %s", kind, exc)
+                continue
+            for obj in objs:
                 revision += int(str(obj.get("metadata", {}).get("resourceVersion", "0")) or 0)
         return revision
 

@@ -130,8 +130,11 @@ def node_info(
     pool: nodepool_mod.NodePool | None,
     pods: Iterable[pod_mod.Pod],
     instance_types: Mapping[str, Sequence[instancetype.InstanceType]],
+    billed: Mapping[str, float] | None = None,
 ) -> NodeInfo:
-    """A :class:`NodeInfo` with the node's offering looked up in ``instance_types``."""
+    """A :class:`NodeInfo` with the node's offering looked up in ``instance_types``; its price is what it
+    is billed (``billed`` by provider ID, when the cloud knows the customer's commitments), else its
+    offering's price."""
     lbls = dict(claim.labels) if claim is not None else {}
     lbls.update(n.labels)
     type_name = lbls.get(wk.INSTANCE_TYPE, "")
@@ -142,6 +145,8 @@ def node_info(
     price: float | None = None
     if type_name:
         it, price = find_offering(instance_types, type_name, zone, capacity_type, pool_name)
+    if billed is not None and n.provider_id in billed:
+        price = billed[n.provider_id]
     return NodeInfo(node=n, nodeclaim=claim, nodepool=pool, pods=tuple(pods), instance_type=it,
                     zone=zone, capacity_type=capacity_type, price=price)
 
@@ -173,6 +178,7 @@ class ClusterSnapshot:
         usage: Mapping[str, quantity.ResourceList] | None = None,
         in_flight: Sequence[results.ExistingNode] = (),
         now: float = 0.0,
+        billed: Mapping[str, float] | None = None,
     ) -> ClusterSnapshot:
         """A snapshot from ``(node, nodeclaim or None, pods)``; each node's NodePool is found by
         its ``karpenter.sh/nodepool`` label. Without ``usage``, each NodePool's usage is the sum
@@ -182,7 +188,7 @@ class ClusterSnapshot:
         for n, claim, pods in nodes:
             pool_name = n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim is not None else None)
             pool = pools.get(pool_name) if pool_name else None
-            infos.append(node_info(n, claim, pool, pods, instance_types))
+            infos.append(node_info(n, claim, pool, pods, instance_types, billed))
         if usage is None:
             computed: dict[str, quantity.ResourceList] = {}
             for info in infos:

@@ -12,7 +12,8 @@ pipelines with ``|``, parentheses, string / number / boolean literals, fields (`
 subset fails loudly instead of rendering something helm would not.
 
 Values follow Helm's printing rules: ``nil`` prints as nothing, booleans as ``true`` / ``false``,
-whole floats without a fraction. A caller may rely on :func:`render` being deterministic.
+whole floats without a fraction; reading a field of a missing map is an error, as in helm. A
+caller may rely on :func:`render` being deterministic.
 """
 
 from __future__ import annotations
@@ -326,7 +327,10 @@ class Renderer:
             return {"true": True, "false": False, "nil": None}[text]
         if kind == "field":
             base = self._root if text.startswith("$") else dot
-            for part in [p for p in text.lstrip("$").split(".") if p]:
+            parts = [p for p in text.lstrip("$").split(".") if p]
+            for i, part in enumerate(parts):
+                if base is None and i > 0:  # as Go: a field of a missing map is an error, not nil
+                    raise TemplateError(f"{where}: nil pointer evaluating {text} (no {'.'.join(parts[:i])})")
                 base = base.get(part) if isinstance(base, Mapping) else None
             return base
         raise TemplateError(f"{where}: cannot evaluate {text!r}")

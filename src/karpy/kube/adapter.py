@@ -48,7 +48,9 @@ from karpy.kube import config as config_mod
 from karpy.kube import errors, informer, interface, memory, paths, selectors
 from karpy.settings import Settings
 
-UNCACHED_KINDS = frozenset({"Event"})
+UNCACHED_KINDS = frozenset({"Event", "Lease"})
+"""Read from the API, not a cache: Events, and Leases (leader election reads its one Lease with a GET, as
+client-go does; Karpenter's RBAC grants get/watch on it in one namespace, not a cluster-wide list)."""
 CONFLICT_RETRIES = 3
 
 

@@ -99,8 +99,8 @@ class Compactor:
             return value
         return found
 
-    def compact(self, obj: dict[str, Any], kind: str) -> dict[str, Any]:
-        """Project (Pods) and share ``obj``'s parts in place; returns ``obj``."""
+    def compact(self, obj: dict[str, Any], kind: str, *, projected: bool = False) -> dict[str, Any]:
+        """Project (Pods, unless ``projected`` says it was done) and share ``obj``'s parts in place."""
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
@@ -108,26 +108,56 @@ class Compactor:
                 annotations = meta.get("annotations")
                 if isinstance(annotations, dict) and LAST_APPLIED in annotations:
                     meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
-        if kind == "Pod" and self.project_pods:
+        if kind == "Pod" and self.project_pods and not projected:
             project_pod(obj)
-        share = self.share
+        table = self._objects
         strings = self._strings
-        spec = obj.get("spec")
-        if kind == "Pod" and isinstance(spec, dict):
-            for field in ("containers", "initContainers", "volumes"):
-                items = spec.get(field)
-                if isinstance(items, list) and items:
-                    spec[field] = [share(item) for item in items]
-        for section, fields in SHARED_FIELDS.get(kind, DEFAULT_SHARED_FIELDS).items():
+        dumps = orjson.dumps
+        for section, modes in _modes(kind):
             part = obj.get(section)
-            if not isinstance(part, dict):
+            if type(part) is not dict:
                 continue
-            for field in fields:
-                value = part.get(field)
-                if value is not None:
-                    part[field] = share(value)
-            for field in SHARED_STRINGS.get(section, ()):
-                text = part.get(field)
-                if type(text) is str:
-                    part[field] = strings.setdefault(text, text)
+            for field, value in part.items():
+                mode = modes.get(field)
+                if mode is None or value is None:
+                    continue
+                if mode == _INTERN:
+                    if type(value) is str:
+                        part[field] = strings.setdefault(value, value)
+                    continue
+                if mode == _SHARE_ITEMS and type(value) is list:
+                    items = []
+                    for item in value:
+                        key = dumps(item)
+                        found = table.get(key)
+                        if found is None:
+                            table[key] = found = item
+                        items.append(found)
+                    value = items
+                key = dumps(value)
+                found = table.get(key)
+                if found is None:
+                    table[key] = found = value
+                part[field] = found
         return obj
+
+
+_SHARE, _SHARE_ITEMS, _INTERN = 1, 2, 3
+_ITEM_FIELDS = frozenset({"containers", "initContainers", "volumes"})
+_MODES: dict[str, list[tuple[str, dict[str, int]]]] = {}
+
+
+def _modes(kind: str) -> list[tuple[str, dict[str, int]]]:
+    """``[(section, {field: what to do})]`` for ``kind``, built once."""
+    found = _MODES.get(kind)
+    if found is None:
+        found = []
+        shared = SHARED_FIELDS.get(kind, DEFAULT_SHARED_FIELDS)
+        for section in ("metadata", "spec", "status"):
+            modes = {f: _INTERN for f in SHARED_STRINGS.get(section, ())}
+            for f in shared.get(section, ()):
+                modes[f] = _SHARE_ITEMS if kind == "Pod" and f in _ITEM_FIELDS else _SHARE
+            if modes:
+                found.append((section, modes))
+        _MODES[kind] = found
+    return found

@@ -106,6 +106,14 @@ class InternalError(KubeError):
     retryable = True
 
 
+class Timeout(KubeError):
+    """504: the request timed out; it may or may not have been applied. Re-read, then retry."""
+
+    status = 504
+    reason = "Timeout"
+    retryable = True
+
+
 def is_not_found(err: BaseException) -> bool:
     """True for a :class:`NotFound` (the common "already gone, nothing to do" check)."""
     return isinstance(err, NotFound)

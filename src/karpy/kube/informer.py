@@ -275,8 +275,11 @@ class Informer:
                     self.client.request_bytes("GET", path, params=params, what=f"LIST {self.kind}", kind=self.kind)
                 )
                 compact_obj = self.compactor.compact
+                projected = self._typed_pods
                 for obj in page:
-                    items.append(compact_obj(trim(obj, self.kind, self.res.api_version), self.kind))
+                    items.append(
+                        compact_obj(trim(obj, self.kind, self.res.api_version), self.kind, projected=projected)
+                    )
             rv = str(meta.get("resourceVersion") or rv)
             token = meta.get("continue")
             if not token:
@@ -347,7 +350,9 @@ class Informer:
         if event_type == "BOOKMARK":
             self.resource_version = new_rv or rv
             return new_rv or rv
-        obj = self.compactor.compact(trim(obj, self.kind, self.res.api_version), self.kind)
+        obj = self.compactor.compact(
+            trim(obj, self.kind, self.res.api_version), self.kind, projected=self._typed_pods
+        )
         self._apply(event_type, obj, local=False)
         self.resource_version = new_rv or rv
         return new_rv or rv

@@ -62,6 +62,7 @@ KINDS: Mapping[str, KindInfo] = {
     "NodeClaim": KindInfo("karpenter.sh/v1", False),
     "EC2NodeClass": KindInfo("karpenter.k8s.aws/v1", False),
     "AKSNodeClass": KindInfo("karpenter.azure.com/v1beta1", False),
+    "KWOKNodeClass": KindInfo("karpenter.kwok.sh/v1alpha1", False),
     # v1alpha5-era kinds, read from old manifests before conversion.
     "Provisioner": KindInfo("karpenter.sh/v1alpha5", False),
     "Machine": KindInfo("karpenter.sh/v1alpha5", False),

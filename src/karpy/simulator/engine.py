@@ -40,12 +40,22 @@ from karpy.api import labels, nodeclaim, nodeclass, nodepool
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
+from karpy.cloudprovider.azure import nap
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.simulator import daemonsets, kube_scheduler, kubelet, scenario, volumes, workloads
+from karpy.simulator import (
+    daemonsets,
+    kube_scheduler,
+    kubelet,
+    provider_bridge,
+    real_cloud,
+    scenario,
+    volumes,
+    workloads,
+)
 
 log = logging.getLogger("karpy.simulator")
 
@@ -302,12 +312,16 @@ class Simulation:
         self.cloud = fake_provider.SimulatedCloud(
             self.clock, random.Random(seeds[1]), catalog=scn.cloud.catalog,
             region=scn.cloud.region, zones=scn.cloud.zones or None, cluster_name=scn.cluster_name,
-            node_classes=self._node_class)
+            node_classes=self._node_class, commitments=scn.cloud.commitments)
         self.kubelet = kubelet.SimulatedKubelet(
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in
             ("aws", "azure") else "")
-        self.bridge = CloudBridge(self.cloud, self.kubelet)
+        self.bridge: CloudBridge | provider_bridge.ProviderBridge
+        if scn.cloud.endpoint_url:  # the cloud's real provider against an endpoint; the cluster stays simulated
+            self.bridge = real_cloud.bridge(scn, self.clock, self.cluster, self.kubelet)
+        else:
+            self.bridge = CloudBridge(self.cloud, self.kubelet)
         self.metrics = metrics_mod.Metrics()
         self.metrics.attach(cost=self.bridge.cost_per_hour)
         self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,
@@ -325,6 +339,8 @@ class Simulation:
         self.timeline: list[Sample] = []
         self.karpy_controllers: list[str] = []
         self._wired = False
+        self.chaos: Any = None
+        """The karpy process of a scenario with ``spec.faults`` (:mod:`karpy.simulator.chaos`)."""
         self._node_classes: dict[tuple[str, str, str], fake_provider.NodeClass] = {}
 
     # ------------------------------------------------------------------------------- wiring
@@ -353,7 +369,13 @@ class Simulation:
         self.cluster.watch("Event", self._on_event)
         self.cluster.watch("Pod", self._on_pod)
         self.cluster.watch("Pod", metrics_mod.PodStartupRecorder(self.metrics, self.clock).handle)
-        if self._karpy:
+        if self._karpy and self.scenario.faults.any:  # karpy as a process that faults hit (spec.faults)
+            from karpy.simulator import chaos
+
+            self.chaos = chaos.KarpyProcess(self, self.scenario.faults, random.Random(self._seeds[5] ^ 0xFA17),
+                                            self._register_faulty)
+            self.karpy_controllers = self.chaos.start()
+        elif self._karpy:
             self.karpy_controllers = register_karpy(
                 self.manager, cluster=self.cluster, cloud=self.bridge, cloud_provider=self.bridge,
                 clock=self.clock, settings=self.scenario.settings, metrics=self.metrics,
@@ -368,6 +390,13 @@ class Simulation:
         self.kube_scheduler.register(self.manager)
         volumes.VolumeBinder(self.cluster).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
+        if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
+            nap.ensure(self.cluster)
+
+    def _register_faulty(self, manager: runtime.Manager, cluster: Any, cloud: Any) -> list[str]:
+        return register_karpy(manager, cluster=cluster, cloud=cloud, cloud_provider=cloud, clock=self.clock,
+                              settings=self.scenario.settings, metrics=self.metrics, interruption_queue=cloud,
+                              rng=random.Random(self._seeds[5]))
 
     def _cluster_autoscaler(self) -> Any:
         """Cluster Autoscaler over the scenario's node groups (``spec.clusterAutoscaler`` or derived)."""
@@ -449,7 +478,7 @@ class Simulation:
             self._interrupt(step, a)
         else:
             until = self.clock.now() + a.duration
-            self.cloud.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
+            self.bridge.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
 
     def _interrupt(self, step: scenario.Step, a: scenario.Interrupt) -> None:
         if a.node:
@@ -494,6 +523,8 @@ class Simulation:
             reclaim = self.bridge.next_reclaim()
             if reclaim is not None:
                 t = min(t, reclaim)
+            if self.chaos is not None and (chaos_due := self.chaos.next_due()) is not None:
+                t = min(t, chaos_due)
             if t > now:
                 self.clock.set(t)
                 now = t
@@ -502,6 +533,8 @@ class Simulation:
                 si += 1
             self.bridge.settle()
             self.manager.run_due()
+            if self.chaos is not None:
+                self.chaos.run_due()
             self.bridge.settle()
             if now >= next_sample:
                 self.timeline.append(self.sample())
@@ -533,6 +566,10 @@ class Simulation:
     # ------------------------------------------------------------------------------ result
 
     def _result(self) -> Result:
+        from karpy.simulator import drains
+
+        for message in drains.stuck(self.cluster, self.clock.now()):
+            self.note(message)
         objects = {
             "nodes": [memory.copy_dict(o) for o in self.cluster.objects("Node")],
             "nodeclaims": [memory.copy_dict(o) for o in self.cluster.objects("NodeClaim")],
@@ -545,9 +582,21 @@ class Simulation:
             scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
             events=evs, metrics=self.metrics_summary(), timeline=list(self.timeline), notes=list(self.notes),
             reconciles=self.manager.reconciles, cost_per_hour=self.bridge.cost_per_hour(),
-            accrued_cost=self.cloud.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
-            reconcile_errors=self.manager.failures.summary(), unexpected_errors=self.manager.failures.unexpected,
-            error_lines=self.manager.failures.lines(self.start))
+            accrued_cost=self.bridge.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
+            reconcile_errors=[r for f in self._failures() for r in f.summary()],
+            unexpected_errors=sum(f.unexpected for f in self._failures()),
+            error_lines=[line for f in self._failures() for line in f.lines(self.start)])
+
+    def _failures(self) -> list[Any]:
+        return [self.manager.failures, *([self.chaos.failures] if self.chaos is not None else [])]
+
+    def _commitments(self) -> dict[str, Any]:
+        """With commitments: the bill now (on-demand equivalent, paid, utilisation) and over time."""
+        billing = getattr(self.cloud, "billing", None)
+        if not billing:
+            return {}
+        over_time = [{"t": round(t - self.start, 3), **summary} for t, summary in billing.history]
+        return {"commitments": {**billing.summary(), "overTime": over_time}}
 
     def metrics_summary(self) -> dict[str, Any]:
         """Karpenter's metrics (deterministic ones only) plus the simulator's own counts."""
@@ -565,13 +614,16 @@ class Simulation:
             "simulator": {
                 "virtualSeconds": self.until,
                 "reconciles": self.manager.reconciles,
-                "reconcileErrors": sum(c.errors for c in self.manager.controllers.values()),
+                "reconcileErrors": sum(f.total for f in self._failures()),
+                **({"faultsInjected": self.chaos.counts(), "restarts": self.chaos.restarts}
+                   if self.chaos is not None else {}),
                 "instancesLaunched": self.bridge.launched,
                 "instancesTerminated": self.bridge.terminated,
                 "podsBoundByKubeScheduler": self.kube_scheduler.bound,
                 "kubeSchedulerRuns": self.kube_scheduler.runs,
                 "costPerHour": round(self.bridge.cost_per_hour(), 6),
-                "accruedCost": round(self.cloud.accrued_cost(), 6),
+                "accruedCost": round(self.bridge.accrued_cost(), 6),
+                **self._commitments(),
             },
             "karpenter": karpenter,
         }

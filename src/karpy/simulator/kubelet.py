@@ -226,6 +226,10 @@ class SimulatedKubelet:
             with contextlib.suppress(errors.NotFound):
                 self.cluster.delete("Node", name)
 
+    def lose_registration(self, provider_id: str) -> bool:
+        """The instance's Node will never register (a broken bootstrap); True if it was pending."""
+        return self._launches.pop(provider_id, None) is not None
+
     def add_node(self, node: Mapping[str, Any]) -> dict[str, Any]:
         """Create a scenario's pre-existing node exactly as given."""
         for address in (node.get("status") or {}).get("addresses") or ():

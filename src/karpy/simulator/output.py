@@ -228,6 +228,11 @@ def render_table(result: engine.Result, file: IO[str], *, width: int | None = No
                   f"${result.accrued_cost:.4f} spent during the run; "
                   f"{sim.get('instancesLaunched', 0)} launched, "
                   f"{sim.get('instancesTerminated', 0)} terminated")
+    bill = sim.get("commitments")
+    if bill:
+        console.print(f"Commitments at the end: on-demand equivalent ${bill['onDemandEquivalent']:.4f}/h, "
+                      f"paid ${bill['paid']:.4f}/h; Reserved Instances {bill['reservedInstanceUtilization']:.0%} "
+                      f"used, Savings Plans {bill['savingsPlanUtilization']:.0%} used")
 
 
 # ----------------------------------------------------------------------------------- command

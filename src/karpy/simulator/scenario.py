@@ -49,8 +49,9 @@ import yaml
 from karpy import settings as settings_mod
 from karpy.api import duration, errors, fields, labels, manifest, strict
 from karpy.cloudprovider import catalog as catalog_mod
+from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import interface as cloud_interface
-from karpy.simulator import scenario_schema
+from karpy.simulator import faultspec, scenario_schema
 
 API_VERSION = "karpy.io/v1alpha1"
 KIND = "Scenario"
@@ -139,6 +140,15 @@ class Cloud:
     """As written: aws, azure, kwok, fake or benchmark."""
     region: str | None
     zones: tuple[str, ...]
+    commitments: commitments_mod.Commitments = commitments_mod.NONE
+    """``spec.cloud.commitments``: Reserved Instances, Savings Plans, a negotiated discount."""
+    endpoint_url: str | None = None
+    """``spec.cloud.endpointURL``: run the cloud's real provider against this endpoint (e.g. a moto server)."""
+    kubernetes_version: str | None = None
+    """``spec.kubernetesVersion`` (or ``spec.cloud.kubernetesVersion``): the cluster's version, for the real
+    provider's image lookups."""
+    nap_mode: bool = False
+    """``napMode`` (azure only): AKS Node Auto-Provisioning's own NodePools and AKSNodeClasses exist."""
 
     @property
     def catalog(self) -> str:
@@ -162,6 +172,8 @@ class Scenario:
     warnings: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
     """The scenario document as written."""
+    faults: faultspec.Faults = field(default_factory=faultspec.Faults)
+    """``spec.faults``: what the run injects (:mod:`karpy.simulator.faultspec`)."""
 
     def with_until(self, until: float) -> Scenario:
         return dataclasses.replace(self, until=until)
@@ -294,6 +306,9 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
     f = fields.Fields(doc, label)
     spec = f.sub("spec")
     cloud = _collect(problems, _read_cloud, spec.sub("cloud"))
+    k8s_version = _collect(problems, spec.str, "kubernetesVersion")
+    if cloud is not None and k8s_version:
+        cloud = dataclasses.replace(cloud, kubernetes_version=str(k8s_version))
     settings = _read_settings(spec, problems)
     spec_until = _collect(problems, lambda: _duration(spec, "until", required=until is None))
     total = until if until is not None else spec_until
@@ -301,6 +316,7 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
         problems.append(errors.FieldError(label, "spec.until", "a positive duration", spec.raw("until")))
     seed = _collect(problems, spec.int, "seed")
     latency = _collect(problems, lambda: _duration(spec, "launchLatency", default=DEFAULT_LAUNCH_LATENCY))
+    faults = _collect(problems, faultspec.read, spec.raw("faults"), label)
 
     known = _Known(objects)
     steps: list[Step] = []
@@ -329,7 +345,8 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
     return Scenario(
         name=_doc_name(doc), source=source, cloud=cloud, settings=settings,
         cluster_name=settings.cluster_name, until=float(total), seed=seed, launch_latency=float(latency),
-        objects=tuple(objects), steps=tuple(steps), warnings=tuple(warnings), raw=dict(doc))
+        objects=tuple(objects), steps=tuple(steps), warnings=tuple(warnings), raw=dict(doc),
+        faults=faults if faults is not None else faultspec.Faults())
 
 
 def _read_settings(spec: fields.Fields, problems: list[errors.FieldError]) -> settings_mod.Settings:
@@ -354,7 +371,19 @@ def _read_cloud(f: fields.Fields) -> Cloud:
     region = f.str("region")
     if region is not None and PROVIDERS[provider] not in ("aws", "azure"):
         raise f.fail("region", f"no region for provider {provider} (its catalog has fixed zones)", region)
-    return Cloud(provider=provider, region=region, zones=zones)
+    commitments = commitments_mod.parse(f.raw("commitments"), f"{f.obj}: {f.at('commitments')}") \
+        if f.has("commitments") else commitments_mod.NONE
+    endpoint = f.str("endpointURL")
+    if endpoint is not None:
+        if PROVIDERS[provider] not in ("aws", "azure"):
+            raise f.fail("endpointURL", "no endpoint for provider " + provider + " (aws and azure only)", endpoint)
+        if not endpoint.startswith(("http://", "https://")):
+            raise f.fail("endpointURL", "an http:// or https:// URL", endpoint)
+    nap_mode = bool(f.bool("napMode"))
+    if nap_mode and PROVIDERS[provider] != "azure":
+        raise f.fail("napMode", "napMode only with provider azure (AKS Node Auto-Provisioning)", provider)
+    return Cloud(provider=provider, region=region, zones=zones, commitments=commitments, endpoint_url=endpoint,
+                 kubernetes_version=f.str("kubernetesVersion"), nap_mode=nap_mode)
 
 
 class _Known:

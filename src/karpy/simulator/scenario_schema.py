@@ -5,7 +5,7 @@ with a suggestion when a known field is close, as for every other kind karpy rea
 Notation of :mod:`karpy.api.karpenter_fields`. ``spec.settings`` is checked by
 :meth:`karpy.settings.Settings.from_mapping`, manifests under ``apply`` by the manifest loader and
 ``spec.faults`` by :mod:`karpy.simulator.faultspec`, ``spec.clusterAutoscaler`` by
-:mod:`karpy.simulator.ca_config`.
+:mod:`karpy.simulator.ca_config`, ``spec.cloud.commitments`` by :mod:`karpy.cloudprovider.commitments`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ MODELS: dict[str, dict[str, str]] = {
     "Scenario": {"apiVersion": "str", "kind": "str", "metadata": "V1ObjectMeta", "spec": "ScenarioSpec"},
     "ScenarioSpec": {"cloud": "ScenarioCloud", "settings": "any", "until": "str", "seed": "int",
                      "launchLatency": "str", "steps": "list:ScenarioStep", "faults": "any",
-                     "clusterAutoscaler": "any"},
+                     "clusterAutoscaler": "any", "kubernetesVersion": "str"},
     "ScenarioCloud": {"provider": "str", "region": "str", "zones": "list:str", "endpointURL": "str",
-                      "kubernetesVersion": "str"},
+                      "kubernetesVersion": "str", "commitments": "any", "napMode": "bool"},
     "ScenarioStep": {"at": "str", "scale": "ScenarioScale", "apply": "list:any", "delete": "ScenarioRef",
                      "interrupt": "ScenarioInterrupt", "insufficientCapacity": "ScenarioCapacity"},
     "ScenarioScale": {"kind": "str", "namespace": "str", "name": "str", "replicas": "int"},

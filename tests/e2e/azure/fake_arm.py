@@ -51,7 +51,7 @@ class Call:
 @dataclass
 class _Operation:
     polls: int = 0
-    error: dict[str, str] | None = None
+    error: dict[str, Any] | None = None
     kind: str = "async"
     """``async`` (Azure-AsyncOperation status) or ``location`` (202 until done, then 200)."""
 
@@ -65,6 +65,7 @@ class _Failure:
     message: str
     synchronous: bool
     times: int
+    wrapped_in: str = ""
 
 
 def sku(name: str, region: str, *, zones: tuple[str, ...] = ("1", "2", "3"), vcpus: int = 2, memory_gb: float = 8,
@@ -148,11 +149,13 @@ class FakeARM:
     # --- scripting and inspection ----------------------------------------------------------
 
     def fail_vm(self, size: str, code: str, message: str = "", *, zone: str | None = None,
-                priority: str | None = None, synchronous: bool = False, times: int = 1_000_000) -> None:
+                priority: str | None = None, synchronous: bool = False, times: int = 1_000_000,
+                wrapped_in: str = "") -> None:
         """The next ``times`` creations of a VM of ``size`` (in ARM ``zone``, with ``priority``
-        ``Spot``/``Regular``; ``None`` = any) fail with ARM error ``code``."""
+        ``Spot``/``Regular``; ``None`` = any) fail with ARM error ``code`` (inside a ``wrapped_in``
+        error's ``details`` when given, as ARM sometimes reports them)."""
         self._failures.append(_Failure(size, zone, priority, code, message or f"{code} for {size}",
-                                       synchronous, times))
+                                       synchronous, times, wrapped_in))
 
     def of_type(self, rtype: str) -> dict[str, dict[str, Any]]:
         with self._lock:
@@ -165,6 +168,18 @@ class FakeARM:
         """Put a resource in place without the SDK (e.g. a VM another tool made)."""
         with self._lock:
             self.resources[(rtype.lower(), rg.lower(), name)] = self._materialise(rtype.lower(), rg, name, body)
+
+    def evict(self, rg: str, vm_name: str) -> None:
+        """Azure deletes a VM on its own (a spot eviction with ``evictionPolicy: Delete``): the VM and
+        its OS disk go, its NICs stay, detached."""
+        with self._lock:
+            vm = self.resources.pop(("virtualmachines", rg.lower(), vm_name))
+            disk = vm["properties"].get("storageProfile", {}).get("osDisk", {}).get("name")
+            if disk:
+                self.resources.pop(("disks", rg.lower(), disk), None)
+            for (rtype, _, _), r in self.resources.items():
+                if rtype == "networkinterfaces" and (r["properties"].get("virtualMachine") or {}).get("id") == vm["id"]:
+                    r["properties"].pop("virtualMachine")
 
     # --- request handling ------------------------------------------------------------------
 
@@ -237,7 +252,7 @@ class FakeARM:
         return 405, {}, {"error": {"code": "MethodNotAllowed", "message": method}}
 
     def _put(self, rtype: str, rg: str, name: str, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
-        error: dict[str, str] | None = None
+        error: dict[str, Any] | None = None
         if rtype == "virtualmachines":
             props = body.get("properties") or {}
             size = (props.get("hardwareProfile") or {}).get("vmSize", "")
@@ -245,6 +260,9 @@ class FakeARM:
             failure = self._take_failure(size, zone, props.get("priority", "Regular"))
             if failure is not None:
                 error = {"code": failure.code, "message": failure.message}
+                if failure.wrapped_in:
+                    error = {"code": failure.wrapped_in, "message": "At least one resource deployment operation "
+                             "failed.", "details": [error]}
                 if failure.synchronous:
                     return 409, {}, {"error": error}
             nics = (props.get("networkProfile") or {}).get("networkInterfaces") or []

@@ -56,11 +56,14 @@ def test_the_field_reports_aks_run_goes_through_the_azure_sdk() -> None:
                               subnet_id=SUBNET, endpoint_url=arm.endpoint, polling_interval=0,
                               retail_prices_endpoint="")
         assert isinstance(cloud, provider.AzureCloudProvider)
-        sim.bridge = provider_bridge.ProviderBridge(cloud, sim.kubelet, clock=sim.clock)  # type: ignore[assignment]
+        sim.bridge = provider_bridge.ProviderBridge(cloud, sim.kubelet, clock=sim.clock)
         sim.wire()
         assert "NodePool/default" in nap.ensure(sim.cluster)  # a fresh NAP cluster: AKS's own pools
 
         result = sim.run()
+        status = sim.cluster.get("AKSNodeClass", "default").get("status") or {}
+        assert [c["status"] for c in status.get("conditions", []) if c["type"] == "Ready"] == ["True"]
+        assert status["images"][0]["id"].endswith("/images/2204gen2containerd/versions/202501.02.0")
 
         [launch] = arm.put_calls("virtualMachines")
         size = launch.body["properties"]["hardwareProfile"]["vmSize"]

@@ -11,7 +11,7 @@ import pytest
 from karpy import clock, settings
 from karpy.api import labels, nodeclaim
 from karpy.cloudprovider import errors
-from karpy.cloudprovider.azure import bootstrap, factory, instances, provider
+from karpy.cloudprovider.azure import bootstrap, factory, instances, instancetypes, provider
 from karpy.kube import memory
 
 from . import fake_arm
@@ -99,7 +99,8 @@ def test_sku_discovery_keeps_the_regions_unrestricted_sizes_aks_can_run(world: W
     assert d2.labels[labels.AZURE_SKU_FAMILY] == "D" and d2.labels[labels.AZURE_SKU_VERSION] == "4"
     assert d2.labels[labels.AZURE_SKU_MEMORY] == "8192" and d2.labels[labels.AZURE_SKU_CPU] == "2"
     assert d2.zones == frozenset({"japaneast-1", "japaneast-2", "japaneast-3"})
-    assert d2.cheapest_price(capacity_types=frozenset({"on-demand"})) == 0.124  # packaged japaneast price
+    packaged = instancetypes.on_demand_prices(REGION)["Standard_D2_v4"]
+    assert d2.cheapest_price(capacity_types=frozenset({"on-demand"})) == packaged  # no live prices asked
     sku_calls = [c for c in world.arm.requests if c.path.endswith("/Microsoft.Compute/skus")]
     assert len(sku_calls) == 1
 
@@ -240,11 +241,21 @@ def test_list_and_gc_touch_only_this_clusters_vms_and_orphaned_nics(world: World
                   {"location": REGION, "tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "properties": {}})
     world.arm.add("networkInterfaces", RG, "aks-foreign-nic",
                   {"location": REGION, "tags": {instances.CLUSTER_TAG: "someone-else"}, "properties": {}})
-    listed = world.cloud.list()
-    assert [c.status.provider_id for c in listed] == [launched.status.provider_id]
-    assert listed[0].name == "default-65f84" and listed[0].metadata.labels[labels.NODEPOOL] == "default"
     assert world.cloud.garbage_collect_nics() == ["aks-orphan"]
     assert set(world.arm.of_type("networkinterfaces")) == {"aks-default-65f84", "aks-foreign-nic"}
+    world.arm.add("networkInterfaces", RG, "aks-orphan-2",
+                  {"location": REGION, "tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "properties": {}})
+    listed = world.cloud.list()  # the garbage-collection controller's call also sweeps NICs when due
+    assert [c.status.provider_id for c in listed] == [launched.status.provider_id]
+    assert listed[0].name == "default-65f84" and listed[0].metadata.labels[labels.NODEPOOL] == "default"
+    assert "aks-orphan-2" not in world.arm.of_type("networkinterfaces")
+    world.arm.add("networkInterfaces", RG, "aks-orphan-3",
+                  {"location": REGION, "tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "properties": {}})
+    world.cloud.list()
+    assert "aks-orphan-3" in world.arm.of_type("networkinterfaces")  # not due again yet
+    world.clock.advance(300)
+    world.cloud.list()
+    assert "aks-orphan-3" not in world.arm.of_type("networkinterfaces")
     foreign = nodeclaim.NodeClaim.from_manifest({
         "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "x"},
         "status": {"providerID": world.cloud.provider_id("aks-other-cluster")}})
@@ -284,3 +295,100 @@ def test_a_spot_node_of_a_system_pool_carries_aks_labels(world: World) -> None:
     assert lb["kubernetes.azure.com/network-subnet"] == "aks-subnet"
     assert lb["kubernetes.azure.com/network-name"] == "aks-vnet"
     assert lb["kubernetes.azure.com/sku-cpu"] == lb[labels.AZURE_SKU_CPU]
+
+
+def test_a_changed_node_class_or_image_is_drift(world: World) -> None:
+    launched = world.cloud.create(claim())
+    assert world.cloud.is_drifted(launched) == ""
+    nc = world.cluster.get("AKSNodeClass", "default")
+    world.cluster.update({**nc, "spec": {**nc["spec"], "imageVersion": "202602.01.0"}})
+    assert world.cloud.is_drifted(launched) == "NodeClassDrift"
+    unannotated = launched.__class__.from_manifest({
+        **launched.to_manifest(), "metadata": {**launched.to_manifest()["metadata"], "annotations": {}}})
+    assert world.cloud.is_drifted(unannotated) == "ImageDrift"
+
+
+def test_a_repeated_launch_of_the_same_node_claim_returns_the_vm_it_made(world: World) -> None:
+    first = world.cloud.create(claim())
+    again = world.cloud.create(claim())
+    assert again.status.provider_id == first.status.provider_id
+    assert again.metadata.labels[labels.INSTANCE_TYPE] == first.metadata.labels[labels.INSTANCE_TYPE]
+    assert again.status.allocatable == first.status.allocatable
+    assert len(vm_puts(world.arm)) == 1
+    world.arm.add("virtualMachines", RG, "aks-default-foreign",
+                  {"location": REGION, "tags": {instances.CLUSTER_TAG: "someone-else"}, "properties": {}})
+    with pytest.raises(errors.CreateError, match="not this cluster's"):
+        world.cloud.create(claim("default-foreign"))
+
+
+def test_the_factory_in_nap_mode_creates_aks_own_pools_from_the_environment() -> None:
+    vclock = clock.VirtualClock()
+    cluster = memory.InMemoryCluster(vclock)
+    with fake_arm.FakeARM(skus=skus()) as arm:
+        factory.build(settings.Settings(cluster_name="aks"), vclock, cluster, retail_prices_endpoint="",
+                      environ={"ARM_SUBSCRIPTION_ID": fake_arm.SUBSCRIPTION, "LOCATION": REGION,
+                               "AZURE_NODE_RESOURCE_GROUP": RG, "AZURE_SUBNET_ID": SUBNET, "ARM_ENDPOINT": arm.endpoint,
+                               "NAP_MODE": "true"})
+    assert sorted(p["metadata"]["name"] for p in cluster.list("NodePool")) == ["default", "system-surge"]
+
+
+def test_karpy_controller_builds_the_azure_provider_through_its_factory(world: World) -> None:
+    from karpy import controller_run
+
+    cloud = controller_run.build_cloud("azure", settings.Settings(cluster_name="aks"), world.clock, world.cluster, {
+        "environ": {}, "subscription_id": fake_arm.SUBSCRIPTION, "resource_group": RG, "region": REGION,
+        "subnet_id": SUBNET, "endpoint_url": world.arm.endpoint, "retail_prices_endpoint": ""})
+    assert cloud.name == "azure" and cloud.list() == []
+    with pytest.raises(controller_run.Unavailable, match="AZURE_SUBNET_ID"):
+        controller_run.build_cloud("azure", settings.Settings(), world.clock, world.cluster, {"environ": {}})
+
+
+def test_a_loopback_endpoint_needs_no_other_configuration() -> None:
+    vclock = clock.VirtualClock()
+    cluster = memory.InMemoryCluster(vclock)
+    cluster.create(dict(NODE_CLASS))
+    defaults = factory.emulator_defaults("aks", REGION)
+    with fake_arm.FakeARM(skus=skus(), subscription=defaults["subscription_id"]) as arm:
+        cloud = factory.build(settings.Settings(cluster_name="aks"), vclock, cluster, environ={}, region=REGION,
+                              endpoint_url=arm.endpoint, polling_interval=0, retail_prices_endpoint="")
+        launched = cloud.create(claim())
+    assert launched.status.provider_id.startswith(
+        f"azure:///subscriptions/{defaults['subscription_id']}/resourceGroups/MC_aks_aks_{REGION}/")
+
+
+def test_against_a_loopback_emulator_prices_come_from_the_emulator_not_the_internet() -> None:
+    vclock = clock.VirtualClock()
+    cluster = memory.InMemoryCluster(vclock)
+    prices = [{"armSkuName": "Standard_D2_v4", "retailPrice": 0.5, "skuName": "D2 v4", "armRegionName": REGION,
+               "productName": "Virtual Machines Dv4 Series", "type": "Consumption"}]
+    with fake_arm.FakeARM(skus=skus(), prices=prices) as arm:
+        cloud = factory.build(settings.Settings(cluster_name="aks"), vclock, cluster, environ={}, region=REGION,
+                              subscription_id=fake_arm.SUBSCRIPTION, endpoint_url=arm.endpoint)
+        types = {t.name: t for t in cloud.get_instance_types(None)}
+    assert types["Standard_D2_v4"].cheapest_price(capacity_types=frozenset({"on-demand"})) == 0.5
+    packaged = instancetypes.on_demand_prices(REGION)["Standard_D4_v4"]
+    assert types["Standard_D4_v4"].cheapest_price(capacity_types=frozenset({"on-demand"})) == packaged
+
+
+def test_a_spot_vm_azure_evicted_is_gone_from_list_and_its_nic_is_swept(world: World) -> None:
+    launched = world.cloud.create(claim(capacity_types=("spot",)))
+    world.cloud.list()  # the first sweep happens now; the eviction comes later
+    world.arm.evict(RG, "aks-default-65f84")
+    assert world.cloud.list() == []
+    with pytest.raises(errors.NodeClaimNotFoundError):
+        world.cloud.get(launched.status.provider_id)
+    with pytest.raises(errors.NodeClaimNotFoundError):
+        world.cloud.delete(launched)
+    assert set(world.arm.of_type("networkinterfaces")) == {"aks-default-65f84"}  # not swept before it is due
+    world.clock.advance(300)
+    world.cloud.list()
+    assert not world.arm.of_type("networkinterfaces")
+
+
+@pytest.mark.parametrize("synchronous", [True, False])
+def test_a_capacity_error_wrapped_in_a_generic_one_is_still_recognised(world: World, synchronous: bool) -> None:
+    world.arm.fail_vm("Standard_D2_v4", "ZonalAllocationFailed", "Allocation failed in zone 1", zone="1",
+                      synchronous=synchronous, wrapped_in="Conflict")
+    launched = world.cloud.create(claim())
+    assert launched.metadata.labels[labels.ZONE] == "japaneast-2"
+    assert set(world.cloud.unavailable.entries().values()) == {"ZonalAllocationFailure"}

@@ -255,8 +255,7 @@ def test_list_returns_the_instances_launched_for_this_cluster_only() -> None:
     vclock.advance(30)
     second = cloud.create(claim("default-b", requirements=on_demand()))
     cloud.add_instance("medium", ZONE_A, tags={"kubernetes.io/cluster/other": "owned"})
-    leaked = cloud.add_instance("medium", ZONE_B, tags={"kubernetes.io/cluster/karpy": "owned",
-                                                        "karpenter.sh/nodeclaim": "default-c"},
+    leaked = cloud.add_instance("medium", ZONE_B, tags=cloud.karpy_tags("default", "default-c"),
                                 nodeclaim_name="default-c")
     listed = cloud.list()
     assert [c.name for c in listed] == ["default-a", "default-b", "default-c"]

@@ -18,9 +18,11 @@ FOREIGN_NODE = {
 def test_gc_terminates_a_leaked_instance_and_leaves_foreign_instances_and_pre_existing_nodes_alone() -> None:
     w = b.make_world()
     tag_key, tag_value = w.cloud.ownership_tag()
-    leaked = w.cloud.add_instance("fake-it-1", "test-zone-1", "on-demand", tags={tag_key: tag_value},
-                                  nodeclaim_name="default-ghost")
+    leaked = w.cloud.add_instance("fake-it-1", "test-zone-1", "on-demand",
+                                  tags=w.cloud.karpy_tags("default", "default-ghost"), nodeclaim_name="default-ghost")
     foreign = w.cloud.add_instance("fake-it-1", "test-zone-1", "on-demand", tags={"owner": "someone-else"})
+    node_group = w.cloud.add_instance("fake-it-1", "test-zone-1", "on-demand",
+                                      tags={tag_key: tag_value, "eks:nodegroup-name": "ng-1"})
     static = w.cloud.add_instance("fake-it-1", "test-zone-2", "on-demand")
     w.cluster.create(dict(FOREIGN_NODE, spec={"providerID": static.provider_id}))
 
@@ -30,6 +32,7 @@ def test_gc_terminates_a_leaked_instance_and_leaves_foreign_instances_and_pre_ex
     assert leaked.provider_id not in w.running_instances()
     assert w.karpy.gc.collected_instances == [leaked.provider_id]
     assert foreign.provider_id in w.running_instances()
+    assert node_group.provider_id in w.running_instances()  # tagged as the cluster's, but not karpy's
     assert static.provider_id in w.running_instances()
     assert w.cluster.get("Node", "static-1")["metadata"]["name"] == "static-1"
     w.at(600.0)

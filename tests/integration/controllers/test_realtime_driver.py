@@ -78,7 +78,7 @@ def launched(cluster: memory.InMemoryCluster) -> int:
 
 
 def test_a_hundred_nodeclaims_launch_in_parallel_and_the_loop_applies_every_result() -> None:
-    cluster, _manager, cloud, pool, driver = wall_world(latency=0.5)
+    cluster, _manager, cloud, pool, driver = wall_world(latency=1.0)
     cluster.create(b.nodeclass_manifest())
     cluster.create(b.nodepool_manifest())
     for i in range(100):  # 7 cpu each: one 8-vCPU node per pod
@@ -93,7 +93,7 @@ def test_a_hundred_nodeclaims_launch_in_parallel_and_the_loop_applies_every_resu
     assert not loop.is_alive()
     assert cloud.max_concurrent >= 50, cloud.max_concurrent  # launched side by side, not one after another
     assert pool.max_in_flight >= 50
-    assert elapsed < 100 * 0.5 / 4  # serial launches would take 50 s
+    assert elapsed < 100 * 1.0 / 4  # serial launches would take 100 s
     assert all(t.startswith("karpy-cloud") for t in cloud.threads)
     claims = cluster.list("NodeClaim")
     assert len({c["status"]["providerID"] for c in claims}) == 100

@@ -13,6 +13,7 @@ from typing import Any
 
 from karpy.api import labels, nodeclass, nodepool
 from karpy.disruption import controller as disruption
+from karpy.kube import errors as kube_errors
 from karpy.kube import interface
 
 from . import test_consolidation as h
@@ -88,3 +89,34 @@ def test_the_disruption_controller_watches_both_nodeclass_kinds() -> None:
     run, _ = started()
     watched = {kind for kind, _ in run.ctrl.controller().watches}
     assert {nodeclass.EC2_KIND, nodeclass.AKS_KIND} <= watched
+
+
+class _WithoutAKSNodeClass:
+    """The cluster of an EKS install that kept Karpenter's CRDs: no AKSNodeClass kind is served."""
+
+    def __init__(self, cluster: Any) -> None:
+        self._cluster = cluster
+
+    def list(self, kind: str, *args: Any, **kwargs: Any) -> Any:
+        if kind == nodeclass.AKS_KIND:
+            raise kube_errors.NotFound("the server could not find the requested resource", kind=kind)
+        return self._cluster.list(kind, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cluster, name)
+
+
+def test_drift_is_still_marked_when_a_nodeclass_kind_is_not_served() -> None:
+    run, name = started()
+    run.ctrl.cluster = _WithoutAKSNodeClass(run.ctrl.cluster)
+    run.sim.cluster.patch("NodeClaim", name, {"metadata": {"annotations": {labels.NODEPOOL_HASH: "1"}}})
+    assert run.run_until(400, lambda r: bool(drifted_claims(r)))
+    assert drifted_claims(run) == {name: "NodePoolDrifted"}
+
+
+def test_the_watched_nodeclass_kinds_can_be_narrowed_to_the_clouds_own() -> None:
+    run, _ = started()
+    only_aws = disruption.DisruptionController(run.sim.cluster, run.sim.clock, cluster_state=run.ctrl.state,
+                                               nodeclass_kinds=(nodeclass.EC2_KIND,))
+    watched = {kind for kind, _ in only_aws.controller().watches}
+    assert nodeclass.EC2_KIND in watched and nodeclass.AKS_KIND not in watched

@@ -3,6 +3,7 @@ karpy's own models (a manifest the API server accepts is one karpy reads and wri
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from karpy.api import nodeclaim, nodeclass, nodepool
+from karpy.api import errors as api_errors
+from karpy.api import nodeclaim, nodeclass, nodepool, validation
 from karpy.api.schemas import crd, dsl
 
 from . import crd_check
@@ -32,7 +34,7 @@ MODELS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "AKSNodeClass": nodeclass.AKSNodeClass.from_manifest,
 }
 UNMODELLED: dict[str, frozenset[str]] = {
-    "NodePool": frozenset({"spec.replicas", "status.nodes"}),
+    "NodePool": frozenset({"spec.replicas"}),
     "NodeClaim": frozenset({"status.imageID", "status.lastPodEventTime"}),
     "EC2NodeClass": frozenset({
         "spec.capacityReservationSelectorTerms", "spec.connectionTracking", "spec.cpuOptions", "spec.ipPrefixCount",
@@ -279,3 +281,164 @@ def test_the_aksnodeclass_status_the_azure_provider_writes_is_valid_for_the_crd(
         (ready,) = broken["status"]["conditions"]
         assert ready["status"] == "False"
         assert [e for e in crd_check.schema_errors(broken) if e.startswith("status")] == []
+
+
+# ------------------------------------------------------------- every enum value is one karpy takes
+
+VALIDATORS: dict[str, Callable[[Any], list[Any]]] = {
+    "NodePool": validation.validate_nodepool, "NodeClaim": validation.validate_nodeclaim,
+    "EC2NodeClass": validation.validate_ec2nodeclass, "AKSNodeClass": validation.validate_aksnodeclass,
+}
+OPERATORS_WITHOUT_VALUES = ("Exists", "DoesNotExist")
+"""Karpenter checks at run time, not in its CRD, that these take no values; so does karpy."""
+
+
+def _set(manifest: dict[str, Any], path: str, value: Any) -> bool:
+    """Set ``path`` (``a.b[].c``: the first element of lists) where the manifest has it."""
+    parts = path.replace("[]", ".[]").split(".")
+    node: Any = manifest
+    for part in parts[:-1]:
+        node = (node[0] if node else None) if part == "[]" else node.get(part)
+        if not node:
+            return False
+    if parts[-1] == "[]":
+        node[0] = value
+        return True
+    if parts[-1] not in node:
+        return False
+    node[parts[-1]] = value
+    if value in OPERATORS_WITHOUT_VALUES and parts[-1] == "operator":
+        node.pop("values", None)
+        node.pop("minValues", None)
+    return True
+
+
+@pytest.mark.parametrize("kind", sorted(VALIDATORS))
+def test_every_enum_value_the_schema_admits_is_one_karpy_accepts(kind: str) -> None:
+    tried = 0
+    refused = []
+    for path, node in dsl.walk(crd.schema_of(kind)):
+        if "enum" not in node or not path.startswith("spec"):
+            continue
+        for value in node["enum"]:
+            for name in FIXTURES[kind]:
+                manifest = crd_check.fixture(name)
+                if not _set(manifest, path, value):
+                    continue
+                if crd_check.schema_errors(manifest) or crd_check.cel_violations(manifest):
+                    continue  # another rule forbids this combination; the API server would refuse it
+                tried += 1
+                try:
+                    problems = [str(e) for e in VALIDATORS[kind](MODELS[kind](manifest))]
+                except api_errors.ValidationError as exc:
+                    problems = [str(e) for e in exc.errors]
+                if problems:
+                    refused.append((path, value, problems[0]))
+    assert tried >= 5
+    assert refused == []
+
+
+# ------------------------------------------------- the API server's defaults are karpy's defaults
+
+MINIMAL: dict[str, dict[str, Any]] = {
+    "NodePool": {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+                 "spec": {"template": {"spec": {
+                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},
+                     "requirements": []}}}},
+    "NodeClaim": {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c"},
+                  "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},
+                           "requirements": []}},
+    "EC2NodeClass": {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "d"},
+                     "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "R",
+                              "subnetSelectorTerms": [{"id": "subnet-1"}],
+                              "securityGroupSelectorTerms": [{"id": "sg-1"}],
+                              "blockDeviceMappings": [{"ebs": {"volumeSize": "20Gi"}}]}},
+    "AKSNodeClass": {"apiVersion": "karpenter.azure.com/v1beta1", "kind": "AKSNodeClass", "metadata": {"name": "d"},
+                     "spec": {}},
+}
+
+
+def _apply_defaults(schema: dsl.Schema, value: Any) -> Any:
+    """Structural defaulting as the API server does it: a missing field with a default gets it, in
+    every object present (defaults themselves are defaulted)."""
+    if isinstance(value, dict):
+        out = dict(value)
+        for key, sub in (schema.get("properties") or {}).items():
+            if key not in out and "default" in sub:
+                out[key] = sub["default"]
+            if key in out:
+                out[key] = _apply_defaults(sub, out[key])
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_apply_defaults(schema["items"], v) for v in value]
+    return value
+
+
+def test_a_manifest_defaulted_by_the_api_server_means_the_same_to_karpy() -> None:
+    from karpy.cloudprovider.azure import images
+
+    for kind, minimal in MINIMAL.items():
+        assert crd_check.schema_errors(minimal) == [], kind
+        defaulted = _apply_defaults(crd.schema_of(kind), minimal)
+        assert defaulted != minimal, f"{kind}: the schema has defaults to apply"
+        assert crd_check.schema_errors(defaulted) == [], kind
+        as_is, filled = MODELS[kind](minimal), MODELS[kind](defaulted)
+        if kind == "AKSNodeClass":  # Karpenter defaults to the alias Ubuntu, karpy to what it stands for
+            assert images.family_of(filled.image_family) == images.family_of(as_is.image_family) == "Ubuntu2204"
+            filled = dataclasses.replace(filled, image_family=as_is.image_family)
+        assert filled == as_is, kind
+
+
+# ------------------------------------------------ what an API server checks when the CRD is created
+
+
+@pytest.mark.parametrize("kind", sorted(FIXTURES))
+def test_the_schemas_are_structural_as_the_api_server_requires(kind: str) -> None:
+    import jsonschema
+
+    problems = []
+    for path, node in dsl.walk(crd.schema_of(kind)):
+        typed = "type" in node or node.get("x-kubernetes-int-or-string") or \
+            node.get("x-kubernetes-preserve-unknown-fields")
+        if not typed:
+            problems.append(f"{path}: no type")
+        if "properties" in node and isinstance(node.get("additionalProperties"), dict):
+            problems.append(f"{path}: properties and additionalProperties together")
+        if node.get("x-kubernetes-list-type") == "map":
+            keys = set(node.get("x-kubernetes-list-map-keys") or ())
+            if not keys or not keys <= set(node["items"].get("required") or ()):
+                problems.append(f"{path}: list-map keys must be required fields of the items")
+        if "default" in node:
+            errors = list(jsonschema.Draft202012Validator(node).iter_errors(node["default"]))
+            if errors:
+                problems.append(f"{path}: default {node['default']!r} is invalid: {errors[0].message}")
+        for r in node.get("x-kubernetes-validations") or ():
+            if "oldSelf" in r["rule"] and path in ("", "metadata"):
+                problems.append(f"{path}: transition rule at the root")
+        if "enum" in node and "default" in node and node["default"] not in node["enum"]:
+            problems.append(f"{path}: default not in enum")
+    assert problems == []
+
+
+# ------------------------------------------- karpy's strict loader takes what the API server takes
+
+
+def test_the_strict_loader_accepts_every_field_the_crds_accept() -> None:
+    from karpy.api import manifest
+
+    loaded = 0
+    for names in FIXTURES.values():
+        for name in names:
+            text = (crd_check.FIXTURES / name).read_text()
+            result = manifest.load_documents(text, source=name)  # raises, naming every refused field
+            loaded += len(result.of_kind(crd_check.fixture(name)["kind"]))
+    assert loaded >= len(MODELS)
+
+
+def test_the_kubernetes_adapter_addresses_each_kind_where_the_crd_serves_it() -> None:
+    from karpy.kube import paths
+
+    for k in crd.KINDS:
+        res = paths.resource_for(k.kind)
+        assert (res.api_version, res.plural, res.namespaced) == (f"{k.group}/{k.storage_version}", k.plural,
+                                                                 False), k.kind

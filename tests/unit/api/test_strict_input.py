@@ -161,3 +161,15 @@ def test_quantities_are_bounded_and_non_negative() -> None:
         with pytest.raises(quantity.QuantityError):
             quantity.parse_milli(bad)
     assert quantity.parse_milli("1e-300000") == 1  # rounded up to one milli-unit, instantly
+
+
+def test_a_value_nested_too_deeply_to_print_is_still_described() -> None:
+    from karpy.api import errors as errors_mod
+
+    deep: list[object] = []
+    inner = deep
+    for _ in range(20_000):
+        nxt: list[object] = []
+        inner.append(nxt)
+        inner = nxt
+    assert errors_mod.describe(deep).startswith("[[")

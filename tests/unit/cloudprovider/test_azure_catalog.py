@@ -235,3 +235,12 @@ def test_gpu_makers_come_from_the_documented_model_and_unknown_gpu_counts_are_le
                        azure.data()["sizes"][n].get("gpu_model") is None for n in amd)
     assert all(reasons.get(n) == "unknown or fractional GPU count" for n in azure.data()["sizes"]
                if azure.data()["sizes"][n]["gpus"] is None and n in reasons)
+
+
+@pytest.mark.parametrize(("size", "expected"), [
+    ("D4pls_v6", "Dpls_v6"), ("NC24ads_A100_v4", "NCads_A100_v4"), ("B20ms", "Bms"), ("D2_v4", "D_v4"),
+])
+def test_the_sku_series_label_is_the_size_without_its_cpu_count(size: str, expected: str) -> None:
+    parsed = azure.parse_size(size)
+    assert parsed is not None and azure.series(parsed) == expected
+    assert azure_types("japaneast")["Standard_D2_v4"].labels[labels.AZURE_SKU_SERIES] == "D_v4"

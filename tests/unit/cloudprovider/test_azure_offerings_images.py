@@ -107,3 +107,21 @@ def test_custom_data_joins_the_cluster_with_the_nodes_labels_taints_and_kubelet_
     assert "--max-pods=110" in text and "--kube-reserved=cpu=100m" in text
     assert "--eviction-hard=memory.available<750Mi" in text and "https://aks.hcp.azmk8s.io" in text
     assert bootstrap.PROVISION_SCRIPT in text
+
+
+def test_the_cache_takes_marks_from_many_threads_at_once() -> None:
+    import threading
+
+    cache = offerings.UnavailableOfferings(clock.VirtualClock())
+
+    def mark(i: int) -> None:
+        for j in range(200):
+            cache.mark((f"Standard_D{i}_v{j}", "japaneast-1", OD), 60, "AllocationFailure")
+            cache.entries()
+
+    threads = [threading.Thread(target=mark, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(cache.entries()) == 800

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from karpy import controller_cli, controller_run, settings_sources
+from karpy.controllers import leader
 from karpy.install import chart, template
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -263,7 +264,7 @@ def test_rbac_grants_what_karpenter_grants_and_nothing_wild() -> None:
     assert ("", "nodes", "create") not in rules
     assert not any(g == "karpenter.azure.com" for g, _, _ in rules)
     (lease_write,) = [r for r in one(render(), "Role")["rules"] if "update" in r["verbs"]]
-    assert lease_write["resourceNames"] == ["karpenter-leader-election"]
+    assert lease_write["resourceNames"] == [leader.LEASE_NAME] == ["karpenter-leader-election"]
 
 
 def test_each_cloud_gets_its_own_nodeclass_kind_only() -> None:
@@ -282,3 +283,33 @@ def test_kubernetes_validate_rejects_an_invalid_object() -> None:
     deployment["spec"]["replicas"] = "two"
     with pytest.raises(kubernetes_validate.ValidationError):
         expect_valid([deployment])
+
+
+def test_a_values_file_written_for_karpenters_chart_renders() -> None:
+    karpenters = yaml.safe_load("""
+        settings:
+          clusterName: prod
+          interruptionQueue: Karpenter-prod
+          preferencePolicy: Respect
+          minValuesPolicy: Strict
+          eksControlPlane: false
+          featureGates: {spotToSpotConsolidation: true, capacityBuffer: false}
+          awsFeatureGates: {nodeClassCEL: false}
+        serviceAccount:
+          annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::111122223333:role/KarpenterControllerRole-prod"}
+        controller:
+          resources: {requests: {cpu: 1, memory: 1Gi}, limits: {cpu: 1, memory: 1Gi}}
+          sidecarContainer: []
+          securityContext: {seccompProfile: {}}
+        logOutputPaths: [stdout]
+        logErrorOutputPaths: [stderr]
+        webhook: {enabled: false}
+        replicas: 2
+    """)
+    objects = chart.render(CHART, karpenters)
+    variables = env(objects)
+    assert variables["CLUSTER_NAME"] == "prod" and variables["INTERRUPTION_QUEUE"] == "Karpenter-prod"
+    assert "SpotToSpotConsolidation=true" in variables["FEATURE_GATES"]
+    assert container(objects)["resources"]["limits"] == {"cpu": 1, "memory": "1Gi"}
+    assert settings_sources.load(environ=variables).feature_gate("SpotToSpotConsolidation")
+    expect_valid(objects)

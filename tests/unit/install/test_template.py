@@ -43,6 +43,12 @@ def test_define_and_include_share_templates_across_files() -> None:
     assert r.render("t.yaml", {"Release": {"Name": "rel"}}) == "x: name-rel"
 
 
+def test_a_field_of_a_missing_map_is_an_error_as_in_helm() -> None:
+    assert render("[{{ .Values.a }}]") == "[]"
+    with pytest.raises(template.TemplateError, match="nil pointer"):
+        render("{{ .Values.a.b }}")
+
+
 def test_required_fails_with_its_message_on_an_empty_value() -> None:
     with pytest.raises(template.TemplateError, match="clusterName is required"):
         render('{{ required "clusterName is required" .Values.c }}', {"c": ""})

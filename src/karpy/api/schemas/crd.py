@@ -141,10 +141,14 @@ def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 _Dumper.add_representer(str, _str)
 
 
+def to_yaml(obj: Mapping[str, Any]) -> str:
+    """Block-style YAML in the object's key order; multi-line strings as literal blocks."""
+    return yaml.dump(dict(obj), Dumper=_Dumper, sort_keys=False, width=10_000, default_flow_style=False)
+
+
 def render(definition: Mapping[str, Any]) -> str:
     """One CRD as its file's text (a header comment, then the YAML document)."""
-    body = yaml.dump(dict(definition), Dumper=_Dumper, sort_keys=False, width=10_000, default_flow_style=False)
-    return HEADER + "---\n" + body
+    return HEADER + "---\n" + to_yaml(definition)
 
 
 def files() -> dict[str, str]:

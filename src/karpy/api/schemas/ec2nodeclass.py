@@ -21,9 +21,9 @@ SINGULAR = "ec2nodeclass"
 SHORT_NAMES = ("ec2nc", "ec2ncs")
 CATEGORIES = ("karpenter",)
 
-AMI_FAMILIES = (*model.AMI_FAMILIES, "Windows2025")
-ALIAS_FAMILIES = ("al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025")
-WINDOWS_ALIASES = ("windows2019", "windows2022", "windows2025")
+AMI_FAMILIES = model.AMI_FAMILIES
+ALIAS_FAMILIES = tuple(model.ALIAS_FAMILIES)
+WINDOWS_ALIASES = tuple(a for a in ALIAS_FAMILIES if a.startswith("windows"))
 VOLUME_SIZE = (r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|"
                r"(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|"
                r"([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$")
@@ -203,8 +203,7 @@ def _alias_family_rule(alias: str, family: str) -> dict[str, str]:
 
 
 def spec() -> dsl.Schema:
-    families = dict(zip(ALIAS_FAMILIES, ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022",
-                                         "Windows2025"), strict=True))
+    families = model.ALIAS_FAMILIES
     tag_rules = [dsl.rule("self.all(k, k != '')", "empty tag keys aren't supported")]
     tag_rules += [dsl.rule(f"self.all(k, {cond})", f"tag contains a restricted tag matching {tag}")
                   for tag, cond in RESTRICTED_TAGS]

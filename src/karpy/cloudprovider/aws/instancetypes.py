@@ -115,13 +115,20 @@ def _instance_types(region: str, kubelet: catalog.KubeletConfig,
 
 def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
           kubelet: catalog.KubeletConfig | None = None,
-          vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> instancetype.InstanceType | None:
-    """One instance type from its generated spec record; ``None`` when its architecture is unknown."""
+          vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
+          ephemeral_storage: int | None = None) -> instancetype.InstanceType | None:
+    """One instance type from its generated spec record; ``None`` when its architecture is unknown.
+
+    ``ephemeral_storage`` (milli-units of bytes) replaces the 20Gi default root volume: the size of
+    the EC2NodeClass's root block device mapping.
+    """
     kc = kubelet or catalog.KubeletConfig()
     arch = architecture(spec.get("arch", []))
     if arch is None:
         return None
     capacity = compute_capacity(name, spec, kc, vm_memory_overhead_percent)
+    if ephemeral_storage is not None:
+        capacity["ephemeral-storage"] = ephemeral_storage
     overhead = instancetype.Overhead(
         kube_reserved=kube_reserved(spec["vcpu"], capacity["pods"] // quantity.MILLI, kc),
         system_reserved=dict(kc.system_reserved),

@@ -89,7 +89,8 @@ class AzureClients:
     credential: TokenCredential
 
 
-def _is_loopback_http(endpoint: str) -> bool:
+def is_loopback_http(endpoint: str) -> bool:
+    """True for a plain-http endpoint on this machine (an emulator)."""
     return endpoint.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]"))
 
 
@@ -101,7 +102,7 @@ def connect(subscription_id: str, credential: TokenCredential, *, endpoint: str 
     if polling_interval is not None:
         options["polling_interval"] = polling_interval
     if base.startswith("http://"):
-        if not _is_loopback_http(base):
+        if not is_loopback_http(base):
             raise errors.CloudProviderError(
                 f"refusing to send Azure credentials over plain http to {base}; use https", reason="Configuration")
         options["authentication_policy"] = _LoopbackBearerPolicy(credential, ARM_SCOPE)
@@ -111,17 +112,33 @@ def connect(subscription_id: str, credential: TokenCredential, *, endpoint: str 
                         credential=credential)
 
 
+GENERIC_CODES = frozenset({"Conflict", "BadRequest", "DeploymentFailed", "InternalServerError", "OperationFailed"})
+"""Top-level codes that only wrap the real one, which ARM puts in ``error.details[0].code``."""
+
+
 def error_code(exc: BaseException) -> str:
-    """ARM's error code of an azure.core exception (``""`` when it has none)."""
+    """ARM's error code of an azure.core exception (``""`` when it has none); a generic wrapper code
+    (:data:`GENERIC_CODES`) gives way to the first detail's code."""
     err = getattr(exc, "error", None)
-    code = getattr(err, "code", None) if err is not None else None
-    return str(code or "")
+    code = str(getattr(err, "code", None) or "") if err is not None else ""
+    if code in GENERIC_CODES or not code:
+        for detail in getattr(err, "details", None) or ():
+            inner = getattr(detail, "code", None)
+            if inner:
+                return str(inner)
+    return code
 
 
 def translate(exc: BaseException, action: str) -> AzureAPIError:
     """The karpy error for an azure.core exception raised while doing ``action``."""
-    message = str(getattr(getattr(exc, "error", None), "message", None) or exc)[:MESSAGE_LIMIT]
+    err = getattr(exc, "error", None)
     code = error_code(exc)
+    message = str(getattr(err, "message", None) or exc)
+    for detail in getattr(err, "details", None) or ():
+        if getattr(detail, "code", None) == code and getattr(detail, "message", None):
+            message = str(detail.message)
+            break
+    message = message[:MESSAGE_LIMIT]
     status = getattr(exc, "status_code", None)
     text = f"{action}: {code + ': ' if code else ''}{message}"
     if isinstance(exc, azure_exceptions.ResourceNotFoundError) or status == 404:

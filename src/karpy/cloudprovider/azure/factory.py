@@ -17,9 +17,12 @@ option                 environment                    meaning
 
 Other options: ``credential`` (an azure.core ``TokenCredential``; default: azure-identity's
 ``DefaultAzureCredential`` when installed, or an offline token for a loopback ``endpoint_url``),
-``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only),
-``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (create NAP's
-``default`` / ``system-surge`` objects when missing, :mod:`.nap`). Missing configuration raises
+``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only; default
+the public API, or the ARM endpoint itself when that is a loopback emulator),
+``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (environment
+``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when missing, :mod:`.nap`).
+A loopback ``endpoint_url`` (``http://127.0.0.1:...``) fills what is missing with
+:func:`emulator_defaults`. Missing configuration raises
 :class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable) naming what is missing.
 """
 
@@ -52,7 +55,7 @@ def _option(options: Mapping[str, Any], key: str, environ: Mapping[str, str]) ->
 
 
 def _default_credential(endpoint: str) -> Any:
-    if endpoint.startswith(("http://127.0.0.1", "http://localhost")):
+    if clients.is_loopback_http(endpoint):
         return clients.StaticTokenCredential()
     try:
         identity = importlib.import_module("azure.identity")
@@ -61,6 +64,16 @@ def _default_credential(endpoint: str) -> Any:
             "no Azure credential: install azure-identity (pip install 'karpy[azure]') or pass credential=",
             reason="Configuration") from exc
     return identity.DefaultAzureCredential()
+
+
+def emulator_defaults(cluster_name: str, region: str) -> dict[str, str]:
+    """What a loopback ARM endpoint (an emulator, ``karpy simulate``) gets when not told: a zero
+    subscription, AKS's node resource group name and a subnet in it."""
+    sub = "00000000-0000-0000-0000-000000000000"
+    rg = f"MC_{cluster_name}_{cluster_name}_{region}"
+    return {"subscription_id": sub, "resource_group": rg, "region": region,
+            "subnet_id": f"/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/"
+                         f"aks-vnet/subnets/aks-subnet"}
 
 
 def node_class_lookup(cluster: kube_interface.Cluster) -> provider.NodeClassLookup:
@@ -78,6 +91,9 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
     """The Azure provider for ``settings_.cluster_name`` (see the module docstring)."""
     environ = options.pop("environ", os.environ)
     values = {key: _option(options, key, environ) for key in ENVIRONMENT}
+    if clients.is_loopback_http(values["endpoint_url"]):
+        for key, value in emulator_defaults(settings_.cluster_name, values["region"] or "eastus").items():
+            values[key] = values[key] or value
     missing = [f"{key} ({ENVIRONMENT[key]})" for key in REQUIRED if not values[key]]
     if missing:
         raise errors.CloudProviderError(f"the Azure provider needs {', '.join(missing)}", reason="Configuration")
@@ -85,7 +101,9 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
     credential = options.get("credential") or _default_credential(endpoint)
     azure = clients.connect(values["subscription_id"], credential, endpoint=endpoint,
                             polling_interval=options.get("polling_interval"))
-    prices_endpoint = options.get("retail_prices_endpoint", pricing.RETAIL_PRICES_ENDPOINT)
+    # an emulator on this machine serves the prices too (or the packaged table is used): never the internet
+    default_prices = endpoint if clients.is_loopback_http(endpoint) else pricing.RETAIL_PRICES_ENDPOINT
+    prices_endpoint = options.get("retail_prices_endpoint", default_prices)
     fetch = None
     if prices_endpoint:
         def fetch(region: str) -> pricing.Prices:
@@ -94,7 +112,10 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
         cluster_name=settings_.cluster_name, region=values["region"], resource_group=values["resource_group"],
         subnet_id=values["subnet_id"], cluster_endpoint=settings_.cluster_endpoint,
         ssh_public_key=values["ssh_public_key"], kubernetes_version=values["kubernetes_version"])
-    if options.get("nap_mode"):
+    nap_mode = options.get("nap_mode")
+    if nap_mode is None:
+        nap_mode = str(environ.get("NAP_MODE", "")).strip().lower() == "true"
+    if nap_mode:
         nap.ensure(cluster)
     return provider.AzureCloudProvider(azure, config, clk, node_class_lookup(cluster),
                                        pricing.PriceBook(config.region, clk, fetch))

@@ -11,8 +11,9 @@ than 2 vCPU, less than 3.5 GiB, constrained-vCPU sizes (``M8-2ms``), confidentia
 (``DC``/``EC``), GPU sizes without NVIDIA GPUs or with an unknown (fractional) GPU count, and sizes
 of unknown architecture. :func:`unsupported_reason` says why a SKU is left out.
 
-* labels: ``karpenter.azure.com/sku-name``, ``kubernetes.azure.com/sku-cpu`` / ``sku-memory`` (AKS's
-  copies of the karpenter.azure.com ones), ``sku-family`` (the size's first letter, ``D``),
+* labels: ``karpenter.azure.com/sku-name``, ``sku-series`` (``Dpls_v6``),
+  ``kubernetes.azure.com/sku-cpu`` / ``sku-memory`` (AKS's copies of the karpenter.azure.com ones),
+  ``sku-family`` (the size's first letter, ``D``),
   ``sku-subfamily`` (further capitals, ``C`` in ``NC``), ``sku-version`` (``3`` for ``_v3``, ``1``
   when unversioned), ``sku-cpu``, ``sku-memory`` (MiB), ``sku-networking-accelerated``,
   ``sku-storage-premium-capable``, ``sku-encryptionathost-capable`` (when true),
@@ -289,6 +290,16 @@ def build(name: str, rec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
     )
 
 
+def series(size: VMSize) -> str:
+    """``Dpls_v6`` for ``D4pls_v6``, ``NCads_A100_v4`` for ``NC24ads_A100_v4``, ``Bms`` for ``B20ms``."""
+    out = size.family + size.subfamily + size.features
+    if size.accelerator:
+        out += f"_{size.accelerator}"
+    if size.version:
+        out += f"_{size.version}"
+    return out
+
+
 def ephemeral_os_max_gb(rec: Mapping[str, Any]) -> int:
     """The largest ephemeral OS disk (GB): the larger of the temp disk (MiB) and the cache (bytes)."""
     best = max(int(rec.get("cached_disk_bytes", 0)), int(rec.get("max_resource_volume_mb", 0)) * 2**20)
@@ -306,6 +317,7 @@ def compute_labels(name: str, size: VMSize, rec: Mapping[str, Any], region: str)
         labels.AZURE_SKU_VERSION: size.version[1:] if size.version else "1",
         labels.AZURE_SKU_CPU: str(rec["vcpu"]),
         labels.AZURE_SKU_MEMORY: str(int(rec["mem_gib"] * 1024)),
+        labels.AZURE_SKU_SERIES: series(size),
         AKS_SKU_CPU: str(rec["vcpu"]),
         AKS_SKU_MEMORY: str(int(rec["mem_gib"] * 1024)),
         labels.AZURE_SKU_ACCELERATED_NETWORKING: "true" if rec.get("accelerated_networking") else "false",

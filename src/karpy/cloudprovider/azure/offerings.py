@@ -22,6 +22,7 @@ the :class:`karpy.clock.Clock` it is given; it is pure otherwise (no I/O).
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -56,10 +57,12 @@ class LaunchFailure:
 
 
 class UnavailableOfferings:
-    """Offerings known to have failed recently, each until its own expiry time."""
+    """Offerings known to have failed recently, each until its own expiry time (thread-safe: launches
+    run on a pool of threads in ``karpy controller``)."""
 
     def __init__(self, clk: clock.Clock) -> None:
         self._clock = clk
+        self._lock = threading.Lock()
         self._until: dict[errors.OfferingKey, tuple[float, str]] = {}
         self.seq = 0
         """Changes whenever an entry is added (callers may cache views keyed by it)."""
@@ -67,10 +70,11 @@ class UnavailableOfferings:
     def mark(self, key: errors.OfferingKey, ttl: float, reason: str) -> None:
         """``key`` (``ANY`` allowed for size or zone) is unavailable for ``ttl`` seconds from now."""
         until = self._clock.now() + ttl
-        old = self._until.get(key)
-        if old is None or old[0] < until:
-            self._until[key] = (until, reason)
-        self.seq += 1
+        with self._lock:
+            old = self._until.get(key)
+            if old is None or old[0] < until:
+                self._until[key] = (until, reason)
+            self.seq += 1
 
     def mark_all(self, failure: LaunchFailure) -> None:
         for key in failure.keys:
@@ -80,7 +84,8 @@ class UnavailableOfferings:
         """Why the offering is unavailable now, or ``None`` when it is not in the cache."""
         now = self._clock.now()
         for key in ((size, zone, capacity_type), (size, ANY, capacity_type), (ANY, ANY, capacity_type)):
-            hit = self._until.get(key)
+            with self._lock:
+                hit = self._until.get(key)
             if hit is not None and hit[0] > now:
                 return hit[1]
         return None
@@ -102,7 +107,9 @@ class UnavailableOfferings:
     def entries(self) -> dict[errors.OfferingKey, str]:
         """Every entry still in force, with its reason."""
         now = self._clock.now()
-        return {k: r for k, (until, r) in sorted(self._until.items()) if until > now}
+        with self._lock:
+            items = sorted(self._until.items())
+        return {k: r for k, (until, r) in items if until > now}
 
 
 def _scope(zone: str) -> str:

@@ -15,17 +15,23 @@ the contract there). Azure specifics a caller may rely on:
   removes the half-made VM and NIC, and moves on to the next offering; any other error stops the
   launch as a :class:`CreateError` (retryable when ARM said so). When every offering failed:
   :class:`InsufficientCapacityError` naming them;
+* a repeated :meth:`create` for the same NodeClaim (a restart mid-launch) finds the VM
+  ``aks-<nodeclaim>`` it made and returns it instead of launching again (a VM left ``Failed`` is
+  removed and the launch goes on);
 * provider IDs are ``azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/
   virtualMachines/aks-<nodeclaim>``; :meth:`list` and :meth:`get` see only VMs tagged
   ``karpenter.azure.com_cluster=<cluster>``; :meth:`delete` refuses others (:class:`NotOwnedError`);
 * :meth:`garbage_collect_nics` deletes this cluster's NICs that no VM uses and no launch in
-  progress is creating (a failed launch between NIC and VM leaves such a NIC).
+  progress is creating (a failed launch between NIC and VM leaves such a NIC). :meth:`list`, which
+  the garbage-collection controller calls every two minutes, runs it at most every
+  :data:`NIC_GC_INTERVAL` seconds (failures are logged, never raised from :meth:`list`).
 """
 
 from __future__ import annotations
 
 import builtins
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -45,10 +51,14 @@ from karpy.cloudprovider.azure import (
 )
 from karpy.cloudprovider.fake import capacity
 
+log = logging.getLogger("karpy.cloudprovider.azure")
+
 NodeClassLookup = Callable[[str], Mapping[str, Any] | None]
 """AKSNodeClass name -> the object as the API returns it (``None`` when missing)."""
 
 SKU_REFRESH_SECONDS = 12 * 3600.0
+NIC_GC_INTERVAL = 300.0
+"""At most this often :meth:`AzureCloudProvider.list` also removes orphaned NICs."""
 AKS_LABELS = {"kubernetes.azure.com/mode": "user", "kubernetes.azure.com/role": "agent",
               "kubernetes.azure.com/podnetwork-type": "overlay", "kubernetes.azure.com/ebpf-dataplane": "cilium"}
 
@@ -85,7 +95,9 @@ class AzureCloudProvider:
         self._records_at = 0.0
         self._types: dict[Any, list[instancetype.InstanceType]] = {}
         self._launching: set[str] = set()
+        self._nics_collected_at: float | None = None
         self._lock = threading.Lock()
+        self._cache_lock = threading.RLock()
 
     # ------------------------------------------------------------------------------------------
     # Instance types
@@ -93,11 +105,12 @@ class AzureCloudProvider:
     def records(self) -> dict[str, dict[str, Any]]:
         """Size -> Resource SKU record of the region, refreshed every 12 hours."""
         now = self.clock.now()
-        if self._records is None or now - self._records_at >= SKU_REFRESH_SECONDS:
-            self._records = skus.discover(self.azure, self.config.region)
-            self._records_at = now
-            self._types.clear()
-        return self._records
+        with self._cache_lock:
+            if self._records is None or now - self._records_at >= SKU_REFRESH_SECONDS:
+                self._records = skus.discover(self.azure, self.config.region)
+                self._records_at = now
+                self._types.clear()
+            return self._records
 
     def _node_class(self, name: str | None) -> nodeclass.AKSNodeClass | None:
         if not name:
@@ -171,6 +184,11 @@ class AzureCloudProvider:
                 "and resource requests", reason="NoCompatibleInstanceTypes")
         failed: builtins.list[errors.OfferingKey] = []
         name = instances.resource_name(claim.name)
+        existing = self._existing(name)
+        if existing is not None:  # a launch repeated after a restart: the VM is already there
+            adopted = self._adopt(claim, nc, types, existing)
+            if adopted is not None:
+                return adopted
         with self._lock:
             self._launching.add(name)
         try:
@@ -195,6 +213,37 @@ class AzureCloudProvider:
             with self._lock:
                 self._launching.discard(name)
         raise errors.InsufficientCapacityError(failed)
+
+    def _existing(self, name: str) -> dict[str, Any] | None:
+        try:
+            vm = self.instances.get_vm(name)
+        except clients.NotFoundError:
+            return None
+        except clients.AzureAPIError as exc:
+            raise errors.CreateError(f"looking for VM {name}: {exc.message}", reason=exc.code or "AzureAPIError",
+                                     retryable=exc.retryable) from exc
+        if not instances.owned(vm.get("tags"), self.config.cluster_name):
+            raise errors.CreateError(f"VM {name} exists and is not this cluster's; refusing to reuse its name",
+                                     reason="NotOwned")
+        return vm
+
+    def _adopt(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,
+               types: builtins.list[instancetype.InstanceType], vm: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
+        """The launched NodeClaim for a VM a previous attempt created (``None``: it failed; it is removed)."""
+        props = vm.get("properties") or {}
+        if props.get("provisioningState") == "Failed":
+            self._cleanup(str(vm.get("name")))
+            return None
+        view = self._claim_of(vm)
+        size = view.metadata.labels[labels.INSTANCE_TYPE]
+        zone = view.metadata.labels[labels.ZONE]
+        ct = view.metadata.labels[labels.CAPACITY_TYPE]
+        it = next((t for t in types if t.name == size), None)
+        if it is None:
+            return None
+        offer = next((o for o in it.offerings if o.zone == zone and o.capacity_type == ct),
+                     instancetype.Offering(zone, ct, 0.0))
+        return self._launched(claim, nc, it, offer, vm)
 
     def _launch(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,
                 cand: capacity.Candidate) -> dict[str, Any]:
@@ -329,6 +378,16 @@ class AzureCloudProvider:
         except clients.AzureAPIError as exc:
             raise errors.CloudProviderError(exc.message, reason=exc.code or "AzureAPIError",
                                             retryable=exc.retryable) from exc
+        now = self.clock.now()
+        if self._nics_collected_at is None or now - self._nics_collected_at >= NIC_GC_INTERVAL:
+            self._nics_collected_at = now
+            try:
+                removed = self.garbage_collect_nics(vms)
+            except errors.CloudProviderError as exc:
+                log.warning("could not garbage-collect orphaned NICs: %s", exc)
+            else:
+                if removed:
+                    log.info("deleted orphaned network interfaces %s", ", ".join(removed))
         claims = [self._claim_of(vm) for vm in vms]
         claims.sort(key=lambda c: (c.metadata.creation_timestamp or 0.0, c.status.provider_id))
         return claims
@@ -359,11 +418,13 @@ class AzureCloudProvider:
                                              image_id=str(image.get("communityGalleryImageId") or "")),
         )
 
-    def garbage_collect_nics(self) -> builtins.list[str]:
-        """Delete this cluster's NICs no VM uses and no launch is creating; returns their names."""
+    def garbage_collect_nics(self, vms_now: builtins.list[dict[str, Any]] | None = None) -> builtins.list[str]:
+        """Delete this cluster's NICs no VM uses and no launch is creating; returns their names.
+        ``vms_now`` is this cluster's VM list when the caller just fetched it."""
         try:
             nics = self.instances.list_nics(self.config.cluster_name)
-            vms = {str(v.get("name")) for v in self.instances.list_vms(self.config.cluster_name)}
+            listed = vms_now if vms_now is not None else self.instances.list_vms(self.config.cluster_name)
+            vms = {str(v.get("name")) for v in listed}
         except clients.AzureAPIError as exc:
             raise errors.CloudProviderError(exc.message, reason=exc.code or "AzureAPIError",
                                             retryable=exc.retryable) from exc
@@ -400,6 +461,11 @@ class AzureCloudProvider:
         if image and expected and image not in expected:
             return "ImageDrift"
         return ""
+
+    def mark_insufficient(self, instance_type: str, zone: str, capacity_type: str, until: float) -> None:
+        """Treat an offering as out of capacity until ``until`` (a simulator scenario step)."""
+        self.unavailable.mark((instance_type, zone, capacity_type), max(0.0, until - self.clock.now()),
+                              "InsufficientCapacity")
 
     def repair_policies(self) -> builtins.list[interface.RepairPolicy]:
         return [interface.RepairPolicy("Ready", "False", 10 * 60.0),

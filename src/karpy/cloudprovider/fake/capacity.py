@@ -288,5 +288,6 @@ def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | 
 
 def azure_image(family: str, version: str) -> str:
     """An AKS node image id in the community gallery, e.g. ``.../2204gen2containerd/versions/<v>``."""
-    sku = "2204gen2containerd" if family == "Ubuntu2204" else "AzureLinuxgen2containerd"
+    skus = {"Ubuntu": "2204gen2containerd", "Ubuntu2204": "2204gen2containerd", "Ubuntu2404": "2404gen2containerd"}
+    sku = skus.get(family, "AzureLinuxgen2containerd")
     return f"{AZURE_IMAGE_GALLERY}/{sku}/versions/{version}"

@@ -24,8 +24,10 @@ the contract of :mod:`karpy.cloudprovider.interface` exactly, with these simulat
   nodes ``<nodeclaim>``.
 * **Ownership.** Every instance is tagged with its NodePool, NodeClaim and this cluster's ownership
   tag (AWS ``kubernetes.io/cluster/<cluster>=owned``, Azure ``karpenter.azure.com_cluster=<cluster>``,
-  KWOK ``karpenter.sh_cluster_<cluster>=owned``). :meth:`get` and :meth:`list` see only owned
-  instances; :meth:`delete` refuses others with :class:`errors.NotOwnedError`.
+  KWOK ``karpenter.sh_cluster_<cluster>=owned``). Owned means all of karpy's own tags: that ownership
+  tag and the NodePool and NodeClass tags (an instance of a node group carries the cluster tag only).
+  :meth:`get` and :meth:`list` see only owned instances; :meth:`delete` refuses others with
+  :class:`errors.NotOwnedError`.
   :meth:`add_instance` puts in instances karpy did not launch (another cluster's, a hand-made VM).
 * **Interruptions.** :meth:`interrupt` queues a message (:class:`interface.InterruptionMessage`)
   that :meth:`pending_interruptions` returns until :meth:`ack`. A ``SpotInterruption`` reclaims the
@@ -56,7 +58,9 @@ from typing import Any
 from karpy import clock
 from karpy.api import labels, meta, nodeclaim, nodeclass, nodepool
 from karpy.cloudprovider import catalog as catalog_mod
+from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import errors, instancetype, interface
+from karpy.cloudprovider.fake import billing as billing_mod
 from karpy.cloudprovider.fake import capacity
 
 NodeClass = capacity.NodeClass
@@ -83,12 +87,15 @@ class SimulatedCloud:
                  region: str | None = None, zones: Sequence[str] | None = None,
                  cluster_name: str = "karpy", provider_format: str | None = None,
                  node_classes: NodeClassLookup | None = None, launch_failure_rate: float = 0.0,
-                 subscription_id: str | None = None, resource_group: str | None = None) -> None:
+                 subscription_id: str | None = None, resource_group: str | None = None,
+                 commitments: commitments_mod.Commitments | None = None) -> None:
         """``catalog`` is a built-in catalog name or a list of instance types; ``zones`` keeps only
         offerings there; ``region`` defaults to the catalog's own (``us-east-1`` when it has none);
         ``provider_format`` (``aws``/``azure``/``kwok``) defaults to the catalog's (a list: ``kwok``);
         ``node_classes`` looks NodeClasses up by name (``None``: NodeClaims' refs are not checked);
-        ``launch_failure_rate`` is the chance a launch fails with a retryable CreateError."""
+        ``launch_failure_rate`` is the chance a launch fails with a retryable CreateError;
+        ``commitments`` (RIs, Savings Plans, a discount) make offerings cost their marginal price and
+        the bill what is actually paid (:mod:`karpy.cloudprovider.fake.billing`)."""
         self.clock = clock
         self.rng = rng
         self.provider_format = provider_format or provider_format_of(catalog)
@@ -126,6 +133,9 @@ class SimulatedCloud:
             self.region = (first.labels.get(labels.REGION) if first is not None else None) or \
                 DEFAULT_REGIONS[self.provider_format]
         self.resource_group = resource_group or f"MC_{cluster_name}_{cluster_name}_{self.region}"
+        self.billing = billing_mod.Billing(commitments or commitments_mod.NONE, clock,
+                                           lambda: [i for i in self._live.values() if self._owned(i)],
+                                           self._on_demand_prices)
 
     # ------------------------------------------------------------------------------------------
     # CloudProvider
@@ -138,6 +148,9 @@ class SimulatedCloud:
             if req.key == labels.INSTANCE_TYPE and req.operator == "In":
                 index = self._index(nc)
                 types = [index[n] for n in sorted(set(req.values)) if n in index]
+        listed = {it.name: it for it in types}
+        if self.billing:
+            types = self.billing.price_types(types)
         cands = capacity.candidates(types, claim.spec.requirements, claim.spec.resources_requests,
                                     self.region, self._defined_keys())
         if not cands:
@@ -147,6 +160,10 @@ class SimulatedCloud:
         chosen, failed = capacity.choose(cands, self.pools, self.clock.now())
         if chosen is None:
             raise errors.InsufficientCapacityError(failed)
+        if self.billing:  # chosen at its marginal price; the instance keeps its list price
+            it = listed[chosen.instance_type.name]
+            chosen = capacity.Candidate(it, next(o for o in it.offerings if (o.zone, o.capacity_type) ==
+                                                 (chosen.offering.zone, chosen.offering.capacity_type)))
         if self.launch_failure_rate > 0 and self.rng.random() < self.launch_failure_rate:
             raise errors.CreateError(f"simulated launch failure for NodeClaim {claim.name}",
                                      reason="LaunchFailed", retryable=True)
@@ -197,7 +214,7 @@ class SimulatedCloud:
         out_now = self.pools.unavailable(self.clock.now())
         cached = self._views.get((key, out_now))
         if cached is not None:
-            return list(cached)
+            return self.billing.price_types(cached) if self.billing else list(cached)
         by_type: dict[str, set[tuple[str, str]]] = {}
         for it_name, zone, ct in out_now:
             by_type.setdefault(it_name, set()).add((zone, ct))
@@ -213,7 +230,7 @@ class SimulatedCloud:
         if len(self._views) > 256:
             self._views.clear()
         self._views[(key, out_now)] = view
-        return list(view)
+        return self.billing.price_types(view) if self.billing else list(view)
 
     def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
         """Drift reason of ``claim``'s instance (``""`` when none); NodeClaimNotFoundError when gone."""
@@ -328,6 +345,8 @@ class SimulatedCloud:
     def settle(self) -> None:
         """Carry out every scheduled spot reclaim due by now, each at its own time."""
         now = self.clock.now()
+        if self.billing:
+            self.billing.tick()
         while self._reclaims and self._reclaims[0][0] <= now:
             when, _, pid = heapq.heappop(self._reclaims)
             inst = self._live.get(pid)
@@ -352,13 +371,27 @@ class SimulatedCloud:
         return self._live.get(provider_id)
 
     def cost_per_hour(self) -> float:
-        """Sum of the hourly prices of this cluster's running instances."""
+        """Sum of the hourly prices of this cluster's running instances (with commitments: what is paid,
+        RI fees and Savings Plan commitments included)."""
         self.settle()
+        if self.billing:
+            return self.billing.cost_per_hour()
         return sum(i.price for i in self._live.values() if self._owned(i))
 
-    def accrued_cost(self) -> float:
-        """Dollars spent so far on this cluster's instances, running and terminated."""
+    def billed_price(self, provider_id: str) -> float | None:
+        """What the running instance ``provider_id`` adds to the bill per hour under the customer's
+        commitments (:class:`interface.Billing`); ``None`` without commitments (its offering price holds)."""
+        if not self.billing:
+            return None
         self.settle()
+        return self.billing.billed_price(provider_id)
+
+    def accrued_cost(self) -> float:
+        """Dollars spent so far on this cluster's instances, running and terminated (with commitments:
+        what was paid)."""
+        self.settle()
+        if self.billing:
+            return self.billing.accrued()
         now = self.clock.now()
         return sum(i.cost(now) for i in [*self._history, *self._live.values()] if self._owned(i))
 
@@ -403,8 +436,7 @@ class SimulatedCloud:
         tags = {f"karpenter.sh{sep}nodepool": nodepool_name, f"karpenter.sh{sep}nodeclaim": nodeclaim_name}
         if self.provider_format == "aws":
             tags["eks:eks-cluster-name"] = self.cluster_name
-            if node_class:
-                tags["karpenter.k8s.aws/ec2nodeclass"] = node_class
+        tags[self.nodeclass_tag_key()] = node_class or (node_class_ref.name if node_class_ref is not None else "")
         key, value = self.ownership_tag()
         tags[key] = value
         node_labels = dict(it.labels)
@@ -420,6 +452,7 @@ class SimulatedCloud:
             capacity=dict(it.capacity), allocatable=dict(it.allocatable), nodeclaim_name=nodeclaim_name,
             node_class=node_class, node_class_ref=node_class_ref)
         self._live[provider_id] = inst
+        self.billing.changed()
         self._used_ids.add(iid)
         self.pools.launched(inst.offering)
         return inst
@@ -436,8 +469,27 @@ class SimulatedCloud:
     # Internals
 
     def _owned(self, inst: capacity.Instance) -> bool:
+        """karpy's own tags: this cluster's ownership tag *and* the NodePool and NodeClass tags. A node
+        group's instance carries the cluster tag only and is never listed, garbage-collected or deleted."""
         key, value = self.ownership_tag()
-        return inst.tags.get(key) == value
+        sep = "_" if self.provider_format == "azure" else "/"
+        return inst.tags.get(key) == value and f"karpenter.sh{sep}nodepool" in inst.tags and \
+            self.nodeclass_tag_key() in inst.tags
+
+    def nodeclass_tag_key(self) -> str:
+        """The tag naming an instance's NodeClass (AWS ``karpenter.k8s.aws/ec2nodeclass``)."""
+        if self.provider_format == "aws":
+            return "karpenter.k8s.aws/ec2nodeclass"
+        if self.provider_format == "azure":
+            return "karpenter.azure.com_aksnodeclass"
+        return "karpenter.sh/nodeclass"
+
+    def karpy_tags(self, nodepool: str, nodeclaim: str, node_class: str = "default") -> dict[str, str]:
+        """Every tag karpy puts on an instance it launches (to simulate a leaked one)."""
+        sep = "_" if self.provider_format == "azure" else "/"
+        key, value = self.ownership_tag()
+        return {f"karpenter.sh{sep}nodepool": nodepool, f"karpenter.sh{sep}nodeclaim": nodeclaim,
+                self.nodeclass_tag_key(): node_class, key: value}
 
     def _send(self, provider_id: str, kind: str, when: float, detail: str) -> interface.InterruptionMessage:
         self._seq += 1
@@ -445,7 +497,12 @@ class SimulatedCloud:
         self._messages.append(msg)
         return msg
 
+    def _on_demand_prices(self) -> dict[str, float]:
+        return {it.name: min((o.price for o in it.offerings if o.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND),
+                             default=0.0) for it in self._catalog_types(None)}
+
     def _terminate(self, inst: capacity.Instance, when: float) -> None:
+        self.billing.changed()
         del self._live[inst.provider_id]
         self.pools.released(inst.offering)
         self._history.append(dataclasses.replace(inst, state=capacity.TERMINATED, terminated_at=when))
@@ -499,8 +556,9 @@ class SimulatedCloud:
         sep = "_" if self.provider_format == "azure" else "/"
         tags[f"karpenter.sh{sep}nodepool"] = nodepool_name
         tags[f"karpenter.sh{sep}nodeclaim"] = claim.name
+        ref = claim.spec.node_class_ref
+        tags[self.nodeclass_tag_key()] = nc.name if nc is not None else ref.name if ref is not None else ""
         if isinstance(nc, nodeclass.EC2NodeClass):
-            tags["karpenter.k8s.aws/ec2nodeclass"] = nc.name
             tags["eks:eks-cluster-name"] = self.cluster_name
         key, value = self.ownership_tag()
         tags[key] = value
@@ -543,6 +601,7 @@ class SimulatedCloud:
             nodeclaim_name=claim_name, node_class=nc.name if nc is not None else "", node_class_ref=ref,
         )
         self._live[pid] = inst
+        self.billing.changed()
         self._used_ids.add(iid)
         self.pools.launched(inst.offering)
         return inst

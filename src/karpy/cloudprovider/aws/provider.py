@@ -1,0 +1,421 @@
+"""karpy's AWS cloud provider: EC2 through boto3, with Karpenter's AWS provider behaviour.
+
+:class:`AWSCloudProvider` implements :class:`karpy.cloudprovider.interface.CloudProvider` (and the
+``InterruptionQueue`` when an SQS queue is configured). What it does beyond the contract's text:
+
+* **NodeClasses** are read from the cluster (``EC2NodeClass`` by the claim's / pool's
+  ``nodeClassRef``) and resolved by :class:`karpy.cloudprovider.aws.nodeclasses.Resolver`; a
+  NodeClass whose resolution is not Ready (or whose status says Ready=False) raises
+  :class:`errors.NodeClassNotReadyError`.
+* **Instance types** come from the live catalog of the region
+  (:class:`karpy.cloudprovider.aws.typecatalog.LiveCatalog`), with the NodeClass's kubelet settings
+  and root volume size, only in the zones of its subnets, only types some resolved AMI can run, and
+  offerings in the insufficient-capacity cache marked unavailable.
+* **Create**: the claim's compatible offerings cheapest first; spot when allowed and offered, else
+  on-demand; at most :data:`MAX_INSTANCE_TYPES` types; per zone the subnet with the most free IPs;
+  one launch template per (image, max pods) with the family's user data; one CreateFleet (batched
+  with identical ones by :class:`karpy.cloudprovider.aws.fleet.Fleet`); offerings that failed for
+  capacity go to the cache and the launch is retried with what remains (up to
+  :data:`LAUNCH_ATTEMPTS` CreateFleet calls).
+* **Ownership**: instances are tagged ``karpenter.sh/nodepool``, ``karpenter.sh/nodeclaim``,
+  ``karpenter.k8s.aws/ec2nodeclass``, ``eks:eks-cluster-name=<cluster>`` and
+  ``kubernetes.io/cluster/<cluster>=owned`` (plus the NodeClass's tags). ``get``, ``list``,
+  ``delete`` and ``is_drifted`` consider an instance this cluster's only when it carries the first
+  three keys with ``eks:eks-cluster-name`` equal to the cluster name; the ``kubernetes.io/cluster``
+  tag alone (node groups carry it) never suffices.
+* **Launch templates** unused for an hour are cleaned up during :meth:`list` (at most every ten
+  minutes).
+
+Thread-safe: concurrent ``create`` calls are expected (the real-time driver launches in a pool).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import datetime
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.api import labels, meta, nodeclaim, nodeclass, nodepool
+from karpy.cloudprovider import catalog, errors, instancetype, interface
+from karpy.cloudprovider.aws import (
+    amis,
+    fleet,
+    launchtemplates,
+    nodeclasses,
+    pricing,
+    selectors,
+    session,
+    typecatalog,
+    unavailable,
+    userdata,
+)
+from karpy.cloudprovider.fake import capacity
+from karpy.kube import errors as kube_errors
+from karpy.kube import interface as kube_interface
+
+log = logging.getLogger("karpy.cloudprovider.aws")
+
+MAX_INSTANCE_TYPES = 60
+LAUNCH_ATTEMPTS = 3
+CLEANUP_INTERVAL = 600.0
+TAG_NODEPOOL = "karpenter.sh/nodepool"
+TAG_NODECLAIM = "karpenter.sh/nodeclaim"
+TAG_NODECLASS = "karpenter.k8s.aws/ec2nodeclass"
+TAG_CLUSTER = "eks:eks-cluster-name"
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+
+
+def instance_id_of(provider_id: str) -> str:
+    """``aws:///us-east-1a/i-0123`` -> ``i-0123`` (``""`` when it is not an AWS provider id)."""
+    if not provider_id.startswith("aws://"):
+        return ""
+    last = provider_id.rstrip("/").rsplit("/", 1)[-1]
+    return last if last.startswith("i-") else ""
+
+
+def _tags(inst: Mapping[str, Any]) -> dict[str, str]:
+    return {str(t["Key"]): str(t.get("Value", "")) for t in inst.get("Tags") or ()}
+
+
+class AWSCloudProvider:
+    """See the module docstring."""
+
+    name = "aws"
+
+    def __init__(self, sess: session.Session, clock: clock_mod.Clock, cluster: kube_interface.Cluster, *,
+                 cluster_name: str, kubernetes_version: str, cluster_endpoint: str = "", ca_bundle: str = "",
+                 vm_memory_overhead_percent: float = 0.075, queue: interface.InterruptionQueue | None = None,
+                 ) -> None:
+        self.session = sess
+        self.clock = clock
+        self.cluster = cluster
+        self.cluster_name = cluster_name
+        self.region = sess.region
+        self.cluster_endpoint = cluster_endpoint
+        self.ca_bundle = ca_bundle
+        self.kubernetes_version = kubernetes_version
+        self.queue = queue
+        self.ice = unavailable.UnavailableOfferings(clock)
+        self.prices = pricing.Prices(sess, clock)
+        self.catalog = typecatalog.LiveCatalog(sess, clock, self.prices,
+                                               vm_memory_overhead_percent=vm_memory_overhead_percent)
+        self.resolver = nodeclasses.Resolver(sess, clock, cluster_name=cluster_name,
+                                             kubernetes_version=kubernetes_version)
+        self.templates = launchtemplates.LaunchTemplates(sess.ec2, cluster_name, clock)
+        self.fleet = fleet.Fleet(sess.ec2, self.ice)
+        self._lock = threading.Lock()
+        self._launch_times: dict[str, float] = {}
+        self._parsed: dict[tuple[str, str], nodeclass.EC2NodeClass] = {}
+        self._next_cleanup = clock.now() + CLEANUP_INTERVAL
+
+    # ------------------------------------------------------------------------- NodeClasses
+
+    def _node_class(self, name: str) -> nodeclass.EC2NodeClass:
+        try:
+            obj = self.cluster.get(nodeclass.EC2_KIND, name)
+        except kube_errors.NotFound:
+            raise errors.NodeClassNotReadyError(f"EC2NodeClass {name} not found") from None
+        key = (name, str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+        with self._lock:
+            nc = self._parsed.get(key)
+        if nc is None or not key[1]:
+            nc = nodeclass.EC2NodeClass.from_manifest(obj)
+            with self._lock:
+                if len(self._parsed) > 256:
+                    self._parsed.clear()
+                self._parsed[key] = nc
+        for c in nc.status.conditions:
+            if c.type == "Ready" and not c.is_true:
+                raise errors.NodeClassNotReadyError(f"EC2NodeClass {name} is not ready: {c.reason or c.status}")
+        return nc
+
+    def _resolved(self, nc: nodeclass.EC2NodeClass) -> nodeclasses.Resolved:
+        res = self.resolver.resolve(nc)
+        if not res.ready:
+            raise errors.NodeClassNotReadyError(f"EC2NodeClass {nc.name} is not ready: {res.message}")
+        return res
+
+    def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
+        return self.resolver.status(dict(node_class))
+
+    # ---------------------------------------------------------------------- instance types
+
+    def _types(self, nc: nodeclass.EC2NodeClass | None, res: nodeclasses.Resolved | None,
+               names: frozenset[str] | None = None) -> builtins.list[instancetype.InstanceType]:
+        """The NodeClass's instance types (only ``names`` when given), AMI-compatible, availability applied."""
+        kubelet = nc.kubelet.to_dict() if nc is not None and nc.kubelet is not None else None
+        zones = {s.zone for s in res.subnets} if res is not None else None
+        storage = launchtemplates.root_volume_size(nc) if nc is not None else None
+        types = self.catalog.instance_types(kubelet=catalog.kubelet_config(kubelet), zones=zones,
+                                            ephemeral_storage=storage, unavailable=self.ice.snapshot(), names=names)
+        if res is not None and res.images:
+            types = [t for t in types if amis.image_for(res.images, t.labels) is not None]
+        return types
+
+    def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
+        ref = pool.node_class_ref if pool is not None else None
+        if ref is None:
+            return self._types(None, None)
+        nc = self._node_class(ref.name)
+        return self._types(nc, self._resolved(nc))
+
+    # ------------------------------------------------------------------------------ create
+
+    def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        ref = claim.spec.node_class_ref
+        if ref is None:
+            raise errors.CreateError(f"NodeClaim {claim.name} has no nodeClassRef", reason="NodeClassNotFound")
+        nc = self._node_class(ref.name)
+        res = self._resolved(nc)
+        tried: builtins.list[errors.OfferingKey] = []
+        names: frozenset[str] | None = None
+        for req in claim.spec.requirements:  # the usual case: the scheduler lists the options
+            if req.key == labels.INSTANCE_TYPE and req.operator == "In":
+                names = frozenset(req.values) if names is None else names & frozenset(req.values)
+        for _ in range(LAUNCH_ATTEMPTS):
+            types = self._types(nc, res, names)
+            cands = capacity.candidates(types, claim.spec.requirements, claim.spec.resources_requests, self.region,
+                                        self.catalog.defined_keys())
+            if not cands:
+                out_now = self._all_out(types, claim)
+                if tried or out_now:
+                    raise errors.InsufficientCapacityError(tried or out_now)
+                raise errors.CreateError(
+                    f"no offering of any instance type is compatible with NodeClaim {claim.name}'s requirements "
+                    "and resource requests", reason="NoCompatibleInstanceTypes")
+            request, by_type = self._request(claim, nc, res, cands)
+            try:
+                launched = self.fleet.launch(request, {TAG_NODECLAIM: claim.name})
+            except errors.InsufficientCapacityError as exc:
+                tried.extend(exc.offerings)
+                continue
+            return self._launched(claim, nc, launched, by_type[launched.instance_type])
+        raise errors.InsufficientCapacityError(tried)
+
+    def _all_out(self, types: Sequence[instancetype.InstanceType],
+                 claim: nodeclaim.NodeClaim) -> builtins.list[errors.OfferingKey]:
+        """Offerings compatible with the claim that are only unavailable because of the cache."""
+        everything = [t.with_offerings(tuple(dataclasses.replace(o, available=True) for o in t.offerings))
+                      for t in types]
+        cands = capacity.candidates(everything, claim.spec.requirements, claim.spec.resources_requests, self.region,
+                                    self.catalog.defined_keys())
+        return [(c.instance_type.name, c.offering.zone, c.offering.capacity_type) for c in cands]
+
+    def _request(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, res: nodeclasses.Resolved,
+                 cands: Sequence[capacity.Candidate]) -> tuple[fleet.Request, dict[str, instancetype.InstanceType]]:
+        spot = [c for c in cands if c.offering.capacity_type == labels.CAPACITY_TYPE_SPOT]
+        chosen = spot or [c for c in cands if c.offering.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND]
+        if not chosen:
+            chosen = list(cands)
+        capacity_type = chosen[0].offering.capacity_type
+        type_order: builtins.list[str] = []
+        for c in chosen:  # cheapest first
+            if c.instance_type.name not in type_order:
+                type_order.append(c.instance_type.name)
+        keep = set(type_order[:MAX_INSTANCE_TYPES])
+        subnets = selectors.subnet_per_zone(res.subnets)
+        by_type = {c.instance_type.name: c.instance_type for c in chosen}
+        groups: dict[tuple[str, int], builtins.list[fleet.Override]] = {}
+        for c in chosen:
+            it = c.instance_type
+            subnet = subnets.get(c.offering.zone)
+            if it.name not in keep or subnet is None:
+                continue
+            image = amis.image_for(res.images, it.labels)
+            if image is None:
+                continue
+            pods = it.capacity.get("pods", 0) // 1000
+            groups.setdefault((image.id, pods), []).append(
+                fleet.Override(it.name, c.offering.zone, subnet.id, c.offering.price, image.id))
+        templates = []
+        for (image_id, pods), overrides in sorted(groups.items()):
+            templates.append((self._template(claim, nc, res, image_id, pods), tuple(overrides)))
+        tags = {**dict(nc.tags), TAG_NODEPOOL: claim.metadata.labels.get(labels.NODEPOOL, ""),
+                TAG_NODECLASS: nc.name, TAG_CLUSTER: self.cluster_name,
+                f"kubernetes.io/cluster/{self.cluster_name}": "owned"}
+        return fleet.Request(capacity_type, tuple(templates), tags), by_type
+
+    def _template(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, res: nodeclasses.Resolved,
+                  image_id: str, pods: int) -> str:
+        family = nc.resolved_ami_family or "AL2023"
+        taints = [t.to_dict() for t in (*claim.spec.taints, *claim.spec.startup_taints)]
+        node_labels = {k: v for k, v in claim.metadata.labels.items() if not k.startswith("kubernetes.io/")}
+        opts = userdata.Options(
+            cluster_name=self.cluster_name, cluster_endpoint=self.cluster_endpoint, ca_bundle=self.ca_bundle,
+            labels=node_labels, taints=taints, kubelet=nc.kubelet,
+            max_pods=nc.kubelet.max_pods if nc.kubelet is not None and nc.kubelet.max_pods else pods,
+            custom=nc.user_data)
+        tags = {**dict(nc.tags), TAG_NODECLASS: nc.name, TAG_CLUSTER: self.cluster_name,
+                TAG_NODEPOOL: claim.metadata.labels.get(labels.NODEPOOL, "")}
+        config = launchtemplates.Config(
+            node_class=nc.name, image_id=image_id, user_data=userdata.encode(userdata.render(family, opts)),
+            instance_profile=res.instance_profile, security_group_ids=tuple(g.id for g in res.security_groups),
+            block_device_mappings=nc.block_device_mappings, metadata_options=nc.metadata_options,
+            detailed_monitoring=bool(nc.detailed_monitoring),
+            associate_public_ip_address=nc.associate_public_ip_address, tags=tags, ami_family=family)
+        return self.templates.ensure(config)
+
+    def _launched(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, inst: fleet.Launched,
+                  it: instancetype.InstanceType) -> nodeclaim.NodeClaim:
+        with self._lock:
+            self._launch_times[inst.instance_id] = self.clock.now()
+        md = claim.metadata
+        node_labels = {**md.labels, **it.labels, labels.ZONE: inst.zone, labels.REGION: self.region,
+                       labels.CAPACITY_TYPE: inst.capacity_type}
+        annotations = {**md.annotations, labels.NODECLASS_HASH_AWS: nc.hash()}
+        return dataclasses.replace(
+            claim, metadata=dataclasses.replace(md, labels=node_labels, annotations=annotations),
+            status=dataclasses.replace(claim.status, provider_id=f"aws:///{inst.zone}/{inst.instance_id}",
+                                       image_id=inst.image_id, capacity=dict(it.capacity),
+                                       allocatable=dict(it.allocatable)))
+
+    # ------------------------------------------------------------------- get / list / delete
+
+    def owned(self, tags: Mapping[str, str]) -> bool:
+        """Did karpy launch this instance for this cluster? (module docstring, Ownership)."""
+        return TAG_NODEPOOL in tags and TAG_NODECLASS in tags and tags.get(TAG_CLUSTER) == self.cluster_name
+
+    def _describe(self, instance_id: str) -> dict[str, Any] | None:
+        if not instance_id:
+            return None
+        try:
+            response = session.call(self.session.ec2, "describe_instances", InstanceIds=[instance_id])
+        except errors.NodeClaimNotFoundError:
+            return None
+        for r in response.get("Reservations") or ():
+            for inst in r.get("Instances") or ():
+                return dict(inst)
+        return None
+
+    def _live_owned(self, provider_id: str) -> dict[str, Any]:
+        inst = self._describe(instance_id_of(provider_id))
+        if inst is None or (inst.get("State") or {}).get("Name") not in LIVE_STATES or not self.owned(_tags(inst)):
+            raise errors.NodeClaimNotFoundError(f"instance {provider_id} not found")
+        return inst
+
+    def get(self, provider_id: str) -> nodeclaim.NodeClaim:
+        return self._claim_of(self._live_owned(provider_id))
+
+    def list(self) -> builtins.list[nodeclaim.NodeClaim]:
+        filters = [{"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+                   {"Name": "tag-key", "Values": [TAG_NODEPOOL]},
+                   {"Name": "tag-key", "Values": [TAG_NODECLASS]},
+                   {"Name": f"tag:{TAG_CLUSTER}", "Values": [self.cluster_name]}]
+        found = []
+        for page in session.paginate(self.session.ec2, "describe_instances", Filters=filters):
+            for r in page.get("Reservations") or ():
+                for inst in r.get("Instances") or ():
+                    if self.owned(_tags(inst)) and (inst.get("State") or {}).get("Name") in LIVE_STATES:
+                        found.append(self._claim_of(inst))
+        found.sort(key=lambda c: (c.metadata.creation_timestamp or 0.0, c.status.provider_id))
+        self._maybe_cleanup()
+        return found
+
+    def delete(self, claim: nodeclaim.NodeClaim) -> None:
+        pid = claim.status.provider_id
+        inst = self._describe(instance_id_of(pid))
+        if inst is None or (inst.get("State") or {}).get("Name") in ("shutting-down", "terminated"):
+            raise errors.NodeClaimNotFoundError(f"instance {pid or '(no provider id)'} of NodeClaim {claim.name} "
+                                                "not found")
+        if not self.owned(_tags(inst)):
+            raise errors.NotOwnedError(f"instance {pid} does not carry karpy's tags for cluster {self.cluster_name} "
+                                       f"({TAG_NODEPOOL}, {TAG_NODECLASS}, {TAG_CLUSTER}); refusing to terminate it")
+        session.call(self.session.ec2, "terminate_instances", InstanceIds=[inst["InstanceId"]])
+
+    def _claim_of(self, inst: Mapping[str, Any]) -> nodeclaim.NodeClaim:
+        tags = _tags(inst)
+        iid = str(inst["InstanceId"])
+        zone = str((inst.get("Placement") or {}).get("AvailabilityZone") or "")
+        spot = inst.get("InstanceLifecycle") == "spot" or bool(inst.get("SpotInstanceRequestId"))
+        node_labels = {labels.INSTANCE_TYPE: str(inst.get("InstanceType") or ""), labels.ZONE: zone,
+                       labels.REGION: self.region,
+                       labels.CAPACITY_TYPE: labels.CAPACITY_TYPE_SPOT if spot else labels.CAPACITY_TYPE_ON_DEMAND}
+        if tags.get(TAG_NODEPOOL):
+            node_labels[labels.NODEPOOL] = tags[TAG_NODEPOOL]
+        with self._lock:
+            created = self._launch_times.get(iid)
+        if created is None:
+            launch = inst.get("LaunchTime")
+            created = launch.timestamp() if isinstance(launch, datetime.datetime) else None
+            now = self.clock.now()
+            if created is None or created > now:  # a clock behind the cloud's (the simulator): first seen
+                with self._lock:
+                    created = self._launch_times.setdefault(iid, now)
+        ref = nodeclaim.NodeClassRef("karpenter.k8s.aws", nodeclass.EC2_KIND, tags[TAG_NODECLASS]) \
+            if tags.get(TAG_NODECLASS) else None
+        return nodeclaim.NodeClaim(
+            metadata=meta.ObjectMeta(name=tags.get(TAG_NODECLAIM) or iid, labels=node_labels,
+                                     creation_timestamp=created),
+            spec=nodeclaim.NodeClaimSpec(node_class_ref=ref),
+            status=nodeclaim.NodeClaimStatus(provider_id=f"aws:///{zone}/{iid}",
+                                             image_id=str(inst.get("ImageId") or "")))
+
+    def _maybe_cleanup(self) -> None:
+        now = self.clock.now()
+        if now < self._next_cleanup:
+            return
+        self._next_cleanup = now + CLEANUP_INTERVAL
+        try:
+            deleted = self.templates.cleanup()
+        except errors.CloudProviderError as exc:
+            log.warning("cleaning up launch templates failed: %s", exc)
+            return
+        for name in deleted:
+            log.info("deleted launch template %s", name)
+
+    # ------------------------------------------------------------------------------ drift
+
+    def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
+        inst = self._live_owned(claim.status.provider_id)
+        ref = claim.spec.node_class_ref
+        if ref is None:
+            return ""
+        try:
+            nc = self._node_class(ref.name)
+        except errors.NodeClassNotReadyError:
+            return ""
+        have = claim.metadata.annotations.get(labels.NODECLASS_HASH_AWS)
+        if have is not None and have != nc.hash():
+            return "NodeClassDrift"
+        res = self.resolver.resolve(nc)
+        if res.images and inst.get("ImageId") not in {i.id for i in res.images}:
+            return "AMIDrift"
+        if res.subnets and inst.get("SubnetId") and inst.get("SubnetId") not in {s.id for s in res.subnets}:
+            return "SubnetDrift"
+        groups = {g.get("GroupId") for g in inst.get("SecurityGroups") or ()}
+        if res.security_groups and groups and groups != {g.id for g in res.security_groups}:
+            return "SecurityGroupDrift"
+        return ""
+
+    def repair_policies(self) -> builtins.list[interface.RepairPolicy]:
+        """Karpenter's AWS repair policies: Ready False/Unknown 30 min; node monitoring agent conditions."""
+        out = [interface.RepairPolicy("Ready", "False", 1800.0), interface.RepairPolicy("Ready", "Unknown", 1800.0)]
+        for cond in ("AcceleratedHardwareReady", "StorageReady", "NetworkingReady", "KernelReady",
+                     "ContainerRuntimeReady"):
+            out.append(interface.RepairPolicy(cond, "False", 600.0 if cond == "AcceleratedHardwareReady" else 1800.0))
+        return out
+
+    # ---------------------------------------------------------------------- interruption
+
+    def pending_interruptions(self) -> builtins.list[interface.InterruptionMessage]:
+        return self.queue.pending_interruptions() if self.queue is not None else []
+
+    def ack(self, message: interface.InterruptionMessage) -> None:
+        if self.queue is not None:
+            self.queue.ack(message)
+
+    def mark_insufficient(self, instance_type: str, zone: str, capacity_type: str, until: float) -> None:
+        """Treat an offering as out of capacity until ``until`` (the simulator's insufficientCapacity step)."""
+        self.ice.mark(instance_type, zone, capacity_type, "InsufficientCapacity", until=until)
+
+    def interrupt(self, provider_id: str, kind: str) -> None:
+        """Send an EventBridge-shaped notice for one instance to the interruption queue (rehearsals, tests)."""
+        send = getattr(self.queue, "send", None)
+        if not callable(send):
+            raise ValueError("no interruption queue is configured (settings.interruptionQueue)")
+        send(provider_id, kind)

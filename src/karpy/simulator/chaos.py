@@ -1,0 +1,167 @@
+"""karpy's controllers as a process that faults can hit, inside ``karpy simulate``.
+
+When a scenario has ``spec.faults`` (:mod:`karpy.simulator.faultspec`), the engine runs karpy's
+controllers through a :class:`KarpyProcess` instead of wiring them straight onto the world:
+
+* they talk to the cluster through a :class:`karpy.kube.faults.FaultyCluster` and to the cloud through
+  a :class:`karpy.cloudprovider.fake.faults.FaultyCloud`, on their own
+  :class:`karpy.controllers.runtime.Manager`;
+* a restart (at the scenario's moments, or every ``restarts.every``) is a crash: every watch of the
+  process stops, its manager and every controller (with all in-memory state: cluster-state cache,
+  unavailable offerings, in-flight launches, batches) is dropped, and a new process is built from
+  what the cluster and the cloud say;
+* node faults: a launched instance whose Node never registers (rate ``nodes.neverRegister``), and a
+  random Ready node of karpy's going ``Ready=Unknown`` every ``nodes.notReadyEvery`` (the kubelet stops
+  posting status; it stays so until the node is replaced).
+
+The world (kubelet, kube-scheduler, workload controllers, the simulated cloud) is not part of the
+process and never restarts. :attr:`KarpyProcess.injected` counts every fault by name;
+:attr:`KarpyProcess.failures` collects every reconcile failure across restarts.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.api import labels as wk
+from karpy.api import nodeclaim
+from karpy.cloudprovider.fake import faults as cloud_faults
+from karpy.controllers import reconcile_errors, runtime
+from karpy.kube import errors as kube_errors
+from karpy.kube import faults as kube_faults
+from karpy.kube import interface
+from karpy.simulator import faultspec
+
+MAX_START_ATTEMPTS = 10
+
+
+class KarpyProcess:
+    """See the module docstring. ``sim`` is the :class:`karpy.simulator.engine.Simulation`."""
+
+    def __init__(self, sim: Any, faults: faultspec.Faults, rng: random.Random,
+                 register: Any) -> None:
+        self.sim = sim
+        self.faults = faults
+        self.rng = rng
+        self.register = register
+        self.clock: clock_mod.VirtualClock = sim.clock
+        self.failures = reconcile_errors.ReconcileErrors()
+        self.injected: dict[str, int] = {}
+        self.restarts = 0
+        self.manager: runtime.Manager | None = None
+        self.kube: kube_faults.FaultyCluster | None = None
+        self.cloud: cloud_faults.FaultyCloud | None = None
+        self.controllers: list[str] = []
+        start = self.clock.now()
+        self._restart_times = [start + t for t in faults.restart_at]
+        self._next_every = start + faults.restart_every if faults.restart_every else None
+        self._next_not_ready = start + faults.not_ready_every if faults.not_ready_every else None
+        self.not_ready_nodes: list[str] = []
+
+    # ----------------------------------------------------------------------------- process
+
+    def start(self) -> list[str]:
+        """Build the process; a start that fails on an API error crashes and starts again (as a pod in
+        CrashLoopBackOff would), up to :data:`MAX_START_ATTEMPTS` times, the last without faults."""
+        for attempt in range(MAX_START_ATTEMPTS):
+            quiet = attempt == MAX_START_ATTEMPTS - 1
+            self.kube = kube_faults.FaultyCluster(self.sim.cluster, kube_faults.KubeFaults() if quiet else
+                                                  self.faults.api, random.Random(self.rng.getrandbits(64)),
+                                                  self.clock)
+            self.cloud = cloud_faults.FaultyCloud(self.sim.bridge, self.faults.cloud,
+                                                  random.Random(self.rng.getrandbits(64)), on_launched=self._launched)
+            self.manager = runtime.Manager(self.kube, self.clock)
+            self.manager.failures = self.failures
+            try:
+                self.controllers = self.register(self.manager, self.kube, self.cloud)
+                if quiet:
+                    self.kube.faults = self.faults.api
+                return self.controllers
+            except kube_errors.KubeError as exc:
+                self.failures.record("startup", "process", exc, self.clock.now())
+                self._merge_counts()
+                self.kube.close()
+                self.injected["crashOnStart"] = self.injected.get("crashOnStart", 0) + 1
+        raise AssertionError("unreachable: the last start runs without faults")
+
+    def _merge_counts(self) -> None:
+        for src in (self.kube.injected if self.kube else {}, self.cloud.injected if self.cloud else {}):
+            for k, v in src.items():
+                self.injected[k] = self.injected.get(k, 0) + v
+            src.clear()
+
+    def restart(self) -> None:
+        """Crash and restart: drop every controller and its state, rebuild from cluster and cloud."""
+        self._merge_counts()
+        if self.kube is not None:
+            self.kube.close()
+        self.restarts += 1
+        self.injected["restart"] = self.injected.get("restart", 0) + 1
+        self.sim.note(f"karpy's controllers crashed and restarted (restart {self.restarts})")
+        self.start()
+
+    def counts(self) -> dict[str, int]:
+        self._merge_counts()
+        return dict(sorted(self.injected.items()))
+
+    # ------------------------------------------------------------------------------- faults
+
+    def _launched(self, claim: nodeclaim.NodeClaim) -> None:
+        if self.faults.never_register and self.rng.random() < self.faults.never_register and \
+                self.sim.kubelet.lose_registration(claim.status.provider_id):
+            self.injected["neverRegisters"] = self.injected.get("neverRegisters", 0) + 1
+
+    def _not_ready(self) -> None:
+        candidates = sorted(
+            interface.name_of(n) for n in self.sim.cluster.objects("Node")
+            if wk.NODEPOOL in interface.labels_of(n) and not interface.is_terminating(n)
+            and any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (n.get("status") or {}).get("conditions") or ()))
+        if not candidates:
+            return
+        name = self.rng.choice(candidates)
+        try:
+            node = self.sim.cluster.get("Node", name)
+        except kube_errors.NotFound:
+            return
+        ts = clock_mod.rfc3339(self.clock.now())
+        conditions = [c for c in (node.get("status") or {}).get("conditions") or () if c.get("type") != "Ready"]
+        conditions.append({"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                           "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": ts,
+                           "lastTransitionTime": ts})
+        updated = dict(node)
+        updated["status"] = {**(node.get("status") or {}), "conditions": conditions}
+        self.sim.cluster.update_status(updated)
+        self.not_ready_nodes.append(name)
+        self.injected["nodeNotReady"] = self.injected.get("nodeNotReady", 0) + 1
+        self.sim.note(f"node {name} stopped posting status (Ready=Unknown)")
+
+    # ---------------------------------------------------------------------------------- loop
+
+    def next_due(self) -> float | None:
+        times = [t for t in (self.manager.next_due() if self.manager else None,
+                             self.kube.next_relist() if self.kube else None,
+                             self._restart_times[0] if self._restart_times else None,
+                             self._next_every, self._next_not_ready) if t is not None]
+        return min(times) if times else None
+
+    def run_due(self) -> None:
+        now = self.clock.now()
+        restart = False
+        while self._restart_times and self._restart_times[0] <= now:
+            self._restart_times.pop(0)
+            restart = True
+        if self._next_every is not None and self._next_every <= now:
+            self._next_every = now + (self.faults.restart_every or 0.0)
+            restart = True
+        if restart:
+            self.restart()
+        if self._next_not_ready is not None and self._next_not_ready <= now:
+            self._next_not_ready = now + (self.faults.not_ready_every or 0.0)
+            self._not_ready()
+        if self.kube is not None:
+            self.kube.pump()
+        if self.manager is not None:
+            self.manager.run_due()

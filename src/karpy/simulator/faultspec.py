@@ -1,0 +1,123 @@
+"""``spec.faults`` of a Scenario: which faults a run injects, each with its rate or its moments.
+
+::
+
+    spec:
+      faults:
+        api:            # the API server, per call (karpy.kube.faults)
+          conflict: 0.01          # 409 before the write
+          throttle: 0.01          # 429
+          serverError: 0.01       # 500
+          timeout: 0.005          # 504, not applied
+          lostResponse: 0.005     # applied, then 504
+          readError: 0.005        # 500 on get/list
+          watchDrop: 0.001        # an event lost; the watch re-lists after relistAfter
+          relistAfter: 5s
+        cloud:          # the cloud API, per call (karpy.cloudprovider.fake.faults)
+          throttle: 0.02
+          serverError: 0.01
+          lostLaunch: 0.05        # the instance runs; the response is lost
+          iceAtLaunch: 0.1        # insufficient capacity discovered when launching
+          iceFor: 3m
+          lostInterruption: 0.1
+          duplicateInterruption: 0.2
+          reorderInterruptions: 0.5
+        restarts: {at: [10m, 2h], every: 45m}   # karpy's controllers crash and restart
+        nodes:
+          neverRegister: 0.05     # launched instances whose Node never registers
+          notReadyEvery: 1h       # a random karpy Node goes Ready=Unknown
+
+:func:`read` validates all of it (rates between 0 and 1, durations) and raises
+:class:`karpy.api.errors.ValidationError` naming the path; unknown fields are errors with a
+suggestion, as everywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.api import duration, errors, fields, strict
+from karpy.cloudprovider.fake import faults as cloud_faults
+from karpy.kube import faults as kube_faults
+
+_API = {"conflict": "conflict", "throttle": "throttle", "serverError": "server_error", "timeout": "timeout",
+        "lostResponse": "lost_response", "readError": "read_error", "watchDrop": "watch_drop"}
+_CLOUD = {"throttle": "throttle", "serverError": "server_error", "lostLaunch": "lost_launch",
+          "iceAtLaunch": "ice_at_launch", "lostInterruption": "lost_interruption",
+          "duplicateInterruption": "duplicate_interruption", "reorderInterruptions": "reorder_interruptions"}
+MODELS: dict[str, dict[str, str]] = {
+    "Faults": {"api": "FaultsAPI", "cloud": "FaultsCloud", "restarts": "FaultsRestarts", "nodes": "FaultsNodes"},
+    "FaultsAPI": {**{k: "float" for k in _API}, "relistAfter": "str"},
+    "FaultsCloud": {**{k: "float" for k in _CLOUD}, "iceFor": "str"},
+    "FaultsRestarts": {"at": "list:str", "every": "str"},
+    "FaultsNodes": {"neverRegister": "float", "notReadyEvery": "str"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Faults:
+    api: kube_faults.KubeFaults = field(default_factory=kube_faults.KubeFaults)
+    cloud: cloud_faults.CloudFaults = field(default_factory=cloud_faults.CloudFaults)
+    restart_at: tuple[float, ...] = ()
+    restart_every: float | None = None
+    never_register: float = 0.0
+    not_ready_every: float | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.api.any or self.cloud.any or bool(self.restart_at) or self.restart_every is not None \
+            or self.never_register > 0 or self.not_ready_every is not None
+
+
+def _rate(f: fields.Fields, key: str) -> float:
+    raw = f.raw(key, 0.0)
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0.0 <= float(raw) <= 1.0:
+        raise f.fail(key, "a rate between 0 and 1", raw)
+    return float(raw)
+
+
+def _duration(f: fields.Fields, key: str, default: float | None = None) -> float | None:
+    raw = f.raw(key)
+    if raw is None:
+        return default
+    try:
+        value = duration.parse_duration(raw)
+    except duration.DurationError:
+        value = None
+    if value is None or value <= 0:
+        raise f.fail(key, "a positive duration such as 30s or 1h", raw)
+    return value
+
+
+def read(data: Any, obj: str, path: str = "spec.faults") -> Faults:
+    """The faults of ``spec.faults`` (``None``: no faults)."""
+    if data is None:
+        return Faults()
+    problems = strict.check_against(data, "Faults", obj, MODELS, path)
+    if problems:
+        raise errors.ValidationError(problems)
+    f = fields.Fields(data, obj, path)
+    api, cloud, restarts, nodes = f.sub("api"), f.sub("cloud"), f.sub("restarts"), f.sub("nodes")
+    kube = kube_faults.KubeFaults(**{attr: _rate(api, key) for key, attr in _API.items()},
+                                  relist_after=_duration(api, "relistAfter", 5.0) or 5.0)
+    cl = cloud_faults.CloudFaults(**{attr: _rate(cloud, key) for key, attr in _CLOUD.items()},
+                                  ice_duration=_duration(cloud, "iceFor", 180.0) or 180.0)
+    at: list[float] = []
+    for i, raw in enumerate(restarts.list("at")):
+        try:
+            value = duration.parse_duration(raw)
+        except duration.DurationError:
+            value = None
+        if value is None or value < 0:
+            raise errors.ValidationError.single(obj, f"{restarts.at('at')}[{i}]", "a duration such as 10m", raw)
+        at.append(value)
+    return Faults(api=kube, cloud=cl, restart_at=tuple(sorted(at)), restart_every=_duration(restarts, "every"),
+                  never_register=_rate(nodes, "neverRegister"), not_ready_every=_duration(nodes, "notReadyEvery"))
+
+
+def summary(faults: Faults) -> Mapping[str, Any]:
+    """Plain data for outputs."""
+    return {"restartAt": list(faults.restart_at), "restartEvery": faults.restart_every,
+            "neverRegister": faults.never_register, "notReadyEvery": faults.not_ready_every}
