@@ -3,7 +3,8 @@ checker that does not use karpy's controllers (:mod:`karpy.simulator.invariants`
 
 The scenario (:mod:`karpy.simulator.chaos_scenario`) has spot interruptions, insufficient capacity
 discovered at launch, API server and cloud errors, controller restarts, instances that never
-register, NotReady nodes (node auto-repair on), scale waves, PDBs, do-not-disrupt pods and drift.
+register, NotReady nodes (node auto-repair on), pod start failures, graceful pod termination, scale
+waves, PDBs, do-not-disrupt pods and drift.
 Prints per seed: faults injected, launches, interruptions, disruptions, violations (and each
 violation), then the wall time. Exit status 1 when any seed has a violation.
 

@@ -168,7 +168,9 @@ class Cluster(Protocol):
         With finalizers the object gets ``metadata.deletionTimestamp`` and stays until an update
         or patch removes the last finalizer; without, it is gone at once. Deleting a terminating
         object again does nothing. Dependents (``ownerReferences``) whose every owner is gone are
-        deleted afterwards (background propagation).
+        deleted afterwards (background propagation). A Pod bound to a node may also be kept
+        terminating (graceful deletion: ``deletionTimestamp`` and ``deletionGracePeriodSeconds``)
+        until its kubelet reports it stopped; callers waiting for a pod must wait for it to be gone.
         """
         ...
 

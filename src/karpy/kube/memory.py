@@ -12,9 +12,16 @@ ordered watches. Copies, merge patches and write preconditions live in
 
 Deliberate differences: ``create`` keeps a given ``status`` (tests and the simulator build
 running pods and ready nodes in one call; a Pod without status gets ``phase: Pending``); deleting
-a pod removes it at once (there is no kubelet grace period); namespaces need not exist, and a
+a pod removes it at once (there is no kubelet grace period) unless ``graceful_pods`` is set (see
+below); namespaces need not exist, and a
 removed Namespace deletes what is in it without waiting; objects created with an ownerReference
 to an owner that never existed are left alone (only an owner's removal triggers collection).
+
+Graceful pod termination (opt-in, ``InMemoryCluster(graceful_pods=True)`` or the attribute):
+deleting or evicting a pod that is bound to a node (``spec.nodeName``) and not Succeeded/Failed sets
+``metadata.deletionTimestamp`` and ``deletionGracePeriodSeconds`` (``spec.terminationGracePeriodSeconds``,
+default 30) and keeps the pod, as the API server does; it is removed when a write gives it a terminal
+phase (the kubelet's confirmation that its containers stopped, once its finalizers are gone too).
 
 Object ownership. The store keeps private copies of what callers write and never mutates a stored
 version in place: every write stores a new dict. ``get`` returns a private copy the caller may
@@ -53,6 +60,25 @@ _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
 
 
+DEFAULT_POD_GRACE_SECONDS = 30
+
+
+def _grace_period(obj: dict[str, Any]) -> int | None:
+    """The grace period a deleted pod gets under ``graceful_pods``; None: removed at once."""
+    if obj.get("kind") != "Pod" or not (obj.get("spec") or {}).get("nodeName") or \
+            (obj.get("status") or {}).get("phase") in memory_eviction.TERMINAL_PHASES:
+        return None
+    grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds")
+    seconds = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
+    return seconds if seconds > 0 else None
+
+
+def _in_grace(obj: dict[str, Any]) -> bool:
+    """A terminating pod its kubelet has not yet confirmed stopped (a terminal phase)."""
+    return obj.get("kind") == "Pod" and bool(obj["metadata"].get("deletionGracePeriodSeconds")) and \
+        (obj.get("status") or {}).get("phase") not in memory_eviction.TERMINAL_PHASES
+
+
 class SharedObjectMutatedError(AssertionError):
     """A caller passed a stored (shared, read-only) object back to a write: it must copy first."""
 
@@ -69,10 +95,13 @@ class InMemoryCluster:
     """A :class:`karpy.kube.interface.Cluster` kept in dicts; see the module docstring."""
 
     def __init__(
-        self, clock: clock_mod.Clock, *, rng: random.Random | None = None, copy_reads: bool = False
+        self, clock: clock_mod.Clock, *, rng: random.Random | None = None, copy_reads: bool = False,
+        graceful_pods: bool = False,
     ) -> None:
         self.clock = clock
         self.copy_reads = copy_reads
+        self.graceful_pods = graceful_pods
+        """Deleted bound pods linger with a grace period until the kubelet confirms (module docstring)."""
         self.scanned = 0
         """Objects examined by ``list`` filters so far (to check that an index was used)."""
         self._rng = rng if rng is not None else random.Random(0)
@@ -378,7 +407,7 @@ class InMemoryCluster:
             return copy_dict(old)
         if new.get("spec") != old.get("spec"):
             new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
-        if interface.is_terminating(new) and not new["metadata"].get("finalizers"):
+        if interface.is_terminating(new) and not new["metadata"].get("finalizers") and not _in_grace(new):
             self._remove(new)
             self._collect_garbage()
         else:
@@ -389,11 +418,12 @@ class InMemoryCluster:
         """Start (finalizers) or finish deleting ``obj``; a terminating object is left as is."""
         if interface.is_terminating(obj):
             return
-        if obj["metadata"].get("finalizers"):
+        grace = _grace_period(obj) if self.graceful_pods else None
+        if obj["metadata"].get("finalizers") or grace is not None:
             new = dict(obj)
             new["metadata"] = dict(obj["metadata"])
             new["metadata"]["deletionTimestamp"] = clock_mod.rfc3339(self.clock.now())
-            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            new["metadata"]["deletionGracePeriodSeconds"] = grace or 0
             self._commit(new, interface.MODIFIED)
         else:
             self._remove(obj)

@@ -12,7 +12,9 @@ controllers through a :class:`KarpyProcess` instead of wiring them straight onto
   what the cluster and the cloud say;
 * node faults: a launched instance whose Node never registers (rate ``nodes.neverRegister``), and a
   random Ready node of karpy's going ``Ready=Unknown`` every ``nodes.notReadyEvery`` (the kubelet stops
-  posting status; it stays so until the node is replaced).
+  posting status; it stays so until the node is replaced);
+* pod faults are the world's (the simulated kubelet's ``startFailure``, counted here as ``podStartFailure``;
+  graceful termination in the in-memory cluster), set up by the engine.
 
 The world (kubelet, kube-scheduler, workload controllers, the simulated cloud) is not part of the
 process and never restarts. :attr:`KarpyProcess.injected` counts every fault by name;
@@ -87,7 +89,8 @@ class KarpyProcess:
         raise AssertionError("unreachable: the last start runs without faults")
 
     def _merge_counts(self) -> None:
-        for src in (self.kube.injected if self.kube else {}, self.cloud.injected if self.cloud else {}):
+        for src in (self.kube.injected if self.kube else {}, self.cloud.injected if self.cloud else {},
+                    self.sim.kubelet.injected):
             for k, v in src.items():
                 self.injected[k] = self.injected.get(k, 0) + v
             src.clear()

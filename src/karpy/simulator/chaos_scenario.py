@@ -5,7 +5,8 @@ three Deployments (one behind a ``minAvailable: 80%`` PDB, one behind ``maxUnava
 whose pods are ``karpenter.sh/do-not-disrupt``), scale waves, spot interruptions, drift (the
 NodePool's template changes), API and cloud errors, insufficient capacity at launch, lost and
 duplicated interruption messages, controller restarts, instances that never register and nodes
-going NotReady (repaired under the ``NodeRepair`` gate). :func:`run` simulates it with
+going NotReady (repaired under the ``NodeRepair`` gate), pods failing to start and graceful pod
+termination. :func:`run` simulates it with
 :class:`karpy.simulator.invariants.Checker` sampling the world every ``sample_every`` virtual seconds.
 The last disruptive step is an hour before the end, so that the end state can be judged.
 """
@@ -50,6 +51,7 @@ spec:
             duplicateInterruption: 0.2, reorderInterruptions: 0.5}}
     restarts: {{at: [{rng.randint(300, 1800)}s], every: {rng.randint(5400, 9000)}s}}
     nodes: {{neverRegister: 0.05, notReadyEvery: {not_ready}s}}
+    pods: {{startFailure: 0.05, gracefulTermination: true}}
   steps:
 {chr(10).join(steps)}
 ---

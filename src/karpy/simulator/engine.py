@@ -317,6 +317,10 @@ class Simulation:
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in
             ("aws", "azure") else "")
+        if scn.faults.start_failure or scn.faults.graceful_termination:  # spec.faults.pods (opt-in)
+            self.cluster.graceful_pods = scn.faults.graceful_termination
+            self.kubelet.start_failure = scn.faults.start_failure
+            self.kubelet.failure_rng = random.Random(seeds[2] ^ 0x5EED)
         self.bridge: CloudBridge | provider_bridge.ProviderBridge
         if scn.cloud.endpoint_url:  # the cloud's real provider against an endpoint; the cluster stays simulated
             self.bridge = real_cloud.bridge(scn, self.clock, self.cluster, self.kubelet)

@@ -29,6 +29,9 @@
         nodes:
           neverRegister: 0.05     # launched instances whose Node never registers
           notReadyEvery: 1h       # a random karpy Node goes Ready=Unknown
+        pods:           # the simulated kubelet (karpy.simulator.kubelet)
+          startFailure: 0.05      # a bound pod fails to start (phase Failed, reason StartError)
+          gracefulTermination: true  # deleted/evicted pods linger terminationGracePeriodSeconds
 
 :func:`read` validates all of it (rates between 0 and 1, durations) and raises
 :class:`karpy.api.errors.ValidationError` naming the path; unknown fields are errors with a
@@ -51,12 +54,14 @@ _CLOUD = {"throttle": "throttle", "serverError": "server_error", "lostLaunch": "
           "iceAtLaunch": "ice_at_launch", "lostInterruption": "lost_interruption",
           "duplicateInterruption": "duplicate_interruption", "reorderInterruptions": "reorder_interruptions"}
 MODELS: dict[str, dict[str, str]] = {
-    "Faults": {"api": "FaultsAPI", "cloud": "FaultsCloud", "restarts": "FaultsRestarts", "nodes": "FaultsNodes"},
+    "Faults": {"api": "FaultsAPI", "cloud": "FaultsCloud", "restarts": "FaultsRestarts", "nodes": "FaultsNodes",
+               "pods": "FaultsPods"},
     "FaultsAPI": {**{k: "float" for k in _API}, "relistAfter": "str", "watchDelay": "float", "delayFor": "str",
                   "watchReorder": "bool"},
     "FaultsCloud": {**{k: "float" for k in _CLOUD}, "iceFor": "str"},
     "FaultsRestarts": {"at": "list:str", "every": "str"},
     "FaultsNodes": {"neverRegister": "float", "notReadyEvery": "str"},
+    "FaultsPods": {"startFailure": "float", "gracefulTermination": "bool"},
 }
 
 
@@ -68,11 +73,14 @@ class Faults:
     restart_every: float | None = None
     never_register: float = 0.0
     not_ready_every: float | None = None
+    start_failure: float = 0.0
+    graceful_termination: bool = False
 
     @property
     def any(self) -> bool:
         return self.api.any or self.cloud.any or bool(self.restart_at) or self.restart_every is not None \
-            or self.never_register > 0 or self.not_ready_every is not None
+            or self.never_register > 0 or self.not_ready_every is not None or self.start_failure > 0 \
+            or self.graceful_termination
 
 
 def _rate(f: fields.Fields, key: str) -> float:
@@ -104,6 +112,7 @@ def read(data: Any, obj: str, path: str = "spec.faults") -> Faults:
         raise errors.ValidationError(problems)
     f = fields.Fields(data, obj, path)
     api, cloud, restarts, nodes = f.sub("api"), f.sub("cloud"), f.sub("restarts"), f.sub("nodes")
+    pods = f.sub("pods")
     kube = kube_faults.KubeFaults(**{attr: _rate(api, key) for key, attr in _API.items()},
                                   relist_after=_duration(api, "relistAfter", 5.0) or 5.0,
                                   watch_delay=_rate(api, "watchDelay"),
@@ -121,10 +130,13 @@ def read(data: Any, obj: str, path: str = "spec.faults") -> Faults:
             raise errors.ValidationError.single(obj, f"{restarts.at('at')}[{i}]", "a duration such as 10m", raw)
         at.append(value)
     return Faults(api=kube, cloud=cl, restart_at=tuple(sorted(at)), restart_every=_duration(restarts, "every"),
-                  never_register=_rate(nodes, "neverRegister"), not_ready_every=_duration(nodes, "notReadyEvery"))
+                  never_register=_rate(nodes, "neverRegister"), not_ready_every=_duration(nodes, "notReadyEvery"),
+                  start_failure=_rate(pods, "startFailure"),
+                  graceful_termination=bool(pods.bool("gracefulTermination", False)))
 
 
 def summary(faults: Faults) -> Mapping[str, Any]:
     """Plain data for outputs."""
     return {"restartAt": list(faults.restart_at), "restartEvery": faults.restart_every,
-            "neverRegister": faults.never_register, "notReadyEvery": faults.not_ready_every}
+            "neverRegister": faults.never_register, "notReadyEvery": faults.not_ready_every,
+            "startFailure": faults.start_failure, "gracefulTermination": faults.graceful_termination}

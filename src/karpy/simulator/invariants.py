@@ -13,7 +13,8 @@ tags, with its own small readings of selectors, PDB arithmetic and annotations (
     ``gc_window`` seconds;
   - a NodeClaim without a running instance for longer than ``launch_window`` seconds;
   - two running instances for one NodeClaim (a double launch);
-  - an eviction after which a PodDisruptionBudget's selected healthy pods are fewer than it demands;
+  - an eviction after which a PodDisruptionBudget's selected healthy pods are fewer than it demands
+    (the expected count is the replicas of the pods' controllers, as the disruption controller reads it);
   - a voluntary disruption (Karpenter's ``DisruptionTerminating`` for drift, emptiness or
     consolidation) of a node running a ``karpenter.sh/do-not-disrupt: "true"`` pod;
   - at the end, a Deployment without ``spec.replicas`` Running pods.
@@ -129,7 +130,7 @@ class Checker:
             selected = [p for p in pods if _matches(spec.get("selector"), _md(p).get("labels") or {})
                         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
             healthy = sum(1 for p in selected if _healthy(p) and _md(p).get("name") != name)
-            expected = len(selected)
+            expected = self._expected(namespace, selected)
             if spec.get("minAvailable") is not None:
                 need = _amount(spec["minAvailable"], expected, round_up=True)
             elif spec.get("maxUnavailable") is not None:
@@ -139,6 +140,24 @@ class Checker:
             if healthy < need:
                 self.violations.append(f"{self._t()}: evicting {namespace}/{name} left {healthy} healthy pods under "
                                        f"PDB {_md(pdb).get('name')}, which demands {need}")
+
+    def _expected(self, namespace: str, selected: list[dict[str, Any]]) -> int:
+        """The disruption controller's expected count: the replicas of the pods' controllers (terminating
+        pods and their replacements would otherwise count twice); the live pods when a pod has none."""
+        owners: set[tuple[str, str]] = set()
+        for p in selected:
+            ref = next((r for r in _md(p).get("ownerReferences") or () if r.get("controller")), None)
+            if ref is None:
+                return sum(1 for q in selected if not _md(q).get("deletionTimestamp"))
+            owners.add((str(ref.get("kind")), str(ref.get("name"))))
+        total = 0
+        for kind, name in owners:
+            owner = next((o for o in self.cluster.objects(kind) if _md(o).get("name") == name
+                          and _md(o).get("namespace") == namespace), None)
+            if owner is None:
+                return sum(1 for q in selected if not _md(q).get("deletionTimestamp"))
+            total += int((owner.get("spec") or {}).get("replicas", 1))
+        return total
 
     def _check_voluntary(self, node: str, message: str) -> None:
         if not any(m in message for m in ("Drift", "Empty", "Underutilized", "Consolidation")):

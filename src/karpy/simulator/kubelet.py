@@ -27,8 +27,9 @@ node lifecycle and pod garbage collection controllers) would do in the cluster:
   DaemonSet controller) becomes ``Running`` with ``PodScheduled``, ``Initialized``,
   ``ContainersReady`` and ``Ready`` all ``True`` ``pod_start_delay`` seconds later.
 
-Graceful pod termination is not simulated: the in-memory cluster removes a deleted pod at once
-(:mod:`karpy.kube.memory`), so there is nothing for the kubelet to confirm.
+Pod faults (``spec.faults.pods``, off by default; :mod:`karpy.simulator.pod_faults`): ``start_failure``
+fails a starting pod at that rate (``failure_rng``; counted in ``injected``), and a pod the cluster
+keeps terminating (``InMemoryCluster.graceful_pods``) is confirmed stopped when its grace period ends.
 
 Everything is driven through the controller runtime: the kubelet registers two controllers
 (:data:`NODE_CONTROLLER`, :data:`POD_CONTROLLER`) and schedules its timers with
@@ -51,6 +52,7 @@ from karpy.api import labels, nodeclaim, quantity
 from karpy.controllers import runtime
 from karpy.kube import errors, interface
 from karpy.scheduling import requirements
+from karpy.simulator import pod_faults
 
 NODE_CONTROLLER = "simulator.kubelet.node"
 POD_CONTROLLER = "simulator.kubelet.pod"
@@ -167,6 +169,11 @@ class SimulatedKubelet:
         self._used_addresses: set[str] = set()
         self._dead: set[str] = set()
         self._pod_start: dict[str, float] = {}
+        self.start_failure = 0.0
+        """Rate at which a bound pod fails to start (``spec.faults.pods.startFailure``)."""
+        self.failure_rng = random.Random(0)
+        self.injected: dict[str, int] = {}
+        """Faults injected by name (``podStartFailure``)."""
 
     # ------------------------------------------------------------------------------ wiring
 
@@ -406,7 +413,10 @@ class SimulatedKubelet:
             self._addresses.pop(name, None)
             for p in pods:
                 with contextlib.suppress(errors.NotFound):
-                    self.cluster.delete("Pod", interface.name_of(p), interface.namespace_of(p))
+                    if interface.is_terminating(p):
+                        self.cluster.update_status(pod_faults.stopped(p))  # force: no kubelet is left to wait for
+                    else:
+                        self.cluster.delete("Pod", interface.name_of(p), interface.namespace_of(p))
             return
         for p in pods:
             if self._wants_start(p):
@@ -421,7 +431,7 @@ class SimulatedKubelet:
             and not interface.is_terminating(pod)
 
     def _map_pod(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
-        if event == interface.DELETED or self._wants_start(obj):
+        if event == interface.DELETED or self._wants_start(obj) or pod_faults.lingering(obj):
             return (f"{interface.namespace_of(obj)}/{interface.name_of(obj)}",)
         return ()
 
@@ -431,6 +441,15 @@ class SimulatedKubelet:
             pod = self.cluster.get("Pod", name, ns)
         except errors.NotFound:
             self._pod_start.pop(key, None)
+            return None
+        if pod_faults.lingering(pod):
+            self._pod_start.pop(key, None)
+            end = pod_faults.grace_ends(pod)
+            node_gone = not self.cluster.list("Node", field_selector=f"metadata.name={pod['spec'].get('nodeName')}")
+            if self.clock.now() < end and not node_gone:  # pod garbage collection does not wait
+                return end - self.clock.now()
+            with contextlib.suppress(errors.NotFound):
+                self.cluster.update_status(pod_faults.stopped(pod))
             return None
         if not self._wants_start(pod):
             self._pod_start.pop(key, None)
@@ -450,6 +469,10 @@ class SimulatedKubelet:
         if now < start:
             return start - now
         self._pod_start.pop(key, None)
+        if self.start_failure > 0 and self.failure_rng.random() < self.start_failure:
+            self.cluster.update_status(pod_faults.start_failed(pod, self.clock.now()))
+            self.injected["podStartFailure"] = self.injected.get("podStartFailure", 0) + 1
+            return None
         self.cluster.update_status(self._running(pod, node))
         return None
 
