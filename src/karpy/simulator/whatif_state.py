@@ -191,11 +191,11 @@ def _claim(claim: dict[str, Any] | None, m: ManagedNode, node: Mapping[str, Any]
     alloc = dict((node.get("status") or {}).get("allocatable") or {})
     conditions = [{"type": t, "status": "True", "reason": t, "message": ""}
                   for t in ("Launched", "Registered", "Initialized", "Ready")]
+    aws = m.provider_id.startswith("aws")
+    group, kind = (labels.AWS_GROUP, "EC2NodeClass") if aws else (labels.AZURE_GROUP, "AKSNodeClass")
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
             "metadata": {"name": m.nodeclaim, "labels": lb, "finalizers": [labels.FINALIZER_TERMINATION]},
-            "spec": {"nodeClassRef": {"group": labels.AWS_GROUP if m.provider_id.startswith("aws") else
-                                      labels.AZURE_GROUP, "kind": "EC2NodeClass" if m.provider_id.startswith(
-                                          "aws") else "AKSNodeClass", "name": m.node_class or "default"},
+            "spec": {"nodeClassRef": {"group": group, "kind": kind, "name": m.node_class or "default"},
                      "requirements": [{"key": labels.INSTANCE_TYPE, "operator": "In", "values": [m.instance_type]}]},
             "status": {"providerID": m.provider_id, "nodeName": m.node,
                        "capacity": dict((node.get("status") or {}).get("capacity") or alloc),
