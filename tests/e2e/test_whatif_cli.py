@@ -107,3 +107,17 @@ def test_an_invalid_dump_is_refused_naming_the_object_and_nothing_runs(tmp_path:
     done = karpy("whatif", str(bad), "--output", "json")
     assert done.returncode == 2
     assert "NodePool/x" in done.stderr and done.stdout == ""
+
+
+def test_karpenter_nodes_without_nodeclaims_in_the_dump_are_adopted_not_collected(
+        dump: tuple[pathlib.Path, dict[str, list[dict[str, Any]]]], tmp_path: pathlib.Path) -> None:
+    from karpy.simulator import whatif
+
+    _, items = dump
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List",
+                           "items": [o for kind, objs in items.items() if kind != "NodeClaim" for o in objs]})
+    answer = whatif.run([("no-claims.yaml", text)], for_seconds=120.0)
+    assert answer.result is not None
+    assert answer.before.by_nodepool["general"]["nodes"] == 3
+    assert answer.after.by_nodepool["general"]["nodes"] == 3  # not garbage-collected as unknown
+    assert len(answer.result.objects["nodeclaims"]) == 3

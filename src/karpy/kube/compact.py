@@ -81,9 +81,12 @@ class Compactor:
     def __init__(self, *, project_pods: bool = True) -> None:
         self.project_pods = project_pods
         self._objects: dict[bytes, Any] = {}
+        self._lists: dict[tuple[int, ...], list[Any]] = {}
+        """Shared lists by the ids of their (shared, so kept alive by ``_objects``) items."""
         self._strings: dict[str, str] = {}
 
     def clear(self) -> None:
+        self._lists.clear()
         self._objects.clear()
         self._strings.clear()
 
@@ -111,6 +114,7 @@ class Compactor:
         if kind == "Pod" and self.project_pods and not projected:
             project_pod(obj)
         table = self._objects
+        lists = self._lists
         strings = self._strings
         dumps = orjson.dumps
         for section, modes in _modes(kind):
@@ -133,7 +137,13 @@ class Compactor:
                         if found is None:
                             table[key] = found = item
                         items.append(found)
-                    value = items
+                    # the list is equal to another exactly when its items are the same shared objects
+                    ids = tuple(map(id, items))
+                    found_list = lists.get(ids)
+                    if found_list is None:
+                        lists[ids] = found_list = items
+                    part[field] = found_list
+                    continue
                 key = dumps(value)
                 found = table.get(key)
                 if found is None:

@@ -27,19 +27,15 @@ recorded in ``Result.notes``, never raised.
 
 from __future__ import annotations
 
-import builtins
 import inspect
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.api import labels, nodeclaim, nodeclass, nodepool
+from karpy.api import labels, nodeclass, nodepool
 from karpy.cloudprovider import errors as cp_errors
-from karpy.cloudprovider import instancetype
-from karpy.cloudprovider import interface as cp_interface
 from karpy.cloudprovider.azure import nap
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
@@ -47,11 +43,13 @@ from karpy.kube import errors, interface, memory
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.simulator import (
+    cloud_bridge,
     daemonsets,
     kube_scheduler,
     kubelet,
     provider_bridge,
     real_cloud,
+    run_result,
     scenario,
     volumes,
     workloads,
@@ -83,178 +81,15 @@ def default_sample_interval(until: float) -> float:
 
 # ---------------------------------------------------------------------------------- the cloud
 
-
-class CloudBridge:
-    """The :class:`SimulatedCloud` as karpy sees it, connected to the simulated kubelet.
-
-    A :class:`karpy.cloudprovider.interface.CloudProvider` and ``InterruptionQueue``: every call
-    goes to the cloud; a successful :meth:`create` schedules the Node registration with the
-    kubelet, a :meth:`delete` (and any termination the cloud does on its own, e.g. a spot
-    reclaim, noticed by :meth:`settle`) makes the kubelet remove the Node.
-    """
-
-    def __init__(self, cloud: fake_provider.SimulatedCloud, sim_kubelet: kubelet.SimulatedKubelet | None) -> None:
-        """``sim_kubelet`` None: instances never become Nodes (controller tests add Nodes by hand)."""
-        self.cloud = cloud
-        self.kubelet = sim_kubelet
-        self.name = cloud.name
-        self.launched = 0
-        self.terminated = 0
-        self._live: set[str] = set()
-        self._reclaims: list[float] = []
-        self._dirty = False
-
-    # CloudProvider
-    def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
-        launched = self.cloud.create(claim)
-        pid = launched.status.provider_id
-        inst = self.cloud.instance(pid) if pid else None
-        if inst is not None and self.kubelet is not None:
-            info = kubelet.InstanceInfo(
-                provider_id=pid, instance_type=inst.instance_type, zone=inst.zone,
-                capacity_type=inst.capacity_type, capacity=dict(inst.capacity),
-                allocatable=dict(inst.allocatable), labels=dict(inst.labels), node_name=inst.hostname)
-            self.kubelet.instance_launched(launched.to_manifest(), info)
-            self._live.add(pid)
-            self.launched += 1
-        return launched
-
-    def delete(self, claim: nodeclaim.NodeClaim) -> None:
-        self.cloud.delete(claim)
-        self._gone(claim.status.provider_id)
-
-    def get(self, provider_id: str) -> nodeclaim.NodeClaim:
-        return self.cloud.get(provider_id)
-
-    def list(self) -> builtins.list[nodeclaim.NodeClaim]:
-        return self.cloud.list()
-
-    def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
-        return self.cloud.get_instance_types(pool)
-
-    def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
-        return self.cloud.is_drifted(claim)
-
-    def repair_policies(self) -> builtins.list[cp_interface.RepairPolicy]:
-        return self.cloud.repair_policies()
-
-    def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
-        return self.cloud.resolve_node_class(node_class)
-
-    # InterruptionQueue
-    def pending_interruptions(self) -> builtins.list[cp_interface.InterruptionMessage]:
-        self.settle()
-        return self.cloud.pending_interruptions()
-
-    def ack(self, message: cp_interface.InterruptionMessage) -> None:
-        self.cloud.ack(message)
-
-    # world
-    def interrupt(self, provider_id: str, kind: str) -> None:
-        """Send an interruption notice (a scenario step); a spot reclaim follows two minutes later."""
-        message = self.cloud.interrupt(provider_id, kind)
-        self._dirty = True
-        if kind == "SpotInterruption":
-            self._reclaims.append(message.time + cp_interface.SPOT_INTERRUPTION_WARNING_SECONDS)
-            self._reclaims.sort()
-
-    def settle(self) -> None:
-        """Let the cloud carry out due reclaims; the kubelet removes the Nodes of dead instances.
-
-        Only the cloud's own terminations need finding here (karpy's go through :meth:`delete`):
-        they follow an :meth:`interrupt`, so the instances are looked at only then.
-        """
-        now = self.cloud.clock.now()
-        due = bool(self._reclaims) and self._reclaims[0] <= now
-        if not (self._dirty or due):
-            return
-        self.cloud.settle()
-        self._reclaims = [t for t in self._reclaims if t > now]
-        self._dirty = False
-        for pid in sorted(self._live):
-            if self.cloud.instance(pid) is None:
-                self._gone(pid)
-
-    def adopted(self, provider_id: str) -> None:
-        """An instance the cloud adopted (``karpy whatif``): its termination removes its Node too."""
-        self._live.add(provider_id)
-
-    def next_reclaim(self) -> float | None:
-        """When the next spot reclaim the scenario caused happens (``None`` when none is due)."""
-        return self._reclaims[0] if self._reclaims else None
-
-    def _gone(self, provider_id: str) -> None:
-        if provider_id in self._live:
-            self._live.discard(provider_id)
-            self.terminated += 1
-            if self.kubelet is not None:
-                self.kubelet.instance_terminated(provider_id)
-
-    def cost_per_hour(self) -> float:
-        return self.cloud.cost_per_hour()
-
-    def __getattr__(self, name: str) -> Any:  # anything else a controller may use (hooks, stats)
-        return getattr(self.cloud, name)
+CloudBridge = cloud_bridge.CloudBridge
+"""Kept here too: :class:`karpy.simulator.cloud_bridge.CloudBridge`."""
 
 
 # ------------------------------------------------------------------------------------ results
 
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """The state of the world at one time of the timeline."""
-
-    t: float
-    """Seconds since the start."""
-    nodes_by_nodepool: Mapping[str, int]
-    nodes_by_instance_type: Mapping[str, int]
-    pending_pods: int
-    running_pods: int
-    nodeclaims: int
-    cost_per_hour: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "t": round(self.t, 3),
-            "nodes": sum(self.nodes_by_nodepool.values()),
-            "nodesByNodePool": dict(sorted(self.nodes_by_nodepool.items())),
-            "nodesByInstanceType": dict(sorted(self.nodes_by_instance_type.items())),
-            "pendingPods": self.pending_pods,
-            "runningPods": self.running_pods,
-            "nodeClaims": self.nodeclaims,
-            "costPerHour": round(self.cost_per_hour, 6),
-        }
-
-
-@dataclass
-class Result:
-    """Everything one run produced; :mod:`karpy.simulator.output` renders it."""
-
-    scenario: scenario.Scenario
-    seed: int
-    until: float
-    start: float
-    objects: dict[str, list[dict[str, Any]]]
-    """``nodes``, ``nodeclaims``, ``pods``, ``nodepools`` -> objects as the API returns them."""
-    events: list[dict[str, Any]]
-    """Every Event, in the order they were first published."""
-    metrics: dict[str, Any]
-    timeline: list[Sample]
-    notes: list[dict[str, Any]] = field(default_factory=list)
-    """What the simulator itself did or could not do: ``{"t", "message"}``."""
-    reconciles: int = 0
-    cost_per_hour: float = 0.0
-    accrued_cost: float = 0.0
-    karpy_controllers: list[str] = field(default_factory=list)
-    reconcile_errors: list[dict[str, Any]] = field(default_factory=list)
-    """Reconcile failures by controller and error type (:mod:`karpy.controllers.reconcile_errors`)."""
-    unexpected_errors: int = 0
-    """How many reconciles failed with something other than a retryable API/cloud error."""
-    error_lines: list[str] = field(default_factory=list)
-
-    @property
-    def end(self) -> float:
-        return self.start + self.until
+Sample = run_result.Sample
+Result = run_result.Result
+"""Kept here too: :mod:`karpy.simulator.run_result`."""
 
 
 # ------------------------------------------------------------------------------ karpy wiring

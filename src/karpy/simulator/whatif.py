@@ -86,6 +86,7 @@ def run(inputs: Sequence[tuple[str, str]], *, nodepools: Sequence[tuple[str, str
         objects=tuple([*state.objects, *state.nodeclaims, *state.nodes]), steps=())
     sim = engine.Simulation(scn, seed=seed, until=for_seconds)
     prices = _prices(sim.cloud.get_instance_types(None))
+    sim.wire()  # the NodeClasses exist now: an adopted instance's image is the one its NodeClass resolves to
     unpriced: set[str] = set()
     for m in state.managed:
         try:
@@ -96,7 +97,6 @@ def run(inputs: Sequence[tuple[str, str]], *, nodepools: Sequence[tuple[str, str
             sim.bridge.adopted(m.provider_id)
         except (KeyError, ValueError) as exc:
             state.warnings.append(f"node {m.node}: not adopted ({exc}); it stays as an unmanaged node")
-    sim.wire()
     launches = _LaunchRecorder(sim, {m.nodeclaim for m in state.managed})
     sim.cluster.watch("NodeClaim", launches.handle)
     _create_pods(sim, state)

@@ -99,7 +99,10 @@ def read(inputs: Sequence[tuple[str, str]], nodepools: Sequence[tuple[str, str]]
                  "NodePool", "PersistentVolumeClaim", "PodDisruptionBudget", "DaemonSet"):
         state.objects.extend(by_kind.get(kind, ()))
     state.objects.extend(_replicasets(by_kind))
-    _nodes(state, by_kind.get("Node", []), by_kind.get("NodeClaim", []))
+    pool_classes = {interface.name_of(p): str((((p.get("spec") or {}).get("template") or {}).get("spec") or {})
+                                                 .get("nodeClassRef", {}).get("name") or "")
+                    for p in by_kind.get("NodePool", [])}
+    _nodes(state, by_kind.get("Node", []), by_kind.get("NodeClaim", []), pool_classes)
     _pods(state, by_kind.get("Pod", []))
     return state
 
@@ -150,7 +153,10 @@ def _replicasets(by_kind: Mapping[str, list[dict[str, Any]]]) -> Iterable[dict[s
                         "template": spec.get("template") or {}}}
 
 
-def _nodes(state: State, nodes: list[dict[str, Any]], claims: list[dict[str, Any]]) -> None:
+def _nodes(state: State, nodes: list[dict[str, Any]], claims: list[dict[str, Any]],
+           pool_classes: Mapping[str, str]) -> None:
+    """Nodes as dumped; managed ones also adopted, with their NodeClaim (or one made from the Node, whose
+    NodeClass is its NodePool's)."""
     claim_by_pid = {str((c.get("status") or {}).get("providerID") or ""): c for c in claims}
     for n in sorted(nodes, key=interface.name_of):
         n = copy.deepcopy(n)
@@ -168,7 +174,7 @@ def _nodes(state: State, nodes: list[dict[str, Any]], claims: list[dict[str, Any
         claim = claim_by_pid.get(pid)
         name = interface.name_of(claim) if claim else interface.name_of(n)
         ref = ((claim or {}).get("spec") or {}).get("nodeClassRef") or {}
-        node_class = str(ref.get("name") or "")
+        node_class = str(ref.get("name") or "") if claim is not None else pool_classes.get(pool, "")
         managed = ManagedNode(
             node=interface.name_of(n), provider_id=pid, instance_type=itype, zone=lb.get(labels.ZONE, ""),
             capacity_type=lb.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND), nodepool=pool,
@@ -191,11 +197,11 @@ def _claim(claim: dict[str, Any] | None, m: ManagedNode, node: Mapping[str, Any]
     alloc = dict((node.get("status") or {}).get("allocatable") or {})
     conditions = [{"type": t, "status": "True", "reason": t, "message": ""}
                   for t in ("Launched", "Registered", "Initialized", "Ready")]
+    aws = m.provider_id.startswith("aws")
+    group, kind = (labels.AWS_GROUP, "EC2NodeClass") if aws else (labels.AZURE_GROUP, "AKSNodeClass")
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
             "metadata": {"name": m.nodeclaim, "labels": lb, "finalizers": [labels.FINALIZER_TERMINATION]},
-            "spec": {"nodeClassRef": {"group": labels.AWS_GROUP if m.provider_id.startswith("aws") else
-                                      labels.AZURE_GROUP, "kind": "EC2NodeClass" if m.provider_id.startswith(
-                                          "aws") else "AKSNodeClass", "name": m.node_class or "default"},
+            "spec": {"nodeClassRef": {"group": group, "kind": kind, "name": m.node_class or "default"},
                      "requirements": [{"key": labels.INSTANCE_TYPE, "operator": "In", "values": [m.instance_type]}]},
             "status": {"providerID": m.provider_id, "nodeName": m.node,
                        "capacity": dict((node.get("status") or {}).get("capacity") or alloc),

@@ -62,6 +62,7 @@ from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import errors, instancetype, interface
 from karpy.cloudprovider.fake import billing as billing_mod
 from karpy.cloudprovider.fake import capacity
+from karpy.cloudprovider.fake import identity as identity_mod
 
 NodeClass = capacity.NodeClass
 NodeClassLookup = Callable[[str], NodeClass | None]
@@ -126,13 +127,16 @@ class SimulatedCloud:
         self._messages: list[interface.InterruptionMessage] = []
         self._seq = 0
         self._images: dict[str, str] = {}
-        self._used_ids: set[str] = set()
         self._manual = 0
         if not self.region:  # the catalog's own region, else the format's default
             first = next(iter(self._catalog_types(None)), None)
             self.region = (first.labels.get(labels.REGION) if first is not None else None) or \
                 DEFAULT_REGIONS[self.provider_format]
         self.resource_group = resource_group or f"MC_{cluster_name}_{cluster_name}_{self.region}"
+        self.identity = identity_mod.Identity(self.provider_format, cluster_name, rng)
+        self.identity.region, self.identity.subscription_id = self.region, self.subscription_id
+        self.identity.resource_group = self.resource_group
+        self._used_ids = self.identity.used_ids
         self.billing = billing_mod.Billing(commitments or commitments_mod.NONE, clock,
                                            lambda: [i for i in self._live.values() if self._owned(i)],
                                            self._on_demand_prices)
@@ -432,13 +436,8 @@ class SimulatedCloud:
         if price is None:
             price = min((o.price for o in it.offerings if o.capacity_type == capacity_type), default=0.0)
         offer = instancetype.Offering(zone, capacity_type, price)
-        sep = "_" if self.provider_format == "azure" else "/"
-        tags = {f"karpenter.sh{sep}nodepool": nodepool_name, f"karpenter.sh{sep}nodeclaim": nodeclaim_name}
-        if self.provider_format == "aws":
-            tags["eks:eks-cluster-name"] = self.cluster_name
-        tags[self.nodeclass_tag_key()] = node_class or (node_class_ref.name if node_class_ref is not None else "")
-        key, value = self.ownership_tag()
-        tags[key] = value
+        tags = self.identity.tags(nodepool_name, nodeclaim_name,
+                                  node_class or (node_class_ref.name if node_class_ref is not None else ""))
         node_labels = dict(it.labels)
         node_labels.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: zone, labels.REGION: self.region,
                             labels.CAPACITY_TYPE: capacity_type, labels.NODEPOOL: nodepool_name})
@@ -459,37 +458,22 @@ class SimulatedCloud:
 
     def ownership_tag(self) -> tuple[str, str]:
         """The tag ``(key, value)`` marking an instance as launched for this cluster."""
-        if self.provider_format == "aws":
-            return (f"kubernetes.io/cluster/{self.cluster_name}", "owned")
-        if self.provider_format == "azure":
-            return ("karpenter.azure.com_cluster", self.cluster_name)
-        return (f"karpenter.sh_cluster_{self.cluster_name}", "owned")
+        return self.identity.ownership_tag()
 
     # ------------------------------------------------------------------------------------------
     # Internals
 
     def _owned(self, inst: capacity.Instance) -> bool:
-        """karpy's own tags: this cluster's ownership tag *and* the NodePool and NodeClass tags. A node
-        group's instance carries the cluster tag only and is never listed, garbage-collected or deleted."""
-        key, value = self.ownership_tag()
-        sep = "_" if self.provider_format == "azure" else "/"
-        return inst.tags.get(key) == value and f"karpenter.sh{sep}nodepool" in inst.tags and \
-            self.nodeclass_tag_key() in inst.tags
+        """karpy's own tags (:meth:`identity.Identity.owns`): a node group's instance is never karpy's."""
+        return self.identity.owns(inst.tags)
 
     def nodeclass_tag_key(self) -> str:
         """The tag naming an instance's NodeClass (AWS ``karpenter.k8s.aws/ec2nodeclass``)."""
-        if self.provider_format == "aws":
-            return "karpenter.k8s.aws/ec2nodeclass"
-        if self.provider_format == "azure":
-            return "karpenter.azure.com_aksnodeclass"
-        return "karpenter.sh/nodeclass"
+        return self.identity.nodeclass_tag_key()
 
     def karpy_tags(self, nodepool: str, nodeclaim: str, node_class: str = "default") -> dict[str, str]:
         """Every tag karpy puts on an instance it launches (to simulate a leaked one)."""
-        sep = "_" if self.provider_format == "azure" else "/"
-        key, value = self.ownership_tag()
-        return {f"karpenter.sh{sep}nodepool": nodepool, f"karpenter.sh{sep}nodeclaim": nodeclaim,
-                self.nodeclass_tag_key(): node_class, key: value}
+        return self.identity.tags(nodepool, nodeclaim, node_class, eks=False)
 
     def _send(self, provider_id: str, kind: str, when: float, detail: str) -> interface.InterruptionMessage:
         self._seq += 1
@@ -551,17 +535,12 @@ class SimulatedCloud:
 
     def _launch(self, claim: nodeclaim.NodeClaim, chosen: capacity.Candidate,
                 nc: NodeClass | None) -> capacity.Instance:
-        tags: dict[str, str] = dict(nc.tags) if nc is not None else {}
         nodepool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
-        sep = "_" if self.provider_format == "azure" else "/"
-        tags[f"karpenter.sh{sep}nodepool"] = nodepool_name
-        tags[f"karpenter.sh{sep}nodeclaim"] = claim.name
         ref = claim.spec.node_class_ref
-        tags[self.nodeclass_tag_key()] = nc.name if nc is not None else ref.name if ref is not None else ""
-        if isinstance(nc, nodeclass.EC2NodeClass):
-            tags["eks:eks-cluster-name"] = self.cluster_name
-        key, value = self.ownership_tag()
-        tags[key] = value
+        tags = self.identity.tags(nodepool_name, claim.name,
+                                  nc.name if nc is not None else ref.name if ref is not None else "",
+                                  base=nc.tags if nc is not None else None,
+                                  eks=isinstance(nc, nodeclass.EC2NodeClass))
         return self._new_instance(chosen.instance_type, chosen.offering, name=claim.name,
                                   claim_name=claim.name, tags=tags, nodepool_name=nodepool_name, nc=nc,
                                   ref=claim.spec.node_class_ref)
@@ -570,20 +549,7 @@ class SimulatedCloud:
                       claim_name: str, tags: dict[str, str], nodepool_name: str, nc: NodeClass | None,
                       ref: nodeclaim.NodeClassRef | None) -> capacity.Instance:
         """Start an instance; ``name`` names Azure VMs and KWOK nodes (AWS ids are random)."""
-        fmt = self.provider_format
-        if fmt == "aws":
-            iid = self._aws_instance_id()
-            pid = f"aws:///{offer.zone}/{iid}"
-            a, b, c = self.rng.randrange(256), self.rng.randrange(256), self.rng.randrange(1, 255)
-            suffix = "ec2.internal" if self.region == "us-east-1" else f"{self.region}.compute.internal"
-            hostname = f"ip-10-{a}-{b}-{c}.{suffix}"
-        elif fmt == "azure":
-            iid = hostname = f"aks-{name}"
-            pid = (f"azure:///subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
-                   f"/providers/Microsoft.Compute/virtualMachines/{iid}")
-        else:
-            iid = hostname = name
-            pid = f"kwok://{iid}"
+        iid, pid, hostname = self.identity.names(offer.zone, name)
         if pid in self._live:
             raise errors.CreateError(f"an instance named {iid} is already running", reason="AlreadyExists")
         node_labels = dict(it.labels)
@@ -605,12 +571,6 @@ class SimulatedCloud:
         self._used_ids.add(iid)
         self.pools.launched(inst.offering)
         return inst
-
-    def _aws_instance_id(self) -> str:
-        while True:
-            iid = f"i-{self.rng.getrandbits(68):017x}"
-            if iid not in self._used_ids:
-                return iid
 
     def _image_for(self, nc: NodeClass | None, node_labels: Mapping[str, str], nc_name: str = "") -> str:
         name = nc.name if nc is not None else nc_name

@@ -1,0 +1,71 @@
+"""What one simulation run produced: the timeline's :class:`Sample` and the whole :class:`Result`.
+
+:class:`karpy.simulator.engine.Simulation` fills them; :mod:`karpy.simulator.output` and
+:mod:`karpy.simulator.report` render them. Plain data: a caller may read every field and rely on
+``Sample.to_dict`` being the JSON form of a timeline point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.simulator import scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """The state of the world at one time of the timeline."""
+
+    t: float
+    """Seconds since the start."""
+    nodes_by_nodepool: Mapping[str, int]
+    nodes_by_instance_type: Mapping[str, int]
+    pending_pods: int
+    running_pods: int
+    nodeclaims: int
+    cost_per_hour: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "t": round(self.t, 3),
+            "nodes": sum(self.nodes_by_nodepool.values()),
+            "nodesByNodePool": dict(sorted(self.nodes_by_nodepool.items())),
+            "nodesByInstanceType": dict(sorted(self.nodes_by_instance_type.items())),
+            "pendingPods": self.pending_pods,
+            "runningPods": self.running_pods,
+            "nodeClaims": self.nodeclaims,
+            "costPerHour": round(self.cost_per_hour, 6),
+        }
+
+
+@dataclass
+class Result:
+    """Everything one run produced; :mod:`karpy.simulator.output` renders it."""
+
+    scenario: scenario.Scenario
+    seed: int
+    until: float
+    start: float
+    objects: dict[str, list[dict[str, Any]]]
+    """``nodes``, ``nodeclaims``, ``pods``, ``nodepools`` -> objects as the API returns them."""
+    events: list[dict[str, Any]]
+    """Every Event, in the order they were first published."""
+    metrics: dict[str, Any]
+    timeline: list[Sample]
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    """What the simulator itself did or could not do: ``{"t", "message"}``."""
+    reconciles: int = 0
+    cost_per_hour: float = 0.0
+    accrued_cost: float = 0.0
+    karpy_controllers: list[str] = field(default_factory=list)
+    reconcile_errors: list[dict[str, Any]] = field(default_factory=list)
+    """Reconcile failures by controller and error type (:mod:`karpy.controllers.reconcile_errors`)."""
+    unexpected_errors: int = 0
+    """How many reconciles failed with something other than a retryable API/cloud error."""
+    error_lines: list[str] = field(default_factory=list)
+
+    @property
+    def end(self) -> float:
+        return self.start + self.until
