@@ -60,25 +60,6 @@ _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
 
 
-DEFAULT_POD_GRACE_SECONDS = 30
-
-
-def _grace_period(obj: dict[str, Any]) -> int | None:
-    """The grace period a deleted pod gets under ``graceful_pods``; None: removed at once."""
-    if obj.get("kind") != "Pod" or not (obj.get("spec") or {}).get("nodeName") or \
-            (obj.get("status") or {}).get("phase") in memory_eviction.TERMINAL_PHASES:
-        return None
-    grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds")
-    seconds = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
-    return seconds if seconds > 0 else None
-
-
-def _in_grace(obj: dict[str, Any]) -> bool:
-    """A terminating pod its kubelet has not yet confirmed stopped (a terminal phase)."""
-    return obj.get("kind") == "Pod" and bool(obj["metadata"].get("deletionGracePeriodSeconds")) and \
-        (obj.get("status") or {}).get("phase") not in memory_eviction.TERMINAL_PHASES
-
-
 class SharedObjectMutatedError(AssertionError):
     """A caller passed a stored (shared, read-only) object back to a write: it must copy first."""
 
@@ -407,7 +388,8 @@ class InMemoryCluster:
             return copy_dict(old)
         if new.get("spec") != old.get("spec"):
             new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
-        if interface.is_terminating(new) and not new["metadata"].get("finalizers") and not _in_grace(new):
+        if interface.is_terminating(new) and not new["metadata"].get("finalizers") \
+                and not memory_eviction.in_grace(new):
             self._remove(new)
             self._collect_garbage()
         else:
@@ -418,7 +400,7 @@ class InMemoryCluster:
         """Start (finalizers) or finish deleting ``obj``; a terminating object is left as is."""
         if interface.is_terminating(obj):
             return
-        grace = _grace_period(obj) if self.graceful_pods else None
+        grace = memory_eviction.grace_period(obj) if self.graceful_pods else None
         if obj["metadata"].get("finalizers") or grace is not None:
             new = dict(obj)
             new["metadata"] = dict(obj["metadata"])

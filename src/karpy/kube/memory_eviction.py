@@ -22,6 +22,10 @@ computed live from the pods:
   A healthy pod may be evicted when healthy - desired > 0. An unhealthy pod may be evicted when
   healthy >= desired, or always with ``spec.unhealthyPodEvictionPolicy: AlwaysAllow``. Otherwise
   :class:`karpy.kube.errors.TooManyRequests` (429).
+
+Graceful pod deletion (the in-memory cluster's opt-in ``graceful_pods``): :func:`grace_period` is how long
+a deleted pod bound to a node lingers (``terminationGracePeriodSeconds``, default 30 s; ``None`` for pods
+removed at once) and :func:`in_grace` tells a terminating pod its kubelet has not yet confirmed stopped.
 """
 
 from __future__ import annotations
@@ -174,3 +178,24 @@ def check_eviction(
         name=name,
         namespace=namespace,
     )
+
+
+# ------------------------------------------------------------------- graceful pod deletion
+
+DEFAULT_POD_GRACE_SECONDS = 30
+
+
+def grace_period(obj: dict[str, Any]) -> int | None:
+    """The grace period a deleted pod gets under ``graceful_pods``; None: removed at once."""
+    if obj.get("kind") != "Pod" or not (obj.get("spec") or {}).get("nodeName") or \
+            (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return None
+    grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds")
+    seconds = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
+    return seconds if seconds > 0 else None
+
+
+def in_grace(obj: dict[str, Any]) -> bool:
+    """A terminating pod its kubelet has not yet confirmed stopped (a terminal phase)."""
+    return obj.get("kind") == "Pod" and bool(obj["metadata"].get("deletionGracePeriodSeconds")) and \
+        (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES
