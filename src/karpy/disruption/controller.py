@@ -60,8 +60,8 @@ from karpy.api import fields as fields_mod
 from karpy.api import labels, node, nodeclaim, nodeclass, nodepool, pod, selectors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import lifecycle, runtime, state
-from karpy.disruption import budgets, candidates, consolidation, drift, emptiness, orchestrator
+from karpy.controllers import runtime, state
+from karpy.disruption import budgets, candidates, consolidation, drift_marking, emptiness, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface, memory_eviction
@@ -72,7 +72,7 @@ from karpy.scheduling import volumetopology
 NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
 """NodeClass kinds whose changes start a disruption pass (NodeClass drift), unless the controller is
 given its cloud's own (``nodeclass_kinds``)."""
-DRIFT_RECHECK = 1800.0
+DRIFT_RECHECK = drift_marking.DRIFT_RECHECK
 """Seconds after which a claim's drift is computed again even if nothing karpy watches changed."""
 log = logging.getLogger("karpy.disruption")
 
@@ -143,7 +143,6 @@ class DisruptionController:
         self.nodeclass_kinds = tuple(nodeclass_kinds) or NODECLASS_KINDS
         """The NodeClass kinds watched for drift: pass only the cloud's own kind in a real cluster
         (an informer of a kind whose CRD is not installed never syncs)."""
-        self._drift_cache: dict[str, tuple[Any, str | None]] = {}
         self.recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock)
         self.metrics = metrics
         self.state = cluster_state if cluster_state is not None else state.ClusterState(cluster).start()
@@ -153,6 +152,8 @@ class DisruptionController:
         self.orchestrator = orchestrator.Orchestrator(
             cluster, clock, self.recorder, metrics,
             nodeclass_hash if nodeclass_hash is not None else self._nodeclass_hash)
+        self.drift_marker = drift_marking.DriftMarker(
+            cluster, clock, self.state, cloud, self.nodeclass_kinds, self.orchestrator.nodeclass_hash)
         self.manager: runtime.Manager | None = None
         self.last_pod_event: dict[str, float] = {}
         """Node name -> time of the last event of a non-daemon pod bound to it."""
@@ -475,84 +476,8 @@ class DisruptionController:
     # -------------------------------------------------------------------------------------- drift
 
     def _mark_drift(self, pools: Mapping[str, nodepool.NodePool]) -> dict[str, str]:
-        """Set or clear the ``Drifted`` condition of every launched claim; NodeClaim -> reason."""
-        out: dict[str, str] = {}
-        # a cached answer holds while the claim, its node, its NodePool and the NodeClasses are
-        # unchanged, and at most DRIFT_RECHECK seconds (the cloud's images change on their own)
-        epoch = (self._cloud_epoch(), int(self.clock.now() // DRIFT_RECHECK))
-        for claim in self.state.nodeclaims():
-            pool = pools.get(claim.nodepool_name or "")
-            if pool is None or claim.metadata.deletion_timestamp is not None or not claim.status.provider_id:
-                continue
-            if drift.needs_restamp(claim):
-                try:
-                    stamp = self.orchestrator.nodeclass_hash
-                    self.cluster.patch("NodeClaim", claim.name,
-                                       drift.restamp_patch(pool, stamp(pool) if stamp is not None else None))
-                except kube_errors.NotFound:
-                    continue
-                continue  # a re-stamped claim is not drifted by the hash; look again next loop
-            node_labels: Mapping[str, str] = {}
-            node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
-            n = self.state.node(node_name) if node_name else None
-            if n is not None:
-                node_labels = n.labels
-            key = (claim.metadata.uid, claim.metadata.resource_version, pool.metadata.resource_version,
-                   n.metadata.resource_version if n is not None else "", epoch)
-            cached = self._drift_cache.get(claim.name)
-            if cached is not None and cached[0] == key:
-                reason = cached[1]
-            else:
-                reason = drift.drift_reason(claim, pool, node_labels, self._cloud_drift(claim))
-                self._drift_cache[claim.name] = (key, reason)
-            if reason is not None:
-                out[claim.name] = reason
-            self._write_drifted(claim, reason)
-        return out
-
-    def _cloud_epoch(self) -> int:
-        """Changes whenever a NodeClass changes, so cached drift answers are recomputed. A NodeClass
-        kind the API server does not serve (its CRD not installed: AKSNodeClass on EKS) counts as none."""
-        revision = 0
-        for kind in self.nodeclass_kinds:
-            try:
-                objs = self.cluster.list(kind)
-            except kube_errors.KubeError as exc:
-                log.debug("disruption: cannot list %s: %s", kind, exc)
-                continue
-            for obj in objs:
-                revision += int(str(obj.get("metadata", {}).get("resourceVersion", "0")) or 0)
-        return revision
-
-    def _cloud_drift(self, claim: nodeclaim.NodeClaim) -> str:
-        if self.cloud is None:
-            return ""
-        try:
-            return str(self.cloud.is_drifted(claim) or "")
-        except Exception as exc:  # gone or unreadable: not evidence of drift
-            log.debug("disruption: drift of %s unknown: %s", claim.name, exc)
-            return ""
-
-    def _write_drifted(self, claim: nodeclaim.NodeClaim, reason: str | None) -> None:
-        current = claim.condition(nodeclaim.DRIFTED)
-        if reason is None and current is None:
-            return
-        if reason is not None and current is not None and current.is_true and current.reason == reason:
-            return
-        obj = self.state.raw("NodeClaim", claim.name)
-        if obj is None:
-            return
-        status = dict(obj.get("status") or {})
-        if reason is None:
-            status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != nodeclaim.DRIFTED]
-        else:
-            lifecycle.set_condition(status, nodeclaim.DRIFTED, "True", self.clock.now(), reason)
-        try:
-            self.cluster.patch_status("NodeClaim", claim.name, {"status": {"conditions": status["conditions"]}})
-        except kube_errors.NotFound:
-            return
-        if reason is not None:
-            log.info("disruption: nodeclaim %s drifted (%s)", claim.name, reason)
+        """Set or clear the ``Drifted`` condition of every launched claim (:mod:`drift_marking`)."""
+        return self.drift_marker.mark(pools)
 
     def disrupt_drifted(self, obs: Observation) -> bool:
         """Start a drift command if a drifted candidate can go; True when one started."""
