@@ -18,7 +18,7 @@ from karpy.api import duration
 
 
 def _settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    for key, env in reversed(list(settings_sources.ENVIRONMENT.items())):
+    for key, env in reversed(list(settings_sources.environment().items())):
         fn = click.option(settings_sources.flag_name(key), settings_sources.option_name(key), default=None,
                           metavar="VALUE", help=f"Karpenter's {env} (flag > environment > settings file).")(fn)
     return fn
@@ -73,7 +73,7 @@ def controller_command(cloud_provider: str, settings_file: str | None, kubeconfi
         if not sep or not component or not level:
             raise click.BadParameter(f"COMPONENT=LEVEL, not {item!r}", param_hint="--log-level-for")
         levels[component.strip()] = level.strip()
-    by_option = {settings_sources.option_name(k): k for k in settings_sources.ENVIRONMENT}
+    by_option = {settings_sources.option_name(k): k for k in settings_sources.environment()}
     opts = controller_run.Options(
         cloud_provider=cloud_provider,
         settings_flags={by_option[name]: value for name, value in settings_values.items() if value is not None},

@@ -64,6 +64,22 @@ class Settings:
     commitments: commitments_mod.Commitments = commitments_mod.NONE
     """Reserved Instances, Savings Plans and a negotiated discount (:mod:`karpy.cloudprovider.commitments`):
     the controller prices offerings and nodes at what they would cost under them."""
+    # Karpenter's Azure provider (``--cloud-provider azure``): how new VMs join the AKS cluster. Same names
+    # and defaults as karpenter-provider-azure; only the Azure provider reads them (and says which it needs).
+    kubelet_bootstrap_token: str = dataclasses.field(default="", repr=False)
+    ssh_public_key: str = ""
+    linux_admin_username: str = "azureuser"
+    network_plugin: str = "azure"
+    network_plugin_mode: str = "overlay"
+    network_policy: str = ""
+    network_dataplane: str = "cilium"
+    dns_service_ip: str = ""
+    vnet_subnet_id: str = ""
+    vnet_guid: str = ""
+    node_identities: str = ""
+    """Comma-separated user-assigned identity resource ids attached to every VM."""
+    kubelet_identity_client_id: str = ""
+    node_resource_group: str = ""
 
     def __post_init__(self) -> None:
         # One switch: spotToSpotConsolidation and the SpotToSpotConsolidation feature gate (Karpenter's
@@ -155,6 +171,19 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "kubeClientQPS": ("kube_client_qps", _INT),
     "kubeClientBurst": ("kube_client_burst", _INT),
     "commitments": ("commitments", _COMMITMENTS),
+    "kubeletBootstrapToken": ("kubelet_bootstrap_token", _OPTIONAL_STRING),
+    "sshPublicKey": ("ssh_public_key", _OPTIONAL_STRING),
+    "linuxAdminUsername": ("linux_admin_username", _OPTIONAL_STRING),
+    "networkPlugin": ("network_plugin", _OPTIONAL_STRING),
+    "networkPluginMode": ("network_plugin_mode", _OPTIONAL_STRING),
+    "networkPolicy": ("network_policy", _OPTIONAL_STRING),
+    "networkDataplane": ("network_dataplane", _OPTIONAL_STRING),
+    "dnsServiceIP": ("dns_service_ip", _OPTIONAL_STRING),
+    "vnetSubnetID": ("vnet_subnet_id", _OPTIONAL_STRING),
+    "vnetGUID": ("vnet_guid", _OPTIONAL_STRING),
+    "nodeIdentities": ("node_identities", _OPTIONAL_STRING),
+    "kubeletIdentityClientID": ("kubelet_identity_client_id", _OPTIONAL_STRING),
+    "nodeResourceGroup": ("node_resource_group", _OPTIONAL_STRING),
 }
 
 

@@ -7,8 +7,10 @@ Helm's ``settings.*`` and of a scenario's ``spec.settings``: ``clusterName``; a 
 ``settings:`` mapping is also accepted), then the defaults. :data:`ENVIRONMENT` lists the names
 (Karpenter's): CLUSTER_NAME, CLUSTER_ENDPOINT, INTERRUPTION_QUEUE, BATCH_IDLE_DURATION,
 BATCH_MAX_DURATION, FEATURE_GATES, VM_MEMORY_OVERHEAD_PERCENT, RESERVED_ENIS, ISOLATED_VPC, LOG_LEVEL,
-METRICS_PORT (8080), HEALTH_PROBE_PORT (8081), KUBE_CLIENT_QPS (200) and KUBE_CLIENT_BURST (300); each
-flag is the variable's name in lower case with dashes (``--batch-idle-duration``). karpy's own
+METRICS_PORT (8080), HEALTH_PROBE_PORT (8081), KUBE_CLIENT_QPS (200) and KUBE_CLIENT_BURST (300), plus
+the Azure provider's (:data:`AZURE_ENVIRONMENT`: KUBELET_BOOTSTRAP_TOKEN, SSH_PUBLIC_KEY, VNET_SUBNET_ID...);
+each flag is the variable's name in lower case with dashes (``--batch-idle-duration``; Karpenter Azure's
+``--node-resource-group`` for AZURE_NODE_RESOURCE_GROUP). karpy's own
 settings (``registrationTTL``, ``consolidationValidationDelay``...) are read from the file only.
 
 A bad value raises :class:`karpy.api.errors.ValidationError` naming the setting as the user wrote
@@ -45,15 +47,39 @@ ENVIRONMENT: dict[str, str] = {
 }
 """camelCase setting -> Karpenter's environment variable."""
 
+AZURE_ENVIRONMENT: dict[str, str] = {
+    "kubeletBootstrapToken": "KUBELET_BOOTSTRAP_TOKEN",
+    "sshPublicKey": "SSH_PUBLIC_KEY",
+    "linuxAdminUsername": "LINUX_ADMIN_USERNAME",
+    "networkPlugin": "NETWORK_PLUGIN",
+    "networkPluginMode": "NETWORK_PLUGIN_MODE",
+    "networkPolicy": "NETWORK_POLICY",
+    "networkDataplane": "NETWORK_DATAPLANE",
+    "dnsServiceIP": "DNS_SERVICE_IP",
+    "vnetSubnetID": "VNET_SUBNET_ID",
+    "vnetGUID": "VNET_GUID",
+    "nodeIdentities": "NODE_IDENTITIES",
+    "kubeletIdentityClientID": "KUBELET_IDENTITY_CLIENT_ID",
+    "nodeResourceGroup": "AZURE_NODE_RESOURCE_GROUP",
+}
+"""Karpenter's Azure provider's settings (karpenter-provider-azure's names); read like the others."""
+FLAGS: dict[str, str] = {"nodeResourceGroup": "--node-resource-group"}
+"""Flags whose name is not the environment variable's (Karpenter Azure's ``--node-resource-group``)."""
+
+
+def environment() -> dict[str, str]:
+    """Every setting read from flags and the environment: Karpenter's, then its Azure provider's."""
+    return {**ENVIRONMENT, **AZURE_ENVIRONMENT}
+
 
 def flag_name(key: str) -> str:
     """``batchIdleDuration`` -> ``--batch-idle-duration``."""
-    return "--" + ENVIRONMENT[key].lower().replace("_", "-")
+    return FLAGS.get(key) or "--" + environment()[key].lower().replace("_", "-")
 
 
 def option_name(key: str) -> str:
     """``batchIdleDuration`` -> ``batch_idle_duration`` (the Python name of its click option)."""
-    return ENVIRONMENT[key].lower()
+    return environment()[key].lower()
 
 
 def read_file(path: str | Path) -> dict[str, Any]:
@@ -86,7 +112,7 @@ def load(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | No
         for key, value in read_file(file).items():
             merged[key] = value
             origin[key] = f"{Path(file).name}: {key}"
-    for key, env in ENVIRONMENT.items():
+    for key, env in environment().items():
         raw = (environ or {}).get(env)
         if raw is not None and raw != "":
             merged[key] = raw
@@ -95,7 +121,7 @@ def load(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | No
         if value is None:
             continue
         merged[key] = value
-        origin[key] = flag_name(key) if key in ENVIRONMENT else key
+        origin[key] = flag_name(key) if key in environment() else key
     try:
         return settings_mod.Settings.from_mapping(merged)
     except errors.ValidationError as exc:

@@ -1,9 +1,10 @@
-"""Provider NodeClasses: AWS ``EC2NodeClass`` (``karpenter.k8s.aws/v1``) and AKS ``AKSNodeClass``.
+"""Provider NodeClasses: AWS ``EC2NodeClass`` (``karpenter.k8s.aws/v1``), and the names of the others.
 
 A NodeClass holds what a NodePool needs to know about the cloud: which image, subnets, security
-groups, disks and kubelet settings its nodes get. :class:`KubeletConfiguration` lives here because
-Karpenter v1 moved ``kubelet`` from the NodePool to the NodeClass (and karpy's AKS model uses the
-same shape).
+groups, disks and kubelet settings its nodes get. This module holds the EC2NodeClass; the AKS
+``AKSNodeClass`` lives in :mod:`karpy.api.aksnodeclass` and the shared kubelet settings and hash in
+:mod:`karpy.api.kubeletconfig`; their names are re-exported here (``nodeclass.AKSNodeClass``,
+``nodeclass.KubeletConfiguration``, ``nodeclass.stable_hash`` keep working).
 
 A caller may rely on: models are frozen; ``from_manifest`` reads the newest form (``v1`` for AWS,
 ``v1beta1`` for Azure; older forms go through :mod:`karpy.api.conversion` first) and raises
@@ -15,127 +16,35 @@ string over the fields whose change makes nodes drift (Karpenter's static drift 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import fields, meta, nodeclaim, quantity, selectors
+from karpy.api import aksnodeclass, fields, kubeletconfig, meta, nodeclaim, quantity, selectors
 
 EC2_API_VERSION = "karpenter.k8s.aws/v1"
 EC2_KIND = "EC2NodeClass"
-AKS_API_VERSION = "karpenter.azure.com/v1beta1"
-AKS_KIND = "AKSNodeClass"
 
 AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
 ALIAS_FAMILIES = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket",
                   "windows2019": "Windows2019", "windows2022": "Windows2022", "windows2025": "Windows2025"}
 """``amiSelectorTerms[].alias`` family prefix -> ``amiFamily`` it implies."""
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
-AKS_IMAGE_FAMILIES = ("Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux")
-"""AKSNodeClass ``imageFamily`` values (``Ubuntu`` is AKS's current Ubuntu, 22.04)."""
-EVICTION_SIGNALS = ("memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
-                    "imagefs.inodesFree", "pid.available")
-RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
 HASH_VERSION = "karpy-v1"
 """karpy's own NodeClass hash version (``...nodeclass-hash-version``); Karpenter's are ``v1``..``v4``:
 a hash stamped under another version is re-stamped, not taken for NodeClass drift."""
 
-
-def stable_hash(value: Any) -> str:
-    """A stable decimal hash of a JSON-able value (key order and set order do not matter to callers
-    that sort their sets first). Looks like Karpenter's: a uint64 in decimal."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return str(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
-
-
-def _str_tuple(f: fields.Fields, key: str) -> tuple[str, ...]:
-    return tuple(f.str_list(key))
-
-
-@dataclass(frozen=True, slots=True)
-class KubeletConfiguration:
-    """The kubelet settings Karpenter passes to nodes (a subset of the upstream KubeletConfiguration).
-
-    ``system_reserved`` / ``kube_reserved`` are milli-unit resource lists; eviction thresholds are
-    kept as written (``"5%"``, ``"500Mi"``) and grace periods as duration strings.
-    """
-
-    max_pods: int | None = None
-    pods_per_core: int | None = None
-    system_reserved: quantity.ResourceList = field(default_factory=dict)
-    kube_reserved: quantity.ResourceList = field(default_factory=dict)
-    eviction_hard: Mapping[str, str] = field(default_factory=dict)
-    eviction_soft: Mapping[str, str] = field(default_factory=dict)
-    eviction_soft_grace_period: Mapping[str, str] = field(default_factory=dict)
-    eviction_max_pod_grace_period: int | None = None
-    image_gc_high_threshold_percent: int | None = None
-    image_gc_low_threshold_percent: int | None = None
-    cpu_cfs_quota: bool | None = None
-    cluster_dns: tuple[str, ...] = ()
-    # AKS-only settings (karpenter.azure.com)
-    cpu_manager_policy: str | None = None
-    cpu_cfs_quota_period: str | None = None
-    topology_manager_policy: str | None = None
-    allowed_unsafe_sysctls: tuple[str, ...] = ()
-    container_log_max_size: str | None = None
-    container_log_max_files: int | None = None
-    pod_pids_limit: int | None = None
-
-    @staticmethod
-    def parse(f: fields.Fields) -> KubeletConfiguration:
-        return KubeletConfiguration(
-            max_pods=f.int("maxPods"),
-            pods_per_core=f.int("podsPerCore"),
-            system_reserved=quantity.read_list(f, "systemReserved"),
-            kube_reserved=quantity.read_list(f, "kubeReserved"),
-            eviction_hard=f.str_map("evictionHard"),
-            eviction_soft=f.str_map("evictionSoft"),
-            eviction_soft_grace_period=f.str_map("evictionSoftGracePeriod"),
-            eviction_max_pod_grace_period=f.int("evictionMaxPodGracePeriod"),
-            image_gc_high_threshold_percent=f.int("imageGCHighThresholdPercent"),
-            image_gc_low_threshold_percent=f.int("imageGCLowThresholdPercent"),
-            cpu_cfs_quota=f.bool("cpuCFSQuota"),
-            cluster_dns=_str_tuple(f, "clusterDNS"),
-            cpu_manager_policy=f.str("cpuManagerPolicy"),
-            cpu_cfs_quota_period=f.str("cpuCFSQuotaPeriod"),
-            topology_manager_policy=f.str("topologyManagerPolicy"),
-            allowed_unsafe_sysctls=_str_tuple(f, "allowedUnsafeSysctls"),
-            container_log_max_size=f.str("containerLogMaxSize"),
-            container_log_max_files=f.int("containerLogMaxFiles"),
-            pod_pids_limit=f.int("podPidsLimit"),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        scalars: tuple[tuple[str, Any], ...] = (
-            ("maxPods", self.max_pods), ("podsPerCore", self.pods_per_core),
-            ("evictionMaxPodGracePeriod", self.eviction_max_pod_grace_period),
-            ("imageGCHighThresholdPercent", self.image_gc_high_threshold_percent),
-            ("imageGCLowThresholdPercent", self.image_gc_low_threshold_percent),
-            ("cpuCFSQuota", self.cpu_cfs_quota), ("cpuManagerPolicy", self.cpu_manager_policy),
-            ("cpuCFSQuotaPeriod", self.cpu_cfs_quota_period),
-            ("topologyManagerPolicy", self.topology_manager_policy),
-            ("containerLogMaxSize", self.container_log_max_size),
-            ("containerLogMaxFiles", self.container_log_max_files), ("podPidsLimit", self.pod_pids_limit),
-        )
-        for key, value in scalars:
-            if value is not None:
-                out[key] = value
-        if self.system_reserved:
-            out["systemReserved"] = quantity.format_list(self.system_reserved)
-        if self.kube_reserved:
-            out["kubeReserved"] = quantity.format_list(self.kube_reserved)
-        for key, mapping in (("evictionHard", self.eviction_hard), ("evictionSoft", self.eviction_soft),
-                             ("evictionSoftGracePeriod", self.eviction_soft_grace_period)):
-            if mapping:
-                out[key] = dict(mapping)
-        if self.cluster_dns:
-            out["clusterDNS"] = list(self.cluster_dns)
-        if self.allowed_unsafe_sysctls:
-            out["allowedUnsafeSysctls"] = list(self.allowed_unsafe_sysctls)
-        return out
+# Re-exported: the kubelet settings, the hash, and the AKSNodeClass (their own modules since they grew).
+KubeletConfiguration = kubeletconfig.KubeletConfiguration
+EVICTION_SIGNALS = kubeletconfig.EVICTION_SIGNALS
+RESERVED_RESOURCES = kubeletconfig.RESERVED_RESOURCES
+stable_hash = kubeletconfig.stable_hash
+AKS_API_VERSION = aksnodeclass.AKS_API_VERSION
+AKS_KIND = aksnodeclass.AKS_KIND
+AKS_IMAGE_FAMILIES = aksnodeclass.AKS_IMAGE_FAMILIES
+AKSImage = aksnodeclass.AKSImage
+AKSNodeClassStatus = aksnodeclass.AKSNodeClassStatus
+AKSNodeClass = aksnodeclass.AKSNodeClass
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,105 +364,3 @@ class EC2NodeClass:
                     "instanceProfile"):
             spec.pop(key, None)
         return stable_hash(spec)
-
-
-@dataclass(frozen=True, slots=True)
-class AKSImage:
-    """One resolved node image of ``status.images``: its gallery id and which sizes may boot it."""
-
-    id: str
-    requirements: tuple[selectors.NodeSelectorRequirement, ...] = ()
-
-    @staticmethod
-    def parse(f: fields.Fields) -> AKSImage:
-        return AKSImage(id=f.str("id", "") or "",
-                        requirements=tuple(selectors.NodeSelectorRequirement.parse(r) for r in f.items("requirements")))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "requirements": [r.to_dict() for r in self.requirements]}
-
-
-@dataclass(frozen=True, slots=True)
-class AKSNodeClassStatus:
-    """What the provider resolved (``images``, ``kubernetesVersion``) and the ``Ready`` condition."""
-
-    conditions: tuple[nodeclaim.Condition, ...] = ()
-    images: tuple[AKSImage, ...] = ()
-    kubernetes_version: str | None = None
-
-    @staticmethod
-    def parse(f: fields.Fields) -> AKSNodeClassStatus:
-        return AKSNodeClassStatus(conditions=nodeclaim.parse_conditions(f),
-                                  images=tuple(AKSImage.parse(i) for i in f.items("images")),
-                                  kubernetes_version=f.str("kubernetesVersion"))
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.images:
-            out["images"] = [i.to_dict() for i in self.images]
-        if self.kubernetes_version is not None:
-            out["kubernetesVersion"] = self.kubernetes_version
-        if self.conditions:
-            out["conditions"] = [c.to_dict() for c in self.conditions]
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class AKSNodeClass:
-    """An AKS Node Auto-Provisioning ``AKSNodeClass`` (``karpenter.azure.com/v1beta1``)."""
-
-    metadata: meta.ObjectMeta
-    image_family: str = "Ubuntu2204"
-    image_version: str | None = None
-    os_disk_size_gb: int = 128
-    vnet_subnet_id: str | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    kubelet: KubeletConfiguration | None = None
-    max_pods: int | None = None
-    status: AKSNodeClassStatus = field(default_factory=AKSNodeClassStatus)
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @classmethod
-    def from_manifest(cls, d: Mapping[str, Any]) -> AKSNodeClass:
-        f = meta.reader(AKS_KIND, d)
-        spec = f.sub("spec")
-        return cls(
-            metadata=meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False),
-            image_family=spec.str("imageFamily", "Ubuntu2204") or "Ubuntu2204",
-            image_version=spec.str("imageVersion"),
-            os_disk_size_gb=spec.int("osDiskSizeGB", 128) or 0,
-            vnet_subnet_id=spec.str("vnetSubnetID"),
-            tags=spec.str_map("tags"),
-            kubelet=KubeletConfiguration.parse(spec.sub("kubelet")) if spec.has("kubelet") else None,
-            max_pods=spec.int("maxPods"),
-            status=AKSNodeClassStatus.parse(f.sub("status")),
-        )
-
-    def spec_dict(self) -> dict[str, Any]:
-        spec: dict[str, Any] = {"imageFamily": self.image_family, "osDiskSizeGB": self.os_disk_size_gb}
-        if self.image_version is not None:
-            spec["imageVersion"] = self.image_version
-        if self.vnet_subnet_id is not None:
-            spec["vnetSubnetID"] = self.vnet_subnet_id
-        if self.tags:
-            spec["tags"] = dict(self.tags)
-        if self.kubelet is not None:
-            spec["kubelet"] = self.kubelet.to_dict()
-        if self.max_pods is not None:
-            spec["maxPods"] = self.max_pods
-        return spec
-
-    def to_manifest(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"apiVersion": AKS_API_VERSION, "kind": AKS_KIND,
-                               "metadata": self.metadata.to_dict(), "spec": self.spec_dict()}
-        status = self.status.to_dict()
-        if status:
-            out["status"] = status
-        return out
-
-    def hash(self) -> str:
-        """Hash of the spec: every AKSNodeClass field is a static drift field."""
-        return stable_hash(self.spec_dict())

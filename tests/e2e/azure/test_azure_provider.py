@@ -140,10 +140,11 @@ def test_create_sends_a_nic_and_a_vm_with_karpenters_shape(world: World) -> None
     assert props["storageProfile"]["imageReference"]["communityGalleryImageId"].endswith(
         "/images/2204gen2containerd/versions/202501.02.0")
     assert props["networkProfile"]["networkInterfaces"][0]["id"].endswith("/networkInterfaces/aks-default-65f84")
-    cloud_config = bootstrap.decode(props["osProfile"]["customData"])
-    assert "https://aks-karp-test.hcp.azmk8s.io" in cloud_config
-    assert "karpenter.azure.com/sku-family=D" in cloud_config
-    assert "--register-with-taints=dedicated=web:NoSchedule" in cloud_config
+    env = bootstrap.variables_of(bootstrap.decode(props["osProfile"]["customData"]))
+    assert env["API_SERVER_NAME"] == "aks-karp-test.hcp.azmk8s.io"
+    assert "karpenter.azure.com/sku-family=D" in env["KUBELET_NODE_LABELS"].split(",")
+    assert "--register-with-taints=dedicated=web:NoSchedule,karpenter.sh/unregistered:NoExecute" in (
+        env["KUBELET_FLAGS"].split())
     assert props["osProfile"]["linuxConfiguration"]["ssh"]["publicKeys"][0]["keyData"] == "ssh-rsa AAAA karpy"
     assert all(c.path != "/api/retail/prices" for c in world.arm.requests)
 
@@ -280,7 +281,7 @@ def test_a_missing_or_broken_node_class_is_not_ready(world: World) -> None:
 
 def test_the_factory_names_missing_configuration() -> None:
     vclock = clock.VirtualClock()
-    with pytest.raises(errors.CloudProviderError, match=r"resource_group \(AZURE_NODE_RESOURCE_GROUP\)"):
+    with pytest.raises(errors.CloudProviderError, match=r"--node-resource-group / AZURE_NODE_RESOURCE_GROUP"):
         factory.build(settings.Settings(), vclock, memory.InMemoryCluster(vclock),
                       environ={"ARM_SUBSCRIPTION_ID": "s", "LOCATION": "eastus", "AZURE_SUBNET_ID": SUBNET})
 

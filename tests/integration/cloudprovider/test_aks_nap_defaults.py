@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from karpy import clock
-from karpy.api import nodeclass, nodepool, validation
+from karpy.api import aksnodeclass, nodepool, validation
 from karpy.cloudprovider.azure import nap
 from karpy.kube import memory
 
@@ -20,7 +20,7 @@ def test_missing_nap_objects_are_created_and_parse_as_karpenter_objects() -> Non
     assert [t.key for t in surge.template.spec.taints] == ["CriticalAddonsOnly"]
     assert surge.template.labels["kubernetes.azure.com/mode"] == "system"
     assert surge.disruption.consolidation_policy == "WhenEmpty" and surge.disruption.consolidate_after == 60
-    nc = nodeclass.AKSNodeClass.from_manifest(cluster.get("AKSNodeClass", "default"))
+    nc = aksnodeclass.AKSNodeClass.from_manifest(cluster.get("AKSNodeClass", "default"))
     assert (nc.image_family, nc.os_disk_size_gb) == ("Ubuntu2204", 128)
     assert validation.validate_aksnodeclass(nc) == []
     assert validation.validate_nodepool(default) == [] and validation.validate_nodepool(surge) == []

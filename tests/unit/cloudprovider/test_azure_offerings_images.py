@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from karpy import clock
-from karpy.api import labels, nodeclass
+from karpy.api import aksnodeclass, labels
 from karpy.cloudprovider import catalog, instancetype
 from karpy.cloudprovider.azure import bootstrap, images, offerings
 
@@ -73,7 +73,7 @@ def test_the_cache_expires_entries_and_honours_wildcards() -> None:
 
 
 def test_each_image_family_resolves_gen2_gen1_and_arm64_images() -> None:
-    for family in nodeclass.AKS_IMAGE_FAMILIES:
+    for family in aksnodeclass.AKS_IMAGE_FAMILIES:
         found = images.images(family)
         assert [(i.arch, i.hyperv_generation) for i in found] == [("amd64", "2"), ("amd64", "1"), ("arm64", "2")]
     assert images.image_for("Ubuntu", None, {labels.ARCH: "arm64"}) == images.images("Ubuntu2204")[2].id
@@ -89,24 +89,59 @@ def test_the_status_lists_images_and_is_not_ready_for_a_bad_subnet() -> None:
     status = images.resolve_status(obj, "1.31.2")
     assert status["conditions"][-1]["reason"] == "SubnetsNotReady"
     assert status["kubernetesVersion"] == "1.31.2" and len(status["images"]) == 3
-    parsed = nodeclass.AKSNodeClass.from_manifest({**obj, "spec": {"imageFamily": "Ubuntu2404"}, "status": status})
+    parsed = aksnodeclass.AKSNodeClass.from_manifest({**obj, "spec": {"imageFamily": "Ubuntu2404"}, "status": status})
     assert [i.id for i in parsed.status.images] == [i["id"] for i in status["images"]]
     assert parsed.status.images[0].requirements[0].key == labels.ARCH
-    assert nodeclass.AKSNodeClass.from_manifest(parsed.to_manifest()) == parsed
+    assert aksnodeclass.AKSNodeClass.from_manifest(parsed.to_manifest()) == parsed
     assert images.resolve_status({"kind": "EC2NodeClass"})["conditions"][-1]["reason"] == "UnsupportedNodeClass"
 
 
-def test_custom_data_joins_the_cluster_with_the_nodes_labels_taints_and_kubelet_settings() -> None:
-    data = bootstrap.custom_data(bootstrap.NodeBootstrap(
-        cluster_name="aks", cluster_endpoint="https://aks.hcp.azmk8s.io", node_labels={"b": "2", "a": "1"},
-        taints=["dedicated=web:NoSchedule"], max_pods=110, kube_reserved={"cpu": "100m"},
-        eviction_hard={"memory.available": "750Mi"}))
-    text = bootstrap.decode(data)
-    assert text.startswith("#cloud-config\n")
-    assert "--node-labels=a=1,b=2" in text and "--register-with-taints=dedicated=web:NoSchedule" in text
-    assert "--max-pods=110" in text and "--kube-reserved=cpu=100m" in text
-    assert "--eviction-hard=memory.available<750Mi" in text and "https://aks.hcp.azmk8s.io" in text
-    assert bootstrap.PROVISION_SCRIPT in text
+def _cluster(version: str = "1.31.2", **kw: str) -> bootstrap.ClusterBootstrap:
+    base: dict[str, str] = dict(
+        cluster_name="aks", api_server=bootstrap.api_server_name("https://aks.hcp.azmk8s.io:443"), ca_bundle="Q0E=",
+        bootstrap_token="abcdef.0123456789abcdef", kubernetes_version=version, subscription_id="sub",
+        location="japaneast", node_resource_group="MC_rg_aks_japaneast",
+        subnet_id="/subscriptions/sub/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/s")
+    base.update(kw)
+    return bootstrap.ClusterBootstrap(**base)
+
+
+def test_custom_data_is_a_script_exporting_what_aks_node_images_read_and_reads_back_the_same() -> None:
+    node = bootstrap.NodeBootstrap(cluster=_cluster(), node_labels={"b": "2", "a": "x y", "kubernetes.io/foo": "no"},
+                                   taints=["dedicated=web:NoSchedule"], max_pods=110)
+    data = bootstrap.custom_data(node)
+    assert data == bootstrap.custom_data(node)
+    env = bootstrap.variables_of(bootstrap.decode(data))
+    assert env == bootstrap.variables(node)
+    assert env["API_SERVER_NAME"] == "aks.hcp.azmk8s.io" and env["KUBE_CA_CRT"] == "Q0E="
+    assert env["KUBELET_NODE_LABELS"] == "a=x y,b=2"
+    assert env["VIRTUAL_NETWORK"] == "v" and env["SUBNET"] == "s" and env["VIRTUAL_NETWORK_RESOURCE_GROUP"] == "net"
+    flags = dict(f.split("=", 1) for f in env["KUBELET_FLAGS"].split())
+    assert flags["--register-with-taints"] == "dedicated=web:NoSchedule,karpenter.sh/unregistered:NoExecute"
+    assert flags["--max-pods"] == "110" and "--keep-terminated-pod-volumes" not in flags
+    assert bootstrap.PROVISION_START in bootstrap.decode(data)
+
+
+def test_kubelet_flags_follow_the_kubernetes_version() -> None:
+    def flags(version: str) -> dict[str, str]:
+        return bootstrap.kubelet_flags(bootstrap.NodeBootstrap(cluster=_cluster(version)))
+
+    assert "--azure-container-registry-config" in flags("1.29.9")
+    assert "--image-credential-provider-config" in flags("1.30.1")
+    assert "--keep-terminated-pod-volumes" in flags("1.30.1")
+    assert "--cloud-config" in flags("1.33.0") and "--cloud-config" not in flags("1.34.0")
+    assert "--pod-infra-container-image" not in flags("1.35.0")
+    assert bootstrap.kube_binary_url("1.31", "amd64") == ""  # the patch is unknown: the image's cached kubelet
+    assert bootstrap.kube_binary_url("1.34.1", "amd64") == ""
+    assert bootstrap.register_taints(["karpenter.sh/unregistered:NoExecute"]) == ["karpenter.sh/unregistered:NoExecute"]
+
+
+def test_the_api_server_name_is_the_endpoint_host() -> None:
+    assert bootstrap.api_server_name("https://x.hcp.eastus.azmk8s.io:443") == "x.hcp.eastus.azmk8s.io"
+    assert bootstrap.api_server_name("https://10.0.0.1") == "10.0.0.1"
+    assert bootstrap.api_server_name("https://[fd00::1]:443/") == "fd00::1"
+    assert bootstrap.agent_network_plugin("azure", "overlay") == "none"
+    assert bootstrap.agent_network_plugin("azure", "") == "azure"
 
 
 def test_the_cache_takes_marks_from_many_threads_at_once() -> None:

@@ -1,79 +1,314 @@
-"""The VM custom data that joins a new VM to the AKS cluster as a Node of its NodeClaim.
+"""The VM custom data that joins a new VM to the AKS cluster, as Karpenter's Azure provider writes it.
 
-:func:`custom_data` renders a ``#cloud-config`` document and returns it base64-encoded, as ARM's
-``osProfile.customData`` wants it. It writes the kubelet's node labels (the NodeClaim's labels and
-AKS's ``kubernetes.azure.com/*`` ones), its register-with taints (taints and startup taints), the
-kubelet settings of the AKSNodeClass (``maxPods``, reserved resources, eviction thresholds), the
-API server endpoint and cluster name, then runs AKS's node provisioning script. The output depends
-only on the arguments (sorted keys), so the same NodeClaim always gets the same custom data.
+AKS node images (the VHDs of AKS's community galleries) carry AKS's node provisioning scripts under
+``/opt/azure/containers``; a VM joins the cluster when its custom data exports the variables those
+scripts read and starts ``provision_start.sh`` ("scriptless" provisioning, Karpenter Azure's default
+``PROVISION_MODE=aksscriptless``: no Custom Script Extension is needed). :func:`custom_data` renders
+that bash script and base64-encodes it for ARM's ``osProfile.customData``. What a caller may rely on:
+
+* the cluster: ``API_SERVER_NAME`` (the host of ``clusterEndpoint``), ``KUBE_CA_CRT`` (the cluster CA,
+  base64 PEM), ``TLS_BOOTSTRAP_TOKEN`` (``KUBELET_BOOTSTRAP_TOKEN``; ``ENABLE_TLS_BOOTSTRAPPING=true``),
+  ``KUBERNETES_VERSION``, tenant / subscription / location / node resource group, the subnet's
+  ``SUBNET`` / ``VIRTUAL_NETWORK`` / ``VIRTUAL_NETWORK_RESOURCE_GROUP``, ``NETWORK_PLUGIN`` (``none`` for
+  Azure CNI overlay and ``networkPlugin: none``, else ``azure``; AKS's rule), ``NETWORK_POLICY``,
+  ``USER_ASSIGNED_IDENTITY_ID`` (the kubelet identity);
+* the node: ``KUBELET_NODE_LABELS`` (the labels the kubelet may set on itself, :func:`kubelet_may_set`),
+  ``KUBELET_FLAGS`` (:func:`kubelet_flags`: AKS's base flags, ``--max-pods``, ``--cluster-dns``,
+  ``--register-with-taints`` with the NodeClaim's taints, its startup taints and
+  ``karpenter.sh/unregistered:NoExecute``, the AKSNodeClass kubelet settings), ``GPU_NODE``;
+* the output depends only on the arguments (sorted), so one NodeClaim always gets the same bytes;
+  :func:`decode` and :func:`variables_of` read it back (tests, debugging).
+
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import base64
-import json
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-PROVISION_SCRIPT = "/opt/azure/containers/provision_start.sh"
+from karpy.api import kubeletconfig, labels, quantity
+
+PROVISION_START = "/opt/azure/containers/provision_start.sh"
+PROVISION_SCRIPT = "/opt/azure/containers/provision.sh"
+AKS_MIRROR = "https://acs-mirror.azureedge.net"
+DEFAULT_CLUSTER_DNS = "10.0.0.10"
+CREDENTIAL_PROVIDER_VERSIONS = {29: "1.29.15", 30: "1.30.12", 31: "1.31.6", 32: "1.32.5"}
+LATEST_CREDENTIAL_PROVIDER = "1.33.0"
+UNREGISTERED_TAINT = f"{labels.TAINT_UNREGISTERED}:NoExecute"
+
+_BASE_KUBELET_FLAGS = {
+    "--address": "0.0.0.0", "--anonymous-auth": "false", "--authentication-token-webhook": "true",
+    "--authorization-mode": "Webhook", "--cgroups-per-qos": "true", "--client-ca-file": "/etc/kubernetes/certs/ca.crt",
+    "--cloud-config": "/etc/kubernetes/azure.json", "--cloud-provider": "external", "--cluster-domain": "cluster.local",
+    "--enforce-node-allocatable": "pods", "--event-qps": "0",
+    "--eviction-hard": "memory.available<750Mi,nodefs.available<10%,nodefs.inodesFree<5%",
+    "--image-gc-high-threshold": "85", "--image-gc-low-threshold": "80", "--kubeconfig": "/var/lib/kubelet/kubeconfig",
+    "--node-status-update-frequency": "10s",
+    "--pod-infra-container-image": "mcr.microsoft.com/oss/kubernetes/pause:3.6",
+    "--pod-manifest-path": "/etc/kubernetes/manifests", "--pod-max-pids": "-1", "--protect-kernel-defaults": "true",
+    "--read-only-port": "0", "--resolv-conf": "/run/systemd/resolve/resolv.conf", "--rotate-certificates": "true",
+    "--streaming-connection-idle-timeout": "4h", "--tls-cert-file": "/etc/kubernetes/certs/kubeletserver.crt",
+    "--tls-private-key-file": "/etc/kubernetes/certs/kubeletserver.key",
+}
+"""The kubelet flags of an AKS agent node (AKS's node pools run the same)."""
+
+_KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
+})
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+_SUBNET = re.compile(r"/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Network/virtualNetworks/(?P<vnet>[^/]+)"
+                     r"/subnets/(?P<subnet>[^/]+)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ClusterBootstrap:
+    """The cluster-wide part: Karpenter Azure's operator settings and the cluster's identity."""
+
+    cluster_name: str
+    api_server: str
+    """Host name of the API server (``clusterEndpoint`` without scheme and port)."""
+    ca_bundle: str
+    """The cluster CA certificate(s), PEM, base64-encoded."""
+    bootstrap_token: str = field(repr=False)
+    kubernetes_version: str
+    subscription_id: str
+    location: str
+    node_resource_group: str
+    subnet_id: str
+    tenant_id: str = ""
+    network_plugin: str = "azure"
+    network_plugin_mode: str = "overlay"
+    network_policy: str = ""
+    dns_service_ip: str = ""
+    kubelet_identity_client_id: str = ""
+    admin_username: str = "azureuser"
 
 
 @dataclass(frozen=True)
 class NodeBootstrap:
-    """What the node needs to know to join the cluster."""
+    """What one node needs besides the cluster's part."""
 
-    cluster_name: str
-    cluster_endpoint: str
+    cluster: ClusterBootstrap
     node_labels: Mapping[str, str] = field(default_factory=dict)
     taints: Sequence[str] = ()
-    """``key=value:Effect`` strings."""
-    max_pods: int | None = None
-    kube_reserved: Mapping[str, str] = field(default_factory=dict)
-    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    """``key=value:Effect`` strings: the NodeClaim's taints, then its startup taints."""
+    max_pods: int = 250
+    kubelet: kubeletconfig.KubeletConfiguration | None = None
+    arch: str = "amd64"
+    gpu_node: bool = False
 
 
-def kubelet_flags(b: NodeBootstrap) -> list[str]:
-    """The kubelet command-line flags of the node, in a stable order."""
-    flags = []
-    if b.node_labels:
-        flags.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(b.node_labels.items())))
-    if b.taints:
-        flags.append("--register-with-taints=" + ",".join(b.taints))
-    if b.max_pods is not None:
-        flags.append(f"--max-pods={b.max_pods}")
-    if b.kube_reserved:
-        flags.append("--kube-reserved=" + ",".join(f"{k}={v}" for k, v in sorted(b.kube_reserved.items())))
-    if b.eviction_hard:
-        flags.append("--eviction-hard=" + ",".join(f"{k}<{v}" for k, v in sorted(b.eviction_hard.items())))
+def api_server_name(endpoint: str) -> str:
+    """``https://x.hcp.azmk8s.io:443`` -> ``x.hcp.azmk8s.io``."""
+    rest = endpoint.split("://", 1)[-1]
+    host = rest.split("/", 1)[0]
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def agent_network_plugin(plugin: str, mode: str) -> str:
+    """What the node's scripts are told: ``none`` for Azure CNI overlay and ``networkPlugin: none`` (the
+    CNI is installed by the cluster's own daemonsets), else ``azure``."""
+    return "none" if plugin == "none" or mode == "overlay" else "azure"
+
+
+def _version(text: str) -> tuple[int, int, int | None]:
+    m = _VERSION.match(text.strip())
+    if m is None:
+        raise ValueError(f"kubernetes version {text!r} is not like 1.31.2")
+    return int(m[1]), int(m[2]), int(m[3]) if m[3] is not None else None
+
+
+def credential_provider_url(kubernetes_version: str, arch: str) -> str:
+    """The out-of-tree ACR credential provider for Kubernetes 1.30+ (``""`` before)."""
+    _, minor, _ = _version(kubernetes_version)
+    if minor < 30:
+        return ""
+    v = CREDENTIAL_PROVIDER_VERSIONS.get(minor, LATEST_CREDENTIAL_PROVIDER)
+    return f"{AKS_MIRROR}/cloud-provider-azure/v{v}/binaries/azure-acr-credential-provider-linux-{arch}-v{v}.tar.gz"
+
+
+def kube_binary_url(kubernetes_version: str, arch: str) -> str:
+    """Where the node fetches kubelet when its image has not cached the version (``""`` from 1.34, whose
+    images carry it, and when only ``major.minor`` is known)."""
+    major, minor, patch = _version(kubernetes_version)
+    if minor >= 34 or patch is None:
+        return ""
+    return f"{AKS_MIRROR}/kubernetes/v{major}.{minor}.{patch}/binaries/kubernetes-node-linux-{arch}.tar.gz"
+
+
+def _joined(values: Mapping[str, str], sep: str) -> str:
+    return ",".join(f"{k}{sep}{v}" for k, v in sorted(values.items()))
+
+
+def kubelet_config_flags(kc: kubeletconfig.KubeletConfiguration | None) -> dict[str, str]:
+    """The flags an AKSNodeClass ``kubelet`` block sets."""
+    out: dict[str, str] = {}
+    if kc is None:
+        return out
+    if kc.system_reserved:
+        out["--system-reserved"] = _joined(quantity.format_list(kc.system_reserved), "=")
+    if kc.kube_reserved:
+        out["--kube-reserved"] = _joined(quantity.format_list(kc.kube_reserved), "=")
+    for flag, mapping in (("--eviction-hard", kc.eviction_hard), ("--eviction-soft", kc.eviction_soft)):
+        if mapping:
+            out[flag] = _joined(mapping, "<")
+    if kc.eviction_soft_grace_period:
+        out["--eviction-soft-grace-period"] = _joined(kc.eviction_soft_grace_period, "=")
+    scalars = (("--eviction-max-pod-grace-period", kc.eviction_max_pod_grace_period),
+               ("--image-gc-high-threshold", kc.image_gc_high_threshold_percent),
+               ("--image-gc-low-threshold", kc.image_gc_low_threshold_percent),
+               ("--cpu-manager-policy", kc.cpu_manager_policy), ("--cpu-cfs-quota-period", kc.cpu_cfs_quota_period),
+               ("--topology-manager-policy", kc.topology_manager_policy),
+               ("--container-log-max-size", kc.container_log_max_size),
+               ("--container-log-max-files", kc.container_log_max_files), ("--pod-max-pids", kc.pod_pids_limit))
+    for flag, value in scalars:
+        if value is not None and value != "":
+            out[flag] = str(value)
+    if kc.cpu_cfs_quota is not None:
+        out["--cpu-cfs-quota"] = str(kc.cpu_cfs_quota).lower()
+    if kc.allowed_unsafe_sysctls:
+        out["--allowed-unsafe-sysctls"] = ",".join(kc.allowed_unsafe_sysctls)
+    if kc.cluster_dns:
+        out["--cluster-dns"] = ",".join(kc.cluster_dns)
+    return out
+
+
+def register_taints(taints: Sequence[str]) -> list[str]:
+    """The taints the kubelet registers the Node with: those given plus ``karpenter.sh/unregistered``,
+    which Karpenter removes once it has synced the NodeClaim onto the Node."""
+    out = list(dict.fromkeys(taints))
+    if not any(t.split("=", 1)[0].split(":", 1)[0] == labels.TAINT_UNREGISTERED for t in out):
+        out.append(UNREGISTERED_TAINT)
+    return out
+
+
+def kubelet_flags(node: NodeBootstrap) -> dict[str, str]:
+    """Every kubelet flag of the node (flag -> value)."""
+    version = node.cluster.kubernetes_version
+    _, minor, _ = _version(version)
+    flags = dict(_BASE_KUBELET_FLAGS)
+    flags["--cluster-dns"] = node.cluster.dns_service_ip or DEFAULT_CLUSTER_DNS
+    if minor < 31:
+        flags["--keep-terminated-pod-volumes"] = "false"
+    if minor >= 34:
+        del flags["--cloud-config"]
+    if minor >= 35:
+        del flags["--pod-infra-container-image"]
+    if credential_provider_url(version, node.arch):
+        flags["--image-credential-provider-config"] = "/var/lib/kubelet/credential-provider-config.yaml"
+        flags["--image-credential-provider-bin-dir"] = "/var/lib/kubelet/credential-provider"
+    else:
+        flags["--azure-container-registry-config"] = "/etc/kubernetes/azure.json"
+    flags["--max-pods"] = str(node.max_pods)
+    flags["--register-with-taints"] = ",".join(register_taints(node.taints))
+    flags.update(kubelet_config_flags(node.kubelet))
     return flags
 
 
-def render(b: NodeBootstrap) -> str:
-    """The cloud-config text (before base64)."""
-    env = {
-        "API_SERVER_NAME": b.cluster_endpoint,
-        "CLUSTER_NAME": b.cluster_name,
-        "KUBELET_FLAGS": " ".join(kubelet_flags(b)),
+def kubelet_may_set(key: str) -> bool:
+    """Whether the kubelet may put label ``key`` on its own Node (the NodeRestriction admission rule):
+    not in the ``kubernetes.io`` / ``k8s.io`` namespaces, except the well-known labels and the
+    ``kubelet.kubernetes.io`` / ``node.kubernetes.io`` namespaces."""
+    if key in _KUBELET_LABELS:
+        return True
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    for domain in ("kubernetes.io", "k8s.io"):
+        if namespace == domain or namespace.endswith("." + domain):
+            return any(namespace == ns or namespace.endswith("." + ns)
+                       for ns in ("kubelet.kubernetes.io", "node.kubernetes.io"))
+    return True
+
+
+def variables(node: NodeBootstrap) -> dict[str, str]:
+    """The variables AKS's node provisioning scripts read (name -> value)."""
+    c = node.cluster
+    m = _SUBNET.search(c.subnet_id)
+    subnet = (m["subnet"], m["vnet"], m["rg"]) if m is not None else ("aks-subnet", "", "")
+    return {
+        "ADMINUSER": c.admin_username,
+        "API_SERVER_NAME": c.api_server,
+        "CLI_TOOL": "ctr",
+        "CNI_PLUGINS_URL": f"{AKS_MIRROR}/cni-plugins/v1.1.1/binaries/cni-plugins-linux-{node.arch}-v1.1.1.tgz",
+        "CONFIG_GPU_DRIVER_IF_NEEDED": str(node.gpu_node).lower(),
+        "CONTAINER_RUNTIME": "containerd",
+        "CREDENTIAL_PROVIDER_DOWNLOAD_URL": credential_provider_url(c.kubernetes_version, node.arch),
+        "CSE_CONFIG_FILEPATH": "/opt/azure/containers/provision_configs.sh",
+        "CSE_HELPERS_FILEPATH": "/opt/azure/containers/provision_source.sh",
+        "CSE_INSTALL_FILEPATH": "/opt/azure/containers/provision_installs.sh",
+        "ENABLE_TLS_BOOTSTRAPPING": "true",
+        "GPU_NODE": str(node.gpu_node).lower(),
+        "IS_VHD": "true",
+        "KUBE_BINARY_URL": kube_binary_url(c.kubernetes_version, node.arch),
+        "KUBE_CA_CRT": c.ca_bundle,
+        "KUBELET_FLAGS": " ".join(f"{k}={v}" for k, v in sorted(kubelet_flags(node).items())),
+        "KUBELET_NODE_LABELS": ",".join(f"{k}={v}" for k, v in sorted(node.node_labels.items()) if kubelet_may_set(k)),
+        "KUBERNETES_VERSION": c.kubernetes_version,
+        "LOAD_BALANCER_SKU": "Standard",
+        "LOCATION": c.location,
+        "NEEDS_CGROUPV2": "true",
+        "NEEDS_CONTAINERD": "true",
+        "NETWORK_PLUGIN": agent_network_plugin(c.network_plugin, c.network_plugin_mode),
+        "NETWORK_POLICY": c.network_policy,
+        "RESOURCE_GROUP": c.node_resource_group,
+        "SERVICE_PRINCIPAL_CLIENT_ID": "msi",
+        "SERVICE_PRINCIPAL_FILE_CONTENT": base64.b64encode(b"msi").decode(),
+        "SUBNET": subnet[0],
+        "SUBSCRIPTION_ID": c.subscription_id,
+        "TARGET_CLOUD": "AzurePublicCloud",
+        "TARGET_ENVIRONMENT": "AzurePublicCloud",
+        "TENANT_ID": c.tenant_id,
+        "TLS_BOOTSTRAP_TOKEN": c.bootstrap_token,
+        "USE_INSTANCE_METADATA": "true",
+        "USE_MANAGED_IDENTITY_EXTENSION": "true",
+        "USER_ASSIGNED_IDENTITY_ID": c.kubelet_identity_client_id,
+        "VIRTUAL_NETWORK": subnet[1],
+        "VIRTUAL_NETWORK_RESOURCE_GROUP": subnet[2],
+        "VM_TYPE": "standard",
+        "VNET_CNI_PLUGINS_URL": (f"{AKS_MIRROR}/azure-cni/v1.4.32/binaries/"
+                                 f"azure-vnet-cni-linux-{node.arch}-v1.4.32.tgz"),
     }
-    env_file = "".join(f"{k}={json.dumps(v)}\n" for k, v in sorted(env.items()))
+
+
+def render(node: NodeBootstrap) -> str:
+    """The bash script (before base64)."""
     lines = [
-        "#cloud-config",
-        "write_files:",
-        "- path: /etc/default/karpy-node",
-        "  permissions: '0644'",
-        "  content: |",
-        *(f"    {line}" for line in env_file.splitlines()),
-        "runcmd:",
-        f"- [bash, -c, 'set -a; . /etc/default/karpy-node; {PROVISION_SCRIPT}']",
+        "#!/bin/bash",
+        f"# karpy: joins AKS cluster {node.cluster.cluster_name} through the node image's provisioning scripts",
+        "set -o allexport",
+        "mkdir -p /var/log/azure/Microsoft.Azure.Extensions.CustomScript/events",
+        f"for i in $(seq 1 1200); do grep -Fq EOF {PROVISION_SCRIPT} && break; "
+        "if [ $i -eq 1200 ]; then exit 100; else sleep 1; fi; done",
+        *(f"{name}={shlex.quote(value)}" for name, value in sorted(variables(node).items())),
+        f'/usr/bin/nohup /bin/bash -c "/bin/bash {PROVISION_START}"',
     ]
     return "\n".join(lines) + "\n"
 
 
-def custom_data(b: NodeBootstrap) -> str:
-    """``osProfile.customData``: the cloud-config, base64."""
-    return base64.b64encode(render(b).encode()).decode()
+def custom_data(node: NodeBootstrap) -> str:
+    """``osProfile.customData``: the script, base64."""
+    return base64.b64encode(render(node).encode()).decode()
 
 
 def decode(data: str) -> str:
-    """The cloud-config text of a ``customData`` value (for tests and debugging)."""
+    """The script of a ``customData`` value."""
     return base64.b64decode(data.encode()).decode()
+
+
+def variables_of(script: str) -> dict[str, str]:
+    """The ``NAME=value`` assignments of a rendered script (the inverse of :func:`render`'s quoting)."""
+    out: dict[str, str] = {}
+    for line in script.splitlines():
+        m = re.match(r"^([A-Z][A-Z0-9_]*)=(.*)$", line)
+        if m is not None:
+            words = shlex.split(m[2])
+            out[m[1]] = words[0] if words else ""
+    return out

@@ -1,50 +1,82 @@
 """Build the Azure cloud provider from settings, options and the environment (TEAM.md contract).
 
-``build(settings, clock, cluster, **options) -> CloudProvider``. Each option falls back to the
-environment variable Karpenter's Azure provider reads:
+``build(settings, clock, cluster, **options) -> CloudProvider``. Where the VMs go: each option falls
+back to the environment variable Karpenter's Azure provider reads:
 
 =====================  =============================  =============================================
 option                 environment                    meaning
 =====================  =============================  =============================================
 ``subscription_id``    ``ARM_SUBSCRIPTION_ID``        subscription of the node resource group
-``resource_group``     ``AZURE_NODE_RESOURCE_GROUP``  the node resource group (``MC_...``)
+``resource_group``     ``AZURE_NODE_RESOURCE_GROUP``  the node resource group (``MC_...``); also the
+                                                      setting ``nodeResourceGroup``
 ``region``             ``LOCATION``                   ARM region (``japaneast``)
-``subnet_id``          ``AZURE_SUBNET_ID``            default subnet of the nodes' NICs
-``ssh_public_key``     ``SSH_PUBLIC_KEY``             the nodes' admin key
+``subnet_id``          ``AZURE_SUBNET_ID``            default subnet of the nodes' NICs; also the
+                                                      setting ``vnetSubnetID`` (``VNET_SUBNET_ID``)
+``ssh_public_key``     ``SSH_PUBLIC_KEY``             the nodes' admin key (setting ``sshPublicKey``)
 ``endpoint_url``       ``ARM_ENDPOINT``               ARM base URL (public Azure when unset)
-``kubernetes_version`` ``KUBERNETES_VERSION``         written to AKSNodeClass status
+``kubernetes_version`` ``KUBERNETES_VERSION``         the nodes' version; else the API server's
+``tenant_id``          ``AZURE_TENANT_ID``            written to the nodes' cloud config
+``ca_bundle``          (none)                         the cluster CA (base64 PEM); else the
+                                                      in-cluster service-account CA (``ca_file``)
 =====================  =============================  =============================================
+
+How nodes join the cluster comes from :class:`karpy.settings.Settings`, Karpenter Azure's names
+(flags, environment, settings file): ``clusterEndpoint``, ``kubeletBootstrapToken``, ``sshPublicKey``,
+``vnetSubnetID``, ``nodeResourceGroup`` (required, as in Karpenter Azure), ``networkPlugin``
+(``azure``|``none``), ``networkPluginMode`` (``overlay``|``""``), ``networkPolicy``, ``networkDataplane``
+(``azure``|``cilium``|``""``), ``dnsServiceIP``, ``vnetGUID``, ``nodeIdentities``,
+``kubeletIdentityClientID``, ``linuxAdminUsername``. :func:`validate` checks them all at once; what is
+missing or malformed raises :class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable)
+naming each flag / environment variable and what it must be, before anything is called.
 
 Other options: ``credential`` (an azure.core ``TokenCredential``; default: azure-identity's
 ``DefaultAzureCredential`` when installed, or an offline token for a loopback ``endpoint_url``),
 ``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only; default
 the public API, or the ARM endpoint itself when that is a loopback emulator),
 ``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (environment
-``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when missing, :mod:`.nap`).
+``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when missing, :mod:`.nap`),
+``image_ttl`` (seconds the gallery's latest image versions are kept, :mod:`.gallery`).
 A loopback ``endpoint_url`` (``http://127.0.0.1:...``) fills what is missing with
-:func:`emulator_defaults`. Missing configuration raises
-:class:`karpy.cloudprovider.errors.CloudProviderError` (not retryable) naming what is missing.
+:func:`emulator_defaults` (an emulator, ``karpy simulate``: no real cluster to join).
 """
 
 from __future__ import annotations
 
+import base64
 import importlib
+import ipaddress
+import logging
 import os
+import re
+import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from karpy import clock, settings
 from karpy.cloudprovider import errors, interface
-from karpy.cloudprovider.azure import clients, nap, pricing, provider
+from karpy.cloudprovider.azure import bootstrap, clients, images, nap, pricing, provider
 from karpy.kube import errors as kube_errors
 from karpy.kube import interface as kube_interface
+
+log = logging.getLogger("karpy.cloudprovider.azure")
 
 ENVIRONMENT = {
     "subscription_id": "ARM_SUBSCRIPTION_ID", "resource_group": "AZURE_NODE_RESOURCE_GROUP",
     "region": "LOCATION", "subnet_id": "AZURE_SUBNET_ID", "ssh_public_key": "SSH_PUBLIC_KEY",
-    "endpoint_url": "ARM_ENDPOINT", "kubernetes_version": "KUBERNETES_VERSION",
+    "endpoint_url": "ARM_ENDPOINT", "kubernetes_version": "KUBERNETES_VERSION", "tenant_id": "AZURE_TENANT_ID",
 }
 REQUIRED = ("subscription_id", "resource_group", "region", "subnet_id")
+SERVICE_ACCOUNT_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+EMULATOR_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nkarpy-emulator\n-----END CERTIFICATE-----\n").decode()
+BOOTSTRAP_TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
+ADMIN_USERNAME = re.compile(r"^[A-Za-z][-A-Za-z0-9_]{0,31}$")
+_WHAT = {
+    "subscription_id": "ARM_SUBSCRIPTION_ID: the subscription of the node resource group",
+    "resource_group": "--node-resource-group / AZURE_NODE_RESOURCE_GROUP: the node resource group (MC_...)",
+    "region": "LOCATION: the ARM region of the cluster",
+    "subnet_id": "--vnet-subnet-id / VNET_SUBNET_ID (or AZURE_SUBNET_ID): the nodes' default subnet",
+}
 
 
 def _option(options: Mapping[str, Any], key: str, environ: Mapping[str, str]) -> str:
@@ -68,12 +100,16 @@ def _default_credential(endpoint: str) -> Any:
 
 def emulator_defaults(cluster_name: str, region: str) -> dict[str, str]:
     """What a loopback ARM endpoint (an emulator, ``karpy simulate``) gets when not told: a zero
-    subscription, AKS's node resource group name and a subnet in it."""
+    subscription, AKS's node resource group name and a subnet in it, and a make-believe cluster to
+    join (endpoint, CA, bootstrap token, SSH key) since there is no real one."""
     sub = "00000000-0000-0000-0000-000000000000"
     rg = f"MC_{cluster_name}_{cluster_name}_{region}"
     return {"subscription_id": sub, "resource_group": rg, "region": region,
             "subnet_id": f"/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/"
-                         f"aks-vnet/subnets/aks-subnet"}
+                         f"aks-vnet/subnets/aks-subnet",
+            "cluster_endpoint": f"https://{cluster_name}.hcp.{region}.azmk8s.io:443", "ca_bundle": EMULATOR_CA,
+            "bootstrap_token": "karpy0.emulator00000000", "ssh_public_key": "ssh-rsa AAAA karpy-emulator",
+            "kubernetes_version": "1.31.2"}
 
 
 def node_class_lookup(cluster: kube_interface.Cluster) -> provider.NodeClassLookup:
@@ -86,20 +122,147 @@ def node_class_lookup(cluster: kube_interface.Cluster) -> provider.NodeClassLook
     return lookup
 
 
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def validate(config: provider.ClusterConfig) -> list[str]:
+    """Every problem with the configuration, each naming the flag and environment variable to set
+    (empty: the provider can launch nodes that join the cluster)."""
+    out: list[str] = []
+    for key in REQUIRED:
+        if not getattr(config, key):
+            out.append(f"{_WHAT[key]} is required")
+    if not config.cluster_endpoint:
+        out.append("--cluster-endpoint / CLUSTER_ENDPOINT: the API server URL new nodes join is required")
+    elif not re.match(r"^https?://[^/:\s]+", config.cluster_endpoint):
+        out.append(f"--cluster-endpoint / CLUSTER_ENDPOINT must be a URL such as https://x.hcp.eastus.azmk8s.io:443, "
+                   f"not {config.cluster_endpoint!r}")
+    if not config.bootstrap_token:
+        out.append("--kubelet-bootstrap-token / KUBELET_BOOTSTRAP_TOKEN: the bootstrap token new nodes join with "
+                   "is required")
+    elif not BOOTSTRAP_TOKEN.match(config.bootstrap_token):
+        out.append("--kubelet-bootstrap-token / KUBELET_BOOTSTRAP_TOKEN must be a bootstrap token "
+                   "(<6 of [a-z0-9]>.<16 of [a-z0-9]>)")
+    if not config.ssh_public_key:
+        out.append("--ssh-public-key / SSH_PUBLIC_KEY: the nodes' admin SSH public key is required")
+    if not config.ca_bundle:
+        out.append(f"the cluster CA is required: pass ca_bundle (base64 PEM) or run in the cluster "
+                   f"({SERVICE_ACCOUNT_CA})")
+    if config.subnet_id and not images.SUBNET_ID.match(config.subnet_id):
+        out.append(f"--vnet-subnet-id / VNET_SUBNET_ID must be a subnet resource id (/subscriptions/<sub>/"
+                   f"resourceGroups/<rg>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>), "
+                   f"not {config.subnet_id!r}")
+    if config.network_plugin not in ("azure", "none"):
+        out.append(f"--network-plugin / NETWORK_PLUGIN must be azure or none, not {config.network_plugin!r}")
+    if config.network_plugin_mode not in ("overlay", ""):
+        out.append(f"--network-plugin-mode / NETWORK_PLUGIN_MODE must be overlay or empty, "
+                   f"not {config.network_plugin_mode!r}")
+    elif config.network_plugin == "none" and config.network_plugin_mode:
+        out.append("--network-plugin-mode / NETWORK_PLUGIN_MODE must be empty when the network plugin is none")
+    if config.network_dataplane not in ("azure", "cilium", ""):
+        out.append(f"--network-dataplane / NETWORK_DATAPLANE must be azure or cilium, not {config.network_dataplane!r}")
+    if config.vnet_guid and not _is_uuid(config.vnet_guid):
+        out.append(f"--vnet-guid / VNET_GUID must be a GUID, not {config.vnet_guid!r}")
+    if config.kubelet_identity_client_id and not _is_uuid(config.kubelet_identity_client_id):
+        out.append(f"--kubelet-identity-client-id / KUBELET_IDENTITY_CLIENT_ID must be a GUID, "
+                   f"not {config.kubelet_identity_client_id!r}")
+    if config.dns_service_ip:
+        try:
+            ipaddress.ip_address(config.dns_service_ip)
+        except ValueError:
+            out.append(f"--dns-service-ip / DNS_SERVICE_IP must be an IP address, not {config.dns_service_ip!r}")
+    if not ADMIN_USERNAME.match(config.admin_username):
+        out.append("--linux-admin-username / LINUX_ADMIN_USERNAME must start with a letter and hold at most 32 "
+                   f"letters, digits, '-' and '_', not {config.admin_username!r}")
+    for identity in config.node_identities:
+        if not re.match(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ManagedIdentity/"
+                        r"userAssignedIdentities/[^/]+$", identity, re.IGNORECASE):
+            out.append(f"--node-identities / NODE_IDENTITIES must be user-assigned identity resource ids, "
+                       f"not {identity!r}")
+    try:
+        bootstrap.kube_binary_url(config.kubernetes_version or provider.DEFAULT_KUBERNETES_VERSION, "amd64")
+    except ValueError:
+        out.append(f"KUBERNETES_VERSION must be like 1.31.2, not {config.kubernetes_version!r}")
+    return out
+
+
+def _kubernetes_version(cluster: kube_interface.Cluster, given: str) -> str:
+    if given:
+        return given
+    getter = getattr(cluster, "server_version", None)
+    if callable(getter):
+        try:
+            return str(getter())
+        except Exception as exc:  # the adapter's own errors; the default below is logged
+            log.warning("could not read the Kubernetes version from the API server: %s", exc)
+    log.warning("Kubernetes version unknown (set KUBERNETES_VERSION); nodes bootstrap as %s",
+                provider.DEFAULT_KUBERNETES_VERSION)
+    return ""
+
+
+def _ca_bundle(options: Mapping[str, Any], cluster: kube_interface.Cluster) -> str:
+    given = options.get("ca_bundle")
+    if given:
+        return str(given)
+    getter = getattr(cluster, "ca_bundle", None)
+    if callable(getter):
+        found = getter()
+        if found:
+            return str(found)
+    path = Path(str(options.get("ca_file") or SERVICE_ACCOUNT_CA))
+    try:
+        return base64.b64encode(path.read_bytes()).decode()
+    except OSError:
+        return ""
+
+
+def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, options: Mapping[str, Any],
+              environ: Mapping[str, str]) -> provider.ClusterConfig:
+    """The provider's configuration from settings, options and the environment (not yet validated)."""
+    values = {key: _option(options, key, environ) for key in ENVIRONMENT}
+    values["resource_group"] = values["resource_group"] or settings_.node_resource_group
+    values["subnet_id"] = str(options.get("subnet_id") or settings_.vnet_subnet_id or values["subnet_id"])
+    values["ssh_public_key"] = str(options.get("ssh_public_key") or settings_.ssh_public_key
+                                   or values["ssh_public_key"])
+    values["cluster_endpoint"] = settings_.cluster_endpoint
+    values["bootstrap_token"] = settings_.kubelet_bootstrap_token
+    values["ca_bundle"] = _ca_bundle(options, cluster)
+    if clients.is_loopback_http(values["endpoint_url"]):
+        for key, value in emulator_defaults(settings_.cluster_name, values["region"] or "eastus").items():
+            values[key] = values[key] or value
+    return provider.ClusterConfig(
+        cluster_name=settings_.cluster_name, region=values["region"], resource_group=values["resource_group"],
+        subnet_id=values["subnet_id"], cluster_endpoint=values["cluster_endpoint"],
+        ssh_public_key=values["ssh_public_key"],
+        kubernetes_version=_kubernetes_version(cluster, values["kubernetes_version"]),
+        ca_bundle=values["ca_bundle"], bootstrap_token=values["bootstrap_token"],
+        subscription_id=values["subscription_id"], tenant_id=values["tenant_id"],
+        network_plugin=settings_.network_plugin, network_plugin_mode=settings_.network_plugin_mode,
+        network_policy=settings_.network_policy, network_dataplane=settings_.network_dataplane,
+        dns_service_ip=settings_.dns_service_ip, vnet_guid=settings_.vnet_guid,
+        kubelet_identity_client_id=settings_.kubelet_identity_client_id,
+        node_identities=tuple(i.strip() for i in settings_.node_identities.split(",") if i.strip()),
+        admin_username=settings_.linux_admin_username or "azureuser")
+
+
 def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interface.Cluster,
           **options: Any) -> interface.CloudProvider:
     """The Azure provider for ``settings_.cluster_name`` (see the module docstring)."""
     environ = options.pop("environ", os.environ)
-    values = {key: _option(options, key, environ) for key in ENVIRONMENT}
-    if clients.is_loopback_http(values["endpoint_url"]):
-        for key, value in emulator_defaults(settings_.cluster_name, values["region"] or "eastus").items():
-            values[key] = values[key] or value
-    missing = [f"{key} ({ENVIRONMENT[key]})" for key in REQUIRED if not values[key]]
-    if missing:
-        raise errors.CloudProviderError(f"the Azure provider needs {', '.join(missing)}", reason="Configuration")
-    endpoint = values["endpoint_url"] or "https://management.azure.com"
+    config = config_of(settings_, cluster, options, environ)
+    problems = validate(config)
+    if problems:
+        raise errors.CloudProviderError(
+            "the Azure provider's configuration is incomplete or wrong:\n" + "\n".join(f"  - {p}" for p in problems),
+            reason="Configuration")
+    endpoint = _option(options, "endpoint_url", environ) or "https://management.azure.com"
     credential = options.get("credential") or _default_credential(endpoint)
-    azure = clients.connect(values["subscription_id"], credential, endpoint=endpoint,
+    azure = clients.connect(config.subscription_id, credential, endpoint=endpoint,
                             polling_interval=options.get("polling_interval"))
     # an emulator on this machine serves the prices too (or the packaged table is used): never the internet
     default_prices = endpoint if clients.is_loopback_http(endpoint) else pricing.RETAIL_PRICES_ENDPOINT
@@ -108,10 +271,6 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
     if prices_endpoint:
         def fetch(region: str) -> pricing.Prices:
             return pricing.fetch_retail_prices(region, endpoint=str(prices_endpoint))
-    config = provider.ClusterConfig(
-        cluster_name=settings_.cluster_name, region=values["region"], resource_group=values["resource_group"],
-        subnet_id=values["subnet_id"], cluster_endpoint=settings_.cluster_endpoint,
-        ssh_public_key=values["ssh_public_key"], kubernetes_version=values["kubernetes_version"])
     nap_mode = options.get("nap_mode")
     if nap_mode is None:
         nap_mode = str(environ.get("NAP_MODE", "")).strip().lower() == "true"

@@ -16,6 +16,8 @@ What a caller may rely on:
   (``diffDiskSettings.option: Local``, on the cache disk when it fits there, else the resource disk)
   where the size supports ephemeral OS disks of that size, else a managed Premium_LRS disk
   (Standard_LRS on sizes without premium storage);
+* ``osProfile``: the admin user (``LINUX_ADMIN_USERNAME``) with only the SSH key (``SSH_PUBLIC_KEY``),
+  the custom data of :mod:`.bootstrap`; ``identity``: the user-assigned ``NODE_IDENTITIES``;
 * spot VMs have ``priority: Spot``, ``evictionPolicy: Delete`` and ``billingProfile.maxPrice: -1``;
   on-demand VMs ``priority: Regular``;
 * :meth:`Instances.delete` removes the VM, then its NIC and its managed OS disk (each
@@ -85,6 +87,9 @@ class LaunchSpec:
     premium_storage: bool = True
     ephemeral_placement: str | None = None
     """``"CacheDisk"`` / ``"ResourceDisk"`` for an ephemeral OS disk, ``None`` for a managed disk."""
+    admin_username: str = ADMIN_USERNAME
+    node_identities: tuple[str, ...] = ()
+    """User-assigned managed identities (resource ids) the VM gets (``NODE_IDENTITIES``)."""
 
 
 def ephemeral_placement(record: Mapping[str, Any], os_disk_gb: int) -> str | None:
@@ -131,9 +136,9 @@ def vm_body(spec: LaunchSpec, nic_id: str) -> dict[str, Any]:
         "networkProfile": {"networkInterfaces": [
             {"id": nic_id, "properties": {"primary": True, "deleteOption": "Delete"}}]},
         "osProfile": {
-            "computerName": spec.name, "adminUsername": ADMIN_USERNAME, "customData": spec.custom_data,
+            "computerName": spec.name, "adminUsername": spec.admin_username, "customData": spec.custom_data,
             "linuxConfiguration": {"disablePasswordAuthentication": True, "ssh": {"publicKeys": [
-                {"path": f"/home/{ADMIN_USERNAME}/.ssh/authorized_keys", "keyData": spec.ssh_public_key}]}},
+                {"path": f"/home/{spec.admin_username}/.ssh/authorized_keys", "keyData": spec.ssh_public_key}]}},
         },
         "priority": PRIORITY[spec.capacity_type],
     }
@@ -143,6 +148,8 @@ def vm_body(spec: LaunchSpec, nic_id: str) -> dict[str, Any]:
     body: dict[str, Any] = {"location": spec.region, "tags": dict(spec.tags), "properties": properties}
     if spec.zone:
         body["zones"] = [spec.zone]
+    if spec.node_identities:
+        body["identity"] = {"type": "UserAssigned", "userAssignedIdentities": {i: {} for i in spec.node_identities}}
     return body
 
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from karpy import clock
-from karpy.api import labels, meta, nodeclaim, nodeclass, nodepool, quantity
+from karpy.api import aksnodeclass, labels, meta, nodeclaim, nodepool
 from karpy.cloudprovider import catalog, errors, instancetype, interface
 from karpy.cloudprovider.azure import (
     bootstrap,
@@ -61,6 +61,11 @@ NIC_GC_INTERVAL = 300.0
 """At most this often :meth:`AzureCloudProvider.list` also removes orphaned NICs."""
 AKS_LABELS = {"kubernetes.azure.com/mode": "user", "kubernetes.azure.com/role": "agent",
               "kubernetes.azure.com/podnetwork-type": "overlay", "kubernetes.azure.com/ebpf-dataplane": "cilium"}
+"""The AKS labels of a node of the default network (Azure CNI overlay, Cilium dataplane)."""
+DEFAULT_KUBERNETES_VERSION = "1.31"
+DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
+"""Karpenter Azure sets it: the node's startup taints come from the kubelet, not from syncing the claim."""
+OS_SKU = {"Ubuntu": "Ubuntu", "Ubuntu2204": "Ubuntu", "Ubuntu2404": "Ubuntu", "AzureLinux": "AzureLinux"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +80,33 @@ class ClusterConfig:
     cluster_endpoint: str = ""
     ssh_public_key: str = ""
     kubernetes_version: str = ""
+    # how nodes join the cluster (Karpenter Azure's operator settings; :mod:`.bootstrap`)
+    ca_bundle: str = ""
+    """The cluster CA, PEM, base64-encoded."""
+    bootstrap_token: str = dataclasses.field(default="", repr=False)
+    subscription_id: str = ""
+    tenant_id: str = ""
+    network_plugin: str = "azure"
+    network_plugin_mode: str = "overlay"
+    network_policy: str = ""
+    network_dataplane: str = "cilium"
+    dns_service_ip: str = ""
+    vnet_guid: str = ""
+    kubelet_identity_client_id: str = ""
+    node_identities: tuple[str, ...] = ()
+    admin_username: str = instances.ADMIN_USERNAME
+
+    def bootstrap(self) -> bootstrap.ClusterBootstrap:
+        """The cluster-wide part of every node's custom data."""
+        return bootstrap.ClusterBootstrap(
+            cluster_name=self.cluster_name, api_server=bootstrap.api_server_name(self.cluster_endpoint),
+            ca_bundle=self.ca_bundle, bootstrap_token=self.bootstrap_token,
+            kubernetes_version=self.kubernetes_version or DEFAULT_KUBERNETES_VERSION,
+            subscription_id=self.subscription_id, location=self.region, node_resource_group=self.resource_group,
+            subnet_id=self.subnet_id, tenant_id=self.tenant_id, network_plugin=self.network_plugin,
+            network_plugin_mode=self.network_plugin_mode, network_policy=self.network_policy,
+            dns_service_ip=self.dns_service_ip, kubelet_identity_client_id=self.kubelet_identity_client_id,
+            admin_username=self.admin_username)
 
 
 class AzureCloudProvider:
@@ -112,13 +144,13 @@ class AzureCloudProvider:
                 self._types.clear()
             return self._records
 
-    def _node_class(self, name: str | None) -> nodeclass.AKSNodeClass | None:
+    def _node_class(self, name: str | None) -> aksnodeclass.AKSNodeClass | None:
         if not name:
             return None
         obj = self.node_classes(name)
-        return nodeclass.AKSNodeClass.from_manifest(obj) if obj is not None else None
+        return aksnodeclass.AKSNodeClass.from_manifest(obj) if obj is not None else None
 
-    def _types_for(self, nc: nodeclass.AKSNodeClass | None) -> list[instancetype.InstanceType]:
+    def _types_for(self, nc: aksnodeclass.AKSNodeClass | None) -> list[instancetype.InstanceType]:
         self.prices.refresh()
         records = self.records()
         kubelet: dict[str, Any] = nc.kubelet.to_dict() if nc is not None and nc.kubelet is not None else {}
@@ -150,7 +182,7 @@ class AzureCloudProvider:
     # ------------------------------------------------------------------------------------------
     # Launch
 
-    def _ready_node_class(self, claim: nodeclaim.NodeClaim) -> nodeclass.AKSNodeClass | None:
+    def _ready_node_class(self, claim: nodeclaim.NodeClaim) -> aksnodeclass.AKSNodeClass | None:
         ref = claim.spec.node_class_ref
         if ref is None:
             return None
@@ -160,7 +192,7 @@ class AzureCloudProvider:
         ready = images.resolve_status(obj)["conditions"][-1]
         if ready["status"] != "True":
             raise errors.NodeClassNotReadyError(f"AKSNodeClass {ref.name} is not ready: {ready['message']}")
-        return nodeclass.AKSNodeClass.from_manifest(obj)
+        return aksnodeclass.AKSNodeClass.from_manifest(obj)
 
     def _ordered(self, claim: nodeclaim.NodeClaim, types: builtins.list[instancetype.InstanceType]
                  ) -> builtins.list[capacity.Candidate]:
@@ -227,7 +259,7 @@ class AzureCloudProvider:
                                      reason="NotOwned")
         return vm
 
-    def _adopt(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,
+    def _adopt(self, claim: nodeclaim.NodeClaim, nc: aksnodeclass.AKSNodeClass | None,
                types: builtins.list[instancetype.InstanceType], vm: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
         """The launched NodeClaim for a VM a previous attempt created (``None``: it failed; it is removed)."""
         props = vm.get("properties") or {}
@@ -245,7 +277,7 @@ class AzureCloudProvider:
                      instancetype.Offering(zone, ct, 0.0))
         return self._launched(claim, nc, it, offer, vm)
 
-    def _launch(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,
+    def _launch(self, claim: nodeclaim.NodeClaim, nc: aksnodeclass.AKSNodeClass | None,
                 cand: capacity.Candidate) -> dict[str, Any]:
         it, offer = cand.instance_type, cand.offering
         name = instances.resource_name(claim.name)
@@ -263,8 +295,9 @@ class AzureCloudProvider:
             subnet_id=(nc.vnet_subnet_id if nc is not None and nc.vnet_subnet_id else self.config.subnet_id),
             tags=instances.tags(self.config.cluster_name, claim.metadata.labels.get(labels.NODEPOOL, ""),
                                 claim.name, nc.name if nc is not None else "", nc.tags if nc is not None else None),
-            custom_data=bootstrap.custom_data(self._bootstrap(claim, nc, node_labels)),
-            ssh_public_key=self.config.ssh_public_key,
+            custom_data=bootstrap.custom_data(self._bootstrap(claim, nc, it, node_labels)),
+            ssh_public_key=self.config.ssh_public_key, admin_username=self.config.admin_username,
+            node_identities=self.config.node_identities,
             accelerated_networking=bool(rec.get("accelerated_networking")),
             premium_storage=bool(rec.get("premium_io", True)),
             ephemeral_placement=instances.ephemeral_placement(rec, os_disk),
@@ -274,7 +307,18 @@ class AzureCloudProvider:
 
     def _node_labels(self, claim: nodeclaim.NodeClaim, it: instancetype.InstanceType,
                      offer: instancetype.Offering) -> dict[str, str]:
-        out = dict(AKS_LABELS)  # defaults: a NodePool template may say mode=system
+        cfg = self.config
+        out = {"kubernetes.azure.com/mode": "user", "kubernetes.azure.com/role": "agent",
+               DO_NOT_SYNC_TAINTS: "true"}  # defaults: a NodePool template may say mode=system
+        if cfg.network_plugin_mode == "overlay":
+            out["kubernetes.azure.com/podnetwork-type"] = "overlay"
+            out["kubernetes.azure.com/azure-cni-overlay"] = "true"
+        if cfg.network_dataplane == "cilium":
+            out["kubernetes.azure.com/ebpf-dataplane"] = "cilium"
+        if cfg.vnet_guid:
+            out["kubernetes.azure.com/nodenetwork-vnetguid"] = cfg.vnet_guid
+        if cfg.kubelet_identity_client_id:
+            out["kubernetes.azure.com/kubelet-identity-client-id"] = cfg.kubelet_identity_client_id
         out.update(claim.metadata.labels)
         out.update(it.labels)
         out.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: offer.zone, labels.REGION: self.config.region,
@@ -289,8 +333,8 @@ class AzureCloudProvider:
             out["kubernetes.azure.com/network-subscription"] = parts[2] if len(parts) > 2 else ""
         return out
 
-    def _bootstrap(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,
-                   node_labels: Mapping[str, str]) -> bootstrap.NodeBootstrap:
+    def _bootstrap(self, claim: nodeclaim.NodeClaim, nc: aksnodeclass.AKSNodeClass | None,
+                   it: instancetype.InstanceType, node_labels: Mapping[str, str]) -> bootstrap.NodeBootstrap:
         taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
                   for t in (*claim.spec.taints, *claim.spec.startup_taints)]
         kubelet = nc.kubelet if nc is not None else None
@@ -299,12 +343,12 @@ class AzureCloudProvider:
             max_pods = kubelet.max_pods
         if nc is not None and nc.max_pods is not None:
             max_pods = nc.max_pods
+        family = nc.image_family if nc is not None else "Ubuntu2204"
+        node_labels = {**node_labels, "kubernetes.azure.com/os-sku": OS_SKU.get(family, family)}
         return bootstrap.NodeBootstrap(
-            cluster_name=self.config.cluster_name, cluster_endpoint=self.config.cluster_endpoint,
-            node_labels=node_labels, taints=taints, max_pods=max_pods,
-            kube_reserved=quantity.format_list(kubelet.kube_reserved) if kubelet is not None else {},
-            eviction_hard=dict(kubelet.eviction_hard) if kubelet is not None else {},
-        )
+            cluster=self.config.bootstrap(), node_labels=node_labels, taints=taints, max_pods=max_pods,
+            kubelet=kubelet, arch=it.labels.get(labels.ARCH, "amd64"),
+            gpu_node=it.labels.get(labels.AZURE_SKU_GPU_MANUFACTURER) == "nvidia")
 
     def _cleanup(self, name: str) -> None:
         """Remove what a failed launch left (the VM in Failed state, the NIC)."""
@@ -314,7 +358,7 @@ class AzureCloudProvider:
         except clients.AzureAPIError:
             pass  # the NIC garbage collection removes what is left
 
-    def _launched(self, claim: nodeclaim.NodeClaim, nc: nodeclass.AKSNodeClass | None,
+    def _launched(self, claim: nodeclaim.NodeClaim, nc: aksnodeclass.AKSNodeClass | None,
                   it: instancetype.InstanceType, offer: instancetype.Offering, vm: Mapping[str, Any]
                   ) -> nodeclaim.NodeClaim:
         md = claim.metadata
@@ -407,7 +451,7 @@ class AzureCloudProvider:
         when = clock.parse_rfc3339(str(created)) if created else None
         ref = None
         if tags.get(instances.NODECLASS_TAG):
-            ref = nodeclaim.NodeClassRef(group=labels.AZURE_GROUP, kind=nodeclass.AKS_KIND,
+            ref = nodeclaim.NodeClassRef(group=labels.AZURE_GROUP, kind=aksnodeclass.AKS_KIND,
                                          name=str(tags[instances.NODECLASS_TAG]))
         image = ((props.get("storageProfile") or {}).get("imageReference") or {})
         return nodeclaim.NodeClaim(
