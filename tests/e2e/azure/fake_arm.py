@@ -17,7 +17,10 @@ subscription and answers as ARM does where the SDK looks:
 
 Failures are scripted with :meth:`FakeARM.fail_vm` (by size, ARM zone and priority; synchronous
 409 or asynchronous through the operation). The Retail Prices API is served at
-``/api/retail/prices`` in two pages. :attr:`FakeARM.requests` records every call (method, path,
+``/api/retail/prices`` in two pages. Community gallery image versions
+(``GET .../locations/<region>/communityGalleries/<gallery>/images/<definition>/versions``) are those
+:meth:`FakeARM.publish_image` put in place (404 ``ResourceNotFound`` for a definition without any, as
+ARM answers). :attr:`FakeARM.requests` records every call (method, path,
 JSON body). Start with ``with FakeARM(...) as arm:``; ``arm.endpoint`` is the base URL.
 """
 
@@ -38,6 +41,8 @@ _RESOURCE = re.compile(
     r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
     r"(?P<provider>Microsoft\.Compute|Microsoft\.Network)/(?P<type>virtualMachines|networkInterfaces|disks)"
     r"(?:/(?P<name>[^/]+))?$", re.IGNORECASE)
+_GALLERY = re.compile(r"^/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\.Compute/locations/(?P<loc>[^/]+)/"
+                      r"communityGalleries/(?P<gallery>[^/]+)/images/(?P<image>[^/]+)/versions$", re.IGNORECASE)
 _OPERATION = re.compile(r"^/subscriptions/[^/]+/providers/Microsoft\.Compute/locations/[^/]+/operations/(?P<id>[^/]+)$")
 
 
@@ -101,6 +106,7 @@ class FakeARM:
         self.requests: list[Call] = []
         self._ops: dict[str, _Operation] = {}
         self._failures: list[_Failure] = []
+        self.image_versions: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -156,6 +162,18 @@ class FakeARM:
         error's ``details`` when given, as ARM sometimes reports them)."""
         self._failures.append(_Failure(size, zone, priority, code, message or f"{code} for {size}",
                                        synchronous, times, wrapped_in))
+
+    def publish_image(self, gallery: str, definition: str, version: str, published: str, *,
+                      exclude_from_latest: bool = False, end_of_life: str | None = None) -> None:
+        """A version of a community gallery image definition, in ARM's wire form."""
+        props: dict[str, Any] = {"publishedDate": published, "excludeFromLatest": exclude_from_latest}
+        if end_of_life is not None:
+            props["endOfLifeDate"] = end_of_life
+        with self._lock:
+            self.image_versions.setdefault((gallery, definition), []).append({
+                "name": version, "location": "", "type": "Microsoft.Compute/locations/communityGalleryImageVersions",
+                "identifier": {"uniqueId": f"/CommunityGalleries/{gallery}/Images/{definition}/Versions/{version}"},
+                "properties": props})
 
     def of_type(self, rtype: str) -> dict[str, dict[str, Any]]:
         with self._lock:
@@ -228,6 +246,13 @@ class FakeARM:
                 wanted = region.group(1).lower() if region else None
                 return 200, {}, {"value": [s for s in self.skus
                                            if wanted is None or wanted in [x.lower() for x in s["locations"]]]}
+            m = _GALLERY.match(path)
+            if m is not None and method == "GET":
+                published = self.image_versions.get((m["gallery"], m["image"]))
+                if not published:
+                    return 404, {}, {"error": {"code": "ResourceNotFound",
+                                               "message": f"image {m['gallery']}/{m['image']} not found"}}
+                return 200, {}, {"value": [{**v, "location": m["loc"]} for v in published]}
             m = _RESOURCE.match(path)
             if m is None or m["sub"] != self.subscription:
                 return 404, {}, {"error": {"code": "InvalidResourceType", "message": f"no route for {path}"}}

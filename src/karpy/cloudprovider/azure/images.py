@@ -3,6 +3,9 @@
 Images come from AKS's public community galleries, as Karpenter's Azure provider uses them:
 ``/CommunityGalleries/<gallery>/images/<definition>/versions/<version>``. Each family has three
 definitions: Gen2 amd64, Gen1 amd64 and Gen2 arm64 (``imageFamily: Ubuntu`` is ``Ubuntu2204``).
+Each definition's version is the AKSNodeClass ``imageVersion`` when pinned, else the newest version
+the gallery has (``latest``, a :class:`Resolver` such as :meth:`.gallery.ImageVersions.latest`), else
+:data:`DEFAULT_VERSION` (the fallback when the gallery cannot be read).
 :func:`image_for` picks the definition from a size's architecture and Hyper-V generation labels;
 :func:`status_images` lists them with the requirements a size must meet, in the form of the
 AKSNodeClass ``status.images``; :func:`resolve_status` is the whole status (with a ``Ready``
@@ -13,7 +16,7 @@ condition that is False, with a reason, for an unknown image family or a malform
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +35,8 @@ _DEFINITIONS: dict[str, tuple[str, str, str, str]] = {
     "AzureLinux": (AZURE_LINUX_GALLERY, "V2gen2", "V2", "V2gen2arm64"),
 }
 FAMILIES = ("Ubuntu", *_DEFINITIONS)
+Resolver = Callable[[str, str], "str | None"]
+"""(gallery, image definition) -> the newest version there, or ``None`` (unknown)."""
 
 SUBNET_ID = re.compile(
     r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+"
@@ -59,35 +64,38 @@ def family_of(image_family: str) -> str | None:
     return family if family in _DEFINITIONS else None
 
 
-def images(image_family: str, version: str | None = None) -> list[Image]:
+def images(image_family: str, version: str | None = None, latest: Resolver | None = None) -> list[Image]:
     """The images of a family: Gen2 amd64, Gen1 amd64, Gen2 arm64 (empty for an unknown family)."""
     family = family_of(image_family)
     if family is None:
         return []
     gallery, gen2, gen1, arm = _DEFINITIONS[family]
-    v = version or DEFAULT_VERSION
 
     def gid(definition: str) -> str:
+        v = version or (latest(gallery, definition) if latest is not None else None) or DEFAULT_VERSION
         return f"/CommunityGalleries/{gallery}/images/{definition}/versions/{v}"
 
     return [Image(gid(gen2), "amd64", "2"), Image(gid(gen1), "amd64", "1"), Image(gid(arm), "arm64", "2")]
 
 
-def image_for(image_family: str, version: str | None, size_labels: Mapping[str, str]) -> str | None:
+def image_for(image_family: str, version: str | None, size_labels: Mapping[str, str],
+              latest: Resolver | None = None) -> str | None:
     """The image a size with ``size_labels`` boots: its arch, Gen2 where the size supports it."""
     arch = size_labels.get(labels.ARCH, "amd64")
     gen = size_labels.get(labels.AZURE_SKU_HYPERV_GENERATION, "2")
-    for image in images(image_family, version):
+    for image in images(image_family, version, latest):
         if image.arch == arch and image.hyperv_generation == gen:
             return image.id
     return None
 
 
-def status_images(image_family: str, version: str | None = None) -> list[dict[str, Any]]:
-    return [{"id": i.id, "requirements": i.requirements()} for i in images(image_family, version)]
+def status_images(image_family: str, version: str | None = None,
+                  latest: Resolver | None = None) -> list[dict[str, Any]]:
+    return [{"id": i.id, "requirements": i.requirements()} for i in images(image_family, version, latest)]
 
 
-def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "") -> dict[str, Any]:
+def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "",
+                   latest: Resolver | None = None) -> dict[str, Any]:
     """The ``status`` of an AKSNodeClass object (a dict as the API returns it)."""
     kind = str(node_class.get("kind") or "")
     status: dict[str, Any] = {k: v for k, v in dict(node_class.get("status") or {}).items()
@@ -111,7 +119,7 @@ def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "") 
             "/subnets/<subnet>)")
     else:
         ready = interface.ready_condition(True, "Ready")
-    found = status_images(family, str(version) if version else None)
+    found = status_images(family, str(version) if version else None, latest)
     if found:
         status["images"] = found
     if kubernetes_version:

@@ -21,6 +21,9 @@ the contract there). Azure specifics a caller may rely on:
 * provider IDs are ``azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/
   virtualMachines/aks-<nodeclaim>``; :meth:`list` and :meth:`get` see only VMs tagged
   ``karpenter.azure.com_cluster=<cluster>``; :meth:`delete` refuses others (:class:`NotOwnedError`);
+* images: the AKSNodeClass family's definition for the size (arch, Hyper-V generation) at its pinned
+  ``imageVersion``, else the gallery's newest version (:mod:`.gallery`, kept 3 days), else the default;
+  a VM whose image is no longer one of those is ``ImageDrift`` (a new gallery version drifts nodes);
 * :meth:`garbage_collect_nics` deletes this cluster's NICs that no VM uses and no launch in
   progress is creating (a failed launch between NIC and VM leaves such a NIC). :meth:`list`, which
   the garbage-collection controller calls every two minutes, runs it at most every
@@ -42,6 +45,7 @@ from karpy.cloudprovider import catalog, errors, instancetype, interface
 from karpy.cloudprovider.azure import (
     bootstrap,
     clients,
+    gallery,
     images,
     instances,
     instancetypes,
@@ -122,6 +126,7 @@ class AzureCloudProvider:
         self.node_classes = node_classes
         self.prices = prices or pricing.PriceBook(config.region, clk)
         self.unavailable = offerings.UnavailableOfferings(clk)
+        self.image_versions = gallery.ImageVersions(azure, config.region, clk)
         self.instances = instances.Instances(azure, config.resource_group)
         self._records: dict[str, dict[str, Any]] | None = None
         self._records_at = 0.0
@@ -282,7 +287,8 @@ class AzureCloudProvider:
         it, offer = cand.instance_type, cand.offering
         name = instances.resource_name(claim.name)
         family = nc.image_family if nc is not None else "Ubuntu2204"
-        image = images.image_for(family, nc.image_version if nc is not None else None, it.labels)
+        image = images.image_for(family, nc.image_version if nc is not None else None, it.labels,
+                                 self.image_versions.latest)
         if image is None:
             raise clients.AzureAPIError(f"no {family} image for {it.name}", code="ImageNotFound")
         os_disk = nc.os_disk_size_gb if nc is not None else instancetypes.DEFAULT_OS_DISK_GB
@@ -501,7 +507,7 @@ class AzureCloudProvider:
             return "NodeClassDrift"
         image = str(((vm.get("properties") or {}).get("storageProfile") or {}).get("imageReference", {})
                     .get("communityGalleryImageId") or "")
-        expected = {i.id for i in images.images(nc.image_family, nc.image_version)}
+        expected = {i.id for i in images.images(nc.image_family, nc.image_version, self.image_versions.latest)}
         if image and expected and image not in expected:
             return "ImageDrift"
         return ""
@@ -516,4 +522,4 @@ class AzureCloudProvider:
                 interface.RepairPolicy("Ready", "Unknown", 10 * 60.0)]
 
     def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
-        return images.resolve_status(node_class, self.config.kubernetes_version)
+        return images.resolve_status(node_class, self.config.kubernetes_version, self.image_versions.latest)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from karpy.api import labels, nodeclaim, nodeclass, quantity, selectors
 from karpy.cloudprovider import errors, instancetype
+from karpy.cloudprovider.azure import images as azure_images
 from karpy.scheduling import requirement
 
 NodeClass = nodeclass.EC2NodeClass | nodeclass.AKSNodeClass
@@ -253,7 +254,7 @@ def choose(cands: Sequence[Candidate], pools: CapacityPools, now: float
 
 
 AZURE_IMAGE_GALLERY = "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images"
-AZURE_DEFAULT_IMAGE_VERSION = "202501.02.0"
+AZURE_DEFAULT_IMAGE_VERSION = azure_images.DEFAULT_VERSION
 
 
 def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | None,
@@ -271,12 +272,12 @@ def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | 
                 return ami.id
         return nc.status.amis[0].id
     if isinstance(nc, nodeclass.AKSNodeClass) and nc.image_version:
-        return azure_image(nc.image_family, nc.image_version)
+        return azure_image(nc.image_family, nc.image_version, node_labels)
     if published:
         return published
     if fmt == "azure":
         family = nc.image_family if isinstance(nc, nodeclass.AKSNodeClass) else "Ubuntu2204"
-        return azure_image(family, AZURE_DEFAULT_IMAGE_VERSION)
+        return azure_image(family, AZURE_DEFAULT_IMAGE_VERSION, node_labels)
     selector = ""
     if isinstance(nc, nodeclass.EC2NodeClass):
         selector = nodeclass.stable_hash([t.to_dict() for t in nc.ami_selector_terms])
@@ -286,8 +287,10 @@ def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | 
     return f"kwok-image-{digest[:12]}"
 
 
-def azure_image(family: str, version: str) -> str:
-    """An AKS node image id in the community gallery, e.g. ``.../2204gen2containerd/versions/<v>``."""
-    skus = {"Ubuntu": "2204gen2containerd", "Ubuntu2204": "2204gen2containerd", "Ubuntu2404": "2404gen2containerd"}
-    sku = skus.get(family, "AzureLinuxgen2containerd")
-    return f"{AZURE_IMAGE_GALLERY}/{sku}/versions/{version}"
+def azure_image(family: str, version: str, size_labels: Mapping[str, str] | None = None) -> str:
+    """An AKS node image id in the community gallery, e.g. ``.../2204gen2containerd/versions/<v>``: the
+    same family -> gallery image mapping as the Azure provider (:func:`karpy.cloudprovider.azure.images.image_for`:
+    the size's arch and Hyper-V generation, Gen2 amd64 when not known); an unknown family gets Ubuntu 22.04's."""
+    found = azure_images.image_for(family, version, size_labels or {})
+    return found or azure_images.image_for("Ubuntu2204", version, size_labels or {}) or (
+        f"{AZURE_IMAGE_GALLERY}/2204gen2containerd/versions/{version}")
