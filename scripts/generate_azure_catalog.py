@@ -9,9 +9,15 @@ Retail Prices (on-demand Linux USD/hour, ``{"prices": {region: {meter: price}}}`
 
 The output holds each size's hardware once (``sizes``) and, per region of the price file, the sizes
 with a price there (``regions: {region: {name: {"price", ["zones"]}}}``; ``zones`` only where the
-Resource SKUs API said which zones the size is offered in). Facts the sizes file does not carry are
-filled as documented in :func:`_size_record` (Hyper-V generations, spot capability, encryption at
-host) and marked ``"assumed"``.
+Resource SKUs API said which zones the size is offered in). Every fact comes from a source, in this
+order: the Resource SKUs selection; the field reports (``../shared/seeds``: a node's
+``karpenter.azure.com/sku-*`` labels, e.g. ``sku-encryptionathost-capable=true`` of Standard_E16as_v5,
+and ``karpenter.sh/capacity-type=spot`` proving spot capability), named in the size's ``reported``; a
+documented Azure rule (Arm64 sizes are Generation 2 only; Azure Spot excludes the B series and
+``_Promo`` sizes), named in ``derived``; else the fact is ``null`` and listed in ``unknown`` (Hyper-V
+generations, encryption at host, spot capability, cache disk bytes). What karpy assumes for an
+unknown fact is written in the output's ``assumptions`` (and docs/azure.md). Spot prices are not in
+the inputs: ``spot_prices`` says how karpy estimates them.
 
 Price keys are matched to SKU names exactly (``Standard_D2s_v3``), falling back to a
 case-insensitive match with surrounding blanks removed (the price list has keys such as
@@ -22,7 +28,8 @@ without a price in its region is skipped and counted in ``skipped``.
 Each kept SKU keeps the capabilities karpy's Azure catalog needs, typed, one SKU per line; the
 output depends only on the inputs. Usage:
 
-    python scripts/generate_azure_catalog.py [--skus PATH] [--prices PATH] [--sizes PATH] [--output PATH] [--check]
+    python scripts/generate_azure_catalog.py [--skus PATH] [--prices PATH] [--sizes PATH] [--seeds DIR]
+                                             [--output PATH] [--check]
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -37,13 +45,31 @@ from typing import Any
 DEFAULT_SKUS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/azure-vm-skus.json"
 DEFAULT_SIZES = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/azure-vm-sizes.json"
 DEFAULT_PRICES = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data/azure-on-demand-prices.json"
+DEFAULT_SEEDS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
 DEFAULT_OUTPUT = (
     pathlib.Path(__file__).resolve().parent.parent / "src" / "karpy" / "cloudprovider" / "azure" / "data"
     / "skus.json"
 )
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 NO_SPOT_PREFIXES = ("Standard_B",)
 """Azure Spot does not offer the B (burstable) series (nor ``_Promo`` sizes)."""
+UNKNOWABLE = ("cached_disk_bytes", "encryption_at_host", "hyperv", "low_priority")
+"""Facts the sizes file does not carry: ``null`` unless another source has them."""
+ASSUMPTIONS = {
+    "cached_disk_bytes": "unknown: no cache-disk placement of an ephemeral OS disk (the temp disk only)",
+    "encryption_at_host": "unknown: the karpenter.azure.com/sku-encryptionathost-capable label is left out",
+    "hyperv": "unknown: V1 and V2 (sku-hyperv-generation 2, the Gen2 image), as most x64 sizes",
+    "low_priority": "unknown: spot offered (a live cluster reads LowPriorityCapable from the Resource SKUs API)",
+    "zones": "a size without Resource SKUs zones is offered in zones 1-3 of a region with availability zones",
+}
+"""What karpy's catalog does with a ``null`` fact (written into the output)."""
+SPOT_PRICES = {
+    "source": "estimate",
+    "rule": "on-demand price x a deterministic fraction in [0.3, 0.7) per (size, zone) "
+            "(karpy.cloudprovider.catalog.spot_price); the inputs hold no spot prices",
+    "live": "the Azure Retail Prices API's Spot meters replace the estimate (karpy.cloudprovider.azure.pricing)",
+}
+_SEED_LABEL = re.compile(r'"?([A-Za-z0-9.\-]+/[A-Za-z0-9.\-]+)"?\s*[:=]\s*"?([^",\s}]*)"?')
 
 
 def _truthy(value: Any) -> bool:
@@ -106,32 +132,44 @@ def _record(sku: Mapping[str, Any], price: float) -> dict[str, Any]:
 def _size_record(size: Mapping[str, Any]) -> dict[str, Any]:
     """A hardware record from the sizes file, shaped as :func:`_record` shapes a Resource SKU.
 
-    Filled where the sizes file is silent (``assumed`` lists them): Hyper-V generations ``V1,V2``;
-    spot (``low_priority``) for every size but the B series and ``_Promo`` sizes; encryption at
-    host false (the label is then left out). A ``null`` GPU count (fractional GPU shares, unknown
+    Facts the sizes file does not carry are ``null`` and listed in ``unknown``, unless a documented
+    rule gives them (``derived``): Arm64 sizes support only Hyper-V Generation 2; the B series and
+    ``_Promo`` sizes are not offered as Spot. A ``null`` GPU count (fractional GPU shares, unknown
     counts) stays ``null``; the catalog leaves such sizes out.
     """
     name = str(size["name"])
     gpus = size.get("gpus")
+    arch = str(size.get("arch") or "unknown")
+    derived: dict[str, str] = {}
+    hyperv: list[str] | None = None
+    if arch == "Arm64":
+        hyperv = ["V2"]
+        derived["hyperv"] = "Arm64 sizes support Generation 2 only"
+    low_priority: bool | None = None
+    if name.startswith(NO_SPOT_PREFIXES) or name.endswith("_Promo"):
+        low_priority = False
+        derived["low_priority"] = "Azure Spot does not offer the B series and _Promo sizes"
     out: dict[str, Any] = {
         "family": str(size.get("family") or ""),
         "size": name.split("_", 1)[1] if "_" in name else name,
         "vcpu": int(size.get("vCPUs") or 0),
         "mem_gib": float(size.get("memoryGiB") or 0),
-        "arch": str(size.get("arch") or "unknown"),
-        "hyperv": ["V1", "V2"],
+        "arch": arch,
+        "hyperv": hyperv,
         "premium_io": bool(size.get("premiumIO")),
         "accelerated_networking": bool(size.get("acceleratedNetworking")),
-        "encryption_at_host": False,
+        "encryption_at_host": None,
         "ephemeral_os": bool(size.get("ephemeralOSDiskSupported")),
-        "low_priority": not name.startswith(NO_SPOT_PREFIXES) and not name.endswith("_Promo"),
+        "low_priority": low_priority,
         "max_resource_volume_mb": int(float(size.get("tempDiskGiB") or 0) * 1024),
-        "cached_disk_bytes": 0,
+        "cached_disk_bytes": None,
         "gpus": None if gpus is None else int(gpus),
         "max_nics": int(size.get("maxNICs") or 0),
         "sources": list(size.get("sources") or []),
-        "assumed": ["encryption_at_host", "hyperv", "low_priority"],
     }
+    if derived:
+        out["derived"] = derived
+    _mark_unknown(out)
     if size.get("gpuModel"):
         out["gpu_model"] = str(size["gpuModel"])
     if size.get("activeVCPUs"):
@@ -139,9 +177,64 @@ def _size_record(size: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _mark_unknown(rec: dict[str, Any]) -> None:
+    """List the record's ``null`` facts in ``unknown`` (drop the key when none is left)."""
+    unknown = [k for k in UNKNOWABLE if rec.get(k) is None]
+    if unknown:
+        rec["unknown"] = unknown
+    else:
+        rec.pop("unknown", None)
+
+
+def seed_facts(seeds_dir: pathlib.Path | None) -> dict[str, dict[str, tuple[Any, str]]]:
+    """Size -> fact -> (value, which report): what the field reports' AKS nodes showed in their labels.
+
+    A node's label block naming ``karpenter.azure.com/sku-name`` tells: ``sku-encryptionathost-capable``
+    (encryption at host), ``sku-storage-premium-capable``, ``sku-networking-accelerated``, and
+    ``karpenter.sh/capacity-type=spot`` (the size is spot-capable). Only what a label says is taken:
+    a missing label proves nothing.
+    """
+    out: dict[str, dict[str, tuple[Any, str]]] = {}
+    if seeds_dir is None or not seeds_dir.is_dir():
+        return out
+    for path in sorted(seeds_dir.glob("*.txt")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in re.finditer(r"karpenter\.azure\.com/sku-name", text):
+            start, end = text.rfind("{", 0, m.start()), text.find("}", m.end())
+            if start < 0 or end < 0:
+                continue
+            node = dict(_SEED_LABEL.findall(text[start:end]))
+            name = node.get("karpenter.azure.com/sku-name", "")
+            if not name.startswith(("Standard_", "Basic_")):
+                continue
+            facts = out.setdefault(name, {})
+            for label, key in (("karpenter.azure.com/sku-encryptionathost-capable", "encryption_at_host"),
+                               ("karpenter.azure.com/sku-storage-premium-capable", "premium_io"),
+                               ("karpenter.azure.com/sku-networking-accelerated", "accelerated_networking")):
+                if node.get(label) in ("true", "false"):
+                    facts[key] = (node[label] == "true", path.name)
+            if node.get("karpenter.sh/capacity-type") == "spot":
+                facts["low_priority"] = (True, path.name)
+    return out
+
+
+def _apply_seeds(sizes: dict[str, dict[str, Any]], facts: Mapping[str, Mapping[str, tuple[Any, str]]]) -> None:
+    """Fill facts the other sources left ``null`` (or only derived) with what a field report showed."""
+    for name, known in sorted(facts.items()):
+        rec = sizes.get(name)
+        if rec is None:
+            continue
+        for key, (value, report) in sorted(known.items()):
+            if rec.get(key) is None:
+                rec[key] = value
+                rec.setdefault("reported", {})[key] = f"field report {report}"
+        _mark_unknown(rec)
+
+
 def build(skus_path: pathlib.Path = DEFAULT_SKUS,
           prices_path: pathlib.Path = DEFAULT_PRICES,
-          sizes_path: pathlib.Path | None = DEFAULT_SIZES) -> dict[str, Any]:
+          sizes_path: pathlib.Path | None = DEFAULT_SIZES,
+          seeds_dir: pathlib.Path | None = DEFAULT_SEEDS) -> dict[str, Any]:
     """The catalog document: ``{"format", "source", "skipped", "sizes": {name: hardware},
     "regions": {region: {name: {"price", ["zones"]}}}}``.
 
@@ -168,10 +261,12 @@ def build(skus_path: pathlib.Path = DEFAULT_SKUS,
             for key in ("max_nics", "gpu_model"):
                 if key in sizes[name]:
                     rec[key] = sizes[name][key]
+        _mark_unknown(rec)
         sizes[name] = rec
         zones[(region, name)] = rec.pop("zones")
         if lookup_price(name, prices.get(region, {}), indexes.get(region, {})) is None:
             no_price.append(f"{region}/{name}")
+    _apply_seeds(sizes, seed_facts(seeds_dir))
     regions: dict[str, dict[str, Any]] = {}
     unpriced: dict[str, int] = {}
     for region, region_prices in sorted(prices.items()):
@@ -194,8 +289,12 @@ def build(skus_path: pathlib.Path = DEFAULT_SKUS,
             "skus": str(sku_doc.get("source", "")),
             "prices": str(price_doc.get("source", "")),
             "prices_generated_at": str(price_doc.get("generated_at", "")),
+            "field_reports": sorted(p.name for p in seeds_dir.glob("*.txt")) if seeds_dir is not None
+            and seeds_dir.is_dir() else [],
         },
         "skipped": {"no_price": sorted(no_price), "unpriced_sizes": unpriced},
+        "assumptions": ASSUMPTIONS,
+        "spot_prices": SPOT_PRICES,
         "sizes": dict(sorted(sizes.items())),
         "regions": regions,
     }
@@ -228,10 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skus", type=pathlib.Path, default=DEFAULT_SKUS)
     parser.add_argument("--prices", type=pathlib.Path, default=DEFAULT_PRICES)
     parser.add_argument("--sizes", type=pathlib.Path, default=DEFAULT_SIZES)
+    parser.add_argument("--seeds", type=pathlib.Path, default=DEFAULT_SEEDS)
     parser.add_argument("--output", type=pathlib.Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--check", action="store_true", help="fail if the output file is not up to date")
     args = parser.parse_args(argv)
-    doc = build(args.skus, args.prices, args.sizes)
+    doc = build(args.skus, args.prices, args.sizes, args.seeds)
     text = render(doc)
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""

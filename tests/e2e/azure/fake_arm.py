@@ -351,7 +351,7 @@ def skus_from_catalog(region: str, names: list[str]) -> list[dict[str, Any]]:
             continue
         zones = tuple(z.rsplit("-", 1)[-1] for z in instancetypes.zones(region, rec) if z)
         out.append(sku(name, region, zones=zones, vcpus=int(rec["vcpu"]), memory_gb=float(rec["mem_gib"]),
-                       low_priority=bool(rec.get("low_priority")), ephemeral=bool(rec.get("ephemeral_os")),
+                       low_priority=instancetypes.spot_capable(rec), ephemeral=bool(rec.get("ephemeral_os")),
                        cached_disk_bytes=int(rec.get("cached_disk_bytes") or 0),
                        resource_disk_mb=int(rec.get("max_resource_volume_mb") or 0), arch=str(rec["arch"]),
                        accelerated=bool(rec.get("accelerated_networking"))))

@@ -76,3 +76,51 @@ def test_live_prices_reach_the_instance_types_offerings() -> None:
                             spot_prices=book.spot_prices())
     assert t is not None
     assert {(o.capacity_type, o.price) for o in t.offerings} == {("on-demand", 0.2), ("spot", 0.05)}
+
+
+def _retail(size: str, meter: str, price: float, *, product: str = "Virtual Machines Dv4 Series",
+            kind: str = "Consumption", region: str = "japaneast") -> dict[str, Any]:
+    """One item as the Retail Prices API returns it (every field of the 2023-01-01-preview shape)."""
+    return {"currencyCode": "USD", "tierMinimumUnits": 0.0, "retailPrice": price, "unitPrice": price,
+            "armRegionName": region, "location": "JA East", "effectiveStartDate": "2025-05-01T00:00:00Z",
+            "meterId": f"m-{meter}", "meterName": meter, "productId": "DZH318Z0BQ4L", "skuId": "DZH318Z0BQ4L/00F0",
+            "productName": product, "skuName": meter, "serviceName": "Virtual Machines", "serviceId": "DZH313Z7MMC8",
+            "serviceFamily": "Compute", "unitOfMeasure": "1 Hour", "type": kind, "isPrimaryMeterRegion": True,
+            "armSkuName": size}
+
+
+def test_live_spot_meters_are_real_spot_prices_and_replace_the_estimate_in_every_zone() -> None:
+    from karpy import settings
+    from karpy.api import labels
+    from karpy.cloudprovider.azure import factory
+    from karpy.kube import memory
+
+    live = [_retail("Standard_D2_v4", "D2 v4", 0.115), _retail("Standard_D2_v4", "D2 v4 Spot", 0.0231),
+            _retail("Standard_D2_v4", "D2 v4 Spot", 0.0, kind="Consumption"),
+            _retail("Standard_D2_v4", "D2 v4 Spot", 0.011, kind="DevTestConsumption"),
+            _retail("Standard_D2_v4", "D2 v4 Low Priority", 0.02),
+            _retail("Standard_D2_v4", "D2 v4 Spot", 0.05, product="Virtual Machines Dv4 Series Windows")]
+    vclock = clock.VirtualClock()
+    with fake_arm.FakeARM(skus=[fake_arm.sku("Standard_D2_v4", "japaneast")], prices=live) as arm:
+        prices = pricing.fetch_retail_prices("japaneast", endpoint=arm.endpoint)
+        assert dict(prices.spot) == {"Standard_D2_v4": 0.0231}
+        assert dict(prices.on_demand) == {"Standard_D2_v4": 0.115}
+        cloud = factory.build(settings.Settings(cluster_name="aks"), vclock, memory.InMemoryCluster(vclock),
+                              environ={}, region="japaneast", endpoint_url=arm.endpoint, polling_interval=0,
+                              subscription_id=fake_arm.SUBSCRIPTION)
+        [d2] = cloud.get_instance_types(None)
+    spot = {o.zone: o.price for o in d2.offerings if o.capacity_type == labels.CAPACITY_TYPE_SPOT}
+    assert spot == {f"japaneast-{z}": 0.0231 for z in "123"}
+    assert {o.price for o in d2.offerings if o.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND} == {0.115}
+
+
+def test_without_live_prices_spot_is_an_estimate_and_the_data_says_so() -> None:
+    from karpy.cloudprovider import catalog
+    from karpy.cloudprovider.azure import instancetypes as azure
+
+    assert azure.data()["spot_prices"]["source"] == "estimate"
+    [d2] = [t for t in azure.instance_types("japaneast") if t.name == "Standard_D2_v4"]
+    on_demand = azure.on_demand_prices("japaneast")["Standard_D2_v4"]
+    for o in d2.offerings:
+        if o.capacity_type == "spot":
+            assert o.price == catalog.spot_price("Standard_D2_v4", o.zone, on_demand)

@@ -207,6 +207,76 @@ def test_the_field_reports_japaneast_d2_v4_has_the_labels_its_node_showed() -> N
     e16 = azure_types("japaneast")["Standard_E16as_v5"]
     assert e16.labels[labels.AZURE_SKU_MEMORY] == "131072"
     assert e16.labels[labels.AZURE_SKU_STORAGE_PREMIUM] == "true"
+    assert e16.labels[labels.AZURE_SKU_ENCRYPTION_AT_HOST] == "true"  # the report's node showed it
+    assert any(o.capacity_type == "spot" for o in e16.offerings)  # it ran as spot there
+    rec = azure.data()["sizes"]["Standard_E16as_v5"]
+    assert rec["reported"] == {"encryption_at_host": "field report 003_11c7297e8659dce9.txt",
+                               "low_priority": "field report 003_11c7297e8659dce9.txt"}
+    assert labels.AZURE_SKU_ENCRYPTION_AT_HOST not in t.labels  # D2_v4's node had no such label: unknown
+
+
+def test_facts_no_source_has_are_null_and_listed_and_the_assumptions_are_written_down() -> None:
+    doc = azure.data()
+    d2 = doc["sizes"]["Standard_D2_v4"]
+    assert d2["unknown"] == ["cached_disk_bytes", "encryption_at_host", "hyperv", "low_priority"]
+    assert all(d2[k] is None for k in d2["unknown"])
+    assert set(doc["assumptions"]) == {"cached_disk_bytes", "encryption_at_host", "hyperv", "low_priority", "zones"}
+    api = doc["sizes"]["Standard_D2s_v3"]  # in the Resource SKUs selection: every fact known
+    assert "unknown" not in api and api["hyperv"] == ["V1", "V2"] and api["encryption_at_host"] is True
+    arm = doc["sizes"]["Standard_D2ps_v5"]
+    assert arm["hyperv"] == ["V2"] and "hyperv" in arm["derived"]
+    b2 = doc["sizes"]["Standard_B2s"]
+    assert b2["low_priority"] is False and "low_priority" in b2["derived"]
+    a0 = doc["sizes"]["Standard_A0"]
+    assert a0["hyperv"] == ["V1"]  # the API's Gen1-only size
+    types = azure_types("southcentralus")
+    assert types["Standard_D2_v4"].labels[labels.AZURE_SKU_HYPERV_GENERATION] == "2"  # assumed V1,V2
+    assert not any(o.capacity_type == "spot" for o in types["Standard_B2s"].offerings)
+    assert any(o.capacity_type == "spot" for o in types["Standard_D2_v4"].offerings)  # assumed capable
+    assert doc["spot_prices"]["source"] == "estimate"
+
+
+def test_the_generator_takes_facts_from_field_reports_only_where_a_label_says_them(tmp_path: pathlib.Path) -> None:
+    script = load_script()
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "001_report.txt").write_text("""
+$ kubectl get node a -ojson | jq .metadata.labels
+{
+  "karpenter.azure.com/sku-name": "Standard_D4_v4",
+  "karpenter.azure.com/sku-encryptionathost-capable": "false",
+  "karpenter.sh/capacity-type": "spot",
+  "karpenter.azure.com/sku-networking-accelerated": "true"
+}
+and another one, kubectl's other style:
+{
+  karpenter.azure.com/sku-name=Standard_D2s_v3
+  karpenter.azure.com/sku-encryptionathost-capable=false
+  karpenter.sh/capacity-type=on-demand
+}
+""")
+    skus = {"skus": [{"region": "eastus", "name": "Standard_D2s_v3", "size": "D2s_v3", "family": "f", "zones": ["1"],
+                      "capabilities": {"vCPUs": "2", "MemoryGB": "8", "EncryptionAtHostSupported": "True"}}]}
+    (tmp_path / "skus.json").write_text(json.dumps(skus))
+    (tmp_path / "prices.json").write_text(json.dumps({"prices": {"eastus": {"Standard_D2s_v3": 0.1}}}))
+    sizes = {"sizes": [{"name": "Standard_D4_v4", "family": "standardDv4Family", "vCPUs": 4, "memoryGiB": 16,
+                        "arch": "x64", "gpus": 0, "premiumIO": False, "acceleratedNetworking": True, "maxNICs": 2,
+                        "tempDiskGiB": 150, "ephemeralOSDiskSupported": True, "sources": ["docs"]}]}
+    (tmp_path / "sizes.json").write_text(json.dumps(sizes))
+    facts = script.seed_facts(seeds)
+    assert facts["Standard_D4_v4"] == {"encryption_at_host": (False, "001_report.txt"),
+                                       "low_priority": (True, "001_report.txt"),
+                                       "accelerated_networking": (True, "001_report.txt")}
+    assert facts["Standard_D2s_v3"] == {"encryption_at_host": (False, "001_report.txt")}
+    doc = script.build(tmp_path / "skus.json", tmp_path / "prices.json", tmp_path / "sizes.json", seeds)
+    d4 = doc["sizes"]["Standard_D4_v4"]
+    assert (d4["encryption_at_host"], d4["low_priority"]) == (False, True)
+    assert d4["unknown"] == ["cached_disk_bytes", "hyperv"]
+    assert set(d4["reported"]) == {"encryption_at_host", "low_priority"}
+    assert doc["sizes"]["Standard_D2s_v3"]["encryption_at_host"] is True  # the API wins over a report
+    assert doc["source"]["field_reports"] == ["001_report.txt"]
+    none = script.build(tmp_path / "skus.json", tmp_path / "prices.json", tmp_path / "sizes.json", None)
+    assert none["sizes"]["Standard_D4_v4"]["encryption_at_host"] is None
 
 
 def test_the_packaged_data_holds_every_shared_vm_size_with_its_sources() -> None:

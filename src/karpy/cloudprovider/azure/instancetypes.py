@@ -34,9 +34,14 @@ Zones are ``<region>-<n>`` in regions with availability zones, and ``""`` (a reg
 offering, as the provider writes it) elsewhere. Where the Resource SKUs API did not say which zones
 a size is offered in, a size of a zonal region is taken to be offered in zones 1-3. Offerings:
 on-demand in each zone at the region's price; spot where the SKU is ``LowPriorityCapable``. **Spot
-prices are not in the packaged data**: unless a price source (:mod:`karpy.cloudprovider.azure.pricing`)
-has one, spot costs the on-demand price times a deterministic per-(SKU, zone) fraction in [0.3, 0.7)
-(:func:`karpy.cloudprovider.catalog.spot_price`).
+prices are not in the packaged data** (its ``spot_prices.source`` says ``estimate``): unless a price
+source (:mod:`karpy.cloudprovider.azure.pricing`) has one, spot costs the on-demand price times a
+deterministic per-(SKU, zone) fraction in [0.3, 0.7) (:func:`karpy.cloudprovider.catalog.spot_price`).
+
+Facts the packaged data does not know are ``null`` there (listed in each size's ``unknown``; the data's
+``assumptions`` says the same as this): unknown Hyper-V generations are taken as V1 and V2
+(:data:`ASSUMED_HYPERV`), unknown spot capability as capable, an unknown encryption-at-host capability
+leaves its label out, an unknown cache disk as none. A live Resource SKUs record always knows them.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ RESOURCE_NVIDIA_GPU = "nvidia.com/gpu"
 MIN_VCPUS = 2
 MIN_MEMORY_GIB = 3.5
 DEFAULT_ZONES = ("1", "2", "3")
+ASSUMED_HYPERV = ("V1", "V2")
+"""Hyper-V generations taken for a size whose generations the data does not know."""
 
 AKS_RESTRICTED_SIZES = frozenset({
     "Standard_A0", "Standard_A1", "Standard_A1_v2", "Standard_B1s", "Standard_B1ms", "Standard_F1",
@@ -302,7 +309,7 @@ def series(size: VMSize) -> str:
 
 def ephemeral_os_max_gb(rec: Mapping[str, Any]) -> int:
     """The largest ephemeral OS disk (GB): the larger of the temp disk (MiB) and the cache (bytes)."""
-    best = max(int(rec.get("cached_disk_bytes", 0)), int(rec.get("max_resource_volume_mb", 0)) * 2**20)
+    best = max(int(rec.get("cached_disk_bytes") or 0), int(rec.get("max_resource_volume_mb") or 0) * 2**20)
     return int(best / 1e9)
 
 
@@ -322,12 +329,12 @@ def compute_labels(name: str, size: VMSize, rec: Mapping[str, Any], region: str)
         AKS_SKU_MEMORY: str(int(rec["mem_gib"] * 1024)),
         labels.AZURE_SKU_ACCELERATED_NETWORKING: "true" if rec.get("accelerated_networking") else "false",
         labels.AZURE_SKU_STORAGE_PREMIUM: "true" if rec.get("premium_io") else "false",
-        labels.AZURE_SKU_HYPERV_GENERATION: "2" if "V2" in rec.get("hyperv", []) else "1",
+        labels.AZURE_SKU_HYPERV_GENERATION: "2" if "V2" in hyperv_generations(rec) else "1",
         labels.AZURE_SKU_GPU_COUNT: str(_gpus(rec) if gpu_manufacturer(size, rec) else 0),
     }
     if size.subfamily:
         out[labels.AZURE_SKU_SUBFAMILY] = size.subfamily
-    if rec.get("encryption_at_host"):
+    if rec.get("encryption_at_host") is True:
         out[labels.AZURE_SKU_ENCRYPTION_AT_HOST] = "true"
     if rec.get("ephemeral_os") and ephemeral_os_max_gb(rec) > 0:
         out[labels.AZURE_SKU_STORAGE_EPHEMERAL_OS_MAX] = str(ephemeral_os_max_gb(rec))
@@ -338,6 +345,17 @@ def compute_labels(name: str, size: VMSize, rec: Mapping[str, Any], region: str)
         if model is not None:
             out[labels.AZURE_SKU_GPU_NAME] = model
     return out
+
+
+def hyperv_generations(rec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The size's Hyper-V generations (:data:`ASSUMED_HYPERV` when the data does not know them)."""
+    known = rec.get("hyperv")
+    return tuple(known) if known is not None else ASSUMED_HYPERV
+
+
+def spot_capable(rec: Mapping[str, Any]) -> bool:
+    """Whether the size is offered as spot (``LowPriorityCapable``; capable when the data does not know)."""
+    return rec.get("low_priority") is not False
 
 
 def memory_capacity(mem_gib: float, vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> int:
@@ -385,7 +403,7 @@ def offerings(name: str, rec: Mapping[str, Any], region: str,
     out: list[instancetype.Offering] = []
     for zone in zones(region, rec):
         out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_ON_DEMAND, price))
-        if rec.get("low_priority"):
+        if spot_capable(rec):
             known = (spot_prices or {}).get(name)
             spot = known if known is not None else catalog.spot_price(name, zone, price)
             out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))

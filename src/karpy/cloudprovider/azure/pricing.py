@@ -3,8 +3,11 @@
 :func:`fetch_retail_prices` reads ``GET {endpoint}/api/retail/prices`` (a public REST API, no
 credentials) through azure-core's pipeline (retries, user agent), following ``NextPageLink``,
 filtered to Virtual Machines consumption prices of one ARM region. It keeps Linux meters only
-(``productName`` without ``Windows``), skips ``Low Priority`` meters, and files ``... Spot`` meters
-as spot prices, the rest as on-demand; when a size has several meters the lowest price wins.
+(``productName`` without ``Windows``), skips ``Low Priority`` meters, non-``Consumption`` types
+(``DevTestConsumption``) and prices of 0, and files ``... Spot`` meters (``skuName`` / ``meterName``
+``"D2 v4 Spot"``) as spot prices, the rest as on-demand; when a size has several meters the lowest
+price wins. These are real spot prices; without them karpy estimates spot (see
+:mod:`karpy.cloudprovider.azure.instancetypes`).
 
 :class:`PriceBook` is what the provider asks: :meth:`PriceBook.on_demand` and :meth:`PriceBook.spot`
 answer from the last successful fetch, else from the packaged table of
@@ -54,8 +57,8 @@ def parse_items(items: list[Mapping[str, object]], on_demand: dict[str, float], 
                 "Consumption":
             continue
         price = item.get("retailPrice")
-        if not isinstance(price, (int, float)):
-            continue
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or price <= 0:
+            continue  # a free or malformed meter is no price
         target = spot if meter.endswith("Spot") else on_demand
         if name not in target or float(price) < target[name]:
             target[name] = float(price)
