@@ -264,3 +264,36 @@ def test_the_controller_exits_before_serving_when_the_azure_settings_are_incompl
     assert code == controller_run.EXIT_PROVIDER_UNAVAILABLE
     assert "--kubelet-bootstrap-token / KUBELET_BOOTSTRAP_TOKEN" in err.getvalue()
     assert sys.modules.get("karpy.cloudprovider.azure.factory") is factory
+
+
+def test_the_cluster_ca_comes_from_the_kubeconfig_the_controller_connects_with(tmp_path: Any) -> None:
+    from types import SimpleNamespace
+
+    from karpy.kube import config as kube_config
+
+    pem = b"-----BEGIN CERTIFICATE-----\nfrom-a-file\n-----END CERTIFICATE-----\n"
+    (tmp_path / "ca.crt").write_bytes(pem)
+    for cluster_entry, expected in ((f"certificate-authority-data: {CA}", CA),
+                                    ("certificate-authority: ca.crt", base64.b64encode(pem).decode())):
+        path = tmp_path / "kubeconfig"
+        path.write_text(f"""apiVersion: v1
+kind: Config
+current-context: aks
+clusters:
+- name: aks
+  cluster:
+    server: https://aks.hcp.japaneast.azmk8s.io:443
+    {cluster_entry}
+contexts:
+- name: aks
+  context: {{cluster: aks, user: u}}
+users:
+- name: u
+  user: {{token: t}}
+""")
+        connection = kube_config.load(str(path))
+        adapter_like = SimpleNamespace(client=SimpleNamespace(connection=connection))
+        config = factory.config_of(SETTINGS, adapter_like, {"ca_file": "/nonexistent"}, {})
+        assert config.ca_bundle == expected
+    assert factory.config_of(SETTINGS, memory.InMemoryCluster(clock.VirtualClock()), {"ca_file": "/nonexistent"},
+                             {}).ca_bundle == ""

@@ -128,3 +128,18 @@ def test_newest_skips_excluded_and_end_of_life_versions() -> None:
     ]
     assert gallery.newest(items, now) == "d"
     assert gallery.newest([], now) is None
+
+
+def test_the_image_ttl_is_an_option_of_the_factory() -> None:
+    vclock = clock.VirtualClock()
+    with fake_arm.FakeARM() as arm:
+        arm.publish_image(UBUNTU, "2204gen2containerd", "202602.10.0", "2026-02-11T00:00:00Z")
+        cloud = factory.build(settings.Settings(cluster_name="aks"), vclock, memory.InMemoryCluster(vclock),
+                              environ={}, region=REGION, subscription_id=fake_arm.SUBSCRIPTION, resource_group=RG,
+                              subnet_id=SUBNET, endpoint_url=arm.endpoint, polling_interval=0,
+                              retail_prices_endpoint="", image_ttl=600)
+        assert isinstance(cloud, provider.AzureCloudProvider)
+        assert cloud.image_versions.latest(UBUNTU, "2204gen2containerd") == "202602.10.0"
+        arm.publish_image(UBUNTU, "2204gen2containerd", "202603.10.0", "2026-03-11T00:00:00Z")
+        vclock.advance(601)
+        assert cloud.image_versions.latest(UBUNTU, "2204gen2containerd") == "202603.10.0"

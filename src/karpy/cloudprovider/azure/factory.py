@@ -16,8 +16,9 @@ option                 environment                    meaning
 ``endpoint_url``       ``ARM_ENDPOINT``               ARM base URL (public Azure when unset)
 ``kubernetes_version`` ``KUBERNETES_VERSION``         the nodes' version; else the API server's
 ``tenant_id``          ``AZURE_TENANT_ID``            written to the nodes' cloud config
-``ca_bundle``          (none)                         the cluster CA (base64 PEM); else the
-                                                      in-cluster service-account CA (``ca_file``)
+``ca_bundle``          (none)                         the cluster CA (base64 PEM); else the CA of
+                                                      the cluster connection (kubeconfig), else the
+                                                      service-account CA file (``ca_file``)
 =====================  =============================  =============================================
 
 How nodes join the cluster comes from :class:`karpy.settings.Settings`, Karpenter Azure's names
@@ -205,20 +206,36 @@ def _kubernetes_version(cluster: kube_interface.Cluster, given: str) -> str:
     return ""
 
 
-def _ca_bundle(options: Mapping[str, Any], cluster: kube_interface.Cluster) -> str:
-    given = options.get("ca_bundle")
-    if given:
-        return str(given)
-    getter = getattr(cluster, "ca_bundle", None)
-    if callable(getter):
-        found = getter()
-        if found:
-            return str(found)
-    path = Path(str(options.get("ca_file") or SERVICE_ACCOUNT_CA))
+def _read_base64(path: Path) -> str:
     try:
         return base64.b64encode(path.read_bytes()).decode()
     except OSError:
         return ""
+
+
+def _kubeconfig_ca(cluster: kube_interface.Cluster) -> str:
+    """The CA of the Kubernetes adapter's connection (kubeconfig or in-cluster), as Karpenter Azure takes
+    it from its REST client config; ``""`` for a cluster without one (the in-memory cluster)."""
+    config = getattr(getattr(getattr(cluster, "client", None), "connection", None), "config", None)
+    data = getattr(getattr(config, "cluster", None), "certificate_auth_data", None)
+    if data:
+        return str(data)
+    path = getattr(getattr(config, "cluster", None), "certificate_auth", None)
+    if not path:
+        return ""
+    file = Path(str(path))
+    fname = getattr(config, "fname", None)
+    if not file.is_absolute() and fname:
+        file = Path(str(fname)).parent / file
+    return _read_base64(file)
+
+
+def _ca_bundle(options: Mapping[str, Any], cluster: kube_interface.Cluster) -> str:
+    """``ca_bundle`` option, else the cluster connection's CA, else the service-account CA file."""
+    given = options.get("ca_bundle")
+    if given:
+        return str(given)
+    return _kubeconfig_ca(cluster) or _read_base64(Path(str(options.get("ca_file") or SERVICE_ACCOUNT_CA)))
 
 
 def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, options: Mapping[str, Any],
@@ -276,5 +293,8 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
         nap_mode = str(environ.get("NAP_MODE", "")).strip().lower() == "true"
     if nap_mode:
         nap.ensure(cluster)
-    return provider.AzureCloudProvider(azure, config, clk, node_class_lookup(cluster),
-                                       pricing.PriceBook(config.region, clk, fetch))
+    cloud = provider.AzureCloudProvider(azure, config, clk, node_class_lookup(cluster),
+                                        pricing.PriceBook(config.region, clk, fetch))
+    if options.get("image_ttl") is not None:
+        cloud.image_versions.ttl = float(options["image_ttl"])
+    return cloud
