@@ -34,8 +34,9 @@ Other options: ``credential`` (an azure.core ``TokenCredential``; default: azure
 ``DefaultAzureCredential`` when installed, or an offline token for a loopback ``endpoint_url``),
 ``retail_prices_endpoint`` (``None`` or ``""`` turns live prices off: the packaged table only; default
 the public API, or the ARM endpoint itself when that is a loopback emulator),
-``polling_interval`` (seconds between long-running-operation polls), ``nap_mode`` (environment
-``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when missing, :mod:`.nap`),
+``polling_interval`` (seconds between long-running-operation polls; 0 for a loopback emulator),
+``nap_mode`` (environment ``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when
+missing, :mod:`.nap`),
 ``image_ttl`` (seconds the gallery's latest image versions are kept, :mod:`.gallery`).
 A loopback ``endpoint_url`` (``http://127.0.0.1:...``) fills what is missing with
 :func:`emulator_defaults` (an emulator, ``karpy simulate``: no real cluster to join).
@@ -279,8 +280,10 @@ def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interfac
             reason="Configuration")
     endpoint = _option(options, "endpoint_url", environ) or "https://management.azure.com"
     credential = options.get("credential") or _default_credential(endpoint)
-    azure = clients.connect(config.subscription_id, credential, endpoint=endpoint,
-                            polling_interval=options.get("polling_interval"))
+    polling = options.get("polling_interval")
+    if polling is None and clients.is_loopback_http(endpoint):
+        polling = 0  # an emulator on this machine: no reason to wait ARM's 30 s between polls
+    azure = clients.connect(config.subscription_id, credential, endpoint=endpoint, polling_interval=polling)
     # an emulator on this machine serves the prices too (or the packaged table is used): never the internet
     default_prices = endpoint if clients.is_loopback_http(endpoint) else pricing.RETAIL_PRICES_ENDPOINT
     prices_endpoint = options.get("retail_prices_endpoint", default_prices)
