@@ -12,7 +12,7 @@ import pytest
 
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import catalog, errors
-from karpy.cloudprovider.azure import factory, nap, provider
+from karpy.cloudprovider.azure import bootstrap, factory, nap, provider
 from karpy.simulator import engine, provider_bridge, scenario
 
 from . import fake_arm
@@ -75,6 +75,10 @@ def test_the_field_reports_aks_run_goes_through_the_azure_sdk() -> None:
         assert size == cheapest.name
         assert launch.body["properties"]["priority"] == "Regular"
         assert launch.body["tags"]["karpenter.sh_nodepool"] == "default"
+        joins = bootstrap.variables_of(bootstrap.decode(launch.body["properties"]["osProfile"]["customData"]))
+        assert joins["TLS_BOOTSTRAP_TOKEN"] and joins["KUBE_CA_CRT"] and joins["API_SERVER_NAME"]
+        assert f"{labels.NODEPOOL}=default" in joins["KUBELET_NODE_LABELS"].split(",")
+        assert "karpenter.sh/unregistered:NoExecute" in joins["KUBELET_FLAGS"]
         nominated = [e["message"] for e in result.events if e["reason"] == "Nominated"]
         assert nominated and nominated[0].startswith("Pod should schedule on: nodeclaim/default-")
 
