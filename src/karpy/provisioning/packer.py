@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from karpy.provisioning import claims, fluid, podgroups
+from karpy.provisioning import claims, fluid, patterns, podgroups
 from karpy.provisioning import placement as placement_mod
 from karpy.scheduling import requirements as reqs_mod
 
@@ -65,7 +65,8 @@ def pack(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements,
         idx = np.flatnonzero(within & fits.any(axis=1))
         if len(idx):
             lp_cand = _undominated(avail, info.price, idx)
-            for t, assigned, nodes in _lp_patterns(avail[lp_cand], info.price[lp_cand], shapes, book.left):
+            dealt, small = _lp_patterns(avail[lp_cand], info.price[lp_cand], shapes, book.left)
+            for t, assigned, nodes in dealt:
                 target = int(lp_cand[t])
                 assigned = np.minimum(assigned, book.left)
                 for pattern in _spread(avail[target], shapes, assigned, nodes):
@@ -75,6 +76,9 @@ def pack(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements,
                     if pattern.sum() > 0:
                         book.commit(ti, creqs, target, pattern)
             book.top_up()
+            if small is not None and book.left.sum() >= LP_MIN_PODS:
+                _pattern_nodes(run, ti, creqs, book, avail[lp_cand], info.price[lp_cand], lp_cand, small)
+                book.top_up()
     cand = np.zeros(0, dtype=np.int64)
     limit_seen: IntArray | None = None
     value = np.zeros(len(shapes))
@@ -112,6 +116,23 @@ def pack(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements,
         times = int((left[used] // pattern[used]).min())
         for _ in range(max(times, 1)):
             if not (table.capacity[target] <= tmpl.remaining_limit_vector(run.dims)).all():
+                break
+            book.commit(ti, creqs, target, pattern)
+
+
+def _pattern_nodes(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements, book: _Book,
+                   cap: IntArray, price: FloatArray, types: IntArray, start: IntArray) -> None:
+    """Open the whole nodes of :func:`patterns.plan` for what is left (small nodes, where the
+    fluid LP's fractions say little), its columns starting from the ``start`` types."""
+    tmpl = run.templates[ti]
+    table = tmpl.table
+    for t, y, k in patterns.plan(cap, price, book.shapes, book.left, start):
+        target = int(types[t])
+        for _ in range(k):
+            if not (table.capacity[target] <= tmpl.remaining_limit_vector(run.dims)).all():
+                return
+            pattern = np.minimum(y, book.left)
+            if pattern.sum() == 0:
                 break
             book.commit(ti, creqs, target, pattern)
 
@@ -175,22 +196,29 @@ class _Book:
 
 
 def _lp_patterns(cap: IntArray, price: FloatArray, reqs: IntArray,
-                 left: IntArray) -> list[tuple[int, IntArray, int]]:
+                 left: IntArray) -> tuple[list[tuple[int, IntArray, int]], IntArray | None]:
     """Whole nodes from the fluid assignment LP (:mod:`karpy.provisioning.fluid`), by iterated
     rounding: each round keeps floor(x_t) nodes of every type whose nodes hold many pods, then
     re-solves with those nodes' capacity free, so the pods the LP puts on them fill them in every
     resource. Returns, per kept type, the pods of each shape the last LP put on its nodes (rounded)
-    and how many nodes. Shapes no type holds are left out (the greedy reports them).
+    and how many nodes; and, when the first LP's nodes are small (hold fewer than
+    MIN_PODS_PER_DEALT_NODE pods on average: whole pods waste the most there, and the pattern
+    LP pays), the types it used. Shapes no type holds are left out (the greedy reports them).
     """
     live = np.flatnonzero((left > 0) & (cap[:, None, :] >= reqs[None, :, :]).all(axis=2).any(axis=0))
     if len(live) == 0:
-        return []
+        return [], None
     owned = np.zeros(len(cap), dtype=np.int64)
     sol = None
-    for _ in range(MAX_ROUNDING_ROUNDS):
+    small: IntArray | None = None
+    for round_ in range(MAX_ROUNDING_ROUNDS):
         sol = fluid.solve(cap, price, reqs[live], left[live], owned)
         if sol is None:
-            return []
+            return [], None
+        if round_ == 0:
+            used = np.flatnonzero(sol.nodes > 1e-9)
+            if sol.pods[:, used].sum() < MIN_PODS_PER_DEALT_NODE * sol.nodes[used].sum():
+                small = used.astype(np.int64)
         x = sol.nodes + owned
         whole = np.floor(x + 1e-6).astype(np.int64)
         pods_per_node = sol.pods.sum(axis=0) / np.maximum(x, 1e-9)
@@ -200,7 +228,7 @@ def _lp_patterns(cap: IntArray, price: FloatArray, reqs: IntArray,
             break
         owned = np.maximum(keep, owned)
     if sol is None:
-        return []
+        return [], small
     out: list[tuple[int, IntArray, int]] = []
     for t in np.argsort(-owned, kind="stable"):
         if owned[t] <= 0:
@@ -209,7 +237,7 @@ def _lp_patterns(cap: IntArray, price: FloatArray, reqs: IntArray,
         assigned[live] = np.floor(sol.pods[:, t] + 1e-6).astype(np.int64)
         if assigned.sum() > 0:
             out.append((int(t), assigned, int(owned[t])))
-    return out
+    return out, small
 
 
 def _spread(cap: IntArray, reqs: IntArray, assigned: IntArray, nodes: int) -> list[IntArray]:
