@@ -10,8 +10,20 @@ repeats, it is committed as many times as the remaining pods allow, so the work 
 number of distinct patterns, not of nodes. Dominated types (another is no more expensive and no
 smaller in any resource) are dropped first.
 
-This replaces first-fit-decreasing for the common case and is measured against the fluid LP bound
-in ``bench/cost.py``.
+The packer decides in *shapes* (distinct request vectors; groups that differ only by labels share
+one) and hands each shape's pods out to its groups when a node is committed. From LP_MIN_PODS
+pods on, three stages run before the greedy, each on what the previous one left:
+
+1. whole nodes from the fluid LP (:mod:`karpy.provisioning.fluid`, exact, by type generation),
+   by iterated rounding, for types whose nodes hold many pods (MIN_PODS_PER_DEALT_NODE);
+2. a top-up of those nodes, first-fit;
+3. when the LP's nodes are small (fractions of tiny instances, where whole pods waste the most),
+   cutting-stock patterns (:mod:`karpy.provisioning.patterns`): the pattern LP by column
+   generation, floor and dive rounding.
+
+Every stage is bounded by counts (rounds, types, nodes), never by time, so the same input gives
+the same NodeClaims on any machine. Measured against the fluid LP bound and the integral
+(pattern LP) bound in ``bench/cost.py``.
 """
 
 from __future__ import annotations
