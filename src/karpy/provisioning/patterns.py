@@ -265,8 +265,9 @@ def plan(cap: IntArray, price: FloatArray, reqs: IntArray, counts: IntArray, sta
     every type, starting from single-shape columns of ``start_types``), keep floor(z_j) nodes of
     each pattern, and go again on what is left while that keeps at least one node. Returns
     (type, pods per shape, nodes) in the order chosen; what is left over is the caller's (at most
-    a few nodes' worth)."""
-    left = counts.copy()
+    a few nodes' worth). Shapes no start type holds are left to the caller too."""
+    fits = (cap[start_types][:, None, :] >= reqs[None, :, :]).all(axis=2).any(axis=0)
+    left = np.where(fits, counts, 0).astype(np.int64)
     out: list[tuple[int, IntArray, int]] = []
     carried: list[tuple[int, IntArray]] = []
     while left.sum() > 0:

@@ -189,3 +189,14 @@ def test_packer_plans_on_the_aws_catalog_place_every_pod_and_hold_at_bind_time(
     again = scheduler.Scheduler([np_], {"default": types}, daemonsets=[ds]).solve(pods)
     assert [(c.instance_type_names()[0], sorted(p.name for p in c.pods)) for c in again.new_claims] == \
         [(c.instance_type_names()[0], sorted(p.name for p in c.pods)) for c in res.new_claims]
+
+
+def test_a_pattern_plan_leaves_shapes_its_start_types_cannot_hold_and_plans_the_rest() -> None:
+    cap = np.array([[2000, 4 * GI, 10_000], [8000, 32 * GI, 50_000]], dtype=np.int64)
+    price = np.array([0.1, 0.4])
+    reqs = np.array([[500, GI, 1000], [4000, 16 * GI, 1000]], dtype=np.int64)
+    counts = np.array([12, 3], dtype=np.int64)
+    out = patterns.plan(cap, price, reqs, counts, np.array([0], dtype=np.int64))
+    assert out
+    assert all(y[1] == 0 for _, y, _ in out)
+    assert sum(k * y[0] for _, y, k in out) <= 12
