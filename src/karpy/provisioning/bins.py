@@ -40,15 +40,22 @@ class Registry:
             self.values.append(value)
         return i
 
+    def copy(self) -> Registry:
+        """An independent registry with the same ids (adding to it leaves this one alone)."""
+        out = Registry()
+        out.ids = dict(self.ids)
+        out.values = list(self.values)
+        return out
+
 
 class Bins:
     """Capacity and identity of every bin in one scheduling run."""
 
-    def __init__(self, dims: Sequence[str], keys: Sequence[str]) -> None:
+    def __init__(self, dims: Sequence[str], keys: Sequence[str], capacity: int = 64) -> None:
         self.dims = list(dims)
         self.keys = list(keys)
         self.n = 0
-        cap = 64
+        cap = max(64, capacity)
         k = len(dims)
         self.remaining: IntArray = np.zeros((cap, k), dtype=np.int64)
         self.used: IntArray = np.zeros((cap, k), dtype=np.int64)
@@ -110,6 +117,30 @@ class Bins:
             if key in self.dom:
                 self.set_domain(b, key, value)
         return b
+
+    def add_nodes(self, names: list[str], remaining: IntArray, used: IntArray, reqset: IntArray,
+                  taintset: IntArray, schedulable: npt.NDArray[np.bool_], pods: list[list[pod_mod.Pod]],
+                  dom: dict[str, IntArray]) -> None:
+        """Add existing nodes as bins at once (an empty Bins only; registries already hold the ids).
+
+        ``dom[key]`` is each node's domain id in ``self.domains[key]`` (-1: no such label)."""
+        n = len(names)
+        assert self.n == 0 and len(self.reqset) >= n
+        self.n = n
+        self.remaining[:n] = remaining
+        self.used[:n] = used
+        self.reqset[:n] = reqset
+        self.taintset[:n] = taintset
+        self.schedulable[:n] = schedulable
+        for key in self.keys:
+            ids = dom[key]
+            self.dom[key][:n] = np.where(ids >= 0, ids, NONE)
+        self.names = names
+        self.template = [-1] * n
+        self.target = [-1] * n
+        self.pods = pods
+        self.ports = [None] * n
+        self.is_node = [True] * n
 
     def set_domain(self, b: int, key: str, value: str | frozenset[str] | None) -> None:
         if value is None:
