@@ -22,6 +22,7 @@ What a caller may rely on:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,7 +86,7 @@ class NodeTable:
         self.in_flight: BoolArray = np.zeros(cap, dtype=np.bool_)
         self.classes = bins_mod.Registry()
         """(Requirements without the hostname, True) -> class id: the reqset ids of existing bins."""
-        self._class_key: dict[tuple[tuple[str, str], ...], int] = {}
+        self._class_key: dict[frozenset[tuple[str, str]], int] = {}
         self.taintsets = bins_mod.Registry()
         self.domains: dict[str, tuple[bins_mod.Registry, IntArray]] = {}
         self.signatures = bins_mod.Registry()
@@ -103,28 +104,28 @@ class NodeTable:
         self.syncs += 1
         now = self.syncs
         out: list[Row] = []
-        taken: set[str] = set()
+        dirty: list[Row] = []
         rows = self.rows
         for node in nodes:
             key = node.name
-            if key in taken:  # the same name twice: each occurrence gets its own row
-                k = 1
-                while f"{key}\x00{k}" in taken:
-                    k += 1
-                key = f"{key}\x00{k}"
-            taken.add(key)
             row = rows.get(key)
+            if row is not None and row.seen == now:  # the same name twice: each occurrence gets its own row
+                k = 1
+                while (row := rows.get(f"{node.name}\x00{k}")) is not None and row.seen == now:
+                    k += 1
+                key = f"{node.name}\x00{k}"
             if row is None:
                 row = Row(self._slot(), node)
                 rows[key] = row
-                self._derive(row, node)
+                dirty.append(row)
             elif row.node is not node:
                 if not _same(row.node, node):
-                    self._derive(row, node)
-                else:
-                    row.node = node
+                    dirty.append(row)
+                row.node = node
             row.seen = now
             out.append(row)
+        if dirty:
+            self._derive(dirty)
         if now % EVICT_AFTER == 0:
             for key in [k for k, r in rows.items() if now - r.seen >= EVICT_AFTER]:
                 self._free.append(rows.pop(key).index)
@@ -149,55 +150,78 @@ class NodeTable:
                 self.domains[key] = (reg, np.concatenate([ids, np.full(new - cap, -1, dtype=np.int64)]))
         return i
 
-    def _derive(self, row: Row, node: results.ExistingNode) -> None:
-        i = row.index
-        self.derived += 1
-        row.node = node
-        row.full = None
-        row.sigs = None
-        labels_ = node.labels
-        row.host = labels_.get(wk.HOSTNAME)
-        key = tuple(sorted(kv for kv in labels_.items() if kv[0] != wk.HOSTNAME))
-        cid = self._class_key.get(key)
-        if cid is None:
-            cid = self.classes.id((reqs_mod.Requirements.from_labels(dict(key)), True))
-            self._class_key[key] = cid
-        self.cls[i] = cid
-        taints = tuple(t for t in node.taints if not (node.in_flight and t.key in EPHEMERAL))
-        self.taint[i] = self.taintsets.id(taints)
-        self.schedulable[i] = node.schedulable
-        self.in_flight[i] = node.in_flight
-        summed: dict[str, int] = {}
-        usage: hostports.HostPortUsage | None = None
-        anti: list[topology.Term] = []
-        for p in node.pods:
-            if p.pod_anti_affinity is not None:
-                anti.extend(topology.term_from_affinity(t, p.namespace, anti=True, required=True)
-                            for t in p.pod_anti_affinity.required)
-            for name, amount in p.requests.items():
-                summed[name] = summed.get(name, 0) + amount
-            hps = p.host_ports()
-            if hps:
-                usage = usage or hostports.HostPortUsage()
-                usage.add(p.key, [hostports.host_port(*hp) for hp in hps])
-        row.ports = usage
-        row.anti = tuple(anti)
-        for name in (*node.allocatable, *summed):
-            if name not in self._col:
-                self._add_column(name)
-        col = self._col
-        self.alloc[i] = 0
-        self.used[i] = 0
-        for name, amount in node.allocatable.items():
-            self.alloc[i, col[name]] = amount
-        for name, amount in summed.items():
-            self.used[i, col[name]] = amount
+    def _derive(self, dirty: list[Row]) -> None:
+        """Derive rows from their (new or changed) nodes; the arrays are written at once."""
+        self.derived += len(dirty)
+        names: list[str] = []  # every pod's request names and amounts, flat (summed at once below)
+        amounts: list[int] = []
+        entries: list[int] = []
+        cls: list[int] = []
+        taint: list[int] = []
+        class_key = self._class_key
+        new_names: list[str] = []
+        for row in dirty:
+            node = row.node
+            row.full = None
+            row.sigs = None
+            labels_ = node.labels
+            host = row.host = labels_.get(wk.HOSTNAME)
+            key = frozenset(labels_.items())
+            if host is not None:
+                key = key - {(wk.HOSTNAME, host)}
+            cid = class_key.get(key)
+            if cid is None:
+                cid = self.classes.id((reqs_mod.Requirements.from_labels(dict(key)), True))
+                class_key[key] = cid
+            cls.append(cid)
+            taints = tuple(node.taints)
+            if node.in_flight and taints:
+                taints = tuple(t for t in taints if t.key not in EPHEMERAL)
+            taint.append(self.taintsets.id(taints))
+            usage: hostports.HostPortUsage | None = None
+            anti: list[topology.Term] = []
+            start = len(names)
+            for p in node.pods:
+                if p.pod_anti_affinity is not None:
+                    anti.extend(topology.term_from_affinity(t, p.namespace, anti=True, required=True)
+                                for t in p.pod_anti_affinity.required)
+                r = p.requests
+                names.extend(r)
+                amounts.extend(r.values())
+                hps = p.host_ports()
+                if hps:
+                    usage = usage or hostports.HostPortUsage()
+                    usage.add(p.key, [hostports.host_port(*hp) for hp in hps])
+            row.ports = usage
+            row.anti = tuple(anti)
+            entries.append(len(names) - start)
+            for name in node.allocatable:
+                if name not in self._col:
+                    new_names.append(name)
+        new_names.extend(n for n in set(names) if n not in self._col)
+        idx = np.fromiter((r.index for r in dirty), dtype=np.int64, count=len(dirty))
+        if new_names:
+            skip = set(idx.tolist())
+            for name in sorted(set(new_names)):
+                if name not in self._col:
+                    self._add_column(name, skip)
+        self.cls[idx] = cls
+        self.taint[idx] = taint
+        self.schedulable[idx] = [r.node.schedulable for r in dirty]
+        self.in_flight[idx] = [r.node.in_flight for r in dirty]
+        columns = self.columns
+        self.alloc[idx] = [[r.node.allocatable.get(c, 0) for c in columns] for r in dirty]
+        used = np.zeros((len(dirty), len(columns)), dtype=np.int64)
+        if names:
+            where = np.repeat(np.arange(len(dirty)), entries)
+            cols = np.fromiter(map(self._col.__getitem__, names), dtype=np.int64, count=len(names))
+            np.add.at(used, (where, cols), np.array(amounts, dtype=np.int64))
+        self.used[idx] = used
         for k, (reg, ids) in self.domains.items():
-            value = labels_.get(k)
-            ids[i] = -1 if value is None else reg.id(value)
+            ids[idx] = [-1 if (v := r.node.labels.get(k)) is None else reg.id(v) for r in dirty]
 
-    def _add_column(self, name: str) -> None:
-        """A resource name not seen before: a new column, filled for every live row."""
+    def _add_column(self, name: str, skip: set[int]) -> None:
+        """A resource name not seen before: a new column, filled for every live row but ``skip``."""
         j = len(self.columns)
         self.columns.append(name)
         self._col[name] = j
@@ -205,6 +229,8 @@ class NodeTable:
         self.alloc = np.concatenate([self.alloc, np.zeros((cap, 1), dtype=np.int64)], axis=1)
         self.used = np.concatenate([self.used, np.zeros((cap, 1), dtype=np.int64)], axis=1)
         for row in self.rows.values():
+            if row.index in skip:
+                continue
             self.alloc[row.index, j] = row.node.allocatable.get(name, 0)
             self.used[row.index, j] = sum(p.requests.get(name, 0) for p in row.node.pods)
 
@@ -279,6 +305,4 @@ def _same(a: results.ExistingNode, b: results.ExistingNode) -> bool:
     if a.taints != b.taints or (a.allocatable is not b.allocatable and a.allocatable != b.allocatable):
         return False
     pa, pb = a.pods, b.pods
-    if pa is pb:
-        return True
-    return len(pa) == len(pb) and all(x is y for x, y in zip(pa, pb, strict=True))
+    return pa is pb or (len(pa) == len(pb) and all(map(operator.is_, pa, pb)))

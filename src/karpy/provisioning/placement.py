@@ -127,7 +127,9 @@ class Placement:
             if usage is not None:
                 ports.append((bi, usage))
         bins.add_nodes([r.node.name for r in rows], alloc - used, used, table.cls[idx], table.taint[idx],
-                       table.schedulable[idx], [list(r.node.pods) for r in rows], dom)
+                       table.schedulable[idx], [r.node.pods for r in rows], dom)
+        self.touched: set[int] = set()
+        """Existing bins that got pods this run (their pod list is then a copy: the node's own is the caller's)."""
         self.initial_pods: list[int] = [len(r.node.pods) for r in rows]
         for i, row in enumerate(rows):
             if row.ports is not None:
@@ -348,6 +350,9 @@ class Placement:
         k = len(pods)
         self.bins.remaining[b] -= req * k
         self.bins.used[b] += req * k
+        if b < self.n_existing and b not in self.touched:  # the node's own list is the caller's
+            self.bins.pods[b] = list(self.bins.pods[b])
+            self.touched.add(b)
         self.bins.pods[b].extend(pods)
         if g.host_ports:
             usage = self.bins.ports[b]

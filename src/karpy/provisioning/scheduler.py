@@ -100,11 +100,10 @@ class Scheduler:
                     free.append(g)
                 else:
                     self._drain(run, [g], out)
-        for b in range(run.bins.n):
-            if run.bins.template[b] < 0:
-                node_pods = run.bins.pods[b][run.initial_pods[b]:]
-                if node_pods:
-                    out.existing[run.bins.names[b]] = node_pods
+        for b in sorted(run.touched):
+            node_pods = run.bins.pods[b][run.initial_pods[b]:]
+            if node_pods:
+                out.existing[run.bins.names[b]] = node_pods
         out.new_claims = [c for c in (run.finalize(b) for b in run.new_bins) if c is not None]
         for c in out.new_claims:
             if not c.instance_types:  # pragma: no cover - finalize keeps the target type
