@@ -16,7 +16,9 @@ What a caller may rely on:
   order: Pod models are immutable, so the same objects mean the same pods). Everything derived
   depends only on the node itself, so a kept table and a fresh one give the same pass.
 - Rows of nodes absent from :data:`EVICT_AFTER` consecutive syncs are dropped, at the latest
-  after twice as many (memory stays proportional to the nodes recently seen).
+  after twice as many; when interned values (node classes, taint sets, pod signatures) are
+  mostly of nodes and pods long gone, the table starts afresh. Memory stays proportional to the
+  nodes and pods recently seen.
 - Pure: no I/O, no clock; nothing here depends on the order in which rows were created.
 """
 
@@ -39,10 +41,10 @@ from karpy.scheduling import requirements as reqs_mod
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 EVICT_AFTER = 16
+MEMO_LIMIT = 4096
+BLOAT_SLACK = 1024
 EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGISTERED,
                        "node.cloudprovider.kubernetes.io/uninitialized"})
-Signature = tuple[str, tuple[tuple[str, str], ...], tuple[topology.Term, ...]]
-"""A running pod as topology counting sees it: namespace, sorted labels, required anti-affinity it owns."""
 
 
 class Row:
@@ -90,9 +92,13 @@ class NodeTable:
         self.taintsets = bins_mod.Registry()
         self.domains: dict[str, tuple[bins_mod.Registry, IntArray]] = {}
         self.signatures = bins_mod.Registry()
-        """Signature -> id; ids of signatures owning anti-affinity are in :attr:`owning`."""
-        self.owning: set[int] = set()
+        """Signature (namespace, sorted labels, id in :attr:`owned_sets`) -> id."""
+        self.owned_sets = bins_mod.Registry()
+        """Tuples of required anti-affinity terms a pod owns -> id (``()`` is 0)."""
+        self.owned_sets.id(())
+        self._sig_rows: dict[int, dict[int, int]] | None = None
         self._compat: dict[reqs_mod.Requirements, BoolArray] = {}
+        self._owned: dict[tuple[int, str], tuple[Any, tuple[topology.Term, ...], int]] = {}
         self.syncs = 0
         self.derived = 0
         """How many times a row was (re-)derived from its node: what the passes cost beyond a comparison."""
@@ -101,6 +107,10 @@ class NodeTable:
 
     def sync(self, nodes: Sequence[results.ExistingNode]) -> list[Row]:
         """Make the table agree with ``nodes``; their rows, in order."""
+        if self.syncs % EVICT_AFTER == 0 and self._bloated():
+            syncs, derived = self.syncs, self.derived
+            self.__init__()  # type: ignore[misc]
+            self.syncs, self.derived = syncs, derived
         self.syncs += 1
         now = self.syncs
         out: list[Row] = []
@@ -128,8 +138,19 @@ class NodeTable:
             self._derive(dirty)
         if now % EVICT_AFTER == 0:
             for key in [k for k, r in rows.items() if now - r.seen >= EVICT_AFTER]:
-                self._free.append(rows.pop(key).index)
+                row = rows.pop(key)
+                if self._sig_rows is not None:
+                    self._unindex(row)
+                self._free.append(row.index)
         return out
+
+    def _bloated(self) -> bool:
+        """Interned values (node classes, pod signatures) mostly of nodes and pods long gone?"""
+        live = len(self.rows)
+        sigs = len(self._sig_rows) if self._sig_rows is not None else 0
+        return (len(self.classes.values) > 2 * live + BLOAT_SLACK
+                or len(self.taintsets.values) > 2 * live + BLOAT_SLACK
+                or len(self.signatures.values) > 2 * sigs + 4 * BLOAT_SLACK)
 
     def _slot(self) -> int:
         if self._free:
@@ -163,6 +184,8 @@ class NodeTable:
         for row in dirty:
             node = row.node
             row.full = None
+            if self._sig_rows is not None:
+                self._unindex(row)
             row.sigs = None
             labels_ = node.labels
             host = row.host = labels_.get(wk.HOSTNAME)
@@ -183,8 +206,7 @@ class NodeTable:
             start = len(names)
             for p in node.pods:
                 if p.pod_anti_affinity is not None:
-                    anti.extend(topology.term_from_affinity(t, p.namespace, anti=True, required=True)
-                                for t in p.pod_anti_affinity.required)
+                    anti.extend(self.owned_terms(p))
                 r = p.requests
                 names.extend(r)
                 amounts.extend(r.values())
@@ -219,6 +241,9 @@ class NodeTable:
         self.used[idx] = used
         for k, (reg, ids) in self.domains.items():
             ids[idx] = [-1 if (v := r.node.labels.get(k)) is None else reg.id(v) for r in dirty]
+        if self._sig_rows is not None:
+            for row in dirty:
+                self._index(row)
 
     def _add_column(self, name: str, skip: set[int]) -> None:
         """A resource name not seen before: a new column, filled for every live row but ``skip``."""
@@ -274,26 +299,59 @@ class NodeTable:
             self._compat[greq] = vec
         return vec
 
+    def owned_terms(self, p: pod_mod.Pod) -> tuple[topology.Term, ...]:
+        """The required anti-affinity terms ``p`` owns."""
+        return self.owned_sets.values[self.owned_id(p)]  # type: ignore[no-any-return]
+
+    def owned_id(self, p: pod_mod.Pod) -> int:
+        """The id in :attr:`owned_sets` of the required anti-affinity terms ``p`` owns (memoised
+        by the affinity object: the replicas of one workload share it)."""
+        aa = p.pod_anti_affinity
+        if aa is None:
+            return 0
+        key = (id(aa), p.namespace)
+        hit = self._owned.get(key)
+        if hit is None or hit[0] is not aa:
+            if len(self._owned) >= MEMO_LIMIT:
+                self._owned.clear()
+            terms = tuple(topology.term_from_affinity(t, p.namespace, anti=True, required=True)
+                          for t in aa.required)
+            hit = (aa, terms, self.owned_sets.id(terms))
+            self._owned[key] = hit
+        return hit[2]
+
+    def signature_rows(self) -> dict[int, dict[int, int]]:
+        """Signature id -> {row index: pods of that signature on the row}, over every row.
+
+        Built on first use (a run with a topology term), then kept up to date as rows change."""
+        if self._sig_rows is None:
+            self._sig_rows = {}
+            for row in self.rows.values():
+                self._index(row)
+        return self._sig_rows
+
+    def _index(self, row: Row) -> None:
+        assert self._sig_rows is not None
+        for sid, count in self.pod_signatures(row):
+            self._sig_rows.setdefault(sid, {})[row.index] = count
+
+    def _unindex(self, row: Row) -> None:
+        assert self._sig_rows is not None
+        for sid, _ in row.sigs or ():
+            where = self._sig_rows[sid]
+            del where[row.index]
+            if not where:
+                del self._sig_rows[sid]
+
     def pod_signatures(self, row: Row) -> list[tuple[int, int]]:
         """(signature id, pod count) of the pods on ``row``'s node, in first-seen order."""
         if row.sigs is None:
             counts: dict[int, int] = {}
             for p in row.node.pods:
-                sid = self.signatures.id(_signature(p))
+                sid = self.signatures.id((p.namespace, tuple(sorted(p.labels.items())), self.owned_id(p)))
                 counts[sid] = counts.get(sid, 0) + 1
-            for sid in counts:
-                if self.signatures.values[sid][2]:
-                    self.owning.add(sid)
             row.sigs = list(counts.items())
         return row.sigs
-
-
-def _signature(p: pod_mod.Pod) -> Signature:
-    owned: tuple[topology.Term, ...] = ()
-    if p.pod_anti_affinity is not None:
-        owned = tuple(topology.term_from_affinity(t, p.namespace, anti=True, required=True)
-                      for t in p.pod_anti_affinity.required)
-    return p.namespace, tuple(sorted(p.labels.items())), owned
 
 
 def _same(a: results.ExistingNode, b: results.ExistingNode) -> bool:

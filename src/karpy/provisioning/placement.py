@@ -136,12 +136,19 @@ class Placement:
                 bins.ports[i] = row.ports.copy()
         for i, usage in ports:
             bins.ports[i] = usage
-        if self.terms:
-            sig_values = table.signatures.values
+        if self.terms:  # running pods, by signature: only signatures some term cares about
+            pos = [-1] * len(table.cls)
             for i, row in enumerate(rows):
-                for sid, count in table.pod_signatures(row):
-                    namespace, items, owned = sig_values[sid]
-                    self._count_items(namespace, items, owned, i, count)
+                pos[row.index] = i
+            sig_values = table.signatures.values
+            owned_sets = table.owned_sets.values
+            for sid, where in table.signature_rows().items():
+                namespace, items, oid = sig_values[sid]
+                relevant = self._relevant_items(namespace, items, owned_sets[oid])
+                if relevant:
+                    for r, count in where.items():
+                        if pos[r] >= 0:
+                            self._record_relevant(relevant, pos[r], count)
 
     def _template_domains(self, tmpl: templates.Template, key: str) -> set[str]:
         r = tmpl.requirements.get(key)
@@ -163,7 +170,11 @@ class Placement:
 
     def _count_items(self, namespace: str, items: tuple[tuple[str, str], ...], owned: tuple[topology.Term, ...],
                      b: int, n: int) -> None:
-        for term, state, match, owner in self._relevant_items(namespace, items, owned):
+        self._record_relevant(self._relevant_items(namespace, items, owned), b, n)
+
+    def _record_relevant(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
+                         b: int, n: int) -> None:
+        for term, state, match, owner in relevant:
             domain = None if term.hostname else self.bins.domain_of(b, term.key)
             if domain is None and not term.hostname and term.kind == topology.ANTI_AFFINITY:
                 # as Karpenter: anti-affinity blocks every domain the bin may still land in

@@ -9,7 +9,8 @@ barely changes between runs. A :class:`SchedulingCache` kept by such a caller an
   domains per topology key, pod label signatures; a node is re-derived only when it changed;
 - per node class and pod requirement set, whether the pod may run there (a vector over classes);
 - each NodePool's instance type table with its per-requirement-set answers (compatible types,
-  cheapest offering, zones) (:class:`templates.TableCache`).
+  cheapest offering, zones) (:class:`templates.TableCache`);
+- the grouping signature of each pending pod (pods pending over several runs are read once).
 
 Contract (what a caller may rely on):
 
@@ -33,6 +34,9 @@ Contract (what a caller may rely on):
 
 from __future__ import annotations
 
+from typing import Any
+
+from karpy.api import pod as pod_mod
 from karpy.provisioning import nodetable, templates
 
 
@@ -42,6 +46,8 @@ class SchedulingCache:
     def __init__(self) -> None:
         self.nodes = nodetable.NodeTable()
         self.tables = templates.TableCache()
+        self.pod_signatures: dict[int, tuple[pod_mod.Pod, Any]] = {}
+        """Pending pods' grouping signatures of the last run (:func:`podgroups.group_pods`)."""
         self.runs = 0
         """Runs served (for tests and metrics)."""
 

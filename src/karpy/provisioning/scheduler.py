@@ -71,14 +71,14 @@ class Scheduler:
         self.cache = cache
 
     def solve(self, pods: Sequence[pod_mod.Pod]) -> results.Results:
-        groups = podgroups.group_pods(pods)
+        cache = self.cache
+        groups = podgroups.group_pods(pods, cache.pod_signatures if cache is not None else None)
         out = results.Results()
         if not groups:
             return out
         dims = _dims(groups, self.daemon_pods, self.existing)
         if any(templates.NODES in (p.limits or {}) for p in self.nodepools) and templates.NODES not in dims:
             dims.append(templates.NODES)
-        cache = self.cache
         if cache is not None:
             cache.runs += 1
         tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims,

@@ -8,6 +8,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -171,6 +172,23 @@ def test_nodes_absent_from_many_runs_are_dropped_from_the_table() -> None:
     for _ in range(2 * nodetable.EVICT_AFTER):
         scheduler.Scheduler(existing=[b.existing_node("kept")], cache=cache).solve(pending)
     assert set(cache.nodes.rows) == {"kept"}
+
+
+def test_a_table_whose_node_classes_are_mostly_gone_starts_afresh_and_plans_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nodetable, "BLOAT_SLACK", 4)
+    cache = reuse.SchedulingCache()
+    pending = b.make_pods("web", 4, labels={"app": "web"},
+                          topologySpreadConstraints=[b.spread(wk.ZONE, {"app": "web"})])
+    most = 0
+    for i in range(6 * nodetable.EVICT_AFTER):  # every run a node with a label no node had before
+        nodes = [b.existing_node(f"gen-{i}", zone=b.ZONES[i % 3], labels={"generation": str(i)},
+                                 running=[b.make_pod(f"r-{i}", labels={"app": "web", "i": str(i)})]),
+                 b.existing_node("steady", zone="zone-b")]
+        res = scheduler.Scheduler(existing=nodes, cache=cache).solve(pending)
+        assert plan(res) == plan(scheduler.Scheduler(existing=nodes).solve(pending))
+        most = max(most, len(cache.nodes.classes.values))
+    assert most <= 2 * 2 * nodetable.EVICT_AFTER + 4 + 1
 
 
 def test_a_node_relabeled_between_runs_is_checked_with_its_new_labels() -> None:
