@@ -165,21 +165,22 @@ class Bins:
     def set_requirements(self, b: int, reqs: reqs_mod.Requirements) -> None:
         self.reqset[b] = self.reqsets.id((reqs, self.is_node[b]))
 
-    def fit_counts(self, req: IntArray) -> IntArray:
-        """How many pods requesting ``req`` each bin can still take (0 for full bins)."""
-        n = self.n
+    def fit_counts(self, req: IntArray, lo: int = 0, hi: int | None = None) -> IntArray:
+        """How many pods requesting ``req`` each bin (of ``lo:hi``) can still take (0 for full bins)."""
+        hi = self.n if hi is None else hi
         nz = np.flatnonzero(req > 0)
         if len(nz) == 0:
-            return np.full(n, 1 << 40, dtype=np.int64)
-        rem = self.remaining[:n, nz]
+            return np.full(hi - lo, 1 << 40, dtype=np.int64)
+        rem = self.remaining[lo:hi, nz]
         fit: IntArray = np.maximum((rem // req[nz]).min(axis=1), 0)
         return fit
 
-    def domain_mask(self, key: str, allowed: set[str]) -> npt.NDArray[np.bool_]:
-        """Bins whose domain for ``key`` is in ``allowed`` or could still be narrowed into it."""
-        n = self.n
+    def domain_mask(self, key: str, allowed: set[str], lo: int = 0, hi: int | None = None
+                    ) -> npt.NDArray[np.bool_]:
+        """Bins (of ``lo:hi``) whose domain for ``key`` is in ``allowed`` or could still be narrowed into it."""
+        hi = self.n if hi is None else hi
         reg = self.domains[key]
-        dom = self.dom[key][:n]
+        dom = self.dom[key][lo:hi]
         table = np.zeros(len(reg.values) + 2, dtype=np.bool_)  # index = domain id + 2
         for v in allowed:
             i = reg.ids.get(v)
@@ -191,7 +192,7 @@ class Bins:
             ok = np.fromiter((bool(s & allowed) for s in sets.values), dtype=np.bool_, count=len(sets.values))
             if ok.any():
                 undetermined = dom == UNDETERMINED
-                mask |= undetermined & ok[np.maximum(self.possible[key][:n], 0)]
+                mask |= undetermined & ok[np.maximum(self.possible[key][lo:hi], 0)]
         return mask
 
     def possible_values(self, b: int, key: str) -> frozenset[str]:

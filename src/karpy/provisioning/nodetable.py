@@ -11,7 +11,7 @@ rows whose node changed; the pass then reads arrays indexed by the returned row 
 What a caller may rely on:
 
 - ``sync(nodes)`` makes the table agree with ``nodes`` and returns, for each of them in order, its
-  row. A row is re-derived when its node's labels, taints, allocatable, nodepool, ``in_flight`` or
+  row index. A row is re-derived when its node's labels, taints, allocatable, nodepool, ``in_flight`` or
   ``schedulable`` differ (by equality), or its pods differ (by identity of the Pod objects, in
   order: Pod models are immutable, so the same objects mean the same pods). Everything derived
   depends only on the node itself, so a kept table and a fresh one give the same pass.
@@ -47,34 +47,23 @@ EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGI
                        "node.cloudprovider.kubernetes.io/uninitialized"})
 
 
-class Row:
-    """One node's derived data (see the module docstring)."""
-
-    __slots__ = ("anti", "full", "host", "index", "node", "ports", "seen", "sigs")
-
-    def __init__(self, index: int, node: results.ExistingNode) -> None:
-        self.index = index
-        self.node = node
-        self.host: str | None = None
-        self.anti: tuple[topology.Term, ...] = ()
-        """Required anti-affinity terms its pods own, in pod order (the inverse rule binds others)."""
-        self.ports: hostports.HostPortUsage | None = None
-        self.sigs: list[tuple[int, int]] | None = None
-        self.full: reqs_mod.Requirements | None = None
-        self.seen = 0
-
-    def requirements(self) -> reqs_mod.Requirements:
-        """The node's full requirement set (with its hostname), built on first use."""
-        if self.full is None:
-            self.full = reqs_mod.Requirements.from_labels(self.node.labels)
-        return self.full
-
-
 class NodeTable:
     """Existing nodes kept between passes (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, Row] = {}
+        self.rows: dict[str, int] = {}
+        """Node name -> row index. Per row index (plain lists: no object per row, so building a
+        table of many nodes allocates little for the garbage collector to scan):"""
+        self.node: list[results.ExistingNode | None] = []
+        self.host: list[str | None] = []
+        """The node's hostname label."""
+        self.anti: list[tuple[topology.Term, ...]] = []
+        """Required anti-affinity terms its pods own, in pod order (the inverse rule binds others)."""
+        self.ports: list[hostports.HostPortUsage | None] = []
+        """Host ports its pods hold (shared: copy before adding)."""
+        self.sigs: list[list[tuple[int, int]] | None] = []
+        self.full: list[reqs_mod.Requirements | None] = []
+        self.seen: list[int] = []
         self._free: list[int] = []
         self._high = 0
         self.columns: list[str] = []
@@ -105,44 +94,58 @@ class NodeTable:
 
     # -- sync -----------------------------------------------------------------------------------
 
-    def sync(self, nodes: Sequence[results.ExistingNode]) -> list[Row]:
-        """Make the table agree with ``nodes``; their rows, in order."""
+    def sync(self, nodes: Sequence[results.ExistingNode]) -> IntArray:
+        """Make the table agree with ``nodes``; their row indices, in order."""
         if self.syncs % EVICT_AFTER == 0 and self._bloated():
             syncs, derived = self.syncs, self.derived
             self.__init__()  # type: ignore[misc]
             self.syncs, self.derived = syncs, derived
         self.syncs += 1
         now = self.syncs
-        out: list[Row] = []
-        dirty: list[Row] = []
-        rows = self.rows
-        for node in nodes:
+        out = np.empty(len(nodes), dtype=np.int64)
+        dirty: list[int] = []
+        rows, kept, seen = self.rows, self.node, self.seen
+        for j, node in enumerate(nodes):
             key = node.name
-            row = rows.get(key)
-            if row is not None and row.seen == now:  # the same name twice: each occurrence gets its own row
+            i = rows.get(key)
+            if i is not None and seen[i] == now:  # the same name twice: each occurrence gets its own row
                 k = 1
-                while (row := rows.get(f"{node.name}\x00{k}")) is not None and row.seen == now:
+                while (i := rows.get(f"{node.name}\x00{k}")) is not None and seen[i] == now:
                     k += 1
                 key = f"{node.name}\x00{k}"
-            if row is None:
-                row = Row(self._slot(), node)
-                rows[key] = row
-                dirty.append(row)
-            elif row.node is not node:
-                if not _same(row.node, node):
-                    dirty.append(row)
-                row.node = node
-            row.seen = now
-            out.append(row)
+            if i is None:
+                i = self._slot()
+                rows[key] = i
+                kept[i] = node
+                dirty.append(i)
+            else:
+                old = kept[i]
+                if old is not node:
+                    if not _same(old, node):  # type: ignore[arg-type]
+                        dirty.append(i)
+                    kept[i] = node
+            seen[i] = now
+            out[j] = i
         if dirty:
             self._derive(dirty)
         if now % EVICT_AFTER == 0:
-            for key in [k for k, r in rows.items() if now - r.seen >= EVICT_AFTER]:
-                row = rows.pop(key)
+            for key in [k for k, i in rows.items() if now - seen[i] >= EVICT_AFTER]:
+                i = rows.pop(key)
                 if self._sig_rows is not None:
-                    self._unindex(row)
-                self._free.append(row.index)
+                    self._unindex(i)
+                self.node[i] = self.ports[i] = self.sigs[i] = self.full[i] = None
+                self.anti[i] = ()
+                self._free.append(i)
         return out
+
+    def requirements(self, i: int) -> reqs_mod.Requirements:
+        """Row ``i``'s node's full requirement set (with its hostname), built on first use."""
+        full = self.full[i]
+        if full is None:
+            node = self.node[i]
+            assert node is not None
+            full = self.full[i] = reqs_mod.Requirements.from_labels(node.labels)
+        return full
 
     def _bloated(self) -> bool:
         """Interned values (node classes, pod signatures) mostly of nodes and pods long gone?"""
@@ -157,6 +160,10 @@ class NodeTable:
             return self._free.pop()
         i = self._high
         self._high += 1
+        for column in (self.node, self.host, self.ports, self.sigs, self.full):
+            column.append(None)
+        self.anti.append(())
+        self.seen.append(0)
         cap = len(self.cls)
         if i >= cap:
             new = cap * 2
@@ -171,7 +178,7 @@ class NodeTable:
                 self.domains[key] = (reg, np.concatenate([ids, np.full(new - cap, -1, dtype=np.int64)]))
         return i
 
-    def _derive(self, dirty: list[Row]) -> None:
+    def _derive(self, dirty: list[int]) -> None:
         """Derive rows from their (new or changed) nodes; the arrays are written at once."""
         self.derived += len(dirty)
         names: list[str] = []  # every pod's request names and amounts, flat (summed at once below)
@@ -181,14 +188,15 @@ class NodeTable:
         taint: list[int] = []
         class_key = self._class_key
         new_names: list[str] = []
-        for row in dirty:
-            node = row.node
-            row.full = None
-            if self._sig_rows is not None:
-                self._unindex(row)
-            row.sigs = None
+        nodes = [n for n in (self.node[i] for i in dirty) if n is not None]
+        indexed = self._sig_rows is not None
+        for i, node in zip(dirty, nodes, strict=True):
+            self.full[i] = None
+            if indexed:
+                self._unindex(i)
+            self.sigs[i] = None
             labels_ = node.labels
-            host = row.host = labels_.get(wk.HOSTNAME)
+            host = self.host[i] = labels_.get(wk.HOSTNAME)
             key = frozenset(labels_.items())
             if host is not None:
                 key = key - {(wk.HOSTNAME, host)}
@@ -202,37 +210,36 @@ class NodeTable:
                 taints = tuple(t for t in taints if t.key not in EPHEMERAL)
             taint.append(self.taintsets.id(taints))
             usage: hostports.HostPortUsage | None = None
-            anti: list[topology.Term] = []
+            anti: tuple[topology.Term, ...] = ()
             start = len(names)
             for p in node.pods:
                 if p.pod_anti_affinity is not None:
-                    anti.extend(self.owned_terms(p))
+                    anti += self.owned_terms(p)
                 r = p.requests
                 names.extend(r)
                 amounts.extend(r.values())
-                hps = p.host_ports()
-                if hps:
+                if p.host_ports():
                     usage = usage or hostports.HostPortUsage()
-                    usage.add(p.key, [hostports.host_port(*hp) for hp in hps])
-            row.ports = usage
-            row.anti = tuple(anti)
+                    usage.add(p.key, [hostports.host_port(*hp) for hp in p.host_ports()])
+            self.ports[i] = usage
+            self.anti[i] = anti
             entries.append(len(names) - start)
             for name in node.allocatable:
                 if name not in self._col:
                     new_names.append(name)
         new_names.extend(n for n in set(names) if n not in self._col)
-        idx = np.fromiter((r.index for r in dirty), dtype=np.int64, count=len(dirty))
+        idx = np.array(dirty, dtype=np.int64)
         if new_names:
-            skip = set(idx.tolist())
+            skip = set(dirty)
             for name in sorted(set(new_names)):
                 if name not in self._col:
                     self._add_column(name, skip)
         self.cls[idx] = cls
         self.taint[idx] = taint
-        self.schedulable[idx] = [r.node.schedulable for r in dirty]
-        self.in_flight[idx] = [r.node.in_flight for r in dirty]
+        self.schedulable[idx] = [n.schedulable for n in nodes]
+        self.in_flight[idx] = [n.in_flight for n in nodes]
         columns = self.columns
-        self.alloc[idx] = [[r.node.allocatable.get(c, 0) for c in columns] for r in dirty]
+        self.alloc[idx] = [[n.allocatable.get(c, 0) for c in columns] for n in nodes]
         used = np.zeros((len(dirty), len(columns)), dtype=np.int64)
         if names:
             where = np.repeat(np.arange(len(dirty)), entries)
@@ -240,10 +247,10 @@ class NodeTable:
             np.add.at(used, (where, cols), np.array(amounts, dtype=np.int64))
         self.used[idx] = used
         for k, (reg, ids) in self.domains.items():
-            ids[idx] = [-1 if (v := r.node.labels.get(k)) is None else reg.id(v) for r in dirty]
-        if self._sig_rows is not None:
-            for row in dirty:
-                self._index(row)
+            ids[idx] = [-1 if (v := n.labels.get(k)) is None else reg.id(v) for n in nodes]
+        if indexed:
+            for i in dirty:
+                self._index(i)
 
     def _add_column(self, name: str, skip: set[int]) -> None:
         """A resource name not seen before: a new column, filled for every live row but ``skip``."""
@@ -253,11 +260,12 @@ class NodeTable:
         cap = len(self.cls)
         self.alloc = np.concatenate([self.alloc, np.zeros((cap, 1), dtype=np.int64)], axis=1)
         self.used = np.concatenate([self.used, np.zeros((cap, 1), dtype=np.int64)], axis=1)
-        for row in self.rows.values():
-            if row.index in skip:
+        for i in self.rows.values():
+            node = self.node[i]
+            if i in skip or node is None:
                 continue
-            self.alloc[row.index, j] = row.node.allocatable.get(name, 0)
-            self.used[row.index, j] = sum(p.requests.get(name, 0) for p in row.node.pods)
+            self.alloc[i, j] = node.allocatable.get(name, 0)
+            self.used[i, j] = sum(p.requests.get(name, 0) for p in node.pods)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -278,10 +286,11 @@ class NodeTable:
         if hit is None:
             reg = bins_mod.Registry()
             ids = np.full(len(self.cls), -1, dtype=np.int64)
-            for row in sorted(self.rows.values(), key=lambda r: r.index):
-                value = row.node.labels.get(key)
+            for i in sorted(self.rows.values()):
+                node = self.node[i]
+                value = node.labels.get(key) if node is not None else None
                 if value is not None:
-                    ids[row.index] = reg.id(value)
+                    ids[i] = reg.id(value)
             hit = (reg, ids)
             self.domains[key] = hit
         return hit
@@ -326,32 +335,34 @@ class NodeTable:
         Built on first use (a run with a topology term), then kept up to date as rows change."""
         if self._sig_rows is None:
             self._sig_rows = {}
-            for row in self.rows.values():
-                self._index(row)
+            for i in self.rows.values():
+                self._index(i)
         return self._sig_rows
 
-    def _index(self, row: Row) -> None:
+    def _index(self, i: int) -> None:
         assert self._sig_rows is not None
-        for sid, count in self.pod_signatures(row):
-            self._sig_rows.setdefault(sid, {})[row.index] = count
+        for sid, count in self.pod_signatures(i):
+            self._sig_rows.setdefault(sid, {})[i] = count
 
-    def _unindex(self, row: Row) -> None:
+    def _unindex(self, i: int) -> None:
         assert self._sig_rows is not None
-        for sid, _ in row.sigs or ():
+        for sid, _ in self.sigs[i] or ():
             where = self._sig_rows[sid]
-            del where[row.index]
+            del where[i]
             if not where:
                 del self._sig_rows[sid]
 
-    def pod_signatures(self, row: Row) -> list[tuple[int, int]]:
-        """(signature id, pod count) of the pods on ``row``'s node, in first-seen order."""
-        if row.sigs is None:
+    def pod_signatures(self, i: int) -> list[tuple[int, int]]:
+        """(signature id, pod count) of the pods on row ``i``'s node, in first-seen order."""
+        sigs = self.sigs[i]
+        if sigs is None:
             counts: dict[int, int] = {}
-            for p in row.node.pods:
+            node = self.node[i]
+            for p in node.pods if node is not None else ():
                 sid = self.signatures.id((p.namespace, tuple(sorted(p.labels.items())), self.owned_id(p)))
                 counts[sid] = counts.get(sid, 0) + 1
-            row.sigs = list(counts.items())
-        return row.sigs
+            sigs = self.sigs[i] = list(counts.items())
+        return sigs
 
 
 def _same(a: results.ExistingNode, b: results.ExistingNode) -> bool:

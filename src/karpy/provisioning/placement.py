@@ -48,14 +48,17 @@ class Placement:
         self.table = table if table is not None else nodetable.NodeTable()
         rows = self.table.sync(existing)
         self.rows = rows
+        """The existing nodes' row indices in :attr:`table`, in bin order."""
+        self.row_list: list[int] = rows.tolist()
         # topology terms: from pending groups and from running pods' anti-affinity (inverse rule)
         self.terms: dict[topology.Term, topology.TermState] = {}
         for g in groups:
             for t in _all_terms(g):
                 self.terms.setdefault(t, topology.TermState(t))
-        for row in rows:
-            if row.anti:
-                for t in row.anti:
+        anti = self.table.anti
+        for i in self.row_list:
+            if anti[i]:
+                for t in anti[i]:
                     self.terms.setdefault(t, topology.TermState(t))
         keys = sorted({t.key for t in self.terms if not t.hostname})
         self.keys = keys
@@ -74,7 +77,7 @@ class Placement:
             total += self.vector(g.requests) * g.size
         self.demand = total.astype(np.float64)
         self.bins = bins_mod.Bins(dims, keys, capacity=len(rows) + 64)
-        self._add_existing(rows)
+        self._add_existing()
         for tmpl in tmpls:
             for key in keys:
                 self.universe[key] |= self._template_domains(tmpl, key)
@@ -89,13 +92,13 @@ class Placement:
                 v[i] = amount
         return v
 
-    def _add_existing(self, rows: list[nodetable.Row]) -> None:
+    def _add_existing(self) -> None:
         """Existing nodes become the first bins, in the given order, from the table's arrays."""
         table = self.table
+        idx, rows = self.rows, self.row_list
         n = len(rows)
         self.n_existing = n
         self.n_classes = len(table.classes.values)
-        idx = np.fromiter((r.index for r in rows), dtype=np.int64, count=n)
         alloc, used = table.matrices(idx, self.dims)
         bins = self.bins
         bins.reqsets = table.classes.copy()
@@ -106,40 +109,45 @@ class Placement:
             bins.domains[key] = reg.copy()
             dom[key] = ids[idx]
             self.universe[key].update(reg.values[int(i)] for i in np.unique(dom[key]) if i >= 0)
+        nodes = [table.node[i] for i in rows]
         ports: list[tuple[int, hostports.HostPortUsage]] = []
         for b in np.flatnonzero(table.in_flight[idx]):  # DaemonSet pods that will come count as used
             bi = int(b)
-            row = rows[bi]
-            node = row.node
+            i = rows[bi]
+            node = nodes[bi]
+            assert node is not None
             present = {p.metadata.controller.name for p in node.pods
                        if p.is_daemonset_pod and p.metadata.controller is not None}
-            taints = table.taintsets.values[int(table.taint[row.index])]
+            taints = table.taintsets.values[int(table.taint[i])]
             usage: hostports.HostPortUsage | None = None
             for d in self.daemon_pods:
                 owner = d.metadata.controller
                 if owner is not None and owner.name in present:
                     continue
-                if _daemon_fits(d, row.requirements(), taints, node=True):
+                if _daemon_fits(d, table.requirements(i), taints, node=True):
                     used[bi] += self.vector(d.requests)
                     if d.host_ports():
-                        usage = usage or (row.ports.copy() if row.ports is not None else hostports.HostPortUsage())
+                        held = table.ports[i]
+                        usage = usage or (held.copy() if held is not None else hostports.HostPortUsage())
                         usage.add(_daemon_key(d), [hostports.host_port(*hp) for hp in d.host_ports()])
             if usage is not None:
                 ports.append((bi, usage))
-        bins.add_nodes([r.node.name for r in rows], alloc - used, used, table.cls[idx], table.taint[idx],
-                       table.schedulable[idx], [r.node.pods for r in rows], dom)
+        bins.add_nodes([nd.name for nd in nodes if nd is not None], alloc - used, used, table.cls[idx],
+                       table.taint[idx], table.schedulable[idx], [nd.pods for nd in nodes if nd is not None], dom)
         self.touched: set[int] = set()
         """Existing bins that got pods this run (their pod list is then a copy: the node's own is the caller's)."""
-        self.initial_pods: list[int] = [len(r.node.pods) for r in rows]
-        for i, row in enumerate(rows):
-            if row.ports is not None:
-                bins.ports[i] = row.ports.copy()
-        for i, usage in ports:
-            bins.ports[i] = usage
+        self.initial_pods: list[int] = [len(nd.pods) for nd in nodes if nd is not None]
+        held_ports = table.ports
+        for j, i in enumerate(rows):
+            held = held_ports[i]
+            if held is not None:
+                bins.ports[j] = held.copy()
+        for j, usage in ports:
+            bins.ports[j] = usage
         if self.terms:  # running pods, by signature: only signatures some term cares about
             pos = [-1] * len(table.cls)
-            for i, row in enumerate(rows):
-                pos[row.index] = i
+            for j, i in enumerate(rows):
+                pos[i] = j
             sig_values = table.signatures.values
             owned_sets = table.owned_sets.values
             for sid, where in table.signature_rows().items():
@@ -230,16 +238,16 @@ class Placement:
 
     # -- masks ----------------------------------------------------------------------------------
 
-    def base_mask(self, g: podgroups.PodGroup) -> BoolArray:
-        """Bins a pod of ``g`` may use by requirements and taints (ignoring capacity).
+    def base_mask(self, g: podgroups.PodGroup, lo: int = 0, hi: int | None = None) -> BoolArray:
+        """Bins (of ``lo:hi``) a pod of ``g`` may use by requirements and taints (ignoring capacity).
 
         Existing nodes are checked per class (their labels without the hostname; the table keeps
         those checks between runs), plus their hostname when the group constrains it; new
         NodeClaims per requirement set, extended only for sets added since.
         """
-        n = self.bins.n
+        hi = self.bins.n if hi is None else hi
         greq = g.requirements()
-        rs_ids = self.bins.reqset[:n]
+        rs_ids = self.bins.reqset[lo:hi]
         total = len(self.bins.reqsets.values)
         vec = self._compat_vec.get(greq)
         if vec is None or len(vec) < total:
@@ -256,9 +264,9 @@ class Placement:
             self._compat_vec[greq] = vec
         tol = np.array([self._tolerates(g, i) for i in range(len(self.bins.taintsets.values))],
                        dtype=np.bool_)
-        mask: BoolArray = vec[rs_ids] & tol[self.bins.taintset[:n]] & self.bins.schedulable[:n]
-        if wk.HOSTNAME in greq:
-            mask[:self.n_existing] &= self._hostname_ok(greq)
+        mask: BoolArray = vec[rs_ids] & tol[self.bins.taintset[lo:hi]] & self.bins.schedulable[lo:hi]
+        if wk.HOSTNAME in greq and lo < self.n_existing:
+            mask[:self.n_existing - lo] &= self._hostname_ok(greq)[lo:min(hi, self.n_existing)]
         return mask
 
     def _hostname_ok(self, greq: reqs_mod.Requirements) -> BoolArray:
@@ -267,11 +275,12 @@ class Placement:
         if hit is None:
             only = reqs_mod.Requirements([greq[wk.HOSTNAME]])
             seen: dict[str | None, bool] = {}
-            for row in self.rows:
-                if row.host not in seen:
-                    node = reqs_mod.Requirements.from_labels({wk.HOSTNAME: row.host} if row.host is not None else {})
-                    seen[row.host] = node.compatible(only, frozenset()) is None
-            hit = np.fromiter((seen[r.host] for r in self.rows), dtype=np.bool_, count=len(self.rows))
+            hosts = [self.table.host[i] for i in self.row_list]
+            for host in hosts:
+                if host not in seen:
+                    node = reqs_mod.Requirements.from_labels({wk.HOSTNAME: host} if host is not None else {})
+                    seen[host] = node.compatible(only, frozenset()) is None
+            hit = np.fromiter((seen[h] for h in hosts), dtype=np.bool_, count=len(hosts))
             self._host_ok[greq] = hit
         return hit
 
@@ -417,13 +426,14 @@ class Placement:
                     if match and term.key == key and term.kind != topology.ANTI_AFFINITY:
                         state.record(value, b, count, owner=False, match=True)
 
-    def ports_mask(self, g: podgroups.PodGroup, n: int) -> BoolArray:
+    def ports_mask(self, g: podgroups.PodGroup, n: int, lo: int = 0) -> BoolArray:
+        """Bins ``lo:n`` where ``g``'s host ports are free."""
         wanted = [hostports.host_port(*hp) for hp in g.host_ports]
-        mask = np.ones(n, dtype=np.bool_)
-        for b in range(n):
+        mask = np.ones(n - lo, dtype=np.bool_)
+        for b in range(lo, n):
             usage = self.bins.ports[b]
             if usage is not None and usage.conflicts(wanted) is not None:
-                mask[b] = False
+                mask[b - lo] = False
         return mask
 
     def daemon_overhead(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> IntArray:

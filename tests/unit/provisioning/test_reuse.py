@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from karpy.api import labels as wk
 from karpy.api import pod
-from karpy.provisioning import nodetable, results, reuse, scheduler, templates
+from karpy.provisioning import grouping_paths, nodetable, results, reuse, scheduler, templates
 
 from . import builders as b
 
@@ -214,3 +214,22 @@ def test_instance_type_tables_are_reused_while_the_types_are_the_same_objects() 
     scheduler.Scheduler(pools, other, cache=cache).solve(pending)
     assert cache.tables.table(templates.nodepool_requirements(pools[0]), other["default"],
                               ["cpu", "memory", "pods"]) is not first
+
+
+@settings(max_examples=20, deadline=None)
+@given(steps=st.lists(ops, min_size=1, max_size=24))
+def test_first_fit_in_chunks_of_bins_places_exactly_as_one_full_scan(steps: list[tuple[Any, ...]]) -> None:
+    world = World()
+    for step in steps:
+        world.apply(step)
+    existing = world.existing(random.Random(0))
+    pools = [b.make_nodepool()]
+    types = {"default": b.small_catalog()}
+    pending = _pending()
+    plans = []
+    for chunk in (1, 3, 1 << 30):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(grouping_paths, "CHUNK", chunk)
+            plans.append((plan(scheduler.Scheduler(pools, types, existing).solve(pending)),
+                          plan(scheduler.Scheduler(existing=existing).solve(pending))))
+    assert plans[0] == plans[1] == plans[2]
