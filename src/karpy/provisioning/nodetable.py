@@ -239,7 +239,8 @@ class NodeTable:
         self.schedulable[idx] = [n.schedulable for n in nodes]
         self.in_flight[idx] = [n.in_flight for n in nodes]
         columns = self.columns
-        self.alloc[idx] = [[n.allocatable.get(c, 0) for c in columns] for n in nodes]
+        self.alloc[idx] = np.fromiter((n.allocatable.get(c, 0) for n in nodes for c in columns), dtype=np.int64,
+                                      count=len(nodes) * len(columns)).reshape(len(nodes), len(columns))
         used = np.zeros((len(dirty), len(columns)), dtype=np.int64)
         if names:
             where = np.repeat(np.arange(len(dirty)), entries)
