@@ -5,11 +5,16 @@ Two cases (medians of ``--repeat`` runs, default 5):
 * ``empty``: 1,000 pending generic pods (bench/cost.py's shapes), an empty cluster, the AWS
   catalog, Karpenter's getting-started pool (c/m/r on-demand, generation > 2, amd64), a DaemonSet.
 * ``big``: the same 1,000 pending pods plus 10,000 existing nodes (m5.2xlarge, three zones, each
-  with its own hostname) holding 100,000 running pods (10 per node).
+  with its own hostname) holding 100,000 running pods (10 per node). A new Scheduler each run,
+  no cache: the first run of a process costs the same as the others.
+* ``kept``: ``big`` as the provisioner and the simulated kube-scheduler run it, with a
+  :class:`karpy.provisioning.reuse.SchedulingCache` kept between runs: before each timed run
+  ``--changed`` nodes (default 10) get one more running pod and every node is given as a new
+  ExistingNode object (as callers build them); one untimed run warms the cache first.
 
 Prints seconds (median, min, max) and the cost of the new NodeClaims per case.
 
-Run: ``python bench/latency.py [--repeat 5] [--nodes 10000] [--pending 1000]``.
+Run: ``python bench/latency.py [--repeat 5] [--nodes 10000] [--pending 1000] [--changed 10]``.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from karpy import clock
 from karpy.api import labels as wk
 from karpy.api import pod
 from karpy.cloudprovider import catalog
-from karpy.provisioning import results, scheduler, templates
+from karpy.provisioning import results, reuse, scheduler, templates
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import cost
@@ -46,10 +51,37 @@ def existing_nodes(n: int, pods_per_node: int, types: list[Any]) -> list[results
 
 
 def timed(pods: list[pod.Pod], np_: Any, types: list[Any], ds: pod.Pod,
-          existing: list[results.ExistingNode]) -> tuple[float, float]:
+          existing: list[results.ExistingNode], cache: reuse.SchedulingCache | None = None) -> tuple[float, float]:
     start = clock.perf_counter()
-    res = scheduler.Scheduler([np_], {"default": types}, existing, [ds]).solve(pods)
+    res = scheduler.Scheduler([np_], {"default": types}, existing, [ds], cache=cache).solve(pods)
     return clock.perf_counter() - start, res.cost()
+
+
+def changed(existing: list[results.ExistingNode], run: int, count: int) -> list[results.ExistingNode]:
+    """New ExistingNode objects for every node; ``count`` of them (spread over the cluster) with
+    one more running pod."""
+    step = max(1, len(existing) // max(count, 1))
+    touched = set(range((run * 7) % step, len(existing), step)[:count])
+    out = []
+    for i, n in enumerate(existing):
+        pods = list(n.pods)
+        if i in touched:
+            pods.append(pod.build(f"extra-{run}-{i}", namespace="default", labels={"app": "extra"}, node_name=n.name,
+                                  requests={"cpu": "100m", "memory": "128Mi"}))
+        out.append(results.ExistingNode(name=n.name, labels=n.labels, taints=n.taints, allocatable=n.allocatable,
+                                        pods=pods, nodepool=n.nodepool))
+    return out
+
+
+def kept_runs(pods: list[pod.Pod], np_: Any, types: list[Any], ds: pod.Pod,
+              existing: list[results.ExistingNode], repeat: int, count: int) -> list[tuple[float, float]]:
+    cache = reuse.SchedulingCache()
+    timed(pods, np_, types, ds, existing, cache)
+    out = []
+    for run in range(repeat):
+        existing = changed(existing, run, count)
+        out.append(timed(pods, np_, types, ds, existing, cache))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,16 +89,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--pending", type=int, default=1000)
+    ap.add_argument("--changed", type=int, default=10, help="nodes changed between kept runs")
     args = ap.parse_args(argv)
     np_ = cost.on_demand_nodepool(cost.NODEPOOLS["getting-started"])
     reqs = templates.nodepool_requirements(np_)
     types = [t for t in catalog.load("aws") if templates._type_compatible(reqs, t)]
     ds = cost.daemonset_pod()
     pods = cost.make_pods(args.pending)
-    cases = [("empty", []), ("big", existing_nodes(args.nodes, 10, types))]
+    big = existing_nodes(args.nodes, 10, types)
+    cases = [("empty", []), ("big", big), ("kept", big)]
     print(f"{'case':>6} {'pending':>8} {'nodes':>7} {'median-s':>9} {'min-s':>7} {'max-s':>7} {'$/h':>9}")
     for name, existing in cases:
-        runs = [timed(pods, np_, types, ds, existing) for _ in range(args.repeat)]
+        if name == "kept":
+            runs = kept_runs(pods, np_, types, ds, existing, args.repeat, args.changed)
+        else:
+            runs = [timed(pods, np_, types, ds, existing) for _ in range(args.repeat)]
         secs = [r[0] for r in runs]
         print(f"{name:>6} {len(pods):>8} {len(existing):>7} {statistics.median(secs):>9.3f} {min(secs):>7.3f} "
               f"{max(secs):>7.3f} {runs[0][1]:>9.2f}", flush=True)

@@ -53,7 +53,7 @@ from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import nodelabels, results, scheduler
+from karpy.provisioning import nodelabels, results, reuse, scheduler
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
@@ -169,6 +169,8 @@ class Provisioner:
         self._tokens = float(NOMINATION_BURST)
         self._tokens_at: float | None = None
         self.runs = 0
+        self.scheduling_cache = reuse.SchedulingCache()
+        """Kept between scheduling runs (existing nodes, type tables): see karpy.provisioning.reuse."""
         self.last_results: results.Results | None = None
         self._pools_seen: dict[str, tuple[Any, ...]] = {}
         self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
@@ -261,7 +263,8 @@ class Provisioner:
         existing = self.state.existing_nodes(types)
         usage = self.state.nodepool_usage(types)
         start = clock_mod.perf_counter()
-        res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage).solve(pods)
+        res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage,
+                                  cache=self.scheduling_cache).solve(pods)
         self.metrics.scheduling_duration.labels(NAME).observe(max(0.0, clock_mod.perf_counter() - start))
         return res, pools
 

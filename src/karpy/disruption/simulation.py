@@ -90,6 +90,7 @@ def simulate_removal(
         existing,
         snap.daemonsets,
         snap.usage_without(removed),
+        cache=snap.scheduling_cache,
     ).solve([*pods, *others])
     return _summarize(snap, removed, pods, own, res)
 

@@ -35,7 +35,7 @@ from karpy.api import quantity
 from karpy.cloudprovider import instancetype
 from karpy.disruption import budgets
 from karpy.disruption import candidates as candidates_mod
-from karpy.provisioning import results
+from karpy.provisioning import results, reuse
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,10 @@ class ClusterSnapshot:
     """NodeClaims launched or launching whose Node is not there yet."""
     now: float = 0.0
     """Epoch seconds (node age, budgets); the caller's clock, never the wall clock."""
+    scheduling_cache: reuse.SchedulingCache = field(default_factory=reuse.SchedulingCache, compare=False,
+                                                    repr=False)
+    """Kept between the what-if scheduling runs over this snapshot (karpy.provisioning.reuse):
+    they differ only by the nodes taken out, so each run costs what it removes."""
 
     @classmethod
     def build(

@@ -40,15 +40,22 @@ class Registry:
             self.values.append(value)
         return i
 
+    def copy(self) -> Registry:
+        """An independent registry with the same ids (adding to it leaves this one alone)."""
+        out = Registry()
+        out.ids = dict(self.ids)
+        out.values = list(self.values)
+        return out
+
 
 class Bins:
     """Capacity and identity of every bin in one scheduling run."""
 
-    def __init__(self, dims: Sequence[str], keys: Sequence[str]) -> None:
+    def __init__(self, dims: Sequence[str], keys: Sequence[str], capacity: int = 64) -> None:
         self.dims = list(dims)
         self.keys = list(keys)
         self.n = 0
-        cap = 64
+        cap = max(64, capacity)
         k = len(dims)
         self.remaining: IntArray = np.zeros((cap, k), dtype=np.int64)
         self.used: IntArray = np.zeros((cap, k), dtype=np.int64)
@@ -111,6 +118,30 @@ class Bins:
                 self.set_domain(b, key, value)
         return b
 
+    def add_nodes(self, names: list[str], remaining: IntArray, used: IntArray, reqset: IntArray,
+                  taintset: IntArray, schedulable: npt.NDArray[np.bool_], pods: list[list[pod_mod.Pod]],
+                  dom: dict[str, IntArray]) -> None:
+        """Add existing nodes as bins at once (an empty Bins only; registries already hold the ids).
+
+        ``dom[key]`` is each node's domain id in ``self.domains[key]`` (-1: no such label)."""
+        n = len(names)
+        assert self.n == 0 and len(self.reqset) >= n
+        self.n = n
+        self.remaining[:n] = remaining
+        self.used[:n] = used
+        self.reqset[:n] = reqset
+        self.taintset[:n] = taintset
+        self.schedulable[:n] = schedulable
+        for key in self.keys:
+            ids = dom[key]
+            self.dom[key][:n] = np.where(ids >= 0, ids, NONE)
+        self.names = names
+        self.template = [-1] * n
+        self.target = [-1] * n
+        self.pods = pods
+        self.ports = [None] * n
+        self.is_node = [True] * n
+
     def set_domain(self, b: int, key: str, value: str | frozenset[str] | None) -> None:
         if value is None:
             self.dom[key][b] = NONE
@@ -134,21 +165,22 @@ class Bins:
     def set_requirements(self, b: int, reqs: reqs_mod.Requirements) -> None:
         self.reqset[b] = self.reqsets.id((reqs, self.is_node[b]))
 
-    def fit_counts(self, req: IntArray) -> IntArray:
-        """How many pods requesting ``req`` each bin can still take (0 for full bins)."""
-        n = self.n
+    def fit_counts(self, req: IntArray, lo: int = 0, hi: int | None = None) -> IntArray:
+        """How many pods requesting ``req`` each bin (of ``lo:hi``) can still take (0 for full bins)."""
+        hi = self.n if hi is None else hi
         nz = np.flatnonzero(req > 0)
         if len(nz) == 0:
-            return np.full(n, 1 << 40, dtype=np.int64)
-        rem = self.remaining[:n, nz]
+            return np.full(hi - lo, 1 << 40, dtype=np.int64)
+        rem = self.remaining[lo:hi, nz]
         fit: IntArray = np.maximum((rem // req[nz]).min(axis=1), 0)
         return fit
 
-    def domain_mask(self, key: str, allowed: set[str]) -> npt.NDArray[np.bool_]:
-        """Bins whose domain for ``key`` is in ``allowed`` or could still be narrowed into it."""
-        n = self.n
+    def domain_mask(self, key: str, allowed: set[str], lo: int = 0, hi: int | None = None
+                    ) -> npt.NDArray[np.bool_]:
+        """Bins (of ``lo:hi``) whose domain for ``key`` is in ``allowed`` or could still be narrowed into it."""
+        hi = self.n if hi is None else hi
         reg = self.domains[key]
-        dom = self.dom[key][:n]
+        dom = self.dom[key][lo:hi]
         table = np.zeros(len(reg.values) + 2, dtype=np.bool_)  # index = domain id + 2
         for v in allowed:
             i = reg.ids.get(v)
@@ -160,7 +192,7 @@ class Bins:
             ok = np.fromiter((bool(s & allowed) for s in sets.values), dtype=np.bool_, count=len(sets.values))
             if ok.any():
                 undetermined = dom == UNDETERMINED
-                mask |= undetermined & ok[np.maximum(self.possible[key][:n], 0)]
+                mask |= undetermined & ok[np.maximum(self.possible[key][lo:hi], 0)]
         return mask
 
     def possible_values(self, b: int, key: str) -> frozenset[str]:

@@ -27,6 +27,7 @@ from karpy.scheduling import topology
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+CHUNK = 512
 
 
 def place(run: placement_mod.Placement, g: podgroups.PodGroup) -> int:
@@ -49,19 +50,27 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
     ``domain`` restricts bins to one (key, value); undetermined bins are narrowed when used.
     """
     placed = 0
-    fit = fit_counts(run, g, req, {domain[0]: {domain[1]}} if domain is not None else {})
-    cand = np.flatnonzero(fit > 0)
-    if len(cand):
-        take = fit[cand]
-        cum = np.cumsum(take)
-        stop = int(np.searchsorted(cum, count))
-        for j in range(min(stop + 1, len(cand))):
-            b = int(cand[j])
-            k = int(min(take[j], count - placed))
-            if k <= 0:
-                break
-            _put(run, g, b, req, start + placed, k, domain)
-            placed += k
+    constraints = {domain[0]: {domain[1]}} if domain is not None else {}
+    n = run.bins.n
+    # Without hostname caps a placement changes no other bin's fit: scan the bins in growing
+    # chunks and stop once the pods are placed (first-fit order is the same as one full scan).
+    lo, step = 0, (CHUNK if run.hostname_cap(g, n) is None else n)
+    while lo < n and placed < count:
+        hi = min(n, lo + step)
+        fit = fit_counts(run, g, req, constraints, lo, hi)
+        cand = np.flatnonzero(fit > 0)
+        if len(cand):
+            take = fit[cand]
+            cum = np.cumsum(take)
+            stop = int(np.searchsorted(cum, count - placed))
+            for j in range(min(stop + 1, len(cand))):
+                b = lo + int(cand[j])
+                k = int(min(take[j], count - placed))
+                if k <= 0:
+                    break
+                _put(run, g, b, req, start + placed, k, domain)
+                placed += k
+        lo, step = hi, step * 4
     while open_new and placed < count:
         new = claims.open_claim(run, g, req, {domain[0]: {domain[1]}} if domain else {})
         if new is None:
@@ -156,20 +165,21 @@ def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
 
 
 def fit_counts(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
-               constraints: dict[str, set[str]]) -> IntArray:
-    """How many more pods of ``g`` each bin takes: requirements, taints, free resources, allowed
-    domains, hostname topology caps and host ports, in one vectorised pass."""
+               constraints: dict[str, set[str]], lo: int = 0, hi: int | None = None) -> IntArray:
+    """How many more pods of ``g`` each bin (of ``lo:hi``) takes: requirements, taints, free
+    resources, allowed domains, hostname topology caps and host ports, in one vectorised pass."""
     n = run.bins.n
-    mask = run.base_mask(g)
+    hi = n if hi is None else hi
+    mask = run.base_mask(g, lo, hi)
     for key, allowed in constraints.items():
-        mask &= run.bins.domain_mask(key, allowed)
-    fit = run.bins.fit_counts(req)
+        mask &= run.bins.domain_mask(key, allowed, lo, hi)
+    fit = run.bins.fit_counts(req, lo, hi)
     fit[~mask] = 0
     cap = run.hostname_cap(g, n)
     if cap is not None:
-        fit = np.minimum(fit, cap)
+        fit = np.minimum(fit, cap[lo:hi])
     if g.host_ports:
-        fit = np.minimum(fit, run.ports_mask(g, n).astype(np.int64))
+        fit = np.minimum(fit, run.ports_mask(g, hi, lo).astype(np.int64))
     return fit
 
 

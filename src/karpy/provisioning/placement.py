@@ -9,7 +9,6 @@ NumPy expressions over all bins.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy.typing as npt
 from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import podgroups, results, templates
+from karpy.provisioning import nodetable, podgroups, results, templates
 from karpy.scheduling import hostports, requirement, topology
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
@@ -35,37 +34,40 @@ class Placement:
 
     def __init__(self, dims: list[str], tmpls: list[templates.Template],
                  groups: Sequence[podgroups.PodGroup], existing: Sequence[results.ExistingNode],
-                 daemon_pods: Sequence[pod_mod.Pod], *, count_matching: bool = False) -> None:
+                 daemon_pods: Sequence[pod_mod.Pod], *, count_matching: bool = False,
+                 table: nodetable.NodeTable | None = None) -> None:
         """``count_matching``: pods matching a zonal (non-hostname) spread they do not carry keep
-        that spread too (see :meth:`counted_spreads`)."""
+        that spread too (see :meth:`counted_spreads`). ``table``: existing nodes kept from earlier
+        runs (see :mod:`nodetable`); the run is the same with or without it."""
         self.dims = dims
         self.count_matching = count_matching
         self._counted_cache: dict[Any, list[topology.Term]] = {}
         self.templates = tmpls
         self.daemon_pods = list(daemon_pods)
         self.dim_index = {d: i for i, d in enumerate(dims)}
+        self.table = table if table is not None else nodetable.NodeTable()
+        rows = self.table.sync(existing)
+        self.rows = rows
+        """The existing nodes' row indices in :attr:`table`, in bin order."""
+        self.row_list: list[int] = rows.tolist()
         # topology terms: from pending groups and from running pods' anti-affinity (inverse rule)
         self.terms: dict[topology.Term, topology.TermState] = {}
         for g in groups:
             for t in _all_terms(g):
                 self.terms.setdefault(t, topology.TermState(t))
-        for node in existing:
-            for p in node.pods:
-                if p.pod_anti_affinity is not None:
-                    for at in p.pod_anti_affinity.required:
-                        t = topology.term_from_affinity(at, p.namespace, anti=True, required=True)
-                        self.terms.setdefault(t, topology.TermState(t))
+        anti = self.table.anti
+        for i in self.row_list:
+            if anti[i]:
+                for t in anti[i]:
+                    self.terms.setdefault(t, topology.TermState(t))
         keys = sorted({t.key for t in self.terms if not t.hostname})
         self.keys = keys
-        self.bins = bins_mod.Bins(dims, keys)
         self.new_bins: list[int] = []
-        self.initial_pods: list[int] = []
         self._relevant_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool, bool]]] = {}
         self._hostname_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool]]] = {}
         self._compat: dict[tuple[reqs_mod.Requirements, int], bool] = {}
         self._compat_vec: dict[reqs_mod.Requirements, BoolArray] = {}
-        self._classes = bins_mod.Registry()
-        self._rs_class: list[int] = []
+        self._host_ok: dict[reqs_mod.Requirements, BoolArray] = {}
         self._tol: dict[tuple[Any, bool, int], bool] = {}
         self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
         self._ds_ports: dict[tuple[int, reqs_mod.Requirements], hostports.HostPortUsage | None] = {}
@@ -74,8 +76,8 @@ class Placement:
         for g in groups:
             total += self.vector(g.requests) * g.size
         self.demand = total.astype(np.float64)
-        for node in existing:
-            self._add_existing(node)
+        self.bins = bins_mod.Bins(dims, keys, capacity=len(rows) + 64)
+        self._add_existing()
         for tmpl in tmpls:
             for key in keys:
                 self.universe[key] |= self._template_domains(tmpl, key)
@@ -90,46 +92,71 @@ class Placement:
                 v[i] = amount
         return v
 
-    def _add_existing(self, node: results.ExistingNode) -> None:
-        summed: dict[str, int] = {}
-        for p in node.pods:
-            for name, amount in p.requests.items():
-                summed[name] = summed.get(name, 0) + amount
-        used = self.vector(summed)
-        taints = tuple(t for t in node.taints
-                       if not (node.in_flight and t.key in EPHEMERAL))
-        reqs = _label_requirements(tuple(sorted(node.labels.items())))
-        daemon_ports: list[pod_mod.Pod] = []
-        if node.in_flight:
+    def _add_existing(self) -> None:
+        """Existing nodes become the first bins, in the given order, from the table's arrays."""
+        table = self.table
+        idx, rows = self.rows, self.row_list
+        n = len(rows)
+        self.n_existing = n
+        self.n_classes = len(table.classes.values)
+        alloc, used = table.matrices(idx, self.dims)
+        bins = self.bins
+        bins.reqsets = table.classes.copy()
+        bins.taintsets = table.taintsets.copy()
+        dom: dict[str, IntArray] = {}
+        for key in self.keys:
+            reg, ids = table.domain_ids(key)
+            bins.domains[key] = reg.copy()
+            dom[key] = ids[idx]
+            self.universe[key].update(reg.values[int(i)] for i in np.unique(dom[key]) if i >= 0)
+        nodes = [table.node[i] for i in rows]
+        ports: list[tuple[int, hostports.HostPortUsage]] = []
+        for b in np.flatnonzero(table.in_flight[idx]):  # DaemonSet pods that will come count as used
+            bi = int(b)
+            i = rows[bi]
+            node = nodes[bi]
+            assert node is not None
             present = {p.metadata.controller.name for p in node.pods
                        if p.is_daemonset_pod and p.metadata.controller is not None}
+            taints = table.taintsets.values[int(table.taint[i])]
+            usage: hostports.HostPortUsage | None = None
             for d in self.daemon_pods:
                 owner = d.metadata.controller
                 if owner is not None and owner.name in present:
                     continue
-                if _daemon_fits(d, reqs, taints, node=True):
-                    used += self.vector(d.requests)
+                if _daemon_fits(d, table.requirements(i), taints, node=True):
+                    used[bi] += self.vector(d.requests)
                     if d.host_ports():
-                        daemon_ports.append(d)
-        remaining = self.vector(node.allocatable) - used
-        domains: dict[str, str | frozenset[str] | None] = {k: node.labels.get(k) for k in self.keys}
-        b = self.bins.add(node.name, remaining, used, reqs, taints, is_node=True,
-                          schedulable=node.schedulable, pods=node.pods, domains=domains)
-        self.initial_pods.append(len(node.pods))
-        for key, value in domains.items():
-            if isinstance(value, str):
-                self.universe[key].add(value)
-        ports = [hostports.host_port(ip, proto, port) for p in node.pods for ip, proto, port in p.host_ports()]
-        if ports or daemon_ports:
-            usage = hostports.HostPortUsage()
-            for p in node.pods:
-                usage.add(p.key, [hostports.host_port(*hp) for hp in p.host_ports()])
-            for d in daemon_ports:  # an in-flight node's DaemonSet pods will hold theirs
-                usage.add(_daemon_key(d), [hostports.host_port(*hp) for hp in d.host_ports()])
-            self.bins.ports[b] = usage
-        if self.terms:
-            for p in node.pods:
-                self._count(p.namespace, p.labels, _owned_anti(p), b, 1)
+                        held = table.ports[i]
+                        usage = usage or (held.copy() if held is not None else hostports.HostPortUsage())
+                        usage.add(_daemon_key(d), [hostports.host_port(*hp) for hp in d.host_ports()])
+            if usage is not None:
+                ports.append((bi, usage))
+        bins.add_nodes([nd.name for nd in nodes if nd is not None], alloc - used, used, table.cls[idx],
+                       table.taint[idx], table.schedulable[idx], [nd.pods for nd in nodes if nd is not None], dom)
+        self.touched: set[int] = set()
+        """Existing bins that got pods this run (their pod list is then a copy: the node's own is the caller's)."""
+        self.initial_pods: list[int] = [len(nd.pods) for nd in nodes if nd is not None]
+        held_ports = table.ports
+        for j, i in enumerate(rows):
+            held = held_ports[i]
+            if held is not None:
+                bins.ports[j] = held.copy()
+        for j, usage in ports:
+            bins.ports[j] = usage
+        if self.terms:  # running pods, by signature: only signatures some term cares about
+            pos = [-1] * len(table.cls)
+            for j, i in enumerate(rows):
+                pos[i] = j
+            sig_values = table.signatures.values
+            owned_sets = table.owned_sets.values
+            for sid, where in table.signature_rows().items():
+                namespace, items, oid = sig_values[sid]
+                relevant = self._relevant_items(namespace, items, owned_sets[oid])
+                if relevant:
+                    for r, count in where.items():
+                        if pos[r] >= 0:
+                            self._record_relevant(relevant, pos[r], count)
 
     def _template_domains(self, tmpl: templates.Template, key: str) -> set[str]:
         r = tmpl.requirements.get(key)
@@ -147,7 +174,15 @@ class Placement:
         return set()
 
     def _count(self, namespace: str, labels_: Any, owned: Sequence[topology.Term], b: int, n: int) -> None:
-        for term, state, match, owner in self._relevant(namespace, labels_, owned):
+        self._count_items(namespace, tuple(sorted(labels_.items())), tuple(owned), b, n)
+
+    def _count_items(self, namespace: str, items: tuple[tuple[str, str], ...], owned: tuple[topology.Term, ...],
+                     b: int, n: int) -> None:
+        self._record_relevant(self._relevant_items(namespace, items, owned), b, n)
+
+    def _record_relevant(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
+                         b: int, n: int) -> None:
+        for term, state, match, owner in relevant:
             domain = None if term.hostname else self.bins.domain_of(b, term.key)
             if domain is None and not term.hostname and term.kind == topology.ANTI_AFFINITY:
                 # as Karpenter: anti-affinity blocks every domain the bin may still land in
@@ -159,10 +194,15 @@ class Placement:
     def _relevant(self, namespace: str, labels_: Any, owned: Sequence[topology.Term]
                   ) -> list[tuple[topology.Term, topology.TermState, bool, bool]]:
         """Terms a pod with these labels counts for or owns (cached: pods of a group share them)."""
-        key = (namespace, tuple(sorted(labels_.items())), tuple(owned))
+        return self._relevant_items(namespace, tuple(sorted(labels_.items())), tuple(owned))
+
+    def _relevant_items(self, namespace: str, items: tuple[tuple[str, str], ...], owned: tuple[topology.Term, ...]
+                        ) -> list[tuple[topology.Term, topology.TermState, bool, bool]]:
+        key = (namespace, items, owned)
         hit = self._relevant_cache.get(key)
         if hit is None:
             hit = []
+            labels_ = dict(items)
             for term, state in self.terms.items():
                 match = term.matches(namespace, labels_)
                 owner = term in owned
@@ -198,47 +238,51 @@ class Placement:
 
     # -- masks ----------------------------------------------------------------------------------
 
-    def base_mask(self, g: podgroups.PodGroup) -> BoolArray:
-        """Bins a pod of ``g`` may use by requirements and taints (ignoring capacity).
+    def base_mask(self, g: podgroups.PodGroup, lo: int = 0, hi: int | None = None) -> BoolArray:
+        """Bins (of ``lo:hi``) a pod of ``g`` may use by requirements and taints (ignoring capacity).
 
-        Compatibility is kept per group requirement set as a vector over requirement-set ids,
-        extended only for sets added since; nodes that differ only by hostname share one check
-        unless the group constrains the hostname.
+        Existing nodes are checked per class (their labels without the hostname; the table keeps
+        those checks between runs), plus their hostname when the group constrains it; new
+        NodeClaims per requirement set, extended only for sets added since.
         """
-        n = self.bins.n
+        hi = self.bins.n if hi is None else hi
         greq = g.requirements()
-        rs_ids = self.bins.reqset[:n]
-        tol_ids = self.bins.taintset[:n]
+        rs_ids = self.bins.reqset[lo:hi]
         total = len(self.bins.reqsets.values)
         vec = self._compat_vec.get(greq)
         if vec is None or len(vec) < total:
-            done = 0 if vec is None else len(vec)
-            by_class = wk.HOSTNAME not in greq
-            more = np.fromiter((self._compatible(greq, i, by_class) for i in range(done, total)),
+            if vec is None:
+                node_side = greq
+                if wk.HOSTNAME in greq:
+                    node_side = reqs_mod.Requirements(r for k, r in greq.items() if k != wk.HOSTNAME)
+                vec = self.table.compat(node_side)[:self.n_classes]
+            done = len(vec)
+            values = self.bins.reqsets.values
+            more = np.fromiter((values[i][0].compatible(greq) is None for i in range(done, total)),
                                dtype=np.bool_, count=total - done)
-            vec = more if vec is None else np.concatenate([vec, more])
+            vec = np.concatenate([vec, more])
             self._compat_vec[greq] = vec
         tol = np.array([self._tolerates(g, i) for i in range(len(self.bins.taintsets.values))],
                        dtype=np.bool_)
-        return vec[rs_ids] & tol[tol_ids] & self.bins.schedulable[:n]
+        mask: BoolArray = vec[rs_ids] & tol[self.bins.taintset[lo:hi]] & self.bins.schedulable[lo:hi]
+        if wk.HOSTNAME in greq and lo < self.n_existing:
+            mask[:self.n_existing - lo] &= self._hostname_ok(greq)[lo:min(hi, self.n_existing)]
+        return mask
 
-    def _compatible(self, greq: reqs_mod.Requirements, rs_id: int, by_class: bool = False) -> bool:
-        cls = self._class_of(rs_id) if by_class else -1 - rs_id
-        key = (greq, cls)
-        hit = self._compat.get(key)
+    def _hostname_ok(self, greq: reqs_mod.Requirements) -> BoolArray:
+        """Per existing bin: does its hostname label meet ``greq``'s hostname requirement?"""
+        hit = self._host_ok.get(greq)
         if hit is None:
-            reqs, is_node = self.bins.reqsets.values[rs_id]
-            allow = frozenset() if is_node else wk.WELL_KNOWN_LABELS
-            hit = reqs.compatible(greq, allow) is None
-            self._compat[key] = hit
+            only = reqs_mod.Requirements([greq[wk.HOSTNAME]])
+            seen: dict[str | None, bool] = {}
+            hosts = [self.table.host[i] for i in self.row_list]
+            for host in hosts:
+                if host not in seen:
+                    node = reqs_mod.Requirements.from_labels({wk.HOSTNAME: host} if host is not None else {})
+                    seen[host] = node.compatible(only, frozenset()) is None
+            hit = np.fromiter((seen[h] for h in hosts), dtype=np.bool_, count=len(hosts))
+            self._host_ok[greq] = hit
         return hit
-
-    def _class_of(self, rs_id: int) -> int:
-        """The id of requirement set ``rs_id`` without its hostname (nodes differ only there)."""
-        while len(self._rs_class) <= rs_id:
-            reqs, is_node = self.bins.reqsets.values[len(self._rs_class)]
-            self._rs_class.append(self._classes.id((_without_hostname(reqs), is_node)))
-        return self._rs_class[rs_id]
 
     def _tolerates(self, g: podgroups.PodGroup, ts_id: int) -> bool:
         key = (g.tolerations, g.tolerate_prefer_no_schedule, ts_id)
@@ -326,6 +370,9 @@ class Placement:
         k = len(pods)
         self.bins.remaining[b] -= req * k
         self.bins.used[b] += req * k
+        if b < self.n_existing and b not in self.touched:  # the node's own list is the caller's
+            self.bins.pods[b] = list(self.bins.pods[b])
+            self.touched.add(b)
         self.bins.pods[b].extend(pods)
         if g.host_ports:
             usage = self.bins.ports[b]
@@ -379,13 +426,14 @@ class Placement:
                     if match and term.key == key and term.kind != topology.ANTI_AFFINITY:
                         state.record(value, b, count, owner=False, match=True)
 
-    def ports_mask(self, g: podgroups.PodGroup, n: int) -> BoolArray:
+    def ports_mask(self, g: podgroups.PodGroup, n: int, lo: int = 0) -> BoolArray:
+        """Bins ``lo:n`` where ``g``'s host ports are free."""
         wanted = [hostports.host_port(*hp) for hp in g.host_ports]
-        mask = np.ones(n, dtype=np.bool_)
-        for b in range(n):
+        mask = np.ones(n - lo, dtype=np.bool_)
+        for b in range(lo, n):
             usage = self.bins.ports[b]
             if usage is not None and usage.conflicts(wanted) is not None:
-                mask[b] = False
+                mask[b - lo] = False
         return mask
 
     def daemon_overhead(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> IntArray:
@@ -422,28 +470,6 @@ class Placement:
         return claims.finalize(self, b)
 
 
-EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGISTERED,
-                       "node.cloudprovider.kubernetes.io/uninitialized"})
-
-
-@functools.lru_cache(maxsize=65536)
-def _label_requirements(items: tuple[tuple[str, str], ...]) -> reqs_mod.Requirements:
-    """Requirements of a node's labels, memoised: nodes are re-read on every scheduling run."""
-    return reqs_mod.Requirements.from_labels(dict(items))
-
-
-@functools.lru_cache(maxsize=65536)
-def _without_hostname(reqs: reqs_mod.Requirements) -> reqs_mod.Requirements:
-    """``reqs`` without the hostname key, memoised (node requirement sets are memoised too)."""
-    if wk.HOSTNAME not in reqs:
-        return reqs
-    stripped = reqs_mod.Requirements(r for k, r in reqs.items() if k != wk.HOSTNAME)
-    return _CANONICAL.setdefault(stripped, stripped)  # one object per class: later lookups are identity hits
-
-
-_CANONICAL: dict[reqs_mod.Requirements, reqs_mod.Requirements] = {}
-
-
 def _untolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: bool) -> Any:
     effects = ("NoSchedule", "NoExecute") if prefer_ok else ("NoSchedule", "NoExecute", "PreferNoSchedule")
     return taints_mod.first_untolerated(tolerations, taints, effects)
@@ -466,10 +492,3 @@ def _daemon_key(d: pod_mod.Pod) -> str:
 def _all_terms(g: podgroups.PodGroup) -> list[topology.Term]:
     return (g.spreads + g.pod_affinity_required + g.pod_affinity_preferred
             + g.anti_affinity_required + g.anti_affinity_preferred)
-
-
-def _owned_anti(p: pod_mod.Pod) -> list[topology.Term]:
-    if p.pod_anti_affinity is None:
-        return []
-    return [topology.term_from_affinity(t, p.namespace, anti=True, required=True)
-            for t in p.pod_anti_affinity.required]

@@ -200,11 +200,26 @@ def make_group(pods: list[pod_mod.Pod]) -> PodGroup:
     )
 
 
-def group_pods(pods: Iterable[pod_mod.Pod]) -> list[PodGroup]:
-    """Group interchangeable pods, largest first (cpu, then memory), stable otherwise."""
+def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, Any]] | None = None
+               ) -> list[PodGroup]:
+    """Group interchangeable pods, largest first (cpu, then memory), stable otherwise.
+
+    ``memo``: pod signatures of the previous call, by Pod object (kept by a caller between runs;
+    Pod models are immutable); it is left holding this call's."""
     buckets: dict[tuple[Any, ...], list[pod_mod.Pod]] = {}
-    for p in pods:
-        buckets.setdefault(_signature(p), []).append(p)
+    if memo is None:
+        for p in pods:
+            buckets.setdefault(_signature(p), []).append(p)
+    else:
+        now: dict[int, tuple[pod_mod.Pod, Any]] = {}
+        for p in pods:
+            hit = memo.get(id(p))
+            if hit is None or hit[0] is not p:
+                hit = (p, _signature(p))
+            now[id(p)] = hit
+            buckets.setdefault(hit[1], []).append(p)
+        memo.clear()
+        memo.update(now)
     groups = [make_group(b) for b in buckets.values()]
     groups.sort(key=lambda g: (-g.requests.get("cpu", 0), -g.requests.get("memory", 0)))
     return groups

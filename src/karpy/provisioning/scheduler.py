@@ -34,7 +34,7 @@ from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import claims, explain, grouping_paths, packer, podgroups, results, templates
+from karpy.provisioning import claims, explain, grouping_paths, packer, podgroups, results, reuse, templates
 from karpy.provisioning import placement as placement_mod
 from karpy.scheduling import requirement, topology
 from karpy.scheduling import requirements as reqs_mod
@@ -57,26 +57,35 @@ class Scheduler:
         existing: Sequence[results.ExistingNode] = (),
         daemonsets: Sequence[pod_mod.Pod] = (),
         usage: Mapping[str, Mapping[str, int]] | None = None,
+        *,
+        cache: reuse.SchedulingCache | None = None,
     ) -> None:
         """``daemonsets`` are the DaemonSets' template pods; ``usage`` is each NodePool's
-        launched-plus-in-flight capacity, counted against its limits."""
+        launched-plus-in-flight capacity, counted against its limits. ``cache``: what the caller
+        keeps between runs (:mod:`reuse`); the results are the same with or without it."""
         self.nodepools = list(nodepools)
         self.instance_types = dict(instance_types or {})
         self.existing = list(existing)
         self.daemon_pods = list(daemonsets)
         self.usage = dict(usage or {})
+        self.cache = cache
 
     def solve(self, pods: Sequence[pod_mod.Pod]) -> results.Results:
-        groups = podgroups.group_pods(pods)
+        cache = self.cache
+        groups = podgroups.group_pods(pods, cache.pod_signatures if cache is not None else None)
         out = results.Results()
         if not groups:
             return out
         dims = _dims(groups, self.daemon_pods, self.existing)
         if any(templates.NODES in (p.limits or {}) for p in self.nodepools) and templates.NODES not in dims:
             dims.append(templates.NODES)
-        tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims)
+        if cache is not None:
+            cache.runs += 1
+        tmpls = templates.build_templates(self.nodepools, self.instance_types, self.usage, dims,
+                                          cache.tables if cache is not None else None)
         run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods,
-                                      count_matching=bool(self.nodepools))
+                                      count_matching=bool(self.nodepools),
+                                      table=cache.nodes if cache is not None else None)
         free = [g for g in groups if _is_free(run, g)]
         free_ids = {id(g) for g in free}
         queue = [g for g in groups if id(g) not in free_ids]
@@ -91,11 +100,10 @@ class Scheduler:
                     free.append(g)
                 else:
                     self._drain(run, [g], out)
-        for b in range(run.bins.n):
-            if run.bins.template[b] < 0:
-                node_pods = run.bins.pods[b][run.initial_pods[b]:]
-                if node_pods:
-                    out.existing[run.bins.names[b]] = node_pods
+        for b in sorted(run.touched):
+            node_pods = run.bins.pods[b][run.initial_pods[b]:]
+            if node_pods:
+                out.existing[run.bins.names[b]] = node_pods
         out.new_claims = [c for c in (run.finalize(b) for b in run.new_bins) if c is not None]
         for c in out.new_claims:
             if not c.instance_types:  # pragma: no cover - finalize keeps the target type

@@ -136,17 +136,52 @@ def nodepool_requirements(nodepool: Any) -> reqs_mod.Requirements:
     return r.intersect(reqs_mod.Requirements.from_labels(labels_))
 
 
+class TableCache:
+    """Type tables kept between scheduling runs (a :class:`TypeTable` caches :meth:`TypeTable.info`).
+
+    A table is reused when the NodePool's requirements, the run's dimensions and the instance
+    type objects (by identity, in order: they are immutable) are the same as in the previous run;
+    tables the last run did not use are dropped. A table only depends on those, so a reused one
+    answers exactly as a new one would.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[Any, tuple[Sequence[instancetype.InstanceType], TypeTable]] = {}
+        self._now: dict[Any, tuple[Sequence[instancetype.InstanceType], TypeTable]] = {}
+
+    def begin(self) -> None:
+        """Start a run: tables used in the previous run stay available, older ones go."""
+        self._last, self._now = self._now, {}
+
+    def table(self, reqs: reqs_mod.Requirements, types: Sequence[instancetype.InstanceType],
+              dims: Sequence[str]) -> TypeTable:
+        key = (reqs, tuple(dims), tuple(map(id, types)))
+        hit = self._now.get(key) or self._last.get(key)
+        if hit is None or len(hit[0]) != len(types) or any(a is not b for a, b in zip(hit[0], types, strict=True)):
+            hit = (list(types), TypeTable([t for t in types if _type_compatible(reqs, t)], dims))
+        self._now[key] = hit
+        return hit[1]
+
+
 def build_templates(nodepools: Sequence[Any],
                     instance_types: Mapping[str, Sequence[instancetype.InstanceType]],
-                    usage: Mapping[str, Mapping[str, int]], dims: Sequence[str]) -> list[Template]:
-    """Templates in Karpenter's order: higher weight first, then by name."""
+                    usage: Mapping[str, Mapping[str, int]], dims: Sequence[str],
+                    cache: TableCache | None = None) -> list[Template]:
+    """Templates in Karpenter's order: higher weight first, then by name. ``cache``: type tables
+    kept from earlier runs (the templates are the same with or without it)."""
     out: list[Template] = []
+    if cache is not None:
+        cache.begin()
     for np_ in nodepools:
         name = np_.metadata.name
         if np_.metadata.deletion_timestamp is not None:
             continue
         reqs = nodepool_requirements(np_)
-        types = [t for t in instance_types.get(name, ()) if _type_compatible(reqs, t)]
+        given = instance_types.get(name, ())
+        if cache is not None:
+            table = cache.table(reqs, given, dims)
+        else:
+            table = TypeTable([t for t in given if _type_compatible(reqs, t)], dims)
         limits: dict[str, int] = {}
         used = usage.get(name, {})
         for res, limit in (np_.limits or {}).items():
@@ -156,7 +191,7 @@ def build_templates(nodepools: Sequence[Any],
         out.append(Template(
             nodepool=np_, name=name, weight=int(np_.weight or 0), requirements=reqs, labels=labels_,
             taints=tuple(np_.template.spec.taints), startup_taints=tuple(np_.template.spec.startup_taints),
-            table=TypeTable(types, dims), limits=limits,
+            table=table, limits=limits,
             has_min_values=any(r.min_values for r in reqs.values()),
         ))
     out.sort(key=lambda t: (-t.weight, t.name))

@@ -42,7 +42,7 @@ from karpy.api import errors as api_errors
 from karpy.api import labels, node, pod
 from karpy.controllers import runtime
 from karpy.kube import errors, events, interface
-from karpy.provisioning import podgroups, results
+from karpy.provisioning import podgroups, results, reuse
 from karpy.provisioning import scheduler as core
 from karpy.scheduling import requirements, taints, volumetopology
 
@@ -90,6 +90,8 @@ class KubeScheduler:
         self.recorder = events.EventRecorder(cluster, clock, component=COMPONENT) if record_events else None
         self.runs = 0
         self.bound = 0
+        self.scheduling_cache = reuse.SchedulingCache()
+        """Kept between passes (existing nodes as arrays): see karpy.provisioning.reuse."""
         self._manager: runtime.Manager | None = None
         self._last_run: float | None = None
         self._pods: dict[str, tuple[str, pod.Pod | None, tuple[Any, ...]]] = {}
@@ -276,7 +278,7 @@ class KubeScheduler:
             name=n.name, labels=n.labels, taints=tuple(n.taints), allocatable=n.allocatable,
             pods=list(by_node.get(n.name, ())), nodepool=n.labels.get(labels.NODEPOOL),
             schedulable=not n.unschedulable) for n in usable]
-        out = core.Scheduler(existing=existing).solve(pending)
+        out = core.Scheduler(existing=existing, cache=self.scheduling_cache).solve(pending)
         placed: set[str] = set()
         for node_name in sorted(out.existing):
             for model in out.existing[node_name]:
