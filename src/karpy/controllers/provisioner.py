@@ -14,7 +14,10 @@ capacity the pending pods need and asks for it. What a caller may rely on:
   :class:`karpy.controllers.offerings.UnavailableOfferings` switched off, existing nodes and
   in-flight NodeClaims (counted as capacity, so pods already nominated to one do not get a
   second NodeClaim), DaemonSets and NodePool usage, and calls
-  :class:`karpy.provisioning.scheduler.Scheduler`. Its duration (real seconds) goes to
+  :class:`karpy.provisioning.scheduler.Scheduler`. Every existing node or in-flight NodeClaim a
+  pod is planned onto is nominated in ``ClusterState.nominations`` for
+  :func:`karpy.controllers.nominations.window` seconds (Karpenter's ``NominateNodeForPod``).
+  Its duration (real seconds) goes to
   ``karpenter_scheduler_scheduling_duration_seconds{controller="provisioner"}``.
 * **Volumes.** Pods that mount PersistentVolumeClaims get their volumes' topology
   (:mod:`karpy.scheduling.volumetopology`: a bound PV's node affinity, a WaitForFirstConsumer
@@ -47,7 +50,7 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import nodeclass_status, runtime, state
+from karpy.controllers import nodeclass_status, nominations, runtime, state
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -286,8 +289,17 @@ class Provisioner:
         self.last_results = res
         by_name = {p.name: p for p in pools}
         hashes: dict[str, tuple[str, str] | None] = {}
+        planned: dict[str, str] = {}
         for claim in res.new_claims:
-            self._create(claim, by_name, hashes)
+            created = self._create(claim, by_name, hashes)
+            if created is not None:
+                planned.update((p.key, created) for p in claim.pods)
+        # Karpenter's NominateNodeForPod: the targets are not disrupted for the nomination window,
+        # nor while the pods planned onto them are pending
+        self.state.nominations.nominate((t for t, placed in res.existing.items() if placed), self.clock.now(),
+                                        nominations.window(self.settings.batch_max_duration))
+        planned.update((p.key, target) for target, placed in res.existing.items() for p in placed)
+        self.state.nominations.plan(planned)
         for target, placed in sorted(res.existing.items()):
             message = "Pod should schedule on: " + self._describe_target(target)
             for p in placed:
@@ -309,12 +321,13 @@ class Provisioner:
             return volumetopology.Volumes()
 
     def _create(self, claim: results.NewNodeClaim, pools: dict[str, nodepool_mod.NodePool],
-                hashes: dict[str, tuple[str, str] | None]) -> None:
+                hashes: dict[str, tuple[str, str] | None]) -> str | None:
+        """Create the NodeClaim of ``claim``; its name, or None when it could not be created."""
         pool = pools.get(claim.nodepool)
         pool_obj = self.state.raw("NodePool", claim.nodepool)
         if pool is None or pool_obj is None:
             log.warning("provisioner: NodePool %s vanished; not creating its NodeClaim", claim.nodepool)
-            return
+            return None
         if pool.name not in hashes:
             hashes[pool.name] = self._nodeclass_hash(pool)
         try:
@@ -324,7 +337,7 @@ class Provisioner:
             for p in claim.pods:
                 self._pod_event(p.key, events.WARNING, REASON_FAILED_SCHEDULING,
                                 f"Failed to schedule pod, creating a NodeClaim of NodePool {pool.name} failed: {exc}")
-            return
+            return None
         name = interface.name_of(created)
         self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name).inc()
         log.info("created nodeclaim", extra=logs.fields(
@@ -334,6 +347,7 @@ class Provisioner:
         message = f"Pod should schedule on: nodeclaim/{name}"
         for p in claim.pods:
             self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
+        return name
 
     def _nodeclass_hash(self, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
         ref = pool.node_class_ref

@@ -226,8 +226,11 @@ class ClusterSnapshot:
     def existing_nodes(self, exclude: Collection[str] = ()) -> list[results.ExistingNode]:
         """Bins for every node but ``exclude`` and the nodes being deleted, then the in-flight
         NodeClaims (also minus ``exclude``)."""
-        out = [info.existing_node() for info in self.nodes
-               if info.name not in exclude and not info.deleting]
+        bins: dict[str, results.ExistingNode] | None = self.__dict__.get("_bins")
+        if bins is None:  # built once per snapshot: the bins are never changed by a scheduling run
+            bins = {info.name: info.existing_node() for info in self.nodes if not info.deleting}
+            object.__setattr__(self, "_bins", bins)
+        out = [b for name, b in bins.items() if name not in exclude]
         out.extend(e for e in self.in_flight if e.name not in exclude)
         return out
 

@@ -28,7 +28,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from karpy.api import labels, nodeclaim, nodeclass, quantity, selectors
+from karpy.api import labels, meta, nodeclaim, nodeclass, quantity, selectors
 from karpy.cloudprovider import errors, instancetype
 from karpy.scheduling import requirement
 
@@ -129,6 +129,24 @@ class CapacityPools:
         return frozenset(out)
 
 
+def hash_annotation(nc: NodeClass) -> str:
+    """The annotation a NodeClaim carries its NodeClass's hash in."""
+    if isinstance(nc, nodeclass.EC2NodeClass):
+        return labels.NODECLASS_HASH_AWS
+    return labels.NODECLASS_HASH_AZURE
+
+
+def claim_of(inst: Instance) -> nodeclaim.NodeClaim:
+    """The NodeClaim view of an instance, as the cloud's ``get``/``list`` (garbage collection) see it."""
+    return nodeclaim.NodeClaim(
+        metadata=meta.ObjectMeta(name=inst.nodeclaim_name or inst.instance_id, labels=dict(inst.labels),
+                                 creation_timestamp=inst.launch_time),
+        spec=nodeclaim.NodeClaimSpec(node_class_ref=inst.node_class_ref),
+        status=nodeclaim.NodeClaimStatus(provider_id=inst.provider_id, image_id=inst.image_id,
+                                         capacity=dict(inst.capacity), allocatable=dict(inst.allocatable)),
+    )
+
+
 def requirement_holds(req: selectors.NodeSelectorRequirement, value: str | None) -> bool:
     """Whether a label with ``value`` (``None``: absent) satisfies ``req``."""
     op = req.operator
@@ -203,6 +221,7 @@ def candidates(types: Sequence[instancetype.InstanceType],
     type_reqs = [r for r in reqs if r.key not in OFFERING_KEYS]
     offering_reqs = [r for r in reqs if r.key in OFFERING_KEYS]
     out: list[Candidate] = []
+    allowed: dict[tuple[str, str], bool] = {}
     named: set[str] | None = None  # an instance-type In list: only those types need looking at
     for r in type_reqs:
         if r.key == labels.INSTANCE_TYPE and r.operator == "In" and r.key in defined:
@@ -217,8 +236,11 @@ def candidates(types: Sequence[instancetype.InstanceType],
         for o in it.offerings:
             if not o.available:
                 continue
-            where = {labels.ZONE: o.zone, labels.CAPACITY_TYPE: o.capacity_type, labels.REGION: region}
-            if matches(offering_reqs, where, defined):
+            ok = allowed.get((o.zone, o.capacity_type))
+            if ok is None:  # the same few (zone, capacity type) pairs recur across types
+                where = {labels.ZONE: o.zone, labels.CAPACITY_TYPE: o.capacity_type, labels.REGION: region}
+                ok = allowed[(o.zone, o.capacity_type)] = matches(offering_reqs, where, defined)
+            if ok:
                 out.append(Candidate(it, o))
     out.sort(key=Candidate.sort_key)
     return out
