@@ -126,9 +126,14 @@ def disruption_cost(c: candidates_mod.Candidate, now: float) -> float:
 def order_candidates(snap: snapshot_mod.ClusterSnapshot,
                      cands: Sequence[candidates_mod.Candidate]) -> list[candidates_mod.Candidate]:
     """Cheapest to disrupt first; ties: older node first, then by name."""
+    costs: dict[str, float] = snap.__dict__.setdefault("_disruption_costs", {})  # once per snapshot
+
     def key(c: candidates_mod.Candidate) -> tuple[float, float, str]:
         created = c.node.metadata.creation_timestamp
-        return disruption_cost(c, snap.now), created if created is not None else math.inf, c.name
+        cost = costs.get(c.name)
+        if cost is None:
+            cost = costs[c.name] = disruption_cost(c, snap.now)
+        return cost, created if created is not None else math.inf, c.name
     return sorted(cands, key=key)
 
 

@@ -241,3 +241,35 @@ def test_a_pod_status_write_re_reads_the_pod_as_a_full_parse_would() -> None:
     third = st.pending_pods()[0]
     assert third == pod_mod.Pod.from_manifest(cluster.get("Pod", "web", "default"))
     assert third.labels["tier"] == "front"
+
+
+def test_drift_is_asked_again_when_a_claim_s_labels_change_but_not_after_a_status_write() -> None:
+    w = b.make_world()
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("app"))
+    w.at(120.0)
+    assert w.karpy.disruption is not None
+    marker = w.karpy.disruption.drift_marker
+    asked: list[str] = []
+    ask = w.bridge.is_drifted
+
+    def counting(claim: nodeclaim.NodeClaim) -> str:
+        asked.append(claim.name)
+        return ask(claim)
+
+    w.bridge.is_drifted = counting  # type: ignore[method-assign]
+    pools = {p.name: p for p in w.karpy.state.nodepools()}
+    marker.mark(pools)
+    assert asked == []  # cached since the last pass
+    (listed,) = w.nodeclaims()
+    name = listed["metadata"]["name"]
+    claim = w.cluster.get("NodeClaim", name)
+    claim["status"]["conditions"] = [*claim["status"]["conditions"], {
+        "type": "ConsistentStateFound", "status": "True", "reason": "ConsistentStateFound",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    w.cluster.update_status(claim)
+    marker.mark(pools)
+    assert asked == []
+    w.cluster.patch("NodeClaim", name, {"metadata": {"labels": {"team": "a"}}})
+    marker.mark(pools)
+    assert asked == [name]

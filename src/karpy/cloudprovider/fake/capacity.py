@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from karpy.api import labels, meta, nodeclaim, nodeclass, quantity, selectors
@@ -145,6 +145,36 @@ def claim_of(inst: Instance) -> nodeclaim.NodeClaim:
         status=nodeclaim.NodeClaimStatus(provider_id=inst.provider_id, image_id=inst.image_id,
                                          capacity=dict(inst.capacity), allocatable=dict(inst.allocatable)),
     )
+
+
+class InstanceRecords:
+    """What never changes for one instance record (a record is replaced, never changed): whether it is
+    the cluster's own (``owns(tags)``) and its NodeClaim view (:func:`claim_of`), computed once."""
+
+    def __init__(self, owns: Callable[[Mapping[str, str]], bool]) -> None:
+        self._owns = owns
+        self._owned: dict[str, tuple[Mapping[str, str], bool]] = {}
+        self._claims: dict[str, tuple[Instance, nodeclaim.NodeClaim]] = {}
+
+    def owned(self, inst: Instance) -> bool:
+        cached = self._owned.get(inst.provider_id)
+        if cached is not None and cached[0] is inst.tags:
+            return cached[1]
+        owned = self._owns(inst.tags)
+        self._owned[inst.provider_id] = (inst.tags, owned)
+        return owned
+
+    def claim(self, inst: Instance) -> nodeclaim.NodeClaim:
+        cached = self._claims.get(inst.provider_id)
+        if cached is not None and cached[0] is inst:
+            return cached[1]
+        claim = claim_of(inst)
+        self._claims[inst.provider_id] = (inst, claim)
+        return claim
+
+    def forget(self, provider_id: str) -> None:
+        """The instance stopped: its NodeClaim view is not needed any more."""
+        self._claims.pop(provider_id, None)
 
 
 def requirement_holds(req: selectors.NodeSelectorRequirement, value: str | None) -> bool:

@@ -124,6 +124,7 @@ class SimulatedCloud:
         self.identity.region, self.identity.subscription_id = self.region, self.subscription_id
         self.identity.resource_group = self.resource_group
         self._used_ids = self.identity.used_ids
+        self.records = capacity.InstanceRecords(self.identity.owns)
         self.billing = billing_mod.Billing(commitments or commitments_mod.NONE, clock,
                                            lambda: [i for i in self._live.values() if self._owned(i)],
                                            self.views.on_demand_prices)
@@ -188,13 +189,13 @@ class SimulatedCloud:
         inst = self._live.get(provider_id)
         if inst is None or not self._owned(inst):
             raise errors.NodeClaimNotFoundError(f"instance {provider_id} not found")
-        return capacity.claim_of(inst)
+        return self.records.claim(inst)
 
     def list(self) -> builtins.list[nodeclaim.NodeClaim]:
         self.settle()
         owned = [i for i in self._live.values() if self._owned(i)]
         owned.sort(key=lambda i: (i.launch_time, i.instance_id))
-        return [capacity.claim_of(i) for i in owned]
+        return [self.records.claim(i) for i in owned]
 
     def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
         self.settle()
@@ -415,7 +416,7 @@ class SimulatedCloud:
 
     def _owned(self, inst: capacity.Instance) -> bool:
         """karpy's own tags (:meth:`identity.Identity.owns`): a node group's instance is never karpy's."""
-        return self.identity.owns(inst.tags)
+        return self.records.owned(inst)
 
     def nodeclass_tag_key(self) -> str:
         """The tag naming an instance's NodeClass (AWS ``karpenter.k8s.aws/ec2nodeclass``)."""
@@ -431,6 +432,7 @@ class SimulatedCloud:
     def _terminate(self, inst: capacity.Instance, when: float) -> None:
         self.billing.changed()
         del self._live[inst.provider_id]
+        self.records.forget(inst.provider_id)
         self.pools.released(inst.offering)
         self._history.append(dataclasses.replace(inst, state=capacity.TERMINATED, terminated_at=when))
 
