@@ -7,8 +7,9 @@ capacity the pending pods need and asks for it. What a caller may rely on:
   :func:`karpy.controllers.state.is_provisionable`) opens or extends a batch. The batch is
   scheduled once no new pending pod arrived for ``settings.batch_idle_duration`` or
   ``settings.batch_max_duration`` passed since the batch opened, whichever comes first
-  (Karpenter's batcher). NodeClaim deletions, Node deletions and NodePool changes also open a
-  batch, so pods of a NodeClaim that failed to launch are planned again.
+  (Karpenter's batcher: a pod extends a window once; its later updates in that window, such as
+  the kube-scheduler marking it again, do not). NodeClaim deletions, Node deletions and NodePool
+  changes also open a batch, so pods of a NodeClaim that failed to launch are planned again.
 * **Scheduling.** One run takes the pending pods, the NodePools (not being deleted), each pool's
   instance types from the cloud with the unavailable offerings of
   :class:`karpy.controllers.offerings.UnavailableOfferings` switched off, existing nodes and
@@ -168,6 +169,7 @@ class Provisioner:
         self.offerings = offerings
         self._batch_start: float | None = None
         self._last_trigger: float | None = None
+        self._batch_uids: set[str] = set()
         self._deduped: dict[tuple[str, str], float] = {}
         self._tokens = float(NOMINATION_BURST)
         self._tokens_at: float | None = None
@@ -187,8 +189,14 @@ class Provisioner:
 
     # ------------------------------------------------------------------------------ batching
 
-    def trigger(self) -> None:
-        """Open a batch, or extend the open one (a new pending pod arrived now)."""
+    def trigger(self, uid: str = "") -> None:
+        """Open a batch, or extend the open one (a new pending pod arrived now). As Karpenter's
+        batcher, an object (by ``uid``) extends a batch window once: its later events in the same
+        window do not."""
+        if uid:
+            if uid in self._batch_uids:
+                return
+            self._batch_uids.add(uid)
         now = self.clock.now()
         if self._batch_start is None:
             self._batch_start = now
@@ -196,7 +204,7 @@ class Provisioner:
 
     def _map_pod(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
         if event != interface.DELETED and state.is_provisionable(obj):
-            self.trigger()
+            self.trigger(interface.uid_of(obj) or state.object_key(obj))
             return (BATCH_KEY,)
         return ()
 
@@ -237,6 +245,7 @@ class Provisioner:
         if now < due:
             return due - now
         self._batch_start = self._last_trigger = None
+        self._batch_uids.clear()
         res = self.provision()
         return RETRY_UNSCHEDULABLE if res.errors else None
 

@@ -68,6 +68,20 @@ def test_the_batch_waits_until_no_new_pod_arrived_for_the_idle_duration() -> Non
     assert claim["spec"]["resources"]["requests"]["pods"] == "2"  # both pods, one batch
 
 
+def test_updates_of_a_pod_already_in_the_batch_do_not_extend_it() -> None:
+    w = b.make_world(with_kubelet=False)
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("a"))
+    for i in range(1, 4):  # the kube-scheduler marks it again every 0.3 s
+        w.at(i * 0.3)
+        pod = w.cluster.get("Pod", "a", "default")
+        pod["status"]["conditions"][0]["message"] = f"0/{i} nodes are available"
+        w.cluster.update_status(pod)
+    w.at(1.0)  # idle since the pod's first event, as Karpenter's batcher counts it
+    (claim,) = w.nodeclaims()
+    assert claim["spec"]["resources"]["requests"]["pods"] == "1"
+
+
 def test_a_steady_stream_of_pods_is_scheduled_once_the_batch_max_duration_passed() -> None:
     w = b.make_world(with_kubelet=False, settings_=settings.Settings(batch_idle_duration=1.0,
                                                                       batch_max_duration=4.0))
