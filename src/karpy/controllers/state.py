@@ -147,6 +147,10 @@ class ClusterState:
             self._bad.pop((kind, key), None)
             if kind in ("Node", "NodeClaim"):
                 self.nominations.forget(key)
+            if kind == "Node":
+                self._bins.pop(key, None)
+                if not self._pods_by_node.get(key):
+                    self._pods_on.pop(key, None)
             return
         store[key] = obj
         self._index(kind, key, obj)

@@ -256,6 +256,8 @@ def candidates(types: Sequence[instancetype.InstanceType],
     for r in type_reqs:
         if r.key == labels.INSTANCE_TYPE and r.operator == "In" and r.key in defined:
             named = set(r.values) if named is None else named & set(r.values)
+    if named is not None:  # the name filter below is exactly those requirements: not checked twice
+        type_reqs = [r for r in type_reqs if not (r.key == labels.INSTANCE_TYPE and r.operator == "In")]
     for it in types:
         if named is not None and it.labels.get(labels.INSTANCE_TYPE) not in named:
             continue
