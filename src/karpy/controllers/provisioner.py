@@ -193,6 +193,8 @@ class Provisioner:
         """Open a batch, or extend the open one (a new pending pod arrived now). As Karpenter's
         batcher, an object (by ``uid``) extends a batch window once: its later events in the same
         window do not."""
+        if self._batch_start is None:
+            self._batch_uids.clear()  # a new window: every object counts again
         if uid:
             if uid in self._batch_uids:
                 return
