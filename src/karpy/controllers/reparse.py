@@ -6,7 +6,7 @@ that never changes an object in place (the in-memory cluster; a watch that hands
 keeps the dicts a write did not touch, so identity says "unchanged":
 
 * the same ``spec`` dict: a Pod's spec models and a NodeClaim's spec are reused; a NodeClaim's
-  ``status`` likewise;
+  ``status`` likewise; a Pod spec that differs only by ``nodeName`` (a binding) keeps the rest;
 * a ``metadata`` dict whose every entry but ``resourceVersion`` is the same object as before (a
   status write): the metadata model is reused with the new resourceVersion.
 
@@ -40,6 +40,15 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
     """``obj``'s model, reusing the parts of ``model`` (parsed from ``before``) whose dicts ``obj``
     still holds (see the module docstring)."""
     spec = obj.get("spec")
+    if kind == "Pod" and _only_node_name_changed(spec, before.get("spec")):
+        f = meta.reader("Pod", obj)  # a binding: everything but spec.nodeName is the parsed spec
+        metadata = _same_metadata(obj, before, model.metadata)
+        pod_status = f.sub("status")  # as Pod.from_manifest reads it
+        return dataclasses.replace(
+            model, metadata=metadata if metadata is not None else meta.ObjectMeta.parse(f.sub("metadata"),
+                                                                                        namespaced=True),
+            node_name=f.sub("spec").str("nodeName") or None, phase=pod_status.str("phase", "Pending") or "Pending",
+            conditions=tuple(podspec.PodCondition.parse(c) for c in pod_status.items("conditions")))
     if spec is None or spec is not before.get("spec"):
         return PARSERS[kind](obj)
     if kind == "Pod":
@@ -60,6 +69,18 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
             status=model.status if status is not None and status is before.get("status")
             else nodeclaim_mod.NodeClaimStatus.parse(f.sub("status")))
     return PARSERS[kind](obj)
+
+
+def _only_node_name_changed(spec: Any, before: Any) -> bool:
+    """``spec`` is a new dict whose entries are ``before``'s own objects, but for ``nodeName``."""
+    if not isinstance(spec, Mapping) or not isinstance(before, Mapping) or spec is before:
+        return False
+    if spec.get("nodeName") == before.get("nodeName"):
+        return False
+    for key, value in spec.items():
+        if key != "nodeName" and before.get(key, _MISSING) is not value:
+            return False
+    return all(key == "nodeName" or key in spec for key in before)
 
 
 def _same_metadata(obj: Mapping[str, Any], before: Mapping[str, Any], parsed: meta.ObjectMeta

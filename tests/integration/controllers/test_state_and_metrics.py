@@ -273,3 +273,15 @@ def test_drift_is_asked_again_when_a_claim_s_labels_change_but_not_after_a_statu
     w.cluster.patch("NodeClaim", name, {"metadata": {"labels": {"team": "a"}}})
     marker.mark(pools)
     assert asked == [name]
+
+
+def test_a_bound_pod_is_re_read_as_a_full_parse_would() -> None:
+    cluster, st = _state()
+    cluster.create(b.pending_pod("web"))
+    pending = st.pending_pods()[0]
+    cluster.patch("Pod", "web", {"spec": {"nodeName": "node-1"}}, "default")
+    (bound,) = st.pods_on("node-1")
+    stored = cluster.get("Pod", "web", "default")
+    assert bound == pod_mod.Pod.from_manifest(stored)
+    assert bound.node_name == "node-1" and pending.node_name is None
+    assert bound.containers is pending.containers  # the spec models are shared, not parsed again
