@@ -48,7 +48,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, launch_idempotency, ownership, runtime, state
+from karpy.controllers import cloudcalls, inflight, launch_idempotency, ownership, runtime, state
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -209,7 +209,21 @@ class Lifecycle:
         return self.clock.now() if created is None else created
 
     def _write_status(self, name: str, mutate: Callable[[dict[str, Any], float], None]) -> dict[str, Any]:
-        obj = self.cluster.get("NodeClaim", name)
+        """Mutate the NodeClaim's status and write it (optimistic: the watch-fed copy first, a fresh
+        read when that copy was stale)."""
+        cached = self.state.raw("NodeClaim", name)
+        if cached is not None:
+            obj = dict(cached)  # shared: copy the levels a write may touch
+            obj["metadata"] = dict(cached.get("metadata") or {})
+            obj["status"] = dict(cached.get("status") or {})
+            try:
+                return self._mutate_and_write(obj, mutate)
+            except kube_errors.Conflict:
+                pass
+        return self._mutate_and_write(self.cluster.get("NodeClaim", name), mutate)
+
+    def _mutate_and_write(self, obj: dict[str, Any], mutate: Callable[[dict[str, Any], float], None]
+                          ) -> dict[str, Any]:
         status = obj.setdefault("status", {})
         now = self.clock.now()
         mutate(status, now)
@@ -276,7 +290,7 @@ class Lifecycle:
 
     def _record_launch(self, claim: nodeclaim_mod.NodeClaim, launched: nodeclaim_mod.NodeClaim) -> None:
         labels = dict(launched.labels)
-        labels.update(state.claim_labels(claim))
+        labels.update(inflight.claim_labels(claim))
         annotations = {k: v for k, v in launched.metadata.annotations.items()
                        if claim.metadata.annotations.get(k) != v}
         meta_patch: dict[str, Any] = {"labels": {k: v for k, v in labels.items() if claim.labels.get(k) != v}}

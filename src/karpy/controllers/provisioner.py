@@ -7,14 +7,18 @@ capacity the pending pods need and asks for it. What a caller may rely on:
   :func:`karpy.controllers.state.is_provisionable`) opens or extends a batch. The batch is
   scheduled once no new pending pod arrived for ``settings.batch_idle_duration`` or
   ``settings.batch_max_duration`` passed since the batch opened, whichever comes first
-  (Karpenter's batcher). NodeClaim deletions, Node deletions and NodePool changes also open a
-  batch, so pods of a NodeClaim that failed to launch are planned again.
+  (Karpenter's batcher: a pod extends a window once; its later updates in that window, such as
+  the kube-scheduler marking it again, do not). NodeClaim deletions, Node deletions and NodePool
+  changes also open a batch, so pods of a NodeClaim that failed to launch are planned again.
 * **Scheduling.** One run takes the pending pods, the NodePools (not being deleted), each pool's
   instance types from the cloud with the unavailable offerings of
   :class:`karpy.controllers.offerings.UnavailableOfferings` switched off, existing nodes and
   in-flight NodeClaims (counted as capacity, so pods already nominated to one do not get a
   second NodeClaim), DaemonSets and NodePool usage, and calls
-  :class:`karpy.provisioning.scheduler.Scheduler`. Its duration (real seconds) goes to
+  :class:`karpy.provisioning.scheduler.Scheduler`. Every existing node or in-flight NodeClaim a
+  pod is planned onto is nominated in ``ClusterState.nominations`` for
+  :func:`karpy.controllers.nominations.window` seconds (Karpenter's ``NominateNodeForPod``).
+  Its duration (real seconds) goes to
   ``karpenter_scheduler_scheduling_duration_seconds{controller="provisioner"}``.
 * **Volumes.** Pods that mount PersistentVolumeClaims get their volumes' topology
   (:mod:`karpy.scheduling.volumetopology`: a bound PV's node affinity, a WaitForFirstConsumer
@@ -47,7 +51,7 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import nodeclass_status, runtime, state
+from karpy.controllers import nodeclass_status, nominations, runtime, state
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -165,6 +169,7 @@ class Provisioner:
         self.offerings = offerings
         self._batch_start: float | None = None
         self._last_trigger: float | None = None
+        self._batch_uids: set[str] = set()
         self._deduped: dict[tuple[str, str], float] = {}
         self._tokens = float(NOMINATION_BURST)
         self._tokens_at: float | None = None
@@ -186,8 +191,16 @@ class Provisioner:
 
     # ------------------------------------------------------------------------------ batching
 
-    def trigger(self) -> None:
-        """Open a batch, or extend the open one (a new pending pod arrived now)."""
+    def trigger(self, uid: str = "") -> None:
+        """Open a batch, or extend the open one (a new pending pod arrived now). As Karpenter's
+        batcher, an object (by ``uid``) extends a batch window once: its later events in the same
+        window do not."""
+        if self._batch_start is None:
+            self._batch_uids.clear()  # a new window: every object counts again
+        if uid:
+            if uid in self._batch_uids:
+                return
+            self._batch_uids.add(uid)
         now = self.clock.now()
         if self._batch_start is None:
             self._batch_start = now
@@ -195,7 +208,7 @@ class Provisioner:
 
     def _map_pod(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
         if event != interface.DELETED and state.is_provisionable(obj):
-            self.trigger()
+            self.trigger(interface.uid_of(obj) or state.object_key(obj))
             return (BATCH_KEY,)
         return ()
 
@@ -236,6 +249,7 @@ class Provisioner:
         if now < due:
             return due - now
         self._batch_start = self._last_trigger = None
+        self._batch_uids.clear()
         res = self.provision()
         return RETRY_UNSCHEDULABLE if res.errors else None
 
@@ -289,8 +303,17 @@ class Provisioner:
         self.last_results = res
         by_name = {p.name: p for p in pools}
         hashes: dict[str, tuple[str, str] | None] = {}
+        planned: dict[str, str] = {}
         for claim in res.new_claims:
-            self._create(claim, by_name, hashes)
+            created = self._create(claim, by_name, hashes)
+            if created is not None:
+                planned.update((p.key, created) for p in claim.pods)
+        # Karpenter's NominateNodeForPod: the targets are not disrupted for the nomination window,
+        # nor while the pods planned onto them are pending
+        self.state.nominations.nominate((t for t, placed in res.existing.items() if placed), self.clock.now(),
+                                        nominations.window(self.settings.batch_max_duration))
+        planned.update((p.key, target) for target, placed in res.existing.items() for p in placed)
+        self.state.nominations.plan(planned)
         for target, placed in sorted(res.existing.items()):
             message = "Pod should schedule on: " + self._describe_target(target)
             for p in placed:
@@ -312,12 +335,13 @@ class Provisioner:
             return volumetopology.Volumes()
 
     def _create(self, claim: results.NewNodeClaim, pools: dict[str, nodepool_mod.NodePool],
-                hashes: dict[str, tuple[str, str] | None]) -> None:
+                hashes: dict[str, tuple[str, str] | None]) -> str | None:
+        """Create the NodeClaim of ``claim``; its name, or None when it could not be created."""
         pool = pools.get(claim.nodepool)
         pool_obj = self.state.raw("NodePool", claim.nodepool)
         if pool is None or pool_obj is None:
             log.warning("provisioner: NodePool %s vanished; not creating its NodeClaim", claim.nodepool)
-            return
+            return None
         if pool.name not in hashes:
             hashes[pool.name] = self._nodeclass_hash(pool)
         try:
@@ -327,7 +351,7 @@ class Provisioner:
             for p in claim.pods:
                 self._pod_event(p.key, events.WARNING, REASON_FAILED_SCHEDULING,
                                 f"Failed to schedule pod, creating a NodeClaim of NodePool {pool.name} failed: {exc}")
-            return
+            return None
         name = interface.name_of(created)
         self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name).inc()
         log.info("created nodeclaim", extra=logs.fields(
@@ -337,6 +361,7 @@ class Provisioner:
         message = f"Pod should schedule on: nodeclaim/{name}"
         for p in claim.pods:
             self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
+        return name
 
     def _nodeclass_hash(self, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
         ref = pool.node_class_ref

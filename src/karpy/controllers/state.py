@@ -30,9 +30,8 @@ It also implements :class:`karpy.observability.metrics.ClusterView`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from karpy.api import errors as api_errors
@@ -43,24 +42,15 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.api import quantity, workloads
 from karpy.cloudprovider import instancetype
+from karpy.controllers import inflight, reparse
+from karpy.controllers import nominations as nominations_mod
 from karpy.kube import interface
 from karpy.provisioning import results, templates
-from karpy.scheduling import requirements as reqs_mod
 
 log = logging.getLogger("karpy.controllers.state")
 
 KINDS = ("Node", "NodeClaim", "Pod", "NodePool", "DaemonSet", "PodDisruptionBudget")
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-_PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-    "Node": node_mod.Node.from_manifest,
-    "NodeClaim": nodeclaim_mod.NodeClaim.from_manifest,
-    "Pod": pod_mod.Pod.from_manifest,
-    "NodePool": nodepool_mod.NodePool.from_manifest,
-    "DaemonSet": workloads.DaemonSet.from_manifest,
-    "PodDisruptionBudget": workloads.PodDisruptionBudget.from_manifest,
-}
-
 
 def object_key(obj: Mapping[str, Any]) -> str:
     """``namespace/name`` for namespaced kinds, ``name`` otherwise."""
@@ -97,15 +87,23 @@ class ClusterState:
     def __init__(self, cluster: interface.Cluster) -> None:
         self.cluster = cluster
         self._objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in KINDS}
-        self._parsed: dict[tuple[str, str], tuple[str, Any, Any]] = {}
+        self._parsed: dict[tuple[str, str], tuple[Mapping[str, Any], Any, str]] = {}
+        """(kind, key) -> (the object parsed, its model, its resourceVersion)."""
         self._bad: dict[tuple[str, str], tuple[str, str]] = {}
         self._pods_by_node: dict[str, set[str]] = {}
         self._pod_node: dict[str, str] = {}
         self._node_by_pid: dict[str, str] = {}
         self._claim_by_pid: dict[str, str] = {}
+        self._pods_on: dict[str, list[pod_mod.Pod]] = {}
+        """Node name -> its parsed pods, dropped on any event of a pod bound (or once bound) to it."""
+        self._bins: dict[str, tuple[Any, Any, Any, results.ExistingNode]] = {}
+        """Node name -> (node object, NodeClaim object, pods list, its bin), reused while all three hold."""
         self._unsubscribe: list[interface.Unsubscribe] = []
         self.parses = 0
         """How many objects were parsed so far (to check the once-per-version rule)."""
+        self.nominations = nominations_mod.Nominations()
+        """Nodes and in-flight NodeClaims the provisioner planned pending pods onto (Karpenter's
+        ``NominateNodeForPod``); the disruption controller leaves them alone while nominated."""
 
     # ------------------------------------------------------------------------------ feeding
 
@@ -147,6 +145,12 @@ class ClusterState:
             store.pop(key, None)
             self._parsed.pop((kind, key), None)
             self._bad.pop((kind, key), None)
+            if kind in ("Node", "NodeClaim"):
+                self.nominations.forget(key)
+            if kind == "Node":
+                self._bins.pop(key, None)
+                if not self._pods_by_node.get(key):
+                    self._pods_on.pop(key, None)
             return
         store[key] = obj
         self._index(kind, key, obj)
@@ -156,6 +160,7 @@ class ClusterState:
             node_name = str((obj.get("spec") or {}).get("nodeName") or "")
             self._pod_node[key] = node_name
             self._pods_by_node.setdefault(node_name, set()).add(key)
+            self._pods_on.pop(node_name, None)
         elif kind == "Node":
             pid = str((obj.get("spec") or {}).get("providerID") or "")
             if pid:
@@ -168,6 +173,7 @@ class ClusterState:
     def _unindex(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
         if kind == "Pod":
             node_name = self._pod_node.pop(key, "")
+            self._pods_on.pop(node_name, None)
             keys = self._pods_by_node.get(node_name)
             if keys is not None:
                 keys.discard(key)
@@ -189,27 +195,28 @@ class ClusterState:
         obj = self._objects.get(kind, {}).get(key)
         if obj is None:
             return None
-        rv = _rv(obj)
         cached = self._parsed.get((kind, key))
-        if cached is not None and cached[0] == rv and rv:
+        if cached is not None and cached[0] is obj:  # the stored object is replaced on every change
+            return cached[1]
+        rv = _rv(obj)
+        if cached is not None and cached[2] == rv and rv:
+            self._parsed[(kind, key)] = (obj, cached[1], rv)
             return cached[1]
         bad = self._bad.get((kind, key))
         if bad is not None and bad[0] == rv and rv:
             return None
-        spec = obj.get("spec")
         try:
             self.parses += 1
-            if cached is not None and kind == "Pod" and spec is not None and cached[2] is spec:
-                # the cluster never changes a stored object in place: the same spec dict is the same spec
-                model = cached[1].refreshed(obj)
+            if cached is not None:
+                model = reparse.reparse(kind, obj, cached[0], cached[1])
             else:
-                model = _PARSERS[kind](obj)
+                model = reparse.PARSERS[kind](obj)
         except (api_errors.ValidationError, ValueError) as exc:
             self._bad[(kind, key)] = (rv, str(exc))
             self._parsed.pop((kind, key), None)
             log.warning("state: ignoring %s %s (resourceVersion %s): %s", kind, key, rv, exc)
             return None
-        self._parsed[(kind, key)] = (rv, model, spec)
+        self._parsed[(kind, key)] = (obj, model, rv)
         self._bad.pop((kind, key), None)
         return model
 
@@ -284,13 +291,31 @@ class ClusterState:
         return sorted(self._pods_by_node.get(node_name, ()))
 
     def pods_on(self, node_name: str) -> list[pod_mod.Pod]:
-        """Parsed pods bound to ``node_name`` (terminal ones included)."""
-        out = []
-        for key in self.pod_keys_on(node_name):
-            p = self.parsed("Pod", key)
-            if p is not None:
-                out.append(p)
-        return out
+        """Parsed pods bound to ``node_name`` (terminal ones included), by namespace/name."""
+        cached = self._pods_on.get(node_name)
+        if cached is None:
+            cached = []
+            for key in self.pod_keys_on(node_name):
+                p = self.parsed("Pod", key)
+                if p is not None:
+                    cached.append(p)
+            self._pods_on[node_name] = cached
+        return list(cached)
+
+    def _node_pods(self, node_name: str) -> list[pod_mod.Pod]:
+        """:meth:`pods_on` without the copy: the cached list itself (read-only; its identity says
+        the node's pods did not change)."""
+        self.pods_on(node_name)
+        return self._pods_on[node_name]
+
+    def is_pending(self, key: str) -> bool:
+        """Whether pod ``key`` is provisionable now (see :func:`is_provisionable`)."""
+        obj = self._objects["Pod"].get(key)
+        return obj is not None and is_provisionable(obj)
+
+    def nominated(self, now: float) -> set[str]:
+        """Nodes and NodeClaims nominated for pending pods now (see :mod:`karpy.controllers.nominations`)."""
+        return self.nominations.names(now, self.is_pending)
 
     def pending_pods(self) -> list[pod_mod.Pod]:
         """Provisionable pods, by namespace/name (see :func:`is_provisionable`)."""
@@ -314,49 +339,64 @@ class ClusterState:
         ``instance_types`` is the scheduler's ``{nodepool: [InstanceType]}``; it sizes NodeClaims
         that have not launched yet.
         """
-        types = _TypeIndex(instance_types)
+        types = inflight.TypeIndex(instance_types)
         out: list[results.ExistingNode] = []
         registered_claims: set[str] = set()
         for n in self.nodes():
             claim_name = self.nodeclaim_name_for_provider_id(n.provider_id)
-            claim = self.nodeclaim(claim_name) if claim_name else None
             if claim_name:
                 registered_claims.add(claim_name)
-            pods = [p for p in self.pods_on(n.name) if not p.is_terminal]
-            deleting = n.deleting or (claim is not None and claim.metadata.deletion_timestamp is not None)
-            in_flight = claim is not None and not claim.is_true(nodeclaim_mod.INITIALIZED) and \
-                n.labels.get(wk.INITIALIZED) != "true"
-            # Karpenter's StateNode.Taints: a node it launched that is not initialized yet has its
-            # NodeClaim's taints (its startup taints are expected to go, so it counts as room)
-            node_taints = tuple(claim.spec.taints) if in_flight and claim is not None else n.taints
-            out.append(results.ExistingNode(
-                name=n.name, labels=n.labels, taints=node_taints,
-                allocatable=n.allocatable or (claim.status.allocatable if claim is not None else {}),
-                pods=pods, nodepool=n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim else None),
-                in_flight=in_flight, schedulable=not (deleting or n.unschedulable)))
+            out.append(self._bin(n, claim_name))
         for claim in self.nodeclaims():
             if claim.name in registered_claims or claim.metadata.deletion_timestamp is not None:
                 continue
             if self.node_name_for_provider_id(claim.status.provider_id):
                 continue  # its node exists but is unparsable: do not count it twice
             out.append(results.ExistingNode(
-                name=claim.name, labels=claim_labels(claim),
+                name=claim.name, labels=inflight.claim_labels(claim),
                 taints=tuple(claim.spec.taints),
-                allocatable=claim.status.allocatable or _cheapest_resources(claim, types, allocatable=True),
+                allocatable=claim.status.allocatable or inflight.cheapest_resources(claim, types, allocatable=True),
                 pods=[], nodepool=claim.nodepool_name, in_flight=True, schedulable=True))
         return out
+
+    def _bin(self, n: node_mod.Node, claim_name: str | None) -> results.ExistingNode:
+        """The scheduling core's bin for node ``n`` (see :meth:`existing_nodes`), reused while the
+        Node, its NodeClaim and its pods are the same objects."""
+        node_obj = self._objects["Node"].get(n.name)
+        claim_obj = self._objects["NodeClaim"].get(claim_name) if claim_name else None
+        node_pods = self._node_pods(n.name)
+        cached = self._bins.get(n.name)
+        if cached is not None and cached[0] is node_obj and cached[1] is claim_obj and cached[2] is node_pods:
+            return cached[3]
+        claim = self.nodeclaim(claim_name) if claim_name else None
+        pods = [p for p in node_pods if not p.is_terminal]
+        deleting = n.deleting or (claim is not None and claim.metadata.deletion_timestamp is not None)
+        in_flight = claim is not None and not claim.is_true(nodeclaim_mod.INITIALIZED) and \
+            n.labels.get(wk.INITIALIZED) != "true"
+        # Karpenter's StateNode.Taints: a node it launched that is not initialized yet has its
+        # NodeClaim's taints (its startup taints are expected to go, so it counts as room)
+        node_taints = tuple(claim.spec.taints) if in_flight and claim is not None else n.taints
+        bin_ = results.ExistingNode(
+            name=n.name, labels=n.labels, taints=node_taints,
+            allocatable=n.allocatable or (claim.status.allocatable if claim is not None else {}),
+            pods=pods, nodepool=n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim else None),
+            in_flight=in_flight, schedulable=not (deleting or n.unschedulable))
+        if len(self._bins) > 2 * len(self._objects["Node"]) + 64:
+            self._bins = {k: v for k, v in self._bins.items() if k in self._objects["Node"]}
+        self._bins[n.name] = (node_obj, claim_obj, node_pods, bin_)
+        return bin_
 
     def nodepool_usage(self, instance_types: Mapping[str, Sequence[instancetype.InstanceType]] | None = None
                        ) -> dict[str, dict[str, int]]:
         """NodePool -> resource -> summed capacity of its NodeClaims (milli-units), plus Karpenter's
         ``nodes`` (one per NodeClaim), as counted against ``spec.limits``."""
-        types = _TypeIndex(instance_types)
+        types = inflight.TypeIndex(instance_types)
         usage: dict[str, dict[str, int]] = {}
         for claim in self.nodeclaims():
             pool = claim.nodepool_name
             if not pool:
                 continue
-            capacity = claim.status.capacity or _cheapest_resources(claim, types, allocatable=False)
+            capacity = claim.status.capacity or inflight.cheapest_resources(claim, types, allocatable=False)
             capacity = {**capacity, templates.NODES: templates.ONE_NODE}
             usage[pool] = quantity.add(usage.get(pool, {}), capacity)
         return usage
@@ -386,54 +426,3 @@ class ClusterState:
                 "instance_type": node_labels.get(wk.INSTANCE_TYPE, ""),
                 "phase": str((obj.get("status") or {}).get("phase") or ""),
             }
-
-
-def claim_labels(claim: nodeclaim_mod.NodeClaim) -> dict[str, str]:
-    """The labels a NodeClaim's node will have for sure: its labels plus decided requirements."""
-    out: dict[str, str] = {}
-    # hand-written requirements karpy cannot read: keep the labels only
-    with contextlib.suppress(ValueError):
-        out.update(reqs_mod.Requirements.from_node_selector_requirements(claim.spec.requirements).labels())
-    out.update(claim.labels)
-    return out
-
-
-def instance_type_options(claim: nodeclaim_mod.NodeClaim) -> list[str]:
-    """The ``node.kubernetes.io/instance-type In [...]`` values of a NodeClaim (may be empty)."""
-    for r in claim.spec.requirements:
-        if r.key == wk.INSTANCE_TYPE and r.operator == "In":
-            return list(r.values)
-    return []
-
-
-class _TypeIndex:
-    """Instance types by name, per NodePool first, then across NodePools."""
-
-    def __init__(self, by_pool: Mapping[str, Sequence[instancetype.InstanceType]] | None) -> None:
-        self.by_pool = {pool: {t.name: t for t in types} for pool, types in (by_pool or {}).items()}
-        self.any: dict[str, instancetype.InstanceType] = {}
-        for index in self.by_pool.values():
-            for name, t in index.items():
-                self.any.setdefault(name, t)
-
-    def get(self, pool: str | None, name: str) -> instancetype.InstanceType | None:
-        found = self.by_pool.get(pool or "", {}).get(name)
-        return found if found is not None else self.any.get(name)
-
-
-def _cheapest_resources(claim: nodeclaim_mod.NodeClaim, types: _TypeIndex,
-                        *, allocatable: bool) -> quantity.ResourceList:
-    """Allocatable (or capacity) of the claim's cheapest known option; its requests when none is known."""
-    best: instancetype.InstanceType | None = None
-    best_price = float("inf")
-    for name in instance_type_options(claim):
-        it = types.get(claim.nodepool_name, name)
-        if it is None:
-            continue
-        price = it.cheapest_price()
-        price = float("inf") if price is None else price
-        if best is None or price < best_price or (price == best_price and it.name < best.name):
-            best, best_price = it, price
-    if best is None:
-        return dict(claim.spec.resources_requests)
-    return dict(best.allocatable if allocatable else best.capacity)

@@ -42,19 +42,15 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
 
 from karpy import settings as settings_mod
 from karpy.api import labels as wk
 from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
-from karpy.cloudprovider import instancetype
 from karpy.disruption import candidates as candidates_mod
-from karpy.disruption import milp, simulation
+from karpy.disruption import milp, prefilter, simulation
 from karpy.disruption import snapshot as snapshot_mod
-from karpy.provisioning import results, templates
+from karpy.provisioning import results
 from karpy.scheduling import requirement
 
 REASON_UNDERUTILIZED = nodepool_mod.REASON_UNDERUTILIZED
@@ -72,7 +68,7 @@ MIN_SPOT_FLEXIBILITY = 15
 MILP_MAX_CANDIDATES = 8
 MILP_MAX_PODS = 200
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
-CANT_REPLACE = "Can't replace with a cheaper node"
+CANT_REPLACE = prefilter.REFUSED
 
 Settings = settings_mod.Settings
 
@@ -130,9 +126,14 @@ def disruption_cost(c: candidates_mod.Candidate, now: float) -> float:
 def order_candidates(snap: snapshot_mod.ClusterSnapshot,
                      cands: Sequence[candidates_mod.Candidate]) -> list[candidates_mod.Candidate]:
     """Cheapest to disrupt first; ties: older node first, then by name."""
+    costs: dict[str, float] = snap.__dict__.setdefault("_disruption_costs", {})  # once per snapshot
+
     def key(c: candidates_mod.Candidate) -> tuple[float, float, str]:
         created = c.node.metadata.creation_timestamp
-        return disruption_cost(c, snap.now), created if created is not None else math.inf, c.name
+        cost = costs.get(c.name)
+        if cost is None:
+            cost = costs[c.name] = disruption_cost(c, snap.now)
+        return cost, created if created is not None else math.inf, c.name
     return sorted(cands, key=key)
 
 
@@ -283,125 +284,6 @@ def _replace_one(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
 # ----------------------------------------------------------------------------------- methods
 
 
-DIMS = ("cpu", "memory", "pods")
-
-
-@dataclass
-class Room:
-    """Free capacity (cpu, memory, pods) of every schedulable node once the pending pods have been
-    placed first-fit, computed once per pass; rows by node name."""
-
-    index: dict[str, int]
-    matrix: Any
-
-
-def _free_capacity(snap: snapshot_mod.ClusterSnapshot) -> Room:
-    """The :class:`Room` of ``snap``."""
-    names: list[str] = []
-    rows: list[list[int]] = []
-    for n in snap.nodes:
-        if n.deleting or n.node.unschedulable:
-            continue
-        e = n.existing_node()
-        free = [e.allocatable.get(d, 0) for d in DIMS]
-        for p in e.pods:
-            for j, d in enumerate(DIMS):
-                free[j] -= p.requests.get(d, 0)
-        names.append(n.name)
-        rows.append(free)
-    matrix = np.array(rows, dtype=np.int64).reshape(len(rows), len(DIMS))
-    for p in snap.pending_pods:  # pending pods are placed in the same simulation: they go first
-        _first_fit(matrix, np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64))
-    return Room({name: i for i, name in enumerate(names)}, matrix)
-
-
-def _first_fit(room: Any, r: Any) -> bool:
-    fits = np.flatnonzero((room >= r).all(axis=1)) if len(room) else np.zeros(0, dtype=np.int64)
-    if len(fits):
-        room[fits[0]] -= r
-        return True
-    return False
-
-
-def _unplaceable(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate],
-                 free: Room) -> Any:
-    """What of ``group``'s pods does not fit the other nodes' free room (cpu, memory, pods), when
-    everything goes first-fit, largest first, ignoring constraints (which can only make placement
-    harder)."""
-    room = free.matrix.copy()
-    for c in group:
-        i = free.index.get(c.name)
-        if i is not None:
-            room[i] = -1  # the removed nodes take nothing
-    rest = np.zeros(len(DIMS), dtype=np.int64)
-    pods = [p for c in group if (info := snap.node(c.name)) is not None for p in info.reschedulable_pods()]
-    reqs = sorted((np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64) for p in pods),
-                  key=lambda r: (-int(r[0]), -int(r[1])))
-    for r in reqs:
-        if not _first_fit(room, r):
-            rest += r
-    return rest
-
-
-def _pool_types(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool
-                ) -> list[tuple[instancetype.InstanceType, float]]:
-    """The instance types ``pool``'s own requirements allow, each with its cheapest offering those
-    requirements allow (zone, capacity type); cached on the snapshot."""
-    cache: dict[str, list[tuple[instancetype.InstanceType, float]]] = snap.__dict__.setdefault("_pool_types", {})
-    hit = cache.get(pool.name)
-    if hit is None:
-        reqs = templates.nodepool_requirements(pool)
-        hit = []
-        for t in snap.instance_types.get(pool.name, ()):
-            if templates._type_compatible(reqs, t):
-                price = milp.option_price(t, reqs)
-                if price is not None:
-                    hit.append((t, price))
-        cache[pool.name] = hit
-    return hit
-
-
-def _group_price(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate]) -> float | None:
-    total = 0.0
-    for c in group:
-        info = snap.node(c.name)
-        if info is None or info.price is None:
-            return None
-        total += info.price
-    return total
-
-
-def _hopeless(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate],
-              free: Room, *, one_node: bool = True) -> str | None:
-    """``CANT_REPLACE`` when a cheap necessary condition already fails, else None.
-
-    What cannot fit the rest of the cluster (see :func:`_unplaceable`) must fit one instance type
-    of the group's NodePool cheaper than the group (``one_node``), or a set of new nodes whose
-    price lower bound (the cheapest price per unit of the scarcest resource) is below it. Only
-    then is the costly removal simulation worth running.
-    """
-    before = _group_price(snap, group)
-    if before is None or not group:
-        return None
-    rest = _unplaceable(snap, group, free)
-    if not rest.any():
-        return None  # a delete may be possible
-    types = _pool_types(snap, group[0].nodepool)
-    if one_node:
-        for t, price in types:
-            if price < before and all(t.allocatable.get(d, 0) >= int(rest[j]) for j, d in enumerate(DIMS)):
-                return None
-        return CANT_REPLACE
-    bound = 0.0
-    for j, d in enumerate(DIMS):
-        if rest[j] <= 0:
-            continue
-        unit = [price / t.allocatable[d] for t, price in types if t.allocatable.get(d, 0) > 0]
-        if unit:
-            bound = max(bound, float(rest[j]) * min(unit))
-    return None if bound < before else CANT_REPLACE
-
-
 def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
                 settings: Settings, *, allowed: Mapping[str, int] | None = None,
                 reasons: dict[str, str] | None = None) -> Command | None:
@@ -411,7 +293,7 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
     each candidate tried was not consolidated.
     """
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
-    free = _free_capacity(snap)
+    free = prefilter.free_capacity(snap)
     simulations = 0
     for c in _eligible(snap, cands, REASON_UNDERUTILIZED):
         if simulations >= MAX_SINGLE_NODE_SIMULATIONS:
@@ -420,7 +302,7 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
             if reasons is not None:
                 reasons[c.name] = "No allowed disruptions due to blocking budget"
             continue
-        quick = _hopeless(snap, [c], free)
+        quick = prefilter.hopeless(snap, [c], free)
         if quick is not None:
             if reasons is not None:
                 reasons[c.name] = quick
@@ -441,11 +323,11 @@ def multi_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mo
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
     ordered = _within_budget(_eligible(snap, cands, REASON_UNDERUTILIZED), budget, MAX_MULTI_CANDIDATES)
     best: Command | None = None
-    free = _free_capacity(snap)
+    free = prefilter.free_capacity(snap)
     lo, hi = 2, len(ordered)
     while lo <= hi:
         mid = (lo + hi) // 2
-        quick = _hopeless(snap, ordered[:mid], free)
+        quick = prefilter.hopeless(snap, ordered[:mid], free)
         out = Refusal(tuple(c.name for c in ordered[:mid]), quick) if quick is not None else \
             evaluate(snap, ordered[:mid], settings)
         if isinstance(out, Command):
@@ -472,11 +354,11 @@ def many_to_many(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
         if len(group) < MAX_MULTI_CANDIDATES:
             group.append(c)
     best: Command | None = None
-    free = _free_capacity(snap)
+    free = prefilter.free_capacity(snap)
     for pool_name, group in sorted(by_pool.items()):
         if len(group) < 2:
             continue
-        quick = _hopeless(snap, group, free, one_node=False)
+        quick = prefilter.hopeless(snap, group, free, one_node=False)
         out = Refusal(tuple(c.name for c in group), quick) if quick is not None else \
             repack(snap, group, settings, use_milp=use_milp)
         if isinstance(out, Refusal):

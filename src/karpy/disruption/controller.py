@@ -1,7 +1,8 @@
 """The ``disruption`` controller: Karpenter v1's disruption loop on karpy's controller runtime.
 
 Every :data:`INTERVAL` seconds (key :data:`KEY`) it reads the cluster through a
-:class:`karpy.controllers.state.ClusterState` and:
+:class:`karpy.controllers.state.ClusterState` (:mod:`karpy.disruption.observation`: candidates,
+drift, emptiness times; nodes the provisioner nominated for pending pods are not candidates) and:
 
 1. **Expiration** (forceful, always first, separate from the methods below): a NodeClaim older
    than its ``spec.expireAfter`` is deleted whatever budgets, do-not-disrupt annotations or PDBs
@@ -49,25 +50,20 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as clock_mod
 from karpy import settings as settings_mod
-from karpy.api import errors as api_errors
-from karpy.api import fields as fields_mod
-from karpy.api import labels, node, nodeclaim, nodeclass, nodepool, pod, selectors
-from karpy.cloudprovider import instancetype
+from karpy.api import labels, nodeclass, nodepool, pod
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import runtime, state
-from karpy.disruption import budgets, candidates, consolidation, drift_marking, emptiness, orchestrator
+from karpy.disruption import budgets, candidates, consolidation, drift_marking, emptiness, observation, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
-from karpy.kube import events, interface, memory_eviction
+from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import scheduler
-from karpy.scheduling import volumetopology
 
 NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
 """NodeClass kinds whose changes start a disruption pass (NodeClass drift), unless the controller is
@@ -83,10 +79,11 @@ INTERVAL = 10.0
 RECHECK = 300.0
 """Seconds after which consolidation is tried again even though nothing changed."""
 DISRUPTED_TAINT = orchestrator.DISRUPTED_TAINT
-BUDGET_BLOCKED = "No allowed disruptions due to blocking budget"
-NOMINATED = "node is nominated for a pending pod"
+BUDGET_BLOCKED = observation.BUDGET_BLOCKED
+NOMINATED = observation.NOMINATED
 
-InstanceTypes = Callable[[Sequence[nodepool.NodePool]], Mapping[str, Sequence[instancetype.InstanceType]]]
+InstanceTypes = observation.InstanceTypes
+Observation = observation.Observation
 
 
 @dataclass
@@ -96,29 +93,6 @@ class Pending:
     command: consolidation.Command
     consolidation_type: str
     validate_at: float
-
-
-@dataclass
-class Observation:
-    """One loop's reading of the cluster."""
-
-    now: float
-    pools: dict[str, nodepool.NodePool]
-    pool_objs: dict[str, dict[str, Any]]
-    node_objs: dict[str, dict[str, Any]]
-    claim_objs: dict[str, dict[str, Any]]
-    """Node name -> its NodeClaim as stored."""
-    nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
-    candidates: dict[str, candidates.Candidate] = field(default_factory=dict)
-    why_not: dict[str, str] = field(default_factory=dict)
-    since: dict[str, float | None] = field(default_factory=dict)
-    total: dict[str, int] = field(default_factory=dict)
-    disrupting: dict[str, int] = field(default_factory=dict)
-    drifted: dict[str, str] = field(default_factory=dict)
-    """Node name -> drift reason (candidates and not)."""
-    nominated: set[str] = field(default_factory=set)
-    """Nodes and in-flight NodeClaims the pending pods would go to."""
-    snapshot: snapshot_mod.ClusterSnapshot | None = None
 
 
 class DisruptionController:
@@ -148,19 +122,17 @@ class DisruptionController:
         self.state = cluster_state if cluster_state is not None else state.ClusterState(cluster).start()
         self.cloud = cloud
         self.settings = settings if settings is not None else settings_mod.Settings()
-        self._instance_types = instance_types
         self.orchestrator = orchestrator.Orchestrator(
             cluster, clock, self.recorder, metrics,
             nodeclass_hash if nodeclass_hash is not None else self._nodeclass_hash)
         self.drift_marker = drift_marking.DriftMarker(
             cluster, clock, self.state, cloud, self.nodeclass_kinds, self.orchestrator.nodeclass_hash)
+        self.observer = observation.Observer(cluster, clock, self.state, cloud, self.settings, instance_types,
+                                             self.orchestrator, self.drift_marker, self.recorder, metrics)
         self.manager: runtime.Manager | None = None
-        self.last_pod_event: dict[str, float] = {}
-        """Node name -> time of the last event of a non-daemon pod bound to it."""
         self.pending: Pending | None = None
         self.dropped: list[tuple[float, consolidation.Command, str]] = []
         """Commands dropped at validation: (time, command, why)."""
-        self._unconsolidatable: dict[str, str] = {}
         self._revision = 0
         self._consolidated: tuple[Any, ...] | None = None
         self._consolidated_at = 0.0
@@ -218,7 +190,7 @@ class DisruptionController:
             return ()
         if pod.MIRROR_POD_ANNOTATION in interface.annotations_of(obj):
             return ()
-        self.last_pod_event[str(node_name)] = self.clock.now()
+        self.observer.last_pod_event[str(node_name)] = self.clock.now()
         return ()
 
     def reconcile(self, key: str) -> float | None:
@@ -297,77 +269,12 @@ class DisruptionController:
     # --------------------------------------------------------------------------------- observing
 
     def observe(self, now: float) -> Observation:
-        """Read the cluster: candidates, why the others are not, emptiness times, drift."""
-        pools: dict[str, nodepool.NodePool] = {}
-        pool_objs: dict[str, dict[str, Any]] = {}
-        for p in self.state.nodepools():
-            raw = self.state.raw("NodePool", p.name)
-            if raw is not None:
-                pools[p.name], pool_objs[p.name] = p, raw
-        claims_by_node: dict[str, nodeclaim.NodeClaim] = {}
-        for c in self.state.nodeclaims():
-            if c.status.node_name:
-                claims_by_node[c.status.node_name] = c
-        obs = Observation(now=now, pools=pools, pool_objs=pool_objs, node_objs={}, claim_objs={}, nodes=[])
-        pdbs = self._pdbs()
-        queued = self.orchestrator.candidate_nodes()
-        protected = self.orchestrator.protected_claims()
-        drifted_claims = self._mark_drift(pools)
-        live: set[str] = set()
-        nodes = self.state.nodes()
-        for n in nodes:
-            raw_node = self.state.raw("Node", n.name)
-            if raw_node is None:
-                continue
-            live.add(n.name)
-            obs.node_objs[n.name] = raw_node
-            claim: nodeclaim.NodeClaim | None = self.state.nodeclaim_for_node(n.name) or claims_by_node.get(n.name)
-            pods = self.state.pods_on(n.name)
-            obs.nodes.append((n, claim, pods))
-            if claim is not None:
-                raw_claim = self.state.raw("NodeClaim", claim.name)
-                if raw_claim is not None:
-                    obs.claim_objs[n.name] = raw_claim
-                if claim.name in drifted_claims:
-                    obs.drifted[n.name] = drifted_claims[claim.name]
-            pool_name = n.labels.get(labels.NODEPOOL)
-            if pool_name:
-                obs.total[pool_name] = obs.total.get(pool_name, 0) + 1
-                claim_deleting = claim is not None and claim.metadata.deletion_timestamp is not None
-                if n.deleting or claim_deleting or not n.ready:
-                    obs.disrupting[pool_name] = obs.disrupting.get(pool_name, 0) + 1
-            if n.name in queued or (claim is not None and claim.name in protected):
-                continue
-            pool = pools.get(pool_name) if pool_name else None
-            result = candidates.candidate(n, claim, pool, pods, pdbs, now)
-            if isinstance(result, str):
-                obs.why_not[n.name] = result
-                if pool is not None and emptiness.emptiness_enabled(pool) and n.name in obs.claim_objs:
-                    self._report_unconsolidatable(n.name, obs, result)
-                continue
-            obs.candidates[n.name] = result
-            obs.since[n.name] = emptiness.empty_since(result.nodeclaim, self.last_pod_event.get(n.name))
-            disabled = candidates.consolidation_disabled(result)
-            if disabled is not None and n.name in obs.claim_objs:
-                self._report_unconsolidatable(n.name, obs, disabled)
-        if obs.candidates and self.state.pending_pod_count():  # only candidates can lose by it
-            obs.nominated = self.nominated(obs)
-            for name in sorted(obs.nominated & set(obs.candidates)):
-                del obs.candidates[name]
-                obs.why_not[name] = NOMINATED
-        for gone in set(self.last_pod_event) - live:
-            del self.last_pod_event[gone]
-        for gone in set(self._unconsolidatable) - live:
-            del self._unconsolidatable[gone]
-        self._set_eligible(obs)
-        return obs
+        """Read the cluster (see :class:`karpy.disruption.observation.Observer`)."""
+        return self.observer.observe(now)
 
-    def nominated(self, obs: Observation) -> set[str]:
-        """Nodes the pending pods would go to (Karpenter does not disrupt a nominated node)."""
-        snap = self.snapshot(obs)
-        res = scheduler.Scheduler((), snap.instance_types, snap.existing_nodes(), snap.daemonsets,
-                                  snap.usage).solve(list(snap.pending_pods))
-        return {name for name, placed in res.existing.items() if placed}
+    def snapshot(self, obs: Observation) -> snapshot_mod.ClusterSnapshot:
+        """The consolidation snapshot of ``obs`` (built once per loop)."""
+        return self.observer.snapshot(obs)
 
     def unsettled(self, obs: Observation) -> str | None:
         """Why consolidation should wait (capacity is being launched for pending pods), else None.
@@ -384,100 +291,11 @@ class DisruptionController:
             if info.nodeclaim is not None and not info.initialized and not info.deleting \
                     and info.nodeclaim.name not in protected:
                 return f"node {info.name} is initializing"
-        if obs.nominated:
+        if obs.nominated and self.state.pending_pod_count():
             return "pending pods are nominated to " + ", ".join(sorted(obs.nominated))
         return None
 
-    def past_consolidate_after(self, c: candidates.Candidate, obs: Observation) -> bool:
-        after = c.nodepool.disruption.consolidate_after
-        if after is None:
-            return False
-        since = obs.since.get(c.name)
-        return since is None or obs.now - since >= after
-
-    def _underutilized(self, obs: Observation) -> list[candidates.Candidate]:
-        return [c for c in obs.candidates.values()
-                if consolidation.consolidates_underutilized(c.nodepool) and self.past_consolidate_after(c, obs)]
-
-    def _set_eligible(self, obs: Observation) -> None:
-        if self.metrics is None:
-            return
-        empty = sum(1 for c in obs.candidates.values()
-                    if emptiness.is_consolidatable(c, obs.since.get(c.name), obs.now))
-        gauge = self.metrics.disruption_eligible_nodes
-        gauge.labels(reason="empty").set(empty)
-        gauge.labels(reason="drifted").set(sum(1 for name in obs.candidates if name in obs.drifted))
-        gauge.labels(reason="underutilized").set(len(self._underutilized(obs)))
-
-    def snapshot(self, obs: Observation) -> snapshot_mod.ClusterSnapshot:
-        """The consolidation snapshot of ``obs`` (built once per loop)."""
-        if obs.snapshot is not None:
-            return obs.snapshot
-        pools = [p for p in obs.pools.values() if p.metadata.deletion_timestamp is None]
-        types = dict(self.instance_types(pools))
-        node_names = {n.name for n, _, _ in obs.nodes}
-        in_flight = [e for e in self.state.existing_nodes(types) if e.name not in node_names]
-        obs.snapshot = snapshot_mod.ClusterSnapshot.build(
-            self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
-            daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
-            in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes))
-        return obs.snapshot
-
-    def _billed(self, nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
-                ) -> dict[str, float] | None:
-        """Each node's billed $/h when the cloud bills commitments (:class:`cp_interface.Billing`)."""
-        billed_price = getattr(self.cloud, "billed_price", None)
-        if not callable(billed_price):
-            return None
-        out: dict[str, float] = {}
-        for n, _, _ in nodes:
-            price = billed_price(n.provider_id) if n.provider_id else None
-            if price is None:
-                return None  # no commitments: offering prices hold
-            out[n.provider_id] = float(price)
-        return out
-
-    def _with_volume_topology(self, nodes: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]
-                              ) -> list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]]:
-        """The nodes with their pods' volume topology folded into the pods' affinity, so a pod that
-        must move is only planned where its volumes can attach (pods whose claims cannot be read
-        are kept as they are)."""
-        if not volumetopology.needs_volumes(p for _, _, pods in nodes for p in pods):
-            return nodes
-        try:
-            vols = volumetopology.Volumes.of(self.cluster.list("PersistentVolumeClaim"),
-                                             self.cluster.list("PersistentVolume"),
-                                             self.cluster.list("StorageClass"))
-        except kube_errors.KubeError as exc:
-            log.warning("disruption: cannot read volumes: %s", exc)
-            return nodes
-        out = []
-        for n, claim, pods in nodes:
-            if volumetopology.needs_volumes(pods):
-                moved, _ = volumetopology.apply(pods, vols)
-                by_key = {p.key: p for p in moved}
-                pods = [by_key.get(p.key, p) for p in pods]
-            out.append((n, claim, pods))
-        return out
-
-    def instance_types(self, pools: Sequence[nodepool.NodePool]) -> Mapping[str, Sequence[instancetype.InstanceType]]:
-        if self._instance_types is not None:
-            return self._instance_types(pools)
-        out: dict[str, list[instancetype.InstanceType]] = {}
-        if self.cloud is None:
-            return out
-        for p in pools:
-            try:
-                out[p.name] = list(self.cloud.get_instance_types(p))
-            except Exception as exc:  # one pool's failure must not stop the others
-                log.warning("disruption: cannot get instance types of NodePool %s: %s", p.name, exc)
-        return out
-
     # -------------------------------------------------------------------------------------- drift
-
-    def _mark_drift(self, pools: Mapping[str, nodepool.NodePool]) -> dict[str, str]:
-        """Set or clear the ``Drifted`` condition of every launched claim (:mod:`drift_marking`)."""
-        return self.drift_marker.mark(pools)
 
     def disrupt_drifted(self, obs: Observation) -> bool:
         """Start a drift command if a drifted candidate can go; True when one started."""
@@ -511,7 +329,7 @@ class DisruptionController:
             if isinstance(out, consolidation.Command):
                 return self._execute(out, "")
             log.info("disruption: drifted node %s cannot be disrupted yet: %s", c.name, out.explanation)
-        self._blocked(obs, blocked)
+        self.observer.blocked(obs, blocked)
         return False
 
     # ---------------------------------------------------------------------------------- emptiness
@@ -528,7 +346,7 @@ class DisruptionController:
             for name, pool in obs.pools.items()
         }
         chosen, blocked = emptiness.select(eligible, allowed)
-        self._blocked(obs, {c.nodepool.name for c in blocked})
+        self.observer.blocked(obs, {c.nodepool.name for c in blocked})
         if not chosen:
             return False
         cmd = consolidation.Command(consolidation.REASON_EMPTY, consolidation.DELETE, chosen, [], 0.0,
@@ -539,7 +357,7 @@ class DisruptionController:
 
     def consolidate(self, obs: Observation) -> consolidation.Command | None:
         """Compute a consolidation command and queue it for validation (see :attr:`pending`)."""
-        cands = self._underutilized(obs)
+        cands = self.observer.underutilized(obs)
         if not cands or self.unsettled(obs) is not None:
             return None
         snap = self.snapshot(obs)
@@ -561,9 +379,9 @@ class DisruptionController:
             for name, why in sorted(reasons.items()):
                 if why == BUDGET_BLOCKED:
                     continue
-                self._report_unconsolidatable(name, obs, why)
+                self.observer.report_unconsolidatable(name, obs, why)
             if any(why == BUDGET_BLOCKED for why in reasons.values()):
-                self._blocked(obs, {c.nodepool.name for c in cands if reasons.get(c.name) == BUDGET_BLOCKED})
+                self.observer.blocked(obs, {c.nodepool.name for c in cands if reasons.get(c.name) == BUDGET_BLOCKED})
             return None
         self.pending = Pending(cmd, kind, obs.now + self.settings.consolidation_validation_delay)
         log.info("disruption: %s consolidation proposes: %s; validating in %.0fs", kind, cmd.explanation,
@@ -592,7 +410,7 @@ class DisruptionController:
                 return f"node {c.name} is no longer a candidate ({obs.why_not.get(c.name, 'gone')})"
             if cur.nodeclaim.name != c.nodeclaim.name:
                 return f"node {c.name} belongs to another NodeClaim now"
-            if not self.past_consolidate_after(cur, obs):
+            if not self.observer.past_consolidate_after(cur, obs):
                 return f"node {c.name} had a pod event within consolidateAfter"
             fresh_cands.append(cur)
         snap = self.snapshot(obs)
@@ -625,53 +443,7 @@ class DisruptionController:
             self.manager.enqueue(NAME, QUEUE_KEY, orchestrator.POLL)
         return started
 
-    # ------------------------------------------------------------------------------------ events
-
-    def _blocked(self, obs: Observation, pool_names: Iterable[str]) -> None:
-        for pool_name in sorted(set(pool_names)):
-            raw = obs.pool_objs.get(pool_name)
-            if raw is not None:
-                self.recorder.normal(raw, "DisruptionBlocked", BUDGET_BLOCKED)
-
-    def _report_unconsolidatable(self, node_name: str, obs: Observation, why: str) -> None:
-        if self._unconsolidatable.get(node_name) == why:
-            return
-        node_obj = obs.node_objs.get(node_name)
-        claim_obj = obs.claim_objs.get(node_name)
-        if node_obj is None or claim_obj is None:
-            return
-        self._unconsolidatable[node_name] = why
-        self.recorder.normal(node_obj, "Unconsolidatable", why)
-        self.recorder.normal(claim_obj, "Unconsolidatable", why)
-
     # ----------------------------------------------------------------------------------- helpers
-
-    def _pdbs(self) -> list[candidates.Pdb]:
-        out: list[candidates.Pdb] = []
-        by_ns: dict[str, list[dict[str, Any]]] = {}
-        raws = self.state.raws("PodDisruptionBudget")
-        if not raws:
-            return out
-        for p in self.state.raws("Pod"):
-            by_ns.setdefault(interface.namespace_of(p) or "default", []).append(p)
-
-        def lookup(namespace: str, ref: Any) -> dict[str, Any] | None:
-            try:
-                return self.cluster.get(str(ref.get("kind", "")), str(ref.get("name", "")), namespace)
-            except kube_errors.KubeError:
-                return None
-
-        for obj in raws:
-            ns = interface.namespace_of(obj) or "default"
-            spec = obj.get("spec") or {}
-            try:
-                selector = selectors.LabelSelector.parse(
-                    fields_mod.Fields(spec.get("selector") or {}, "PodDisruptionBudget", "spec.selector"))
-                _, _, allowed = memory_eviction.disruptions_allowed(obj, by_ns.get(ns, []), lookup)
-            except (api_errors.ValidationError, kube_errors.KubeError):
-                continue
-            out.append(candidates.Pdb(ns, interface.name_of(obj), selector, allowed))
-        return out
 
     def _nodeclass_hash(self, pool: nodepool.NodePool) -> tuple[str, str] | None:
         """The NodeClass hash annotation of ``pool``'s NodeClass (as the provisioner stamps it)."""

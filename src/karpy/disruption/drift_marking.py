@@ -7,9 +7,10 @@ about drift; the decision itself is :func:`karpy.disruption.drift.drift_reason` 
 * re-stamps a claim whose hash annotations carry another hash version (Karpenter's, after a take-over)
   with karpy's, instead of calling it drifted;
 * otherwise computes the claim's drift reason (NodePool hash, requirements no longer met, the cloud's
-  :meth:`~karpy.cloudprovider.interface.CloudProvider.is_drifted`), cached while the claim, its Node,
-  its NodePool and the NodeClasses are unchanged and at most :data:`DRIFT_RECHECK` seconds (a cloud's
-  images change on their own);
+  :meth:`~karpy.cloudprovider.interface.CloudProvider.is_drifted`), cached while the claim's spec,
+  labels and annotations, its Node's labels, its NodePool and the NodeClasses are unchanged (a status
+  write other than the provider and image IDs does not count) and at most :data:`DRIFT_RECHECK`
+  seconds (a cloud's images change on their own);
 * writes the ``Drifted`` condition when it changed, and returns NodeClaim name -> reason.
 
 A caller may rely on: a NodeClass kind the API server does not serve counts as no NodeClass; a claim
@@ -75,8 +76,11 @@ class DriftMarker:
             n = self.state.node(node_name) if node_name else None
             if n is not None:
                 node_labels = n.labels
-            key = (claim.metadata.uid, claim.metadata.resource_version, pool.metadata.resource_version,
-                   n.metadata.resource_version if n is not None else "", epoch)
+            # what drift reads: the claim's spec, labels and annotations, its node's labels (a status
+            # write, a heartbeat, changes none of them), the NodePool, the NodeClasses, the time
+            key = (claim.metadata.uid, claim.spec, claim.metadata.labels, claim.metadata.annotations,
+                   claim.status.provider_id, claim.status.image_id, node_labels, pool.metadata.resource_version,
+                   epoch)
             cached = self._drift_cache.get(claim.name)
             if cached is not None and cached[0] == key:
                 reason = cached[1]

@@ -100,11 +100,13 @@ def find_offering(
     zone: str,
     capacity_type: str,
     prefer_pool: str | None = None,
+    index: Mapping[str, Mapping[str, Sequence[instancetype.InstanceType]]] | None = None,
 ) -> tuple[instancetype.InstanceType | None, float | None]:
     """The instance type named ``type_name`` and the price of its (zone, capacity type) offering.
 
     ``prefer_pool``'s instance types are searched first. A missing zone or capacity type matches
-    any, and then the cheapest such offering is taken.
+    any, and then the cheapest such offering is taken. ``index`` (:func:`type_index` of
+    ``instance_types``) makes the lookup by name.
     """
     pools = list(instance_types)
     if prefer_pool is not None and prefer_pool in instance_types:
@@ -112,9 +114,9 @@ def find_offering(
         pools.insert(0, prefer_pool)
     found: instancetype.InstanceType | None = None
     for pool in pools:
-        for t in instance_types[pool]:
-            if t.name != type_name:
-                continue
+        named = index[pool].get(type_name, ()) if index is not None else \
+            [t for t in instance_types[pool] if t.name == type_name]
+        for t in named:
             if found is None:
                 found = t
             prices = [o.price for o in t.offerings
@@ -124,6 +126,17 @@ def find_offering(
     return found, None
 
 
+def type_index(instance_types: Mapping[str, Sequence[instancetype.InstanceType]]
+               ) -> dict[str, dict[str, list[instancetype.InstanceType]]]:
+    """NodePool -> instance type name -> the types of that name, in order (for :func:`find_offering`)."""
+    out: dict[str, dict[str, list[instancetype.InstanceType]]] = {}
+    for pool, types in instance_types.items():
+        by_name = out[pool] = {}
+        for t in types:
+            by_name.setdefault(t.name, []).append(t)
+    return out
+
+
 def node_info(
     n: node_mod.Node,
     claim: nodeclaim_mod.NodeClaim | None,
@@ -131,6 +144,7 @@ def node_info(
     pods: Iterable[pod_mod.Pod],
     instance_types: Mapping[str, Sequence[instancetype.InstanceType]],
     billed: Mapping[str, float] | None = None,
+    index: Mapping[str, Mapping[str, Sequence[instancetype.InstanceType]]] | None = None,
 ) -> NodeInfo:
     """A :class:`NodeInfo` with the node's offering looked up in ``instance_types``; its price is what it
     is billed (``billed`` by provider ID, when the cloud knows the customer's commitments), else its
@@ -144,7 +158,7 @@ def node_info(
     it: instancetype.InstanceType | None = None
     price: float | None = None
     if type_name:
-        it, price = find_offering(instance_types, type_name, zone, capacity_type, pool_name)
+        it, price = find_offering(instance_types, type_name, zone, capacity_type, pool_name, index)
     if billed is not None and n.provider_id in billed:
         price = billed[n.provider_id]
     return NodeInfo(node=n, nodeclaim=claim, nodepool=pool, pods=tuple(pods), instance_type=it,
@@ -189,10 +203,11 @@ class ClusterSnapshot:
         of its nodes' capacity."""
         pools = {p.name: p for p in nodepools}
         infos: list[NodeInfo] = []
+        index = type_index(instance_types)
         for n, claim, pods in nodes:
             pool_name = n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim is not None else None)
             pool = pools.get(pool_name) if pool_name else None
-            infos.append(node_info(n, claim, pool, pods, instance_types, billed))
+            infos.append(node_info(n, claim, pool, pods, instance_types, billed, index))
         if usage is None:
             computed: dict[str, quantity.ResourceList] = {}
             for info in infos:
@@ -230,8 +245,11 @@ class ClusterSnapshot:
     def existing_nodes(self, exclude: Collection[str] = ()) -> list[results.ExistingNode]:
         """Bins for every node but ``exclude`` and the nodes being deleted, then the in-flight
         NodeClaims (also minus ``exclude``)."""
-        out = [info.existing_node() for info in self.nodes
-               if info.name not in exclude and not info.deleting]
+        bins: dict[str, results.ExistingNode] | None = self.__dict__.get("_bins")
+        if bins is None:  # built once per snapshot: the bins are never changed by a scheduling run
+            bins = {info.name: info.existing_node() for info in self.nodes if not info.deleting}
+            object.__setattr__(self, "_bins", bins)
+        out = [b for name, b in bins.items() if name not in exclude]
         out.extend(e for e in self.in_flight if e.name not in exclude)
         return out
 

@@ -6,6 +6,7 @@ from karpy import settings
 from karpy.api import labels, nodepool
 from karpy.cloudprovider.fake import instancetypes
 from karpy.controllers import provisioner
+from karpy.disruption import controller as disruption_controller
 from karpy.kube import interface
 from karpy.provisioning import results
 from karpy.scheduling import requirement, requirements
@@ -65,6 +66,20 @@ def test_the_batch_waits_until_no_new_pod_arrived_for_the_idle_duration() -> Non
     w.at(1.6)
     (claim,) = w.nodeclaims()
     assert claim["spec"]["resources"]["requests"]["pods"] == "2"  # both pods, one batch
+
+
+def test_updates_of_a_pod_already_in_the_batch_do_not_extend_it() -> None:
+    w = b.make_world(with_kubelet=False)
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("a"))
+    for i in range(1, 4):  # the kube-scheduler marks it again every 0.3 s
+        w.at(i * 0.3)
+        pod = w.cluster.get("Pod", "a", "default")
+        pod["status"]["conditions"][0]["message"] = f"0/{i} nodes are available"
+        w.cluster.update_status(pod)
+    w.at(1.0)  # idle since the pod's first event, as Karpenter's batcher counts it
+    (claim,) = w.nodeclaims()
+    assert claim["spec"]["resources"]["requests"]["pods"] == "1"
 
 
 def test_a_steady_stream_of_pods_is_scheduled_once_the_batch_max_duration_passed() -> None:
@@ -175,3 +190,20 @@ def test_min_values_keeps_every_instance_type_option_and_is_written_to_the_nodec
     types = b.requirement(manifest, labels.INSTANCE_TYPE)
     assert types is not None and types["values"] == names and types["minValues"] == 70
     assert manifest["metadata"]["annotations"]["karpenter.k8s.aws/ec2nodeclass-hash"] == "123"
+
+
+def test_the_node_planned_for_a_pending_pod_is_nominated_and_not_disrupted_while_the_pod_waits() -> None:
+    # no kube-scheduler in this world: the pod stays pending on the node launched for it
+    w = b.make_world()
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("web"))
+    w.at(300.0)
+    (claim,) = w.nodeclaims()
+    name = claim["metadata"]["name"]
+    assert name in w.karpy.state.nominated(w.clock.now())
+    assert w.karpy.disruption is not None
+    obs = w.karpy.disruption.observe(w.clock.now())
+    assert obs.why_not.get(claim["status"]["nodeName"]) == disruption_controller.NOMINATED
+    assert w.events("Nominated")  # and the pod was told where it goes
+    w.cluster.delete("Pod", "web", "default")
+    assert w.karpy.state.nominated(w.clock.now()) == set()

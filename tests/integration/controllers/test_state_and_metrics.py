@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from karpy import clock
-from karpy.api import quantity
+from karpy.api import nodeclaim, quantity
+from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider.fake import instancetypes
-from karpy.controllers import offerings, state
+from karpy.controllers import nominations, offerings, state
 from karpy.kube import memory
 from karpy.observability import metrics
 
@@ -176,3 +177,111 @@ def test_an_uninitialized_node_and_an_unlaunched_claim_count_without_their_start
     for name in ("launched", "waiting"):
         assert by_name[name].in_flight
         assert [t.key for t in by_name[name].taints] == ["dedicated"], name
+
+
+def test_a_status_write_re_reads_a_nodeclaim_as_a_full_parse_would() -> None:
+    cluster, st = _state()
+    cluster.create(_claim("c1"))
+    before = st.nodeclaim("c1")
+    obj = cluster.get("NodeClaim", "c1")
+    obj["status"] = {"providerID": "kwok://c1", "conditions": [
+        {"type": "Launched", "status": "True", "reason": "Launched", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    cluster.update_status(obj)
+    cluster.patch("NodeClaim", "c1", {"metadata": {"labels": {"extra": "yes"}}})
+    after = st.nodeclaim("c1")
+    assert before is not None and after is not None
+    assert after == nodeclaim.NodeClaim.from_manifest(cluster.get("NodeClaim", "c1"))
+    assert after.spec is before.spec  # the unchanged spec was not parsed again
+    assert after.status.provider_id == "kwok://c1" and after.labels["extra"] == "yes"
+
+
+def test_a_node_bin_is_reused_until_its_node_or_pods_change() -> None:
+    cluster, st = _state()
+    cluster.create(_claim("c1", provider_id="kwok://c1"))
+    cluster.create({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "c1", "labels": {"karpenter.sh/nodepool": "default"}},
+                    "spec": {"providerID": "kwok://c1"},
+                    "status": {"allocatable": {"cpu": "3900m", "memory": "7Gi", "pods": "40"}}})
+    cluster.create(b.running_pod("app", "c1"))
+    (first,) = st.existing_nodes()
+    (again,) = st.existing_nodes()
+    assert again is first
+    cluster.create(b.running_pod("second", "c1"))
+    (grown,) = st.existing_nodes()
+    assert grown is not first and sorted(p.name for p in grown.pods) == ["app", "second"]
+    cluster.patch("Node", "c1", {"spec": {"unschedulable": True}})
+    (cordoned,) = st.existing_nodes()
+    assert not cordoned.schedulable and grown.schedulable
+
+
+def test_nominations_last_the_window_or_while_the_planned_pods_are_pending() -> None:
+    cluster, st = _state()
+    cluster.create(b.pending_pod("web"))
+    assert nominations.window(10.0) == 20.0 and nominations.window(1.0) == 10.0
+    st.nominations.nominate(["node-a"], 100.0, 20.0)
+    st.nominations.plan({"default/web": "claim-b"})
+    assert st.nominated(110.0) == {"node-a", "claim-b"}
+    assert st.nominated(125.0) == {"claim-b"}  # the window ended; the pod is still pending
+    cluster.delete("Pod", "web", "default")
+    assert st.nominated(126.0) == set()
+
+
+def test_a_pod_status_write_re_reads_the_pod_as_a_full_parse_would() -> None:
+    cluster, st = _state()
+    cluster.create(b.pending_pod("web"))
+    first = st.pending_pods()[0]
+    pod = cluster.get("Pod", "web", "default")
+    pod["status"]["conditions"][0]["message"] = "0/3 nodes are available"
+    cluster.update_status(pod)
+    second = st.pending_pods()[0]
+    stored = cluster.get("Pod", "web", "default")
+    assert second == pod_mod.Pod.from_manifest(stored)
+    assert second.metadata.resource_version == stored["metadata"]["resourceVersion"] != first.metadata.resource_version
+    cluster.patch("Pod", "web", {"metadata": {"labels": {"tier": "front"}}}, "default")
+    third = st.pending_pods()[0]
+    assert third == pod_mod.Pod.from_manifest(cluster.get("Pod", "web", "default"))
+    assert third.labels["tier"] == "front"
+
+
+def test_drift_is_asked_again_when_a_claim_s_labels_change_but_not_after_a_status_write() -> None:
+    w = b.make_world()
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("app"))
+    w.at(120.0)
+    assert w.karpy.disruption is not None
+    marker = w.karpy.disruption.drift_marker
+    asked: list[str] = []
+    ask = w.bridge.is_drifted
+
+    def counting(claim: nodeclaim.NodeClaim) -> str:
+        asked.append(claim.name)
+        return ask(claim)
+
+    w.bridge.is_drifted = counting  # type: ignore[method-assign]
+    pools = {p.name: p for p in w.karpy.state.nodepools()}
+    marker.mark(pools)
+    assert asked == []  # cached since the last pass
+    (listed,) = w.nodeclaims()
+    name = listed["metadata"]["name"]
+    claim = w.cluster.get("NodeClaim", name)
+    claim["status"]["conditions"] = [*claim["status"]["conditions"], {
+        "type": "ConsistentStateFound", "status": "True", "reason": "ConsistentStateFound",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    w.cluster.update_status(claim)
+    marker.mark(pools)
+    assert asked == []
+    w.cluster.patch("NodeClaim", name, {"metadata": {"labels": {"team": "a"}}})
+    marker.mark(pools)
+    assert asked == [name]
+
+
+def test_a_bound_pod_is_re_read_as_a_full_parse_would() -> None:
+    cluster, st = _state()
+    cluster.create(b.pending_pod("web"))
+    pending = st.pending_pods()[0]
+    cluster.patch("Pod", "web", {"spec": {"nodeName": "node-1"}}, "default")
+    (bound,) = st.pods_on("node-1")
+    stored = cluster.get("Pod", "web", "default")
+    assert bound == pod_mod.Pod.from_manifest(stored)
+    assert bound.node_name == "node-1" and pending.node_name is None
+    assert bound.containers is pending.containers  # the spec models are shared, not parsed again

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from karpy.api import labels, nodeclaim, nodeclass, quantity, selectors
+from karpy.api import labels, meta, nodeclaim, nodeclass, quantity, selectors
 from karpy.cloudprovider import errors, instancetype
 from karpy.cloudprovider.azure import images as azure_images
 from karpy.scheduling import requirement
@@ -130,6 +130,54 @@ class CapacityPools:
         return frozenset(out)
 
 
+def hash_annotation(nc: NodeClass) -> str:
+    """The annotation a NodeClaim carries its NodeClass's hash in."""
+    if isinstance(nc, nodeclass.EC2NodeClass):
+        return labels.NODECLASS_HASH_AWS
+    return labels.NODECLASS_HASH_AZURE
+
+
+def claim_of(inst: Instance) -> nodeclaim.NodeClaim:
+    """The NodeClaim view of an instance, as the cloud's ``get``/``list`` (garbage collection) see it."""
+    return nodeclaim.NodeClaim(
+        metadata=meta.ObjectMeta(name=inst.nodeclaim_name or inst.instance_id, labels=dict(inst.labels),
+                                 creation_timestamp=inst.launch_time),
+        spec=nodeclaim.NodeClaimSpec(node_class_ref=inst.node_class_ref),
+        status=nodeclaim.NodeClaimStatus(provider_id=inst.provider_id, image_id=inst.image_id,
+                                         capacity=dict(inst.capacity), allocatable=dict(inst.allocatable)),
+    )
+
+
+class InstanceRecords:
+    """What never changes for one instance record (a record is replaced, never changed): whether it is
+    the cluster's own (``owns(tags)``) and its NodeClaim view (:func:`claim_of`), computed once."""
+
+    def __init__(self, owns: Callable[[Mapping[str, str]], bool]) -> None:
+        self._owns = owns
+        self._owned: dict[str, tuple[Mapping[str, str], bool]] = {}
+        self._claims: dict[str, tuple[Instance, nodeclaim.NodeClaim]] = {}
+
+    def owned(self, inst: Instance) -> bool:
+        cached = self._owned.get(inst.provider_id)
+        if cached is not None and cached[0] is inst.tags:
+            return cached[1]
+        owned = self._owns(inst.tags)
+        self._owned[inst.provider_id] = (inst.tags, owned)
+        return owned
+
+    def claim(self, inst: Instance) -> nodeclaim.NodeClaim:
+        cached = self._claims.get(inst.provider_id)
+        if cached is not None and cached[0] is inst:
+            return cached[1]
+        claim = claim_of(inst)
+        self._claims[inst.provider_id] = (inst, claim)
+        return claim
+
+    def forget(self, provider_id: str) -> None:
+        """The instance stopped: its NodeClaim view is not needed any more."""
+        self._claims.pop(provider_id, None)
+
+
 def requirement_holds(req: selectors.NodeSelectorRequirement, value: str | None) -> bool:
     """Whether a label with ``value`` (``None``: absent) satisfies ``req``."""
     op = req.operator
@@ -204,10 +252,13 @@ def candidates(types: Sequence[instancetype.InstanceType],
     type_reqs = [r for r in reqs if r.key not in OFFERING_KEYS]
     offering_reqs = [r for r in reqs if r.key in OFFERING_KEYS]
     out: list[Candidate] = []
+    allowed: dict[tuple[str, str], bool] = {}
     named: set[str] | None = None  # an instance-type In list: only those types need looking at
     for r in type_reqs:
         if r.key == labels.INSTANCE_TYPE and r.operator == "In" and r.key in defined:
             named = set(r.values) if named is None else named & set(r.values)
+    if named is not None:  # the name filter below is exactly those requirements: not checked twice
+        type_reqs = [r for r in type_reqs if not (r.key == labels.INSTANCE_TYPE and r.operator == "In")]
     for it in types:
         if named is not None and it.labels.get(labels.INSTANCE_TYPE) not in named:
             continue
@@ -218,8 +269,11 @@ def candidates(types: Sequence[instancetype.InstanceType],
         for o in it.offerings:
             if not o.available:
                 continue
-            where = {labels.ZONE: o.zone, labels.CAPACITY_TYPE: o.capacity_type, labels.REGION: region}
-            if matches(offering_reqs, where, defined):
+            ok = allowed.get((o.zone, o.capacity_type))
+            if ok is None:  # the same few (zone, capacity type) pairs recur across types
+                where = {labels.ZONE: o.zone, labels.CAPACITY_TYPE: o.capacity_type, labels.REGION: region}
+                ok = allowed[(o.zone, o.capacity_type)] = matches(offering_reqs, where, defined)
+            if ok:
                 out.append(Candidate(it, o))
     out.sort(key=Candidate.sort_key)
     return out

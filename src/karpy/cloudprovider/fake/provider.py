@@ -3,9 +3,8 @@
 ``karpy simulate`` and the integration tests launch nodes here instead of in EC2 or Azure. It keeps
 the contract of :mod:`karpy.cloudprovider.interface` exactly, with these simulated behaviours:
 
-* **Catalog.** Instance types come from :func:`karpy.cloudprovider.catalog.load` (``"aws"``,
-  ``"azure"``, ``"kwok"``, ``"benchmark"``) or from a list the caller passes. A NodeClass's
-  ``spec.kubelet`` (and an AKSNodeClass's ``maxPods``) changes allocatable for the built-in catalogs.
+* **Catalog.** :mod:`karpy.cloudprovider.fake.catalog_views`: a built-in catalog or the caller's list,
+  per NodeClass kubelet setting (allocatable changes).
 * **Launch.** :meth:`SimulatedCloud.create` filters offerings by the NodeClaim's requirements and
   resource requests (:func:`capacity.candidates`), picks the capacity type as Karpenter does
   (reserved, then spot, then on-demand, among those with capacity) and launches the cheapest
@@ -29,11 +28,9 @@ the contract of :mod:`karpy.cloudprovider.interface` exactly, with these simulat
   :meth:`get` and :meth:`list` see only owned instances; :meth:`delete` refuses others with
   :class:`errors.NotOwnedError`.
   :meth:`add_instance` puts in instances karpy did not launch (another cluster's, a hand-made VM).
-* **Interruptions.** :meth:`interrupt` queues a message (:class:`interface.InterruptionMessage`)
-  that :meth:`pending_interruptions` returns until :meth:`ack`. A ``SpotInterruption`` reclaims the
-  instance two minutes of virtual time after the notice and then queues a ``StateChange``
-  (``"terminated"``); an explicit ``StateChange`` terminates the instance at once; ``Rebalance`` and
-  ``ScheduledChange`` only queue the message.
+* **Interruptions.** :meth:`interrupt` queues a message that :meth:`pending_interruptions` returns
+  until :meth:`ack` (:mod:`karpy.cloudprovider.fake.interruptions`); a ``SpotInterruption`` reclaims
+  the instance two minutes later, a ``StateChange`` terminates it at once.
 * **Images and drift.** An instance records the image its NodeClass resolved to at launch: the
   first of an EC2NodeClass's ``status.amis`` matching the instance type, an AKSNodeClass's pinned
   ``imageVersion``, otherwise the latest image :meth:`publish_image` announced, otherwise a default
@@ -50,18 +47,16 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import hashlib
-import heapq
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy import clock
-from karpy.api import labels, meta, nodeclaim, nodeclass, nodepool
-from karpy.cloudprovider import catalog as catalog_mod
+from karpy.api import labels, nodeclaim, nodeclass, nodepool
 from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import errors, instancetype, interface
 from karpy.cloudprovider.fake import billing as billing_mod
-from karpy.cloudprovider.fake import capacity
+from karpy.cloudprovider.fake import capacity, catalog_views, interruptions
 from karpy.cloudprovider.fake import identity as identity_mod
 
 NodeClass = capacity.NodeClass
@@ -107,29 +102,21 @@ class SimulatedCloud:
             raise ValueError(f"launch_failure_rate must be within [0, 1], got {launch_failure_rate}")
         self.cluster_name = cluster_name
         self.launch_failure_rate = launch_failure_rate
-        self._catalog = catalog if isinstance(catalog, str) else tuple(catalog)
-        self._zones = tuple(zones) if zones else None
-        self._region_arg = region if catalog in ("aws", "azure") else None
+        self.views = catalog_views.CatalogViews(catalog, zones, region)
         self._node_classes = node_classes
-        self._unready_node_classes: dict[tuple[str, str], tuple[str, str]] = {}
+        self.node_class_readiness = catalog_views.NodeClassReadiness()
         self.region = region or ""
         digest = hashlib.sha256(cluster_name.encode()).hexdigest()
         self.subscription_id = subscription_id or (
             f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}")
-        self._types: dict[Any, list[instancetype.InstanceType]] = {}
-        self._views: dict[tuple[Any, frozenset[errors.OfferingKey]], list[instancetype.InstanceType]] = {}
-        self._defined: frozenset[str] | None = None
-        self._indexes: dict[Any, dict[str, instancetype.InstanceType]] = {}
         self.pools = capacity.CapacityPools()
         self._live: dict[str, capacity.Instance] = {}
         self._history: list[capacity.Instance] = []
-        self._reclaims: list[tuple[float, int, str]] = []
-        self._messages: list[interface.InterruptionMessage] = []
-        self._seq = 0
+        self.queue = interruptions.Queue()
         self._images: dict[str, str] = {}
         self._manual = 0
         if not self.region:  # the catalog's own region, else the format's default
-            first = next(iter(self._catalog_types(None)), None)
+            first = next(iter(self.views.types(None)), None)
             self.region = (first.labels.get(labels.REGION) if first is not None else None) or \
                 DEFAULT_REGIONS[self.provider_format]
         self.resource_group = resource_group or f"MC_{cluster_name}_{cluster_name}_{self.region}"
@@ -137,9 +124,10 @@ class SimulatedCloud:
         self.identity.region, self.identity.subscription_id = self.region, self.subscription_id
         self.identity.resource_group = self.resource_group
         self._used_ids = self.identity.used_ids
+        self.records = capacity.InstanceRecords(self.identity.owns)
         self.billing = billing_mod.Billing(commitments or commitments_mod.NONE, clock,
                                            lambda: [i for i in self._live.values() if self._owned(i)],
-                                           self._on_demand_prices)
+                                           self.views.on_demand_prices)
 
     # ------------------------------------------------------------------------------------------
     # CloudProvider
@@ -147,16 +135,16 @@ class SimulatedCloud:
     def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
         self.settle()
         nc = self._node_class(claim.spec.node_class_ref)
-        types: Sequence[instancetype.InstanceType] = self._catalog_types(nc)
+        types: Sequence[instancetype.InstanceType] = self.views.types(nc)
         for req in claim.spec.requirements:  # the usual case: the scheduler lists the options
             if req.key == labels.INSTANCE_TYPE and req.operator == "In":
-                index = self._index(nc)
+                index = self.views.index(nc)
                 types = [index[n] for n in sorted(set(req.values)) if n in index]
         listed = {it.name: it for it in types}
         if self.billing:
             types = self.billing.price_types(types)
         cands = capacity.candidates(types, claim.spec.requirements, claim.spec.resources_requests,
-                                    self.region, self._defined_keys())
+                                    self.region, self.views.defined_keys())
         if not cands:
             raise errors.CreateError(
                 f"no offering of any instance type is compatible with NodeClaim {claim.name}'s "
@@ -175,7 +163,7 @@ class SimulatedCloud:
         md = claim.metadata
         annotations = dict(md.annotations)
         if nc is not None:
-            annotations[_hash_annotation(nc)] = nc.hash()
+            annotations[capacity.hash_annotation(nc)] = nc.hash()
         return dataclasses.replace(
             claim,
             metadata=dataclasses.replace(md, labels={**md.labels, **inst.labels}, annotations=annotations),
@@ -201,39 +189,19 @@ class SimulatedCloud:
         inst = self._live.get(provider_id)
         if inst is None or not self._owned(inst):
             raise errors.NodeClaimNotFoundError(f"instance {provider_id} not found")
-        return self._claim_of(inst)
+        return self.records.claim(inst)
 
     def list(self) -> builtins.list[nodeclaim.NodeClaim]:
         self.settle()
         owned = [i for i in self._live.values() if self._owned(i)]
         owned.sort(key=lambda i: (i.launch_time, i.instance_id))
-        return [self._claim_of(i) for i in owned]
+        return [self.records.claim(i) for i in owned]
 
     def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
         self.settle()
         ref = pool.node_class_ref if pool is not None else None
         nc = self._lookup(ref.name) if ref is not None else None
-        key = _kubelet_key(nc)
-        base = self._catalog_types(nc)
-        out_now = self.pools.unavailable(self.clock.now())
-        cached = self._views.get((key, out_now))
-        if cached is not None:
-            return self.billing.price_types(cached) if self.billing else list(cached)
-        by_type: dict[str, set[tuple[str, str]]] = {}
-        for it_name, zone, ct in out_now:
-            by_type.setdefault(it_name, set()).add((zone, ct))
-        view: builtins.list[instancetype.InstanceType] = []
-        for it in base:
-            gone = by_type.get(it.name)
-            if gone is None:
-                view.append(it)
-                continue
-            view.append(it.with_offerings(tuple(
-                dataclasses.replace(o, available=False) if (o.zone, o.capacity_type) in gone else o
-                for o in it.offerings)))
-        if len(self._views) > 256:
-            self._views.clear()
-        self._views[(key, out_now)] = view
+        view = self.views.view(nc, self.pools.unavailable(self.clock.now()))
         return self.billing.price_types(view) if self.billing else list(view)
 
     def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
@@ -245,7 +213,7 @@ class SimulatedCloud:
         ref = claim.spec.node_class_ref
         nc = self._lookup(ref.name) if ref is not None else None
         if nc is not None:
-            have = claim.metadata.annotations.get(_hash_annotation(nc))
+            have = claim.metadata.annotations.get(capacity.hash_annotation(nc))
             if have is not None and have != nc.hash():
                 return "NodeClassDrift"
         reason = "AMIDrift" if self.provider_format == "aws" else "ImageDrift"
@@ -264,28 +232,13 @@ class SimulatedCloud:
 
     def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
         """The simulated cloud resolves every EC2NodeClass and AKSNodeClass: keeps their status, Ready."""
-        kind = str(node_class.get("kind") or "")
-        status = dict(node_class.get("status") or {})
-        if kind not in ("EC2NodeClass", "AKSNodeClass"):
-            status["conditions"] = [interface.ready_condition(
-                False, "UnsupportedNodeClass", f"the simulated cloud does not serve {kind or 'this kind'}")]
-            return status
-        others = [c for c in status.get("conditions") or () if c.get("type") != "Ready"]
-        name = str((node_class.get("metadata") or {}).get("name") or "")
-        broken = self._unready_node_classes.get((kind, name))
-        ready = interface.ready_condition(True, "Ready") if broken is None else \
-            interface.ready_condition(False, broken[0], broken[1])
-        status["conditions"] = [*others, ready]
-        return status
+        return self.node_class_readiness.resolve(node_class)
 
     def set_node_class_ready(self, kind: str, name: str, ready: bool, reason: str = "SubnetsNotFound",
                              message: str = "no subnet matches spec.subnetSelectorTerms") -> None:
         """Make :meth:`resolve_node_class` report NodeClass ``kind/name`` not Ready (or Ready again):
         what a real cloud says when a selector matches nothing."""
-        if ready:
-            self._unready_node_classes.pop((kind, name), None)
-        else:
-            self._unready_node_classes[(kind, name)] = (reason, message)
+        self.node_class_readiness.set_ready(kind, name, ready, reason, message)
 
     # ------------------------------------------------------------------------------------------
     # Capacity and images (scenario steps)
@@ -330,8 +283,7 @@ class SimulatedCloud:
             if inst.reclaim_at is None:
                 when = now + interface.SPOT_INTERRUPTION_WARNING_SECONDS
                 self._live[provider_id] = dataclasses.replace(inst, reclaim_at=when)
-                self._seq += 1
-                heapq.heappush(self._reclaims, (when, self._seq, provider_id))
+                self.queue.schedule_reclaim(provider_id, when)
             return self._send(provider_id, kind, now, detail)
         if kind == "StateChange":
             msg = self._send(provider_id, kind, now, detail or "terminated")
@@ -341,18 +293,17 @@ class SimulatedCloud:
 
     def pending_interruptions(self) -> builtins.list[interface.InterruptionMessage]:
         self.settle()
-        return list(self._messages)
+        return self.queue.pending()
 
     def ack(self, message: interface.InterruptionMessage) -> None:
-        self._messages = [m for m in self._messages if m.id != message.id]
+        self.queue.ack(message)
 
     def settle(self) -> None:
         """Carry out every scheduled spot reclaim due by now, each at its own time."""
         now = self.clock.now()
         if self.billing:
             self.billing.tick()
-        while self._reclaims and self._reclaims[0][0] <= now:
-            when, _, pid = heapq.heappop(self._reclaims)
+        for when, pid in self.queue.due(now):
             inst = self._live.get(pid)
             if inst is None:
                 continue  # deleted by karpy before the reclaim
@@ -407,7 +358,7 @@ class SimulatedCloud:
         that garbage collection should find. Raises ``KeyError`` for an unknown instance type.
         """
         self.settle()
-        it = self._index(None)[instance_type]
+        it = self.views.index(None)[instance_type]
         price = next((o.price for o in it.offerings
                       if o.zone == zone and o.capacity_type == capacity_type), 0.0)
         offer = instancetype.Offering(zone, capacity_type, price)
@@ -430,7 +381,7 @@ class SimulatedCloud:
         self.settle()
         if provider_id in self._live:
             raise ValueError(f"an instance with provider ID {provider_id} is already running")
-        it = self._index(None)[instance_type]
+        it = self.views.index(None)[instance_type]
         price = next((o.price for o in it.offerings if o.zone == zone and o.capacity_type == capacity_type),
                      None)
         if price is None:
@@ -465,7 +416,7 @@ class SimulatedCloud:
 
     def _owned(self, inst: capacity.Instance) -> bool:
         """karpy's own tags (:meth:`identity.Identity.owns`): a node group's instance is never karpy's."""
-        return self.identity.owns(inst.tags)
+        return self.records.owned(inst)
 
     def nodeclass_tag_key(self) -> str:
         """The tag naming an instance's NodeClass (AWS ``karpenter.k8s.aws/ec2nodeclass``)."""
@@ -476,18 +427,12 @@ class SimulatedCloud:
         return self.identity.tags(nodepool, nodeclaim, node_class, eks=False)
 
     def _send(self, provider_id: str, kind: str, when: float, detail: str) -> interface.InterruptionMessage:
-        self._seq += 1
-        msg = interface.InterruptionMessage(f"msg-{self._seq:06d}", provider_id, kind, when, detail)
-        self._messages.append(msg)
-        return msg
-
-    def _on_demand_prices(self) -> dict[str, float]:
-        return {it.name: min((o.price for o in it.offerings if o.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND),
-                             default=0.0) for it in self._catalog_types(None)}
+        return self.queue.send(provider_id, kind, when, detail)
 
     def _terminate(self, inst: capacity.Instance, when: float) -> None:
         self.billing.changed()
         del self._live[inst.provider_id]
+        self.records.forget(inst.provider_id)
         self.pools.released(inst.offering)
         self._history.append(dataclasses.replace(inst, state=capacity.TERMINATED, terminated_at=when))
 
@@ -506,32 +451,6 @@ class SimulatedCloud:
                 raise errors.NodeClassNotReadyError(
                     f"{ref.kind} {ref.name} is not ready: {c.reason or c.status}")
         return nc
-
-    def _catalog_types(self, nc: NodeClass | None) -> builtins.list[instancetype.InstanceType]:
-        key = _kubelet_key(nc)
-        types = self._types.get(key)
-        if types is None:
-            if isinstance(self._catalog, str):
-                types = catalog_mod.load(self._catalog, zones=self._zones, region=self._region_arg,
-                                         kubelet=_kubelet_overrides(nc))
-            elif self._zones is not None:
-                types = catalog_mod.restrict_zones(self._catalog, self._zones)
-            else:
-                types = list(self._catalog)
-            self._types[key] = types
-        return types
-
-    def _index(self, nc: NodeClass | None) -> dict[str, instancetype.InstanceType]:
-        key = _kubelet_key(nc)
-        index = self._indexes.get(key)
-        if index is None:
-            index = self._indexes[key] = {t.name: t for t in self._catalog_types(nc)}
-        return index
-
-    def _defined_keys(self) -> frozenset[str]:
-        if self._defined is None:
-            self._defined = capacity.defined_keys(self._catalog_types(None))
-        return self._defined
 
     def _launch(self, claim: nodeclaim.NodeClaim, chosen: capacity.Candidate,
                 nc: NodeClass | None) -> capacity.Instance:
@@ -576,34 +495,3 @@ class SimulatedCloud:
         name = nc.name if nc is not None else nc_name
         published = self._images.get(name) or self._images.get("")
         return capacity.resolve_image(self.provider_format, self.region, nc, published, node_labels)
-
-    def _claim_of(self, inst: capacity.Instance) -> nodeclaim.NodeClaim:
-        """The NodeClaim view of an instance, as garbage collection sees it."""
-        return nodeclaim.NodeClaim(
-            metadata=meta.ObjectMeta(name=inst.nodeclaim_name or inst.instance_id, labels=dict(inst.labels),
-                                     creation_timestamp=inst.launch_time),
-            spec=nodeclaim.NodeClaimSpec(node_class_ref=inst.node_class_ref),
-            status=nodeclaim.NodeClaimStatus(provider_id=inst.provider_id, image_id=inst.image_id,
-                                             capacity=dict(inst.capacity),
-                                             allocatable=dict(inst.allocatable)),
-        )
-
-
-def _hash_annotation(nc: NodeClass) -> str:
-    if isinstance(nc, nodeclass.EC2NodeClass):
-        return labels.NODECLASS_HASH_AWS
-    return labels.NODECLASS_HASH_AZURE
-
-
-def _kubelet_overrides(nc: NodeClass | None) -> dict[str, Any] | None:
-    if nc is None:
-        return None
-    out: dict[str, Any] = nc.kubelet.to_dict() if nc.kubelet is not None else {}
-    if isinstance(nc, nodeclass.AKSNodeClass) and nc.max_pods is not None:
-        out["maxPods"] = nc.max_pods
-    return out or None
-
-
-def _kubelet_key(nc: NodeClass | None) -> Any:
-    overrides = _kubelet_overrides(nc)
-    return None if overrides is None else catalog_mod.kubelet_config(overrides)

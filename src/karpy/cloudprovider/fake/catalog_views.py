@@ -1,0 +1,146 @@
+"""The simulated cloud's instance types: its catalog per NodeClass kubelet setting, and views of it.
+
+:class:`CatalogViews` loads a built-in catalog (:func:`karpy.cloudprovider.catalog.load`) or keeps a
+caller's list, once per distinct kubelet configuration (a NodeClass's ``spec.kubelet``, an
+AKSNodeClass's ``maxPods``: they change allocatable), and answers:
+
+* :meth:`CatalogViews.types` / :meth:`CatalogViews.index`: the instance types (list, by name);
+* :meth:`CatalogViews.view`: the types with the given offerings switched to ``available=False``
+  (cached per kubelet configuration and set of unavailable offerings; a caller must not change it);
+* :meth:`CatalogViews.defined_keys`: the label keys the provider defines;
+* :meth:`CatalogViews.on_demand_prices`: each type's cheapest on-demand price.
+
+:class:`NodeClassReadiness` is the simulated cloud's NodeClass resolution: EC2NodeClass and
+AKSNodeClass are Ready (their status kept) unless a test made one not Ready; other kinds are not.
+
+Pure; nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from karpy.api import labels, nodeclass
+from karpy.cloudprovider import catalog as catalog_mod
+from karpy.cloudprovider import errors, instancetype, interface
+from karpy.cloudprovider.fake import capacity
+
+NodeClass = capacity.NodeClass
+MAX_VIEWS = 256
+
+
+def kubelet_overrides(nc: NodeClass | None) -> dict[str, Any] | None:
+    """The allocatable-changing settings of ``nc`` (``None`` when it has none)."""
+    if nc is None:
+        return None
+    out: dict[str, Any] = nc.kubelet.to_dict() if nc.kubelet is not None else {}
+    if isinstance(nc, nodeclass.AKSNodeClass) and nc.max_pods is not None:
+        out["maxPods"] = nc.max_pods
+    return out or None
+
+
+def kubelet_key(nc: NodeClass | None) -> Any:
+    """A hashable key per distinct kubelet configuration (``None``: the catalog's defaults)."""
+    overrides = kubelet_overrides(nc)
+    return None if overrides is None else catalog_mod.kubelet_config(overrides)
+
+
+class CatalogViews:
+    """See the module docstring."""
+
+    def __init__(self, catalog: str | Sequence[instancetype.InstanceType], zones: Sequence[str] | None,
+                 region: str | None) -> None:
+        """``catalog``: a built-in catalog name or a list; ``zones`` keeps only offerings there;
+        ``region`` is passed to a built-in AWS or Azure catalog."""
+        self.catalog: str | tuple[instancetype.InstanceType, ...] = \
+            catalog if isinstance(catalog, str) else tuple(catalog)
+        self.zones = tuple(zones) if zones else None
+        self.region = region if catalog in ("aws", "azure") else None
+        self._types: dict[Any, list[instancetype.InstanceType]] = {}
+        self._views: dict[tuple[Any, frozenset[errors.OfferingKey]], list[instancetype.InstanceType]] = {}
+        self._defined: frozenset[str] | None = None
+        self._indexes: dict[Any, dict[str, instancetype.InstanceType]] = {}
+
+    def types(self, nc: NodeClass | None) -> list[instancetype.InstanceType]:
+        key = kubelet_key(nc)
+        types = self._types.get(key)
+        if types is None:
+            if isinstance(self.catalog, str):
+                types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
+                                         kubelet=kubelet_overrides(nc))
+            elif self.zones is not None:
+                types = catalog_mod.restrict_zones(self.catalog, self.zones)
+            else:
+                types = list(self.catalog)
+            self._types[key] = types
+        return types
+
+    def index(self, nc: NodeClass | None) -> dict[str, instancetype.InstanceType]:
+        key = kubelet_key(nc)
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = {t.name: t for t in self.types(nc)}
+        return index
+
+    def defined_keys(self) -> frozenset[str]:
+        if self._defined is None:
+            self._defined = capacity.defined_keys(self.types(None))
+        return self._defined
+
+    def on_demand_prices(self) -> dict[str, float]:
+        return {it.name: min((o.price for o in it.offerings if o.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND),
+                             default=0.0) for it in self.types(None)}
+
+    def view(self, nc: NodeClass | None, unavailable: frozenset[errors.OfferingKey]) -> list[instancetype.InstanceType]:
+        """:meth:`types` with the ``unavailable`` offerings marked so (shared: do not change it)."""
+        key = kubelet_key(nc)
+        cached = self._views.get((key, unavailable))
+        if cached is not None:
+            return cached
+        by_type: dict[str, set[tuple[str, str]]] = {}
+        for it_name, zone, ct in unavailable:
+            by_type.setdefault(it_name, set()).add((zone, ct))
+        view: list[instancetype.InstanceType] = []
+        for it in self.types(nc):
+            gone = by_type.get(it.name)
+            if gone is None:
+                view.append(it)
+                continue
+            view.append(it.with_offerings(tuple(
+                dataclasses.replace(o, available=False) if (o.zone, o.capacity_type) in gone else o
+                for o in it.offerings)))
+        if len(self._views) > MAX_VIEWS:
+            self._views.clear()
+        self._views[(key, unavailable)] = view
+        return view
+
+
+class NodeClassReadiness:
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        self._unready: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def resolve(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``status`` ``node_class`` should have, with its ``Ready`` condition."""
+        kind = str(node_class.get("kind") or "")
+        status = dict(node_class.get("status") or {})
+        if kind not in ("EC2NodeClass", "AKSNodeClass"):
+            status["conditions"] = [interface.ready_condition(
+                False, "UnsupportedNodeClass", f"the simulated cloud does not serve {kind or 'this kind'}")]
+            return status
+        others = [c for c in status.get("conditions") or () if c.get("type") != "Ready"]
+        name = str((node_class.get("metadata") or {}).get("name") or "")
+        broken = self._unready.get((kind, name))
+        ready = interface.ready_condition(True, "Ready") if broken is None else \
+            interface.ready_condition(False, broken[0], broken[1])
+        status["conditions"] = [*others, ready]
+        return status
+
+    def set_ready(self, kind: str, name: str, ready: bool, reason: str, message: str) -> None:
+        if ready:
+            self._unready.pop((kind, name), None)
+        else:
+            self._unready[(kind, name)] = (reason, message)
