@@ -110,7 +110,7 @@ def scenario_text(n: int, until: str = "3m") -> str:
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
-def run_one(n: int, profile: bool) -> dict[str, Any]:
+def run_one(n: int, profile: bool, profile_out: str | None = None) -> dict[str, Any]:
     text = scenario_text(n)
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
@@ -121,6 +121,8 @@ def run_one(n: int, profile: bool) -> dict[str, Any]:
     wall = clock.perf_counter() - start
     if profiler is not None:
         profiler.disable()
+        if profile_out:
+            profiler.dump_stats(profile_out)
         for order in ("cumulative", "tottime"):
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(30)
@@ -143,10 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--counts", default="1000,10000")
     ap.add_argument("--big", action="store_true", help="also run 100,000 pods")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile-out", help="with --one --profile: also write the cProfile data to this file")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        r = run_one(args.one, args.profile)
+        r = run_one(args.one, args.profile, args.profile_out)
         print(_line(r), flush=True)
         return 0 if r["all_running_at"] is not None else 1
     counts = [int(c) for c in args.counts.split(",")] + ([100_000] if args.big else [])

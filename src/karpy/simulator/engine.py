@@ -291,7 +291,7 @@ class Simulation:
         md["resourceVersion"] = current["metadata"]["resourceVersion"]
         stored = self.cluster.update(new)
         if "status" in obj:
-            self.cluster.update_status({**stored, "status": obj["status"]})
+            self.cluster.update_status({**stored, "metadata": dict(stored["metadata"]), "status": obj["status"]})
 
     def note(self, message: str) -> None:
         self.notes.append({"t": round(self.clock.now() - self.start, 3), "message": message})
