@@ -25,7 +25,8 @@ phase (the kubelet's confirmation that its containers stopped, once its finalize
 
 Object ownership. The store keeps private copies of what callers write and never mutates a stored
 version in place: every write stores new dicts for what it changes and shares the unchanged parts
-with the previous version. ``get`` returns a private copy the caller may modify and send back.
+with the previous version (and Pods created by one controller with equal specs share one stored
+``spec``). ``get`` returns a private copy the caller may modify and send back.
 ``list``, ``objects``, watch handlers *and the results of writes* get the *stored* objects, shared
 and read-only - copy before changing one (``InMemoryCluster(copy_reads=True)`` makes ``list``
 copy too, for hunting such bugs; passing a stored object back to ``update`` raises at once).
@@ -90,6 +91,8 @@ class InMemoryCluster:
         self.check_shared = CHECK_SHARED if check_shared is None else check_shared
         """Catch callers that change stored objects in place (module docstring); slow, for tests."""
         self._seals = memory_objects.Seals(self.check_shared)
+        self._specs: dict[str, Any] = {}
+        """Controller uid -> the spec of the last Pod created for it (pods of one template share it)."""
         self.graceful_pods = graceful_pods
         """Deleted bound pods linger with a grace period until the kubelet confirms (module docstring)."""
         self.scanned = 0
@@ -326,7 +329,7 @@ class InMemoryCluster:
         return old
 
     def _prepare_create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        new, kind, ns = memory_objects.new_object(obj)
+        new, kind, ns = memory_objects.new_object(obj, self._specs)
         meta = new["metadata"]
         if ns:
             self._check_namespace_open(kind, ns)
@@ -427,6 +430,7 @@ class InMemoryCluster:
         """Delete dependents of removed owners, breadth first, until nothing more goes away."""
         while self._removed:
             gone = self._removed.popleft()
+            self._specs.pop(gone["metadata"].get("uid", ""), None)
             kind, _, name = interface.meta_key(gone)
             if kind == "Namespace":
                 for content_key in self._namespace_contents(name):

@@ -49,13 +49,25 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def new_object(obj: Any) -> tuple[dict[str, Any], str, str]:
+def new_object(obj: Any, specs: dict[str, Any] | None = None) -> tuple[dict[str, Any], str, str]:
     """A private copy of an object to create, with its apiVersion and namespace filled in:
-    ``(copy, kind, namespace)``; ``Invalid`` without a kind or metadata."""
+    ``(copy, kind, namespace)``; ``Invalid`` without a kind or metadata.
+
+    ``specs`` (controller uid -> the stored ``spec`` of the last Pod created for it): a Pod whose
+    spec equals its controller's last one shares that stored dict instead of a copy (replicas of
+    one template hold one spec; the store never changes a stored dict in place).
+    """
     if not isinstance(obj, dict) or not obj.get("kind"):
         raise errors.Invalid("an object needs a kind")
     kind = str(obj["kind"])
-    new = copy_dict(obj)
+    owner = _controller_uid(obj) if specs is not None and kind == "Pod" else ""
+    shared = specs.get(owner) if specs is not None and owner else None
+    if shared is not None and obj.get("spec") == shared:
+        new = {k: shared if k == "spec" else copy_obj(v) for k, v in obj.items()}
+    else:
+        new = copy_dict(obj)
+        if specs is not None and owner and isinstance(new.get("spec"), dict):
+            specs[owner] = new["spec"]
     meta = new.get("metadata")
     if not isinstance(meta, dict):
         raise errors.Invalid(f"{kind}: an object needs a metadata mapping", kind=kind)
@@ -70,6 +82,14 @@ def new_object(obj: Any) -> tuple[dict[str, Any], str, str]:
     else:
         meta.pop("namespace", None)
     return new, kind, ns
+
+
+def _controller_uid(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    for ref in (meta.get("ownerReferences") or ()) if isinstance(meta, dict) else ():
+        if isinstance(ref, dict) and ref.get("controller"):
+            return str(ref.get("uid") or "")
+    return ""
 
 
 def check_new_name(kind: str, meta: dict[str, Any]) -> str:

@@ -103,6 +103,10 @@ class KubeScheduler:
         self._node_objs: dict[str, dict[str, Any]] = {}
         self._marks: dict[tuple[str, str], tuple[float, float]] = {}
         """Pod -> (when its Unschedulable condition was last written, backoff before the next rewrite)."""
+        self._node_pods: dict[str, list[pod.Pod]] = {}
+        """Node -> models of its bound pods; dropped whenever the watch changes one of them."""
+        self._existing: dict[str, tuple[node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]] = {}
+        """Node -> (model, pod models, what the core is given, free cpu/memory/pods), reused while both stay."""
 
     # ------------------------------------------------------------------------------ wiring
 
@@ -133,11 +137,13 @@ class KubeScheduler:
             del self._bound_at[key]
             on_node = self._bound[was_on]
             del on_node[key]
+            self._node_pods.pop(was_on, None)
             if not on_node:
                 del self._bound[was_on]
         if keep_bound:
             self._bound.setdefault(bound_to, {})[key] = obj
             self._bound_at[key] = bound_to
+            self._node_pods.pop(bound_to, None)
         if live and not bound_to and is_pending(obj):
             self._pending[key] = obj
         else:
@@ -168,6 +174,7 @@ class KubeScheduler:
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
         if event == interface.DELETED:
             self._node_objs.pop(interface.name_of(obj), None)
+            self._existing.pop(interface.name_of(obj), None)
         else:
             self._node_objs[interface.name_of(obj)] = obj
         self._wake()
@@ -229,7 +236,7 @@ class KubeScheduler:
         self._last_run = now
         if not self._watching:  # not registered: read the cluster (tests drive reconcile by hand)
             self._node_objs = {interface.name_of(n): n for n in self.cluster.list("Node")}
-            self._pending, self._bound, self._bound_at = {}, {}, {}
+            self._pending, self._bound, self._bound_at, self._node_pods = {}, {}, {}, {}
             for p in self.cluster.list("Pod"):
                 self._track_pod(interface.ADDED, p)
         pending_objs = [self._pending[k] for k in sorted(self._pending)]
@@ -237,12 +244,9 @@ class KubeScheduler:
             self._forget()
             return None
         self.runs += 1
-        by_node: dict[str, list[pod.Pod]] = collections.defaultdict(list)
+        by_node: dict[str, list[pod.Pod]] = {}
         for name in sorted(self._bound):
-            for p in self._bound[name].values():
-                model = self._pod(p)
-                if model is not None:
-                    by_node[name].append(model)
+            by_node[name] = self._pods_on(name)
         nodes: list[node.Node] = []
         for n in (self._node_objs[k] for k in sorted(self._node_objs)):
             model_n = self._node(n)
@@ -267,22 +271,19 @@ class KubeScheduler:
             if not pending:
                 self._forget()
                 return None
-        usable = [n for n in nodes if n.ready and not n.deleting]
+        usable = [self._existing_node(n, by_node.get(n.name, _NO_PODS))
+                  for n in nodes if n.ready and not n.deleting]
         if not _needs_every_node(pending, by_node):
             # Nodes too full for even the smallest pending pod change nothing: leave them out.
             floor = {d: min(p.requests.get(d, 0) for p in pending) for d in _FLOOR_DIMS}
-            usable = [n for n in usable if not n.unschedulable and _has_room(n, by_node.get(n.name, ()), floor)]
-        existing = [results.ExistingNode(
-            name=n.name, labels=n.labels, taints=tuple(n.taints), allocatable=n.allocatable,
-            pods=list(by_node.get(n.name, ())), nodepool=n.labels.get(labels.NODEPOOL),
-            schedulable=not n.unschedulable) for n in usable]
-        out = core.Scheduler(existing=existing).solve(pending)
+            usable = [u for u in usable if u[2].schedulable and all(u[3][d] >= need for d, need in floor.items())]
+        out = core.Scheduler(existing=[u[2] for u in usable]).solve(pending)
         placed: set[str] = set()
         for node_name in sorted(out.existing):
             for model in out.existing[node_name]:
                 if self._bind(raw_by_key[model.key], node_name):
                     placed.add(model.key)
-                    by_node[node_name].append(model)
+                    by_node[node_name] = [*by_node.get(node_name, ()), model]
         explainer: _Explainer | None = None
         for model in pending:
             if model.key not in placed and self._mark_due(raw_by_key[model.key], now):
@@ -292,6 +293,31 @@ class KubeScheduler:
                                          explainer.message(model, unconstrained.get(model.key)))
         self._forget()
         return None
+
+    def _pods_on(self, name: str) -> list[pod.Pod]:
+        """Models of the pods bound to node ``name`` (the same list while none of them changed)."""
+        models = self._node_pods.get(name)
+        if models is None:
+            models = [m for m in (self._pod(p) for p in self._bound[name].values()) if m is not None]
+            self._node_pods[name] = models
+        return models
+
+    def _existing_node(self, n: node.Node, pods: list[pod.Pod]) -> tuple[
+            node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]:
+        """What the core is told about node ``n`` holding ``pods``, built again only when either changed."""
+        hit = self._existing.get(n.name)
+        if hit is not None and hit[0] is n and hit[1] is pods:
+            return hit
+        free = {d: n.allocatable.get(d, 0) for d in _FLOOR_DIMS}
+        for p in pods:
+            req = p.requests
+            for d in _FLOOR_DIMS:
+                free[d] -= req.get(d, 0)
+        built = (n, pods, results.ExistingNode(
+            name=n.name, labels=n.labels, taints=tuple(n.taints), allocatable=n.allocatable,
+            pods=pods, nodepool=n.labels.get(labels.NODEPOOL), schedulable=not n.unschedulable), free)
+        self._existing[n.name] = built
+        return built
 
     def _forget(self) -> None:
         live_count = len(self._pending) + len(self._bound_at)
@@ -349,6 +375,7 @@ class KubeScheduler:
 
 
 _FLOOR_DIMS = ("cpu", "memory", "pods")
+_NO_PODS: list[pod.Pod] = []
 
 
 def _needs_every_node(pending: Sequence[pod.Pod], by_node: Mapping[str, Sequence[pod.Pod]]) -> bool:
@@ -358,15 +385,6 @@ def _needs_every_node(pending: Sequence[pod.Pod], by_node: Mapping[str, Sequence
             return True
     return any(p.pod_anti_affinity is not None and p.pod_anti_affinity.required
                for pods in by_node.values() for p in pods)
-
-
-def _has_room(n: node.Node, pods: Iterable[pod.Pod], floor: Mapping[str, int]) -> bool:
-    free = {d: n.allocatable.get(d, 0) for d in floor}
-    for p in pods:
-        req = p.requests
-        for d in floor:
-            free[d] -= req.get(d, 0)
-    return all(free[d] >= need for d, need in floor.items())
 
 
 def _volume_message(reason: str, nodes: int) -> str:

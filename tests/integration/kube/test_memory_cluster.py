@@ -357,3 +357,20 @@ def test_the_shared_object_check_is_off_unless_asked_for() -> None:
     created["metadata"]["labels"]["mutated"] = "yes"
     cluster.verify_shared()
     assert cluster.get("Node", "n1")["metadata"]["labels"] == {"mutated": "yes"}
+
+
+def test_pods_of_one_controller_with_equal_specs_share_one_stored_spec_and_stay_independent() -> None:
+    cluster, _ = builders.new_cluster()
+    owner = cluster.create(builders.replicaset("rs", 2))
+    ref = interface.owner_reference(owner)
+    spec = {"containers": [{"name": "app", "image": "app:1"}]}
+    for name in ("a", "b"):
+        cluster.create({"kind": "Pod", "metadata": {"name": name, "ownerReferences": [ref]},
+                        "spec": copy.deepcopy(spec)})
+    a, b = cluster.get("Pod", "a"), cluster.get("Pod", "b")
+    assert cluster.list("Pod", field_selector="metadata.name=a")[0]["spec"] is \
+        cluster.list("Pod", field_selector="metadata.name=b")[0]["spec"]
+    cluster.patch("Pod", "a", {"spec": {"nodeName": "n1"}})
+    assert cluster.get("Pod", "a")["spec"]["nodeName"] == "n1"
+    assert "nodeName" not in cluster.get("Pod", "b")["spec"]
+    assert a["spec"] == b["spec"] == spec
