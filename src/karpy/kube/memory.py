@@ -397,11 +397,12 @@ class InMemoryCluster:
         self._revision += 1
         obj["metadata"]["resourceVersion"] = str(self._revision)
         old = self._lookup(kind, ns, name)
+        self._objects.setdefault(kind, {}).setdefault(ns, {})[name] = obj
         if old is not None:
             self._seals.unseal(old)
-            self._idx.drop(old)
-        self._objects.setdefault(kind, {}).setdefault(ns, {})[name] = obj
-        self._idx.add(obj)
+            self._idx.replace(old, obj)
+        else:
+            self._idx.add(obj)
         self._seals.seal(obj)
         self._pending.append((kind, event_type, obj))
 
