@@ -11,8 +11,13 @@ Prints, per size: pods, pods Running at the end, the simulated second at which t
 wall seconds, pods per wall second and the process's peak resident memory (ru_maxrss, which only
 grows: run one size per process for a clean peak figure; ``--one`` does that).
 
+Issue 13's targets, checked in the last column (``ok`` / ``MISS``): every pod Running by 180
+simulated seconds at >= 1,000 pods per wall second (the whole run, YAML parsing included), and
+under 2 GB peak memory (checked from 100,000 pods up).
+
 Run: ``python bench/e2e_scale.py [--counts 1000,10000] [--big]`` (``--big`` adds 100,000 pods, long),
-``--profile`` prints the cProfile hot spots of each run.
+``--profile`` prints the cProfile hot spots of each run (``--profile-out FILE`` with ``--one N``
+keeps them for pstats).
 """
 
 from __future__ import annotations
@@ -134,10 +139,22 @@ def run_one(n: int, profile: bool, profile_out: str | None = None) -> dict[str, 
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+TARGET_PODS_PER_SECOND = 1000.0
+TARGET_ALL_RUNNING_BY = 180.0
+TARGET_PEAK_MB = 2048.0
+
+
+def meets_targets(r: dict[str, Any]) -> bool:
+    """Issue 13's targets for one run (memory only counts from 100,000 pods)."""
+    at = r["all_running_at"]
+    return at is not None and at <= TARGET_ALL_RUNNING_BY and r["pods"] / r["wall"] >= TARGET_PODS_PER_SECOND \
+        and (r["pods"] < 100_000 or r["peak_mb"] < TARGET_PEAK_MB)
+
+
 def _line(r: dict[str, Any]) -> str:
     at = "never" if r["all_running_at"] is None else f"{r['all_running_at']:.0f}s"
     return (f"{r['pods']:>7} {r['running']:>8} {r['nodes']:>6} {at:>9} {r['wall']:>8.1f} "
-            f"{r['pods'] / r['wall']:>8.0f} {r['peak_mb']:>8.0f}")
+            f"{r['pods'] / r['wall']:>8.0f} {r['peak_mb']:>8.0f} {'ok' if meets_targets(r) else 'MISS':>7}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         print(_line(r), flush=True)
         return 0 if r["all_running_at"] is not None else 1
     counts = [int(c) for c in args.counts.split(",")] + ([100_000] if args.big else [])
-    print(f"{'pods':>7} {'running':>8} {'nodes':>6} {'all-ran':>9} {'wall-s':>8} {'pods/s':>8} {'peak-MB':>8}",
-          flush=True)
+    print(f"{'pods':>7} {'running':>8} {'nodes':>6} {'all-ran':>9} {'wall-s':>8} {'pods/s':>8} {'peak-MB':>8} "
+          f"{'targets':>7}", flush=True)
     for n in counts:
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--profile"] if args.profile else [])
         subprocess.run(cmd, check=False)

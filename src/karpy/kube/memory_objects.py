@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from karpy.kube import errors, interface
@@ -22,18 +22,48 @@ _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def copy_obj(value: Any) -> Any:
-    """A deep copy of JSON-like data (dicts, lists, scalars); much faster than ``copy.deepcopy``."""
+    """A deep copy of JSON-like data (dicts, lists, scalars); much faster than ``copy.deepcopy``.
+
+    Dicts and lists (and their subclasses) become new plain dicts and lists; anything else is shared.
+    """
     if isinstance(value, dict):
-        return {k: copy_obj(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else copy_obj(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [copy_obj(v) for v in value]
+        return [v if type(v) in _SCALARS else copy_obj(v) for v in value]
     return value
 
 
 def copy_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`copy_obj` of one object, typed."""
-    return {k: copy_obj(v) for k, v in obj.items()}
+    return {k: v if type(v) in _SCALARS else copy_obj(v) for k, v in obj.items()}
+
+
+def copy_all(objs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Deep copies of ``objs`` that keep the sharing among them: a dict or list several of them hold
+    (pods of one template share a ``spec``) is copied once, and the copies share it."""
+    memo: dict[int, Any] = {}
+
+    def copy(value: Any) -> Any:
+        if type(value) in _SCALARS:
+            return value
+        hit = memo.get(id(value))
+        if hit is not None:
+            return hit
+        if isinstance(value, dict):
+            out: Any = {k: copy(v) for k, v in value.items()}
+        elif isinstance(value, list):
+            out = [copy(v) for v in value]
+        else:
+            return value
+        memo[id(value)] = out
+        return out
+
+    kept = list(objs)  # alive while copying: ids stay unique
+    return [copy(o) for o in kept]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from karpy import clock
-from karpy.kube import errors, interface, memory
+from karpy.kube import errors, interface, memory, memory_objects
 
 from . import builders
 
@@ -374,3 +374,13 @@ def test_pods_of_one_controller_with_equal_specs_share_one_stored_spec_and_stay_
     assert cluster.get("Pod", "a")["spec"]["nodeName"] == "n1"
     assert "nodeName" not in cluster.get("Pod", "b")["spec"]
     assert a["spec"] == b["spec"] == spec
+
+
+def test_copy_all_copies_deeply_and_keeps_what_the_originals_share_shared() -> None:
+    spec = {"containers": [{"name": "app"}]}
+    a = {"kind": "Pod", "metadata": {"name": "a"}, "spec": spec}
+    b = {"kind": "Pod", "metadata": {"name": "b"}, "spec": spec}
+    ca, cb = memory_objects.copy_all([a, b])
+    assert ca == a and cb == b
+    assert ca["spec"] is cb["spec"] and ca["spec"] is not spec
+    assert ca["spec"]["containers"][0] is not spec["containers"][0]
