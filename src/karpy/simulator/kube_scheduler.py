@@ -4,8 +4,12 @@ In ``karpy simulate`` nothing else binds ordinary pods. :class:`KubeScheduler` i
 on the :class:`karpy.controllers.runtime.Manager`, woken by Pod and Node changes and run at most
 once per ``interval`` virtual seconds (default 1 s). Each run:
 
-* takes every pending pod (phase Pending, no ``spec.nodeName``, not being deleted, scheduler
-  ``default-scheduler``) and every existing node that is ``Ready`` and not being deleted;
+* takes the pending pods (phase Pending, no ``spec.nodeName``, not being deleted, scheduler
+  ``default-scheduler``) that are due, as kube-scheduler's queues decide: a new pod at once; a pod
+  that fit nowhere once its backoff is over (1 s, doubling per failed try up to 10 s:
+  podInitialBackoffSeconds / podMaxBackoffSeconds) *and* something happened since that may let it
+  fit (a pod added, a node added or changed, capacity freed, a claim bound) - and every existing
+  node that is ``Ready`` and not being deleted;
 * asks the scheduling core (:class:`karpy.provisioning.scheduler.Scheduler`) with those nodes only
   and no NodePools where the pods fit - the very predicates karpy's provisioner uses (resources,
   taints and tolerations, node selectors and affinity, pod (anti-)affinity, topology spread, host
@@ -19,10 +23,9 @@ once per ``interval`` virtual seconds (default 1 s). Each run:
   filter in kube-scheduler's order; counts are summed and sorted), and publishes a
   ``FailedScheduling`` Warning event (component ``default-scheduler``) when the message changes.
   That condition is what makes a pod provisionable for karpy, as for Karpenter. A pod already
-  marked is re-marked (new message) only after kube-scheduler's retry backoff: 1 s, doubling
-  per retry up to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds).
+  marked is re-marked (new message) only after the same retry backoff.
 
-Work per run is proportional to the pending pods and the nodes: the scheduler keeps pending pods,
+Work per run is proportional to the pods due and the nodes: the scheduler keeps pending pods,
 bound pods by node and nodes from its watches (it never lists every pod). What it tells the
 scheduling core about a node (its model, its pods' models, free capacity, the
 :class:`karpy.provisioning.results.ExistingNode`) is built again only when that node or one of its
@@ -103,6 +106,10 @@ class KubeScheduler:
         self._node_objs: dict[str, dict[str, Any]] = {}
         self._marks: dict[tuple[str, str], tuple[float, float]] = {}
         """Pod -> (when its Unschedulable condition was last written, backoff before the next rewrite)."""
+        self._retry: dict[tuple[str, str], tuple[float, float, int]] = {}
+        """Pod that fits nowhere -> (earliest next try, its backoff, the event count when it failed)."""
+        self._events = 0
+        """Cluster changes that may let a pod fit (what wakes the scheduler), counted."""
         self._node_pods: dict[str, list[pod.Pod]] = {}
         self._anti: dict[str, int] = {}
         self._used: dict[str, tuple[node.Node, Sequence[pod.Pod], tuple[dict[str, int], set[unschedulable.Port]]]] = {}
@@ -152,10 +159,12 @@ class KubeScheduler:
             self._pending[key] = obj
         else:
             self._pending.pop(key, None)
+            self._retry.pop(key, None)
             if not live or bound_to:
                 self._marks.pop(key, None)
 
     def _wake(self) -> None:
+        self._events += 1
         if self._manager is None:
             return
         now = self.clock.now()
@@ -244,10 +253,12 @@ class KubeScheduler:
             self._pending, self._bound, self._bound_at, self._node_pods, self._anti = {}, {}, {}, {}, {}
             for p in self.cluster.list("Pod"):
                 self._track_pod(interface.ADDED, p)
-        pending_objs = [self._pending[k] for k in sorted(self._pending)]
-        if not pending_objs:
+            self._events += 1
+        due = [k for k in sorted(self._pending) if self._retry_due(k, now)]
+        if not due:
             self._forget()
-            return None
+            return self._next_retry(now)
+        pending_objs = [self._pending[k] for k in due]
         self.runs += 1
         by_node: dict[str, list[pod.Pod]] = {}
         for name in sorted(self._bound):
@@ -275,8 +286,10 @@ class KubeScheduler:
                 self._mark_unschedulable(raw_by_key[pod_key],
                                          unschedulable.volume_message(volume_errors[pod_key], len(nodes)))
             if not pending:
+                for pod_key in volume_errors:
+                    self._failed(raw_by_key[pod_key], now)
                 self._forget()
-                return None
+                return self._next_retry(now)
         usable = [self._existing_node(n, by_node.get(n.name, _NO_PODS))
                   for n in nodes if n.ready and not n.deleting]
         if not _needs_every_node(pending, self._anti):
@@ -292,13 +305,36 @@ class KubeScheduler:
                     by_node[node_name] = [*by_node.get(node_name, ()), model]
         explainer: unschedulable.Explainer | None = None
         for model in pending:
-            if model.key not in placed and self._mark_due(raw_by_key[model.key], now):
+            if model.key in placed:
+                continue
+            raw = raw_by_key[model.key]
+            self._failed(raw, now)
+            if self._mark_due(raw, now):
                 if explainer is None:
                     explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage)
-                self._mark_unschedulable(raw_by_key[model.key],
-                                         explainer.message(model, unconstrained.get(model.key)))
+                self._mark_unschedulable(raw, explainer.message(model, unconstrained.get(model.key)))
+        for pod_key in volume_errors:
+            self._failed(raw_by_key[pod_key], now)
         self._forget()
-        return None
+        return self._next_retry(now)
+
+    def _retry_due(self, key: tuple[str, str], now: float) -> bool:
+        """kube-scheduler's queue: a pod that failed is tried again once its backoff is over and
+        something happened in the cluster since (a new pod, a node change, freed capacity)."""
+        failed = self._retry.get(key)
+        return failed is None or (failed[0] <= now and failed[2] < self._events)
+
+    def _failed(self, obj: Mapping[str, Any], now: float) -> None:
+        """The pod was tried and fits nowhere: back off 1, 2, 4, 8, then 10 s before the next try."""
+        key = (interface.namespace_of(obj), interface.name_of(obj))
+        last = self._retry.get(key)
+        backoff = BACKOFF_INITIAL if last is None else min(BACKOFF_MAX, 2 * last[1])
+        self._retry[key] = (now + backoff, backoff, self._events)
+
+    def _next_retry(self, now: float) -> float | None:
+        """When to run again for pods backing off that an event since their failure made due."""
+        waits = [at for at, _, seen in self._retry.values() if seen < self._events and at > now]
+        return min(waits) - now if waits else None
 
     def _pods_on(self, name: str) -> list[pod.Pod]:
         """Models of the pods bound to node ``name`` (the same list while none of them changed)."""
