@@ -8,8 +8,9 @@ scaled up at 10 s, run for 3 simulated minutes. The run goes through the same pa
 ``karpy simulate FILE`` (the YAML text is parsed by :func:`karpy.simulator.scenario.load_text`).
 
 Prints, per size: pods, pods Running at the end, the simulated second at which the last pod ran,
-wall seconds, pods per wall second and the process's peak resident memory (ru_maxrss, which only
-grows: run one size per process for a clean peak figure; ``--one`` does that).
+wall seconds, pods per wall second, the process's peak resident memory (ru_maxrss, which only
+grows: run one size per process for a clean peak figure; ``--one`` does that) and the CPU seconds
+the process used (user + system: what to compare on a loaded machine, where wall time swings).
 
 Issue 13's targets, checked in the last column (``ok`` / ``MISS``): every pod Running by 180
 simulated seconds at >= 1,000 pods per wall second (the whole run, YAML parsing included), and
@@ -132,11 +133,12 @@ def run_one(n: int, profile: bool, profile_out: str | None = None) -> dict[str, 
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(30)
             print(f"--- top 30 by {order}\n{out.getvalue()}", file=sys.stderr)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     last = result.timeline[-1]
     all_running = next((s.t for s in result.timeline if s.running_pods >= n and s.pending_pods == 0), None)
     return {"pods": n, "running": last.running_pods, "nodes": sum(last.nodes_by_nodepool.values()),
-            "all_running_at": all_running, "wall": wall,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "all_running_at": all_running, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "peak_mb": usage.ru_maxrss / 1024}
 
 
 TARGET_PODS_PER_SECOND = 1000.0
@@ -154,7 +156,8 @@ def meets_targets(r: dict[str, Any]) -> bool:
 def _line(r: dict[str, Any]) -> str:
     at = "never" if r["all_running_at"] is None else f"{r['all_running_at']:.0f}s"
     return (f"{r['pods']:>7} {r['running']:>8} {r['nodes']:>6} {at:>9} {r['wall']:>8.1f} "
-            f"{r['pods'] / r['wall']:>8.0f} {r['peak_mb']:>8.0f} {'ok' if meets_targets(r) else 'MISS':>7}")
+            f"{r['pods'] / r['wall']:>8.0f} {r['peak_mb']:>8.0f} {'ok' if meets_targets(r) else 'MISS':>7} "
+            f"{r['cpu']:>7.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if r["all_running_at"] is not None else 1
     counts = [int(c) for c in args.counts.split(",")] + ([100_000] if args.big else [])
     print(f"{'pods':>7} {'running':>8} {'nodes':>6} {'all-ran':>9} {'wall-s':>8} {'pods/s':>8} {'peak-MB':>8} "
-          f"{'targets':>7}", flush=True)
+          f"{'targets':>7} {'cpu-s':>7}", flush=True)
     for n in counts:
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--profile"] if args.profile else [])
         subprocess.run(cmd, check=False)
