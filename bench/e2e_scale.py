@@ -8,11 +8,17 @@ scaled up at 10 s, run for 3 simulated minutes. The run goes through the same pa
 ``karpy simulate FILE`` (the YAML text is parsed by :func:`karpy.simulator.scenario.load_text`).
 
 Prints, per size: pods, pods Running at the end, the simulated second at which the last pod ran,
-wall seconds, pods per wall second and the process's peak resident memory (ru_maxrss, which only
-grows: run one size per process for a clean peak figure; ``--one`` does that).
+wall seconds, pods per wall second, the process's peak resident memory (ru_maxrss, which only
+grows: run one size per process for a clean peak figure; ``--one`` does that) and the CPU seconds
+the process used (user + system: what to compare on a loaded machine, where wall time swings).
+
+Issue 13's targets, checked in the last column (``ok`` / ``MISS``): every pod Running by 180
+simulated seconds at >= 1,000 pods per wall second (the whole run, YAML parsing included), and
+under 2 GB peak memory (checked from 100,000 pods up).
 
 Run: ``python bench/e2e_scale.py [--counts 1000,10000] [--big]`` (``--big`` adds 100,000 pods, long),
-``--profile`` prints the cProfile hot spots of each run.
+``--profile`` prints the cProfile hot spots of each run (``--profile-out FILE`` with ``--one N``
+keeps them for pstats).
 """
 
 from __future__ import annotations
@@ -110,7 +116,7 @@ def scenario_text(n: int, until: str = "3m") -> str:
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
-def run_one(n: int, profile: bool) -> dict[str, Any]:
+def run_one(n: int, profile: bool, profile_out: str | None = None) -> dict[str, Any]:
     text = scenario_text(n)
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
@@ -121,21 +127,37 @@ def run_one(n: int, profile: bool) -> dict[str, Any]:
     wall = clock.perf_counter() - start
     if profiler is not None:
         profiler.disable()
+        if profile_out:
+            profiler.dump_stats(profile_out)
         for order in ("cumulative", "tottime"):
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(30)
             print(f"--- top 30 by {order}\n{out.getvalue()}", file=sys.stderr)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     last = result.timeline[-1]
     all_running = next((s.t for s in result.timeline if s.running_pods >= n and s.pending_pods == 0), None)
     return {"pods": n, "running": last.running_pods, "nodes": sum(last.nodes_by_nodepool.values()),
-            "all_running_at": all_running, "wall": wall,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "all_running_at": all_running, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "peak_mb": usage.ru_maxrss / 1024}
+
+
+TARGET_PODS_PER_SECOND = 1000.0
+TARGET_ALL_RUNNING_BY = 180.0
+TARGET_PEAK_MB = 2048.0
+
+
+def meets_targets(r: dict[str, Any]) -> bool:
+    """Issue 13's targets for one run (memory only counts from 100,000 pods)."""
+    at = r["all_running_at"]
+    return at is not None and at <= TARGET_ALL_RUNNING_BY and r["pods"] / r["wall"] >= TARGET_PODS_PER_SECOND \
+        and (r["pods"] < 100_000 or r["peak_mb"] < TARGET_PEAK_MB)
 
 
 def _line(r: dict[str, Any]) -> str:
     at = "never" if r["all_running_at"] is None else f"{r['all_running_at']:.0f}s"
     return (f"{r['pods']:>7} {r['running']:>8} {r['nodes']:>6} {at:>9} {r['wall']:>8.1f} "
-            f"{r['pods'] / r['wall']:>8.0f} {r['peak_mb']:>8.0f}")
+            f"{r['pods'] / r['wall']:>8.0f} {r['peak_mb']:>8.0f} {'ok' if meets_targets(r) else 'MISS':>7} "
+            f"{r['cpu']:>7.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,15 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--counts", default="1000,10000")
     ap.add_argument("--big", action="store_true", help="also run 100,000 pods")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile-out", help="with --one --profile: also write the cProfile data to this file")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        r = run_one(args.one, args.profile)
+        r = run_one(args.one, args.profile, args.profile_out)
         print(_line(r), flush=True)
         return 0 if r["all_running_at"] is not None else 1
     counts = [int(c) for c in args.counts.split(",")] + ([100_000] if args.big else [])
-    print(f"{'pods':>7} {'running':>8} {'nodes':>6} {'all-ran':>9} {'wall-s':>8} {'pods/s':>8} {'peak-MB':>8}",
-          flush=True)
+    print(f"{'pods':>7} {'running':>8} {'nodes':>6} {'all-ran':>9} {'wall-s':>8} {'pods/s':>8} {'peak-MB':>8} "
+          f"{'targets':>7} {'cpu-s':>7}", flush=True)
     for n in counts:
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--profile"] if args.profile else [])
         subprocess.run(cmd, check=False)

@@ -4,8 +4,10 @@
 creates a core/v1 ``Event`` about ``involved`` (any object dict). Publishing the same event again
 (same involved object uid, type, reason and message from the same component) does not create a
 new object: the existing one gets ``count += 1`` and a new ``lastTimestamp``, so
-``kubectl get events`` shows ``(x3 over 2m)``. The recorder remembers what it published; when the
-remembered Event has been deleted meanwhile, a fresh one is created.
+``kubectl get events`` shows ``(x3 over 2m)``. The recorder remembers what it published - the
+last :data:`CACHE_SIZE` distinct events, least recently used forgotten first, as client-go's event
+correlator does - and when the remembered Event has been deleted meanwhile, or was forgotten, a
+fresh one is created.
 
 Events about cluster-scoped objects (Nodes, NodeClaims, NodePools) live in the ``default``
 namespace, as with the real client. Event names are ``<involved name>.<hex nanoseconds>``.
@@ -14,6 +16,7 @@ Publishing never raises for a vanished Event; other cluster errors propagate.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +25,8 @@ from karpy.kube import errors, interface
 
 NORMAL = "Normal"
 WARNING = "Warning"
+CACHE_SIZE = 4096
+"""Distinct events a recorder remembers for aggregation (client-go's maxLruCacheEntries)."""
 
 _AggregationKey = tuple[str, str, str, str, str, str, str, str]
 
@@ -54,7 +59,7 @@ class EventRecorder:
         self.cluster = cluster
         self.clock = clock
         self.component = component
-        self._published: dict[_AggregationKey, tuple[str, str]] = {}
+        self._published: collections.OrderedDict[_AggregationKey, tuple[str, str]] = collections.OrderedDict()
 
     def publish(self, involved: Mapping[str, Any], type: str, reason: str, message: str) -> dict[str, Any]:
         """Create or aggregate an Event; returns it as stored."""
@@ -76,10 +81,13 @@ class EventRecorder:
         if known is not None:
             updated = self._bump(known, now)
             if updated is not None:
+                self._published.move_to_end(key)
                 return updated
             del self._published[key]
         event = self._create(ref, type, reason, message, now)
         self._published[key] = (event["metadata"]["namespace"], event["metadata"]["name"])
+        if len(self._published) > CACHE_SIZE:
+            self._published.popitem(last=False)
         return event
 
     def _bump(self, known: tuple[str, str], now: str) -> dict[str, Any] | None:

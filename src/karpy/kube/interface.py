@@ -100,8 +100,10 @@ class Cluster(Protocol):
     ``BadRequest`` (the request can never succeed as is), ``TooManyRequests`` (retry later).
 
     Writes. Every successful write returns the object as stored (with its new
-    ``metadata.resourceVersion``). ``resourceVersion`` is an opaque string; never compare two of
-    them except for equality.
+    ``metadata.resourceVersion``). Like ``list``'s, the returned dict is read-only for the caller:
+    an implementation may return the stored object itself (the in-memory cluster does), so copy
+    it before changing it or sending a changed version back. ``resourceVersion`` is an opaque
+    string; never compare two of them except for equality.
     """
 
     def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any]:

@@ -24,10 +24,16 @@ default 30) and keeps the pod, as the API server does; it is removed when a writ
 phase (the kubelet's confirmation that its containers stopped, once its finalizers are gone too).
 
 Object ownership. The store keeps private copies of what callers write and never mutates a stored
-version in place: every write stores a new dict. ``get`` returns a private copy the caller may
-modify and send back. ``list``, ``objects`` and watch handlers get the *stored* objects, shared
+version in place: every write stores new dicts for what it changes and shares the unchanged parts
+with the previous version (and Pods created by one controller with equal specs share one stored
+``spec``). ``get`` returns a private copy the caller may modify and send back.
+``list``, ``objects``, watch handlers *and the results of writes* get the *stored* objects, shared
 and read-only - copy before changing one (``InMemoryCluster(copy_reads=True)`` makes ``list``
 copy too, for hunting such bugs; passing a stored object back to ``update`` raises at once).
+``check_shared=True`` (default: the module's :data:`CHECK_SHARED`, which the test suite turns on)
+keeps a private copy of every stored object and raises :class:`SharedObjectMutatedError` as soon
+as a read or write meets a stored object that somebody changed in place (:meth:`verify_shared`
+checks them all).
 
 Speed. Objects are indexed by kind and namespace, pods also by ``spec.nodeName`` (``""`` for
 unbound pods), so ``list("Pod", field_selector="spec.nodeName=n")`` reads only that node's pods,
@@ -43,7 +49,6 @@ from __future__ import annotations
 import builtins
 import collections
 import random
-import re
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -56,12 +61,14 @@ Key = memory_gc.Key
 copy_obj = memory_objects.copy_obj
 copy_dict = memory_objects.copy_dict
 merge_patch = memory_objects.merge_patch
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
 
 
-class SharedObjectMutatedError(AssertionError):
-    """A caller passed a stored (shared, read-only) object back to a write: it must copy first."""
+CHECK_SHARED = False
+"""Default of ``InMemoryCluster(check_shared=...)``; tests/conftest.py turns it on for the test suite."""
+
+
+SharedObjectMutatedError = memory_objects.SharedObjectMutatedError
 
 
 class _Watcher:
@@ -77,10 +84,15 @@ class InMemoryCluster:
 
     def __init__(
         self, clock: clock_mod.Clock, *, rng: random.Random | None = None, copy_reads: bool = False,
-        graceful_pods: bool = False,
+        graceful_pods: bool = False, check_shared: bool | None = None,
     ) -> None:
         self.clock = clock
         self.copy_reads = copy_reads
+        self.check_shared = CHECK_SHARED if check_shared is None else check_shared
+        """Catch callers that change stored objects in place (module docstring); slow, for tests."""
+        self._seals = memory_objects.Seals(self.check_shared)
+        self._specs: dict[str, Any] = {}
+        """Controller uid -> the spec of the last Pod created for it (pods of one template share it)."""
         self.graceful_pods = graceful_pods
         """Deleted bound pods linger with a grace period until the kubelet confirms (module docstring)."""
         self.scanned = 0
@@ -104,7 +116,7 @@ class InMemoryCluster:
 
     def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
         with self._lock:
-            return copy_dict(self._require(kind, name, namespace))
+            return copy_dict(self._seals.check(self._require(kind, name, namespace)))
 
     def list(
         self,
@@ -180,7 +192,7 @@ class InMemoryCluster:
             new = self._prepare_create(obj)
             self._commit(new, interface.ADDED)
             self._drain()
-            return copy_dict(new)
+            return new
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -297,7 +309,7 @@ class InMemoryCluster:
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
             raise errors.BadRequest("an object needs a metadata mapping")
         kind, ns, name = interface.meta_key(obj)
-        old = self._require(kind, name, ns)
+        old = self._seals.check(self._require(kind, name, ns))
         if obj is old or obj["metadata"] is old["metadata"]:
             raise SharedObjectMutatedError(
                 f"{kind} {ns}/{name}: a stored object from list()/watch was passed back; copy it first"
@@ -308,7 +320,7 @@ class InMemoryCluster:
     def _patch_target(self, kind: str, name: str, namespace: str, patch: Any) -> dict[str, Any]:
         if not isinstance(patch, dict):
             raise errors.BadRequest(f"a merge patch of {kind} {name!r} must be a mapping")
-        old = self._require(kind, name, namespace)
+        old = self._seals.check(self._require(kind, name, namespace))
         meta = patch.get("metadata") or {}
         for field in ("name", "namespace"):
             if meta.get(field) is not None and meta[field] != old["metadata"].get(field, ""):
@@ -317,51 +329,19 @@ class InMemoryCluster:
         return old
 
     def _prepare_create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(obj, dict) or not obj.get("kind"):
-            raise errors.Invalid("an object needs a kind")
-        kind = str(obj["kind"])
-        new = copy_dict(obj)
-        meta = new.get("metadata")
-        if not isinstance(meta, dict):
-            raise errors.Invalid(f"{kind}: an object needs a metadata mapping", kind=kind)
-        info = interface.kind_info(kind)
-        if not new.get("apiVersion"):
-            if info is None:
-                raise errors.Invalid(f"{kind}: apiVersion is required for a custom kind", kind=kind)
-            new["apiVersion"] = info.api_version
-        ns = interface.scoped_namespace(kind, meta.get("namespace"))
+        new, kind, ns = memory_objects.new_object(obj, self._specs)
+        meta = new["metadata"]
         if ns:
-            meta["namespace"] = ns
             self._check_namespace_open(kind, ns)
-        else:
-            meta.pop("namespace", None)
         if not meta.get("name"):
             if not meta.get("generateName"):
                 raise errors.Invalid(f"{kind}: metadata.name or metadata.generateName is required", kind=kind)
             meta["name"] = self._generate_name(kind, ns, str(meta["generateName"]))
-        name = meta["name"]
-        if not isinstance(name, str) or len(name) > 253 or not _NAME_RE.match(name):
-            raise errors.Invalid(
-                f"{kind}: metadata.name {name!r} must be a lowercase RFC 1123 subdomain",
-                kind=kind,
-                name=str(name),
-            )
+        name = memory_objects.check_new_name(kind, meta)
         if self._lookup(kind, ns, name) is not None:
             raise errors.AlreadyExists(f'{kind} "{name}" already exists', kind=kind, name=name, namespace=ns)
-        refs = meta.get("ownerReferences") or []
-        if any(not r.get("uid") or not r.get("name") or not r.get("kind") for r in refs):
-            raise errors.Invalid(f"{kind} {name!r}: every ownerReference needs kind, name and uid", kind=kind)
-        if sum(1 for r in refs if r.get("controller")) > 1:
-            raise errors.Invalid(f"{kind} {name!r}: only one ownerReference can be a controller", kind=kind)
-        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
-            meta.pop(field, None)
-        meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
-        meta["creationTimestamp"] = clock_mod.rfc3339(self.clock.now())
-        meta["generation"] = 1
-        if kind == "Pod" and not new.get("status"):
-            new["status"] = {"phase": "Pending"}
-        elif kind == "Namespace" and not new.get("status"):
-            new["status"] = {"phase": "Active"}
+        memory_objects.stamp_new(new, uuid.UUID(int=self._rng.getrandbits(128), version=4),
+                                 clock_mod.rfc3339(self.clock.now()))
         return new
 
     def _check_namespace_open(self, kind: str, namespace: str) -> None:
@@ -385,7 +365,7 @@ class InMemoryCluster:
         """Store ``new`` over ``old`` (no-op when nothing changed); finish deletion if due."""
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if new == old:
-            return copy_dict(old)
+            return old
         if new.get("spec") != old.get("spec"):
             new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
         if interface.is_terminating(new) and not new["metadata"].get("finalizers") \
@@ -394,7 +374,7 @@ class InMemoryCluster:
             self._collect_garbage()
         else:
             self._commit(new, interface.MODIFIED)
-        return copy_dict(new)
+        return new
 
     def _delete(self, obj: dict[str, Any]) -> None:
         """Start (finalizers) or finish deleting ``obj``; a terminating object is left as is."""
@@ -417,16 +397,20 @@ class InMemoryCluster:
         self._revision += 1
         obj["metadata"]["resourceVersion"] = str(self._revision)
         old = self._lookup(kind, ns, name)
-        if old is not None:
-            self._idx.drop(old)
         self._objects.setdefault(kind, {}).setdefault(ns, {})[name] = obj
-        self._idx.add(obj)
+        if old is not None:
+            self._seals.unseal(old)
+            self._idx.replace(old, obj)
+        else:
+            self._idx.add(obj)
+        self._seals.seal(obj)
         self._pending.append((kind, event_type, obj))
 
     def _remove(self, obj: dict[str, Any]) -> None:
         kind, ns, name = interface.meta_key(obj)
         stored = self._lookup(kind, ns, name)
         if stored is not None:
+            self._seals.unseal(stored)
             self._idx.drop(stored)
             del self._objects[kind][ns][name]
         self._revision += 1
@@ -436,12 +420,18 @@ class InMemoryCluster:
         self._pending.append((kind, interface.DELETED, final))
         self._removed.append(final)
 
+    def verify_shared(self) -> None:
+        """With ``check_shared``: raise :class:`SharedObjectMutatedError` if any stored object was changed."""
+        with self._lock:
+            self._seals.verify()
+
     # ------------------------------------------------------------------------ garbage collection
 
     def _collect_garbage(self) -> None:
         """Delete dependents of removed owners, breadth first, until nothing more goes away."""
         while self._removed:
             gone = self._removed.popleft()
+            self._specs.pop(gone["metadata"].get("uid", ""), None)
             kind, _, name = interface.meta_key(gone)
             if kind == "Namespace":
                 for content_key in self._namespace_contents(name):

@@ -64,6 +64,23 @@ class Indexes:
                 if not pods:
                     del self.pods_by_node[node]
 
+    def replace(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """``new`` is stored in place of ``old`` (same kind, namespace and name)."""
+        old_meta, new_meta = old["metadata"], new["metadata"]
+        old_refs, new_refs = old_meta.get("ownerReferences"), new_meta.get("ownerReferences")
+        if old_meta["uid"] != new_meta["uid"] or (old_refs is not new_refs and old_refs != new_refs):
+            self.drop(old)
+            self.add(new)
+            return
+        if new.get("kind") == "Pod":
+            node = str((new.get("spec") or {}).get("nodeName") or "")
+            if node != str((old.get("spec") or {}).get("nodeName") or ""):
+                self.drop(old)
+                self.add(new)
+                return
+            _, ns, name = interface.meta_key(new)
+            self.pods_by_node[node][(ns, name)] = new
+
     def exists(self, uid: str) -> bool:
         return uid in self.uids
 

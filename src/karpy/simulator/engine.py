@@ -39,7 +39,7 @@ from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider.azure import nap
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
-from karpy.kube import errors, interface, memory
+from karpy.kube import errors, interface, memory, memory_objects
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.simulator import (
@@ -291,7 +291,7 @@ class Simulation:
         md["resourceVersion"] = current["metadata"]["resourceVersion"]
         stored = self.cluster.update(new)
         if "status" in obj:
-            self.cluster.update_status({**stored, "status": obj["status"]})
+            self.cluster.update_status({**stored, "metadata": dict(stored["metadata"]), "status": obj["status"]})
 
     def note(self, message: str) -> None:
         self.notes.append({"t": round(self.clock.now() - self.start, 3), "message": message})
@@ -409,11 +409,11 @@ class Simulation:
 
         for message in drains.stuck(self.cluster, self.clock.now()):
             self.note(message)
-        objects = {
-            "nodes": [memory.copy_dict(o) for o in self.cluster.objects("Node")],
-            "nodeclaims": [memory.copy_dict(o) for o in self.cluster.objects("NodeClaim")],
-            "pods": [memory.copy_dict(o) for o in self.cluster.objects("Pod")],
-            "nodepools": [memory.copy_dict(o) for o in self.cluster.objects("NodePool")],
+        objects = {  # private copies; what the stored objects share (pods' specs) the copies share too
+            "nodes": memory_objects.copy_all(self.cluster.objects("Node")),
+            "nodeclaims": memory_objects.copy_all(self.cluster.objects("NodeClaim")),
+            "pods": memory_objects.copy_all(self.cluster.objects("Pod")),
+            "nodepools": memory_objects.copy_all(self.cluster.objects("NodePool")),
         }
         evs = [event_record(seq, t, obj, self.start)
                for seq, t, obj in sorted(self._events.values(), key=lambda e: e[0])]

@@ -4,8 +4,12 @@ In ``karpy simulate`` nothing else binds ordinary pods. :class:`KubeScheduler` i
 on the :class:`karpy.controllers.runtime.Manager`, woken by Pod and Node changes and run at most
 once per ``interval`` virtual seconds (default 1 s). Each run:
 
-* takes every pending pod (phase Pending, no ``spec.nodeName``, not being deleted, scheduler
-  ``default-scheduler``) and every existing node that is ``Ready`` and not being deleted;
+* takes the pending pods (phase Pending, no ``spec.nodeName``, not being deleted, scheduler
+  ``default-scheduler``) that are due, as kube-scheduler's queues decide: a new pod at once; a pod
+  that fit nowhere once its backoff is over (1 s, doubling per failed try up to 10 s:
+  podInitialBackoffSeconds / podMaxBackoffSeconds) *and* something happened since that may let it
+  fit (a pod added, a node added or changed, capacity freed, a claim bound) - and every existing
+  node that is ``Ready`` and not being deleted;
 * asks the scheduling core (:class:`karpy.provisioning.scheduler.Scheduler`) with those nodes only
   and no NodePools where the pods fit - the very predicates karpy's provisioner uses (resources,
   taints and tolerations, node selectors and affinity, pod (anti-)affinity, topology spread, host
@@ -19,11 +23,14 @@ once per ``interval`` virtual seconds (default 1 s). Each run:
   filter in kube-scheduler's order; counts are summed and sorted), and publishes a
   ``FailedScheduling`` Warning event (component ``default-scheduler``) when the message changes.
   That condition is what makes a pod provisionable for karpy, as for Karpenter. A pod already
-  marked is re-marked (new message) only after kube-scheduler's retry backoff: 1 s, doubling
-  per retry up to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds).
+  marked is re-marked (new message) only after the same retry backoff.
 
-Work per run is proportional to the pending pods and the nodes: the scheduler keeps pending pods,
-bound pods by node and nodes from its watches (it never lists every pod).
+Work per run is proportional to the pods due and the nodes: the scheduler keeps pending pods,
+bound pods by node and nodes from its watches (it never lists every pod). What it tells the
+scheduling core about a node (its model, its pods' models, free capacity, the
+:class:`karpy.provisioning.results.ExistingNode`) is built again only when that node or one of its
+pods changed; otherwise the core gets the very same objects, pass after pass (read-only), so a
+cache keyed on them stays valid. The message is :mod:`karpy.simulator.unschedulable`'s.
 
 Nodes that are not Ready count as having the ``node.kubernetes.io/not-ready`` taint. A pod is
 written only when its binding or condition changes, so a run that changes nothing writes nothing
@@ -32,9 +39,8 @@ and does not wake itself. Deterministic: pods and nodes are handled in name orde
 
 from __future__ import annotations
 
-import collections
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
@@ -42,9 +48,10 @@ from karpy.api import errors as api_errors
 from karpy.api import labels, node, pod
 from karpy.controllers import runtime
 from karpy.kube import errors, events, interface
-from karpy.provisioning import podgroups, results, reuse
+from karpy.provisioning import results, reuse
 from karpy.provisioning import scheduler as core
-from karpy.scheduling import requirements, taints, volumetopology
+from karpy.scheduling import requirements, volumetopology
+from karpy.simulator import unschedulable
 
 log = logging.getLogger("karpy.simulator.kube_scheduler")
 
@@ -57,7 +64,7 @@ BACKOFF_INITIAL = 1.0
 """kube-scheduler's podInitialBackoffSeconds: the first retry of an unschedulable pod."""
 BACKOFF_MAX = 10.0
 """kube-scheduler's podMaxBackoffSeconds."""
-NOT_READY_TAINT = node.Taint(key=labels.TAINT_NOT_READY, effect="NoSchedule")
+NOT_READY_TAINT = unschedulable.NOT_READY_TAINT
 
 
 def is_pending(p: Mapping[str, Any]) -> bool:
@@ -73,10 +80,6 @@ def _condition(p: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
         if c.get("type") == type_:
             return c  # type: ignore[no-any-return]
     return None
-
-
-def _taint_text(t: Any) -> str:
-    return "{" + f"{t.key}: {t.value}" + "}"
 
 
 class KubeScheduler:
@@ -105,6 +108,17 @@ class KubeScheduler:
         self._node_objs: dict[str, dict[str, Any]] = {}
         self._marks: dict[tuple[str, str], tuple[float, float]] = {}
         """Pod -> (when its Unschedulable condition was last written, backoff before the next rewrite)."""
+        self._retry: dict[tuple[str, str], tuple[float, float, int]] = {}
+        """Pod that fits nowhere -> (earliest next try, its backoff, the event count when it failed)."""
+        self._events = 0
+        """Cluster changes that may let a pod fit (what wakes the scheduler), counted."""
+        self._node_pods: dict[str, list[pod.Pod]] = {}
+        self._anti: dict[str, int] = {}
+        self._used: dict[str, tuple[node.Node, Sequence[pod.Pod], tuple[dict[str, int], set[unschedulable.Port]]]] = {}
+        """Node -> how many of its pods (as last modelled) have required pod anti-affinity."""
+        """Node -> models of its bound pods; dropped whenever the watch changes one of them."""
+        self._existing: dict[str, tuple[node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]] = {}
+        """Node -> (model, pod models, what the core is given, free cpu/memory/pods), reused while both stay."""
 
     # ------------------------------------------------------------------------------ wiring
 
@@ -135,19 +149,24 @@ class KubeScheduler:
             del self._bound_at[key]
             on_node = self._bound[was_on]
             del on_node[key]
+            self._node_pods.pop(was_on, None)
             if not on_node:
                 del self._bound[was_on]
+                self._anti.pop(was_on, None)
         if keep_bound:
             self._bound.setdefault(bound_to, {})[key] = obj
             self._bound_at[key] = bound_to
+            self._node_pods.pop(bound_to, None)
         if live and not bound_to and is_pending(obj):
             self._pending[key] = obj
         else:
             self._pending.pop(key, None)
+            self._retry.pop(key, None)
             if not live or bound_to:
                 self._marks.pop(key, None)
 
     def _wake(self) -> None:
+        self._events += 1
         if self._manager is None:
             return
         now = self.clock.now()
@@ -170,6 +189,8 @@ class KubeScheduler:
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
         if event == interface.DELETED:
             self._node_objs.pop(interface.name_of(obj), None)
+            self._existing.pop(interface.name_of(obj), None)
+            self._used.pop(interface.name_of(obj), None)
         else:
             self._node_objs[interface.name_of(obj)] = obj
         self._wake()
@@ -231,20 +252,19 @@ class KubeScheduler:
         self._last_run = now
         if not self._watching:  # not registered: read the cluster (tests drive reconcile by hand)
             self._node_objs = {interface.name_of(n): n for n in self.cluster.list("Node")}
-            self._pending, self._bound, self._bound_at = {}, {}, {}
+            self._pending, self._bound, self._bound_at, self._node_pods, self._anti = {}, {}, {}, {}, {}
             for p in self.cluster.list("Pod"):
                 self._track_pod(interface.ADDED, p)
-        pending_objs = [self._pending[k] for k in sorted(self._pending)]
-        if not pending_objs:
+            self._events += 1
+        due = [k for k in sorted(self._pending) if self._retry_due(k, now)]
+        if not due:
             self._forget()
-            return None
+            return self._next_retry(now)
+        pending_objs = [self._pending[k] for k in due]
         self.runs += 1
-        by_node: dict[str, list[pod.Pod]] = collections.defaultdict(list)
+        by_node: dict[str, list[pod.Pod]] = {}
         for name in sorted(self._bound):
-            for p in self._bound[name].values():
-                model = self._pod(p)
-                if model is not None:
-                    by_node[name].append(model)
+            by_node[name] = self._pods_on(name)
         nodes: list[node.Node] = []
         for n in (self._node_objs[k] for k in sorted(self._node_objs)):
             model_n = self._node(n)
@@ -265,35 +285,98 @@ class KubeScheduler:
                 self.cluster.list("PersistentVolumeClaim"), self.cluster.list("PersistentVolume"),
                 self.cluster.list("StorageClass")))
             for pod_key in sorted(volume_errors):
-                self._mark_unschedulable(raw_by_key[pod_key], _volume_message(volume_errors[pod_key], len(nodes)))
+                self._mark_unschedulable(raw_by_key[pod_key],
+                                         unschedulable.volume_message(volume_errors[pod_key], len(nodes)))
             if not pending:
+                for pod_key in volume_errors:
+                    self._failed(raw_by_key[pod_key], now)
                 self._forget()
-                return None
-        usable = [n for n in nodes if n.ready and not n.deleting]
-        if not _needs_every_node(pending, by_node):
+                return self._next_retry(now)
+        usable = [self._existing_node(n, by_node.get(n.name, _NO_PODS))
+                  for n in nodes if n.ready and not n.deleting]
+        if not _needs_every_node(pending, self._anti):
             # Nodes too full for even the smallest pending pod change nothing: leave them out.
             floor = {d: min(p.requests.get(d, 0) for p in pending) for d in _FLOOR_DIMS}
-            usable = [n for n in usable if not n.unschedulable and _has_room(n, by_node.get(n.name, ()), floor)]
-        existing = [results.ExistingNode(
-            name=n.name, labels=n.labels, taints=tuple(n.taints), allocatable=n.allocatable,
-            pods=list(by_node.get(n.name, ())), nodepool=n.labels.get(labels.NODEPOOL),
-            schedulable=not n.unschedulable) for n in usable]
-        out = core.Scheduler(existing=existing, cache=self.scheduling_cache).solve(pending)
+            usable = [u for u in usable if u[2].schedulable and all(u[3][d] >= need for d, need in floor.items())]
+        out = core.Scheduler(existing=[u[2] for u in usable], cache=self.scheduling_cache).solve(pending)
         placed: set[str] = set()
         for node_name in sorted(out.existing):
             for model in out.existing[node_name]:
                 if self._bind(raw_by_key[model.key], node_name):
                     placed.add(model.key)
-                    by_node[node_name].append(model)
-        explainer: _Explainer | None = None
+                    by_node[node_name] = [*by_node.get(node_name, ()), model]
+        explainer: unschedulable.Explainer | None = None
         for model in pending:
-            if model.key not in placed and self._mark_due(raw_by_key[model.key], now):
+            if model.key in placed:
+                continue
+            raw = raw_by_key[model.key]
+            self._failed(raw, now)
+            if self._mark_due(raw, now):
                 if explainer is None:
-                    explainer = _Explainer(nodes, by_node, self._node_reqs)
-                self._mark_unschedulable(raw_by_key[model.key],
-                                         explainer.message(model, unconstrained.get(model.key)))
+                    explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage)
+                self._mark_unschedulable(raw, explainer.message(model, unconstrained.get(model.key)))
+        for pod_key in volume_errors:
+            self._failed(raw_by_key[pod_key], now)
         self._forget()
-        return None
+        return self._next_retry(now)
+
+    def _retry_due(self, key: tuple[str, str], now: float) -> bool:
+        """kube-scheduler's queue: a pod that failed is tried again once its backoff is over and
+        something happened in the cluster since (a new pod, a node change, freed capacity)."""
+        failed = self._retry.get(key)
+        return failed is None or (failed[0] <= now and failed[2] < self._events)
+
+    def _failed(self, obj: Mapping[str, Any], now: float) -> None:
+        """The pod was tried and fits nowhere: back off 1, 2, 4, 8, then 10 s before the next try."""
+        key = (interface.namespace_of(obj), interface.name_of(obj))
+        last = self._retry.get(key)
+        backoff = BACKOFF_INITIAL if last is None else min(BACKOFF_MAX, 2 * last[1])
+        self._retry[key] = (now + backoff, backoff, self._events)
+
+    def _next_retry(self, now: float) -> float | None:
+        """When to run again for pods backing off that an event since their failure made due."""
+        waits = [at for at, _, seen in self._retry.values() if seen < self._events and at > now]
+        return min(waits) - now if waits else None
+
+    def _pods_on(self, name: str) -> list[pod.Pod]:
+        """Models of the pods bound to node ``name`` (the same list while none of them changed)."""
+        models = self._node_pods.get(name)
+        if models is None:
+            models = [m for m in (self._pod(p) for p in self._bound[name].values()) if m is not None]
+            self._node_pods[name] = models
+            anti = sum(1 for m in models if _required_anti(m))
+            if anti:
+                self._anti[name] = anti
+            else:
+                self._anti.pop(name, None)
+        return models
+
+    def _existing_node(self, n: node.Node, pods: list[pod.Pod]) -> tuple[
+            node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]:
+        """What the core is told about node ``n`` holding ``pods``, built again only when either changed."""
+        hit = self._existing.get(n.name)
+        if hit is not None and hit[0] is n and hit[1] is pods:
+            return hit
+        free = {d: n.allocatable.get(d, 0) for d in _FLOOR_DIMS}
+        for p in pods:
+            req = p.requests
+            for d in _FLOOR_DIMS:
+                free[d] -= req.get(d, 0)
+        built = (n, pods, results.ExistingNode(
+            name=n.name, labels=n.labels, taints=tuple(n.taints), allocatable=n.allocatable,
+            pods=pods, nodepool=n.labels.get(labels.NODEPOOL), schedulable=not n.unschedulable), free)
+        self._existing[n.name] = built
+        return built
+
+    def _usage(self, n: node.Node, pods: Sequence[pod.Pod]) -> tuple[dict[str, int], set[unschedulable.Port]]:
+        """:func:`karpy.simulator.unschedulable.usage`, kept while the node's model and pod list stay
+        the same objects (read-only)."""
+        hit = self._used.get(n.name)
+        if hit is not None and hit[0] is n and hit[1] is pods:
+            return hit[2]
+        used = unschedulable.usage(n, pods)
+        self._used[n.name] = (n, pods, used)
+        return used
 
     def _forget(self) -> None:
         live_count = len(self._pending) + len(self._bound_at)
@@ -351,104 +434,17 @@ class KubeScheduler:
 
 
 _FLOOR_DIMS = ("cpu", "memory", "pods")
+_NO_PODS: list[pod.Pod] = []
 
 
-def _needs_every_node(pending: Sequence[pod.Pod], by_node: Mapping[str, Sequence[pod.Pod]]) -> bool:
-    """Topology decides: pod (anti-)affinity or spread constraints count pods on full nodes too."""
+def _needs_every_node(pending: Sequence[pod.Pod], anti: Mapping[str, int]) -> bool:
+    """Topology decides: pod (anti-)affinity or spread constraints count pods on full nodes too
+    (``anti``: node -> how many of its pods have required anti-affinity)."""
     for p in pending:
         if p.topology_spread_constraints or p.pod_affinity is not None or p.pod_anti_affinity is not None:
             return True
-    return any(p.pod_anti_affinity is not None and p.pod_anti_affinity.required
-               for pods in by_node.values() for p in pods)
+    return any(anti.values())
 
 
-def _has_room(n: node.Node, pods: Iterable[pod.Pod], floor: Mapping[str, int]) -> bool:
-    free = {d: n.allocatable.get(d, 0) for d in floor}
-    for p in pods:
-        req = p.requests
-        for d in floor:
-            free[d] -= req.get(d, 0)
-    return all(free[d] >= need for d, need in floor.items())
-
-
-def _volume_message(reason: str, nodes: int) -> str:
-    """kube-scheduler's text for a pod its volumes keep off every node."""
-    if volumetopology.UNBOUND_IMMEDIATE in reason:
-        return f"0/{nodes} nodes are available: {volumetopology.UNBOUND_IMMEDIATE}."
-    return f"0/{nodes} nodes are available: {reason}."
-
-
-class _Explainer:
-    """kube-scheduler's ``0/N nodes are available: ...`` message for pods that fit nowhere."""
-
-    def __init__(self, nodes: Sequence[node.Node], by_node: Mapping[str, Sequence[pod.Pod]],
-                 node_reqs: Callable[[node.Node], requirements.Requirements]) -> None:
-        self.nodes = nodes
-        self.free: dict[str, dict[str, int]] = {}
-        self.ports: dict[str, set[tuple[str, str, int]]] = {}
-        self.reqs: dict[str, requirements.Requirements] = {}
-        for n in nodes:
-            free = dict(n.allocatable)
-            ports: set[tuple[str, str, int]] = set()
-            for p in by_node.get(n.name, ()):
-                for k, v in p.requests.items():
-                    free[k] = free.get(k, 0) - v
-                ports.update(p.host_ports())
-            self.free[n.name] = free
-            self.ports[n.name] = ports
-            self.reqs[n.name] = node_reqs(n)
-        self._cache: dict[Any, str] = {}
-        self._own_reqs: requirements.Requirements | None = None
-
-    def message(self, p: pod.Pod, without_volumes: pod.Pod | None = None) -> str:
-        """``without_volumes``: the pod before its volume topology was folded into its affinity
-        (nodes only the volumes rule out are counted as ``had volume node affinity conflict``)."""
-        self._own_reqs = (podgroups.make_group([without_volumes]).strict_requirements()
-                          if without_volumes is not None else None)
-        sig = (without_volumes is not None,
-               tuple(sorted(p.requests.items())), p.tolerations, tuple(sorted(p.node_selector.items())),
-               repr(p.node_affinity), repr(p.pod_affinity), repr(p.pod_anti_affinity),
-               p.topology_spread_constraints, p.host_ports())
-        hit = self._cache.get(sig)
-        if hit is not None:
-            return hit
-        if not self.nodes:
-            text = "no nodes available to schedule pods"
-        else:
-            counts: collections.Counter[str] = collections.Counter()
-            greq = podgroups.make_group([p]).strict_requirements()
-            for n in self.nodes:
-                counts.update(self._reasons(p, n, greq))
-            parts = sorted(f"{count} {reason}" for reason, count in counts.items())
-            text = f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}."
-        self._cache[sig] = text
-        return text
-
-    def _reasons(self, p: pod.Pod, n: node.Node, greq: requirements.Requirements) -> Iterable[str]:
-        if n.unschedulable or n.deleting:
-            return ("node(s) were unschedulable",)
-        node_taints: list[Any] = list(n.taints)
-        if not n.ready:
-            node_taints.append(NOT_READY_TAINT)
-        bad = taints.first_untolerated(p.tolerations, node_taints, ("NoSchedule", "NoExecute"))
-        if bad is not None:
-            return (f"node(s) had untolerated taint {_taint_text(bad)}",)
-        if self.reqs[n.name].compatible(greq, frozenset()) is not None:
-            own = self._own_reqs
-            if own is not None and self.reqs[n.name].compatible(own, frozenset()) is None:
-                return ("node(s) had volume node affinity conflict",)
-            return ("node(s) didn't match Pod's node affinity/selector",)
-        used = self.ports[n.name]
-        if any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports()):
-            return ("node(s) didn't have free ports for the requested pod ports",)
-        free = self.free[n.name]
-        short = sorted(k for k, v in p.requests.items() if v > 0 and v > free.get(k, 0))
-        if short:
-            return tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
-        if p.topology_spread_constraints:
-            return ("node(s) didn't match pod topology spread constraints",)
-        if p.pod_anti_affinity is not None and p.pod_anti_affinity.required:
-            return ("node(s) didn't match pod anti-affinity rules",)
-        if p.pod_affinity is not None and p.pod_affinity.required:
-            return ("node(s) didn't match pod affinity rules",)
-        return ("node(s) had no room left once the other pending pods were placed",)
+def _required_anti(p: pod.Pod) -> bool:
+    return p.pod_anti_affinity is not None and bool(p.pod_anti_affinity.required)

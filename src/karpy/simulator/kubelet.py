@@ -42,17 +42,15 @@ from __future__ import annotations
 import contextlib
 import copy
 import random
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.api import labels, nodeclaim, quantity
+from karpy.api import nodeclaim
 from karpy.controllers import runtime
 from karpy.kube import errors, interface
-from karpy.scheduling import requirements
-from karpy.simulator import pod_faults
+from karpy.simulator import kubelet_objects, pod_faults
 
 NODE_CONTROLLER = "simulator.kubelet.node"
 POD_CONTROLLER = "simulator.kubelet.pod"
@@ -61,37 +59,13 @@ _LAUNCH = "launch:"
 _READY = "ready:"
 _STARTUP = "startup:"
 
-UNREGISTERED_TAINT = {"key": labels.TAINT_UNREGISTERED, "effect": "NoExecute"}
-NOT_READY_TAINT = {"key": labels.TAINT_NOT_READY, "effect": "NoSchedule"}
-
-_AWS_REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
-_AZURE_REGION = re.compile(r"^([a-z0-9]+)-\d+$")
-_OS_IMAGES = {"aws": "Amazon Linux 2023", "azure": "Ubuntu 22.04.5 LTS"}
-_POD_CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+UNREGISTERED_TAINT = kubelet_objects.UNREGISTERED_TAINT
+NOT_READY_TAINT = kubelet_objects.NOT_READY_TAINT
 
 
-@dataclass(frozen=True, slots=True)
-class InstanceInfo:
-    """What the simulated cloud knows about a launched instance. Resources in milli-units."""
-
-    provider_id: str
-    instance_type: str
-    zone: str
-    capacity_type: str
-    capacity: Mapping[str, int] = field(default_factory=dict)
-    allocatable: Mapping[str, int] = field(default_factory=dict)
-    labels: Mapping[str, str] = field(default_factory=dict)
-    node_name: str = ""
-    """The node name when the cloud decides it; empty to let the kubelet name it."""
-    karpenter: bool = True
-    """Launched for a NodeClaim: the Node registers with Karpenter's ``karpenter.sh/unregistered`` taint,
-    which the NodeClaim lifecycle removes. False for nodes of other autoscalers (a node group's)."""
-
-    @property
-    def provider(self) -> str:
-        """The provider id's scheme: ``aws``, ``azure``, ``kwok``, ``fake``... (``""`` when none)."""
-        scheme, sep, _ = self.provider_id.partition("://")
-        return scheme if sep else ""
+InstanceInfo = kubelet_objects.InstanceInfo
+"""Kept here too: :class:`karpy.simulator.kubelet_objects.InstanceInfo`."""
+region_of = kubelet_objects.region_of
 
 
 @dataclass
@@ -100,39 +74,6 @@ class _Launch:
     instance: InstanceInfo
     node_name: str
     address: str
-
-
-def _replace_conditions(existing: Iterable[Mapping[str, Any]],
-                        updates: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``existing`` with each condition of ``updates`` put in by type; an unchanged status keeps
-    its ``lastTransitionTime``."""
-    out = [dict(c) for c in existing]
-    for new in updates:
-        for i, c in enumerate(out):
-            if c.get("type") == new["type"]:
-                if c.get("status") == new["status"] and c.get("lastTransitionTime"):
-                    new = {**new, "lastTransitionTime": c["lastTransitionTime"]}
-                out[i] = new
-                break
-        else:
-            out.append(new)
-    return out
-
-
-def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return a.get("key") == b.get("key") and \
-        (a.get("effect") or "NoSchedule") == (b.get("effect") or "NoSchedule")
-
-
-def region_of(provider: str, zone: str) -> str:
-    """``us-west-2a`` -> ``us-west-2`` (AWS), ``eastus-1`` -> ``eastus`` (Azure), else ``""``."""
-    if provider == "aws":
-        m = _AWS_REGION.match(zone)
-        return m.group(1) if m else ""
-    if provider == "azure":
-        m = _AZURE_REGION.match(zone)
-        return m.group(1) if m else ""
-    return ""
 
 
 class SimulatedKubelet:
@@ -169,6 +110,10 @@ class SimulatedKubelet:
         self._used_addresses: set[str] = set()
         self._dead: set[str] = set()
         self._pod_start: dict[str, float] = {}
+        self._pods_seen: dict[str, dict[str, Any]] = {}
+        """Pods that want to start or linger, as the watch last delivered them (shared, read-only)."""
+        self._nodes_seen: dict[str, dict[str, Any]] = {}
+        """Nodes as the watch last delivered them (shared, read-only)."""
         self.start_failure = 0.0
         """Rate at which a bound pod fails to start (``spec.faults.pods.startFailure``)."""
         self.failure_rng = random.Random(0)
@@ -226,7 +171,7 @@ class SimulatedKubelet:
                 status = failed.setdefault("status", {})
                 status.update(phase="Failed", reason="NodeLost",
                               message=f"The instance of node {name} was terminated")
-                status["conditions"] = _replace_conditions(
+                status["conditions"] = kubelet_objects.replace_conditions(
                     status.get("conditions") or (), [self._condition("Ready", "False", "NodeLost")])
                 with contextlib.suppress(errors.NotFound):
                     self.cluster.update_status(failed)
@@ -275,6 +220,10 @@ class SimulatedKubelet:
     def _map_node(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
         # Registration and removal matter; status churn does not (the kubelet's own timers
         # re-enqueue the node when it becomes Ready).
+        if event == interface.DELETED:
+            self._nodes_seen.pop(interface.name_of(obj), None)
+        else:
+            self._nodes_seen[interface.name_of(obj)] = obj
         return (interface.name_of(obj),) if event in (interface.ADDED, interface.DELETED) else ()
 
     def _reconcile_node(self, key: str) -> float | None:
@@ -294,7 +243,9 @@ class SimulatedKubelet:
             return  # terminated before it registered
         claim = launch.claim
         try:
-            self.cluster.create(self._build_node(launch, claim))
+            self.cluster.create(kubelet_objects.build_node(
+                launch.instance, claim, launch.node_name, launch.address, region=self.region,
+                ready_delay=self.ready_delay, now=self.clock.now(), kubelet_version=self.kubelet_version))
         except errors.AlreadyExists:
             return
         self._addresses[launch.node_name] = launch.address
@@ -303,66 +254,6 @@ class SimulatedKubelet:
             self._enqueue(NODE_CONTROLLER, _STARTUP + launch.node_name, self.startup_taint_delay)
         if self.ready_delay > 0:
             self._enqueue(NODE_CONTROLLER, _READY + launch.node_name, self.ready_delay)
-
-    def _build_node(self, launch: _Launch, claim: nodeclaim.NodeClaim) -> dict[str, Any]:
-        inst = launch.instance
-        name = launch.node_name
-        node_labels: dict[str, str] = dict(inst.labels)
-        # a NodeClaim karpy wrote has valid requirements; be lenient with hand-written ones
-        with contextlib.suppress(ValueError):
-            node_labels.update(
-                requirements.Requirements.from_node_selector_requirements(claim.spec.requirements).labels())
-        node_labels.update(claim.labels)
-        for key, value in ((labels.INSTANCE_TYPE, inst.instance_type), (labels.ZONE, inst.zone),
-                           (labels.CAPACITY_TYPE, inst.capacity_type)):
-            if value:
-                node_labels[key] = value
-        node_labels.setdefault(labels.ARCH, "amd64")
-        node_labels.setdefault(labels.OS, "linux")
-        region = self.region or region_of(inst.provider, inst.zone)
-        if region:
-            node_labels.setdefault(labels.REGION, region)
-        node_labels[labels.HOSTNAME] = name
-
-        taints: list[dict[str, Any]] = []
-        for t in (*claim.spec.taints, *claim.spec.startup_taints):
-            d = t.to_dict()
-            if not any(_same_taint(d, x) for x in taints):
-                taints.append(d)
-        extra = ([UNREGISTERED_TAINT] if inst.karpenter else []) + ([NOT_READY_TAINT] if self.ready_delay > 0 else [])
-        taints.extend(dict(t) for t in extra if not any(_same_taint(t, x) for x in taints))
-
-        ready = self.ready_delay <= 0
-        now = self.clock.now()
-        addresses = [{"type": "InternalIP", "address": launch.address}, {"type": "Hostname", "address": name}]
-        if inst.provider == "aws":
-            addresses.append({"type": "InternalDNS", "address": name})
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": node_labels},
-            "spec": {"providerID": inst.provider_id, "taints": taints},
-            "status": {
-                "capacity": quantity.format_list(inst.capacity),
-                "allocatable": quantity.format_list(inst.allocatable or inst.capacity),
-                "conditions": [
-                    self._condition("Ready", "True" if ready else "False",
-                                    "KubeletReady" if ready else "KubeletNotReady", now),
-                    self._condition("MemoryPressure", "False", "KubeletHasSufficientMemory", now),
-                    self._condition("DiskPressure", "False", "KubeletHasNoDiskPressure", now),
-                    self._condition("PIDPressure", "False", "KubeletHasSufficientPID", now),
-                ],
-                "addresses": addresses,
-                "nodeInfo": {
-                    "architecture": node_labels[labels.ARCH],
-                    "operatingSystem": node_labels[labels.OS],
-                    "kubeletVersion": self.kubelet_version,
-                    "kubeProxyVersion": self.kubelet_version,
-                    "containerRuntimeVersion": "containerd://1.7.22",
-                    "osImage": _OS_IMAGES.get(inst.provider, "simulated"),
-                },
-            },
-        }
 
     def _condition(self, type_: str, status: str, reason: str, now: float | None = None) -> dict[str, Any]:
         ts = clock_mod.rfc3339(self.clock.now() if now is None else now)
@@ -375,11 +266,11 @@ class SimulatedKubelet:
         except errors.NotFound:
             return
         status = node.setdefault("status", {})
-        status["conditions"] = _replace_conditions(status.get("conditions") or (),
+        status["conditions"] = kubelet_objects.replace_conditions(status.get("conditions") or (),
                                                    [self._condition("Ready", "True", "KubeletReady")])
         node = self.cluster.update_status(node)
         taints = (node.get("spec") or {}).get("taints") or []
-        kept = [t for t in taints if not _same_taint(t, NOT_READY_TAINT)]
+        kept = [t for t in taints if not kubelet_objects.same_taint(t, NOT_READY_TAINT)]
         if len(kept) != len(taints):
             updated = copy.deepcopy(node)
             updated["spec"]["taints"] = kept
@@ -396,7 +287,7 @@ class SimulatedKubelet:
             self._startup.pop(name, None)
             return
         taints = (node.get("spec") or {}).get("taints") or []
-        kept = [t for t in taints if not any(_same_taint(t, s) for s in startup)]
+        kept = [t for t in taints if not any(kubelet_objects.same_taint(t, s) for s in startup)]
         if len(kept) != len(taints):
             node["spec"]["taints"] = kept
             self.cluster.update(node)  # a Conflict is retried by the runtime
@@ -431,15 +322,36 @@ class SimulatedKubelet:
             and not interface.is_terminating(pod)
 
     def _map_pod(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
-        if event == interface.DELETED or self._wants_start(obj) or pod_faults.lingering(obj):
-            return (f"{interface.namespace_of(obj)}/{interface.name_of(obj)}",)
-        return ()
+        key = f"{interface.namespace_of(obj)}/{interface.name_of(obj)}"
+        if event != interface.DELETED and (self._wants_start(obj) or pod_faults.lingering(obj)):
+            self._pods_seen[key] = obj
+            return (key,)
+        self._pods_seen.pop(key, None)
+        return (key,) if event == interface.DELETED else ()
+
+    def _stored_pod(self, key: str) -> dict[str, Any] | None:
+        """The pod as the watch last saw it (shared, read-only); read from the cluster when untracked."""
+        pod = self._pods_seen.get(key)
+        if pod is None:
+            ns, _, name = key.partition("/")
+            try:
+                pod = self.cluster.get("Pod", name, ns)
+            except errors.NotFound:
+                return None
+        return pod
+
+    def _stored_node(self, name: str) -> dict[str, Any] | None:
+        node = self._nodes_seen.get(name)
+        if node is None:
+            try:
+                node = self.cluster.get("Node", name)
+            except errors.NotFound:
+                return None
+        return node
 
     def _reconcile_pod(self, key: str) -> float | None:
-        ns, _, name = key.partition("/")
-        try:
-            pod = self.cluster.get("Pod", name, ns)
-        except errors.NotFound:
+        pod = self._stored_pod(key)
+        if pod is None:
             self._pod_start.pop(key, None)
             return None
         if pod_faults.lingering(pod):
@@ -457,9 +369,8 @@ class SimulatedKubelet:
         node_name = str(pod["spec"]["nodeName"])
         if node_name in self._dead:
             return None
-        try:
-            node = self.cluster.get("Node", node_name)
-        except errors.NotFound:
+        node = self._stored_node(node_name)
+        if node is None:
             return None  # started when the node registers
         if not any(c.get("type") == "Ready" and c.get("status") == "True"
                    for c in (node.get("status") or {}).get("conditions") or ()):
@@ -473,30 +384,10 @@ class SimulatedKubelet:
             self.cluster.update_status(pod_faults.start_failed(pod, self.clock.now()))
             self.injected["podStartFailure"] = self.injected.get("podStartFailure", 0) + 1
             return None
-        self.cluster.update_status(self._running(pod, node))
-        return None
-
-    def _running(self, pod: dict[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
-        ts = clock_mod.rfc3339(self.clock.now())
         addresses = (node.get("status") or {}).get("addresses") or ()
         host_ip = next((a.get("address") for a in addresses if a.get("type") == "InternalIP"), None) \
-            or self._addresses.get(interface.name_of(node), "")
-        status = pod.setdefault("status", {})
-        status.pop("reason", None)
-        status.pop("message", None)
-        status.pop("nominatedNodeName", None)
-        status["phase"] = "Running"
-        status["startTime"] = ts
-        if host_ip:
-            status["hostIP"] = host_ip
-            status["hostIPs"] = [{"ip": host_ip}]
-        status["conditions"] = _replace_conditions(
-            status.get("conditions") or (),
-            [{"type": t, "status": "True", "lastTransitionTime": ts}
-             for t in _POD_CONDITIONS])
-        status["containerStatuses"] = [
-            {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True, "started": True,
-             "restartCount": 0, "state": {"running": {"startedAt": ts}}}
-            for c in (pod.get("spec") or {}).get("containers") or ()
-        ]
-        return pod
+            or self._addresses.get(node_name, "")
+        status = kubelet_objects.running_status(pod, str(host_ip), now)
+        with contextlib.suppress(errors.NotFound):
+            self.cluster.patch_status("Pod", interface.name_of(pod), {"status": status}, interface.namespace_of(pod))
+        return None

@@ -44,6 +44,7 @@ from karpy.api import meta
 from karpy.api import workloads as api_workloads
 from karpy.controllers import runtime
 from karpy.kube import errors, interface
+from karpy.simulator import replicaset_tally
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The characters Kubernetes uses for generated name suffixes (no vowels, no ambiguous digits)."""
@@ -162,8 +163,9 @@ def spec_replicas(obj: Mapping[str, Any]) -> int:
 
 
 def pod_from_template(owner: Mapping[str, Any], name: str, template: Mapping[str, Any],
-                      extra_labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A new Pod manifest from a pod template, controlled by ``owner``."""
+                      extra_labels: Mapping[str, str] | None = None, *, copy_spec: bool = True) -> dict[str, Any]:
+    """A new Pod manifest from a pod template, controlled by ``owner``. ``copy_spec=False`` shares
+    the template's ``spec`` (for a manifest passed straight to ``Cluster.create``, which copies it)."""
     tmd = template.get("metadata") or {}
     labels = dict(tmd.get("labels") or {})
     labels.update(extra_labels or {})
@@ -179,7 +181,7 @@ def pod_from_template(owner: Mapping[str, Any], name: str, template: Mapping[str
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": md,
-        "spec": copy.deepcopy(dict(template.get("spec") or {})),
+        "spec": copy.deepcopy(dict(template.get("spec") or {})) if copy_spec else template.get("spec") or {},
         "status": {"phase": "Pending"},
     }
 
@@ -192,13 +194,15 @@ def delete_quietly(cluster: interface.Cluster, kind: str, name: str, namespace: 
 
 def update_status_if_changed(cluster: interface.Cluster, obj: Mapping[str, Any],
                              status: Mapping[str, Any]) -> None:
-    """Write ``status`` fields when any differs from ``obj``'s (avoids endless watch loops)."""
+    """Write ``status`` fields when any differs from ``obj``'s (avoids endless watch loops).
+
+    A merge patch of the status subresource: ``obj`` (which may be a shared, stored object) is not copied.
+    """
     current = obj.get("status") or {}
     if all(current.get(k) == v for k, v in status.items()):
         return
-    updated = copy.deepcopy(dict(obj))
-    updated["status"] = {**current, **status}
-    cluster.update_status(updated)
+    cluster.patch_status(str(obj.get("kind")), interface.name_of(obj), {"status": dict(status)},
+                         interface.namespace_of(obj))
 
 
 def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
@@ -235,7 +239,12 @@ def deletion_rank(pod: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 class ReplicaSetController:
-    """Keeps each ReplicaSet's pods at ``spec.replicas``. Register with :meth:`register`."""
+    """Keeps each ReplicaSet's pods at ``spec.replicas``. Register with :meth:`register`.
+
+    Once registered, the Pod watch keeps an index of each ReplicaSet's pods and running counts of
+    its active, ready and fully labeled pods, so a reconcile costs the same however many pods it owns
+    (scaling down still ranks every active pod).
+    """
 
     def __init__(self, cluster: interface.Cluster, rng: random.Random) -> None:
         self.cluster = cluster
@@ -243,6 +252,8 @@ class ReplicaSetController:
         self._owned: dict[tuple[str, str], dict[str, dict[str, Any]]] | None = None
         """(namespace, ReplicaSet name) -> pod name -> pod, fed by a watch once registered."""
         self._owner_of: dict[tuple[str, str], tuple[str, str]] = {}
+        self._tallies = replicaset_tally.Tallies(is_active, is_pod_ready, controller_ref)
+        self._models: dict[tuple[str, str], tuple[str, api_workloads.ReplicaSet]] = {}
 
     def _index_pod(self, event: str, obj: dict[str, Any]) -> None:
         assert self._owned is not None
@@ -251,6 +262,7 @@ class ReplicaSetController:
         before = self._owner_of.pop((ns, name), None)
         ref = controller_ref(obj)
         after = (ns, str(ref.get("name"))) if ref is not None and ref.get("kind") == "ReplicaSet" else None
+        self._tallies.uncount((ns, name))
         if before is not None and (before != after or event == interface.DELETED):
             pods = self._owned.get(before)
             if pods is not None:
@@ -260,6 +272,7 @@ class ReplicaSetController:
         if after is not None and event != interface.DELETED:
             self._owned.setdefault(after, {})[name] = obj
             self._owner_of[(ns, name)] = after
+            self._tallies.count(after, (ns, name), obj, str((ref or {}).get("uid") or ""))
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(
@@ -285,36 +298,64 @@ class ReplicaSetController:
             candidates = self.cluster.list("Pod", ns)
         return [p for p in candidates if is_controlled_by(p, rs)]
 
+    def _model(self, rs: Mapping[str, Any]) -> api_workloads.ReplicaSet:
+        """The ReplicaSet's model, parsed again only when its resourceVersion changed."""
+        md = rs.get("metadata", {})
+        key = (md.get("namespace") or "", str(md.get("name")))
+        rv = str(md.get("resourceVersion", ""))
+        hit = self._models.get(key)
+        if hit is not None and hit[0] == rv and rv:
+            return hit[1]
+        model = api_workloads.ReplicaSet.from_manifest(rs)
+        self._models[key] = (rv, model)
+        return model
+
     def reconcile(self, key: str) -> float | None:
         ns, name = split_key(key)
-        try:
-            rs = self.cluster.get("ReplicaSet", name, ns)
-        except errors.NotFound:
+        found = self.cluster.list("ReplicaSet", ns, field_selector=f"metadata.name={name}")
+        if not found:
+            self._models.pop((ns, name), None)
             return None  # the cluster's garbage collector deletes the pods it owned
-        model = api_workloads.ReplicaSet.from_manifest(rs)
-        pods = self.owned_pods(rs)
-        active = [p for p in pods if is_active(p)]
-        if not is_deleting(rs):
-            want = model.replicas
-            if len(active) < want:
-                active.extend(self._create(rs, want - len(active), pods))
-            elif len(active) > want:
-                victims = sorted(active, key=deletion_rank)[: len(active) - want]
-                for pod in victims:
-                    delete_quietly(self.cluster, "Pod", pod["metadata"]["name"], ns)
-                gone = {id(p) for p in victims}
-                active = [p for p in active if id(p) not in gone]
-        selector = model.selector
-        ready = sum(1 for p in active if is_pod_ready(p))
+        rs = found[0]
+        model = self._model(rs)
+        if self._owned is None:  # not registered: read the pods from the cluster
+            pods = self.owned_pods(rs)
+            active = [p for p in pods if is_active(p)]
+            active = active if is_deleting(rs) else self._scale(rs, model, ns, active, pods)
+            self._write_status(rs, len(active), sum(1 for p in active if is_pod_ready(p)), sum(
+                1 for p in active if model.selector.matches(p.get("metadata", {}).get("labels") or {})))
+            return None
+        rs_key = (ns, name)
+        uid = str(rs.get("metadata", {}).get("uid") or "")
+        active_count, _, _ = self._tallies.totals(rs_key, uid, model.selector, self._owned.get(rs_key, {}))
+        if not is_deleting(rs) and active_count != model.replicas:
+            pods = self.owned_pods(rs)
+            self._scale(rs, model, ns, [p for p in pods if is_active(p)], pods)
+        active_count, ready, labeled = self._tallies.totals(rs_key, uid, model.selector, self._owned.get(rs_key, {}))
+        self._write_status(rs, active_count, ready, labeled)
+        return None
+
+    def _scale(self, rs: dict[str, Any], model: api_workloads.ReplicaSet, ns: str,
+               active: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        want = model.replicas
+        if len(active) < want:
+            active.extend(self._create(rs, want - len(active), pods))
+        elif len(active) > want:
+            victims = sorted(active, key=deletion_rank)[: len(active) - want]
+            for pod in victims:
+                delete_quietly(self.cluster, "Pod", pod["metadata"]["name"], ns)
+            gone = {id(p) for p in victims}
+            active = [p for p in active if id(p) not in gone]
+        return active
+
+    def _write_status(self, rs: dict[str, Any], active: int, ready: int, labeled: int) -> None:
         update_status_if_changed(self.cluster, rs, {
-            "replicas": len(active),
-            "fullyLabeledReplicas": sum(
-                1 for p in active if selector.matches(p.get("metadata", {}).get("labels") or {})),
+            "replicas": active,
+            "fullyLabeledReplicas": labeled,
             "readyReplicas": ready,
             "availableReplicas": ready,
             "observedGeneration": rs.get("metadata", {}).get("generation", 0),
         })
-        return None
 
     def _create(self, rs: Mapping[str, Any], count: int,
                 existing: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -327,7 +368,7 @@ class ReplicaSetController:
                 name = generate_name(md["name"], self.rng, taken)
                 taken.add(name)
                 try:
-                    created.append(self.cluster.create(pod_from_template(rs, name, template)))
+                    created.append(self.cluster.create(pod_from_template(rs, name, template, copy_spec=False)))
                     break
                 except errors.AlreadyExists:
                     continue
@@ -350,6 +391,21 @@ class DeploymentController:
 
     def __init__(self, cluster: interface.Cluster) -> None:
         self.cluster = cluster
+        self._models: dict[tuple[str, str], tuple[str, api_workloads.Deployment, str]] = {}
+        """(namespace, name) -> (resourceVersion, model, template hash)."""
+
+    def _model(self, deploy: Mapping[str, Any]) -> tuple[api_workloads.Deployment, str]:
+        """The Deployment's model and template hash, computed again only when its resourceVersion changed."""
+        md = deploy.get("metadata", {})
+        key = (md.get("namespace") or "", str(md.get("name")))
+        rv = str(md.get("resourceVersion", ""))
+        hit = self._models.get(key)
+        if hit is not None and hit[0] == rv and rv:
+            return hit[1], hit[2]
+        model = api_workloads.Deployment.from_manifest(deploy)
+        hash_ = template_hash(model.template)
+        self._models[key] = (rv, model, hash_)
+        return model, hash_
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(
@@ -363,23 +419,22 @@ class DeploymentController:
 
     def reconcile(self, key: str) -> float | None:
         ns, name = split_key(key)
-        try:
-            deploy = self.cluster.get("Deployment", name, ns)
-        except errors.NotFound:
+        found = self.cluster.list("Deployment", ns, field_selector=f"metadata.name={name}")
+        if not found:
+            self._models.pop((ns, name), None)
             return None  # the cluster's garbage collector deletes the ReplicaSets it owned
+        deploy = found[0]
         owned = [rs for rs in self.cluster.list("ReplicaSet", ns) if is_controlled_by(rs, deploy)]
-        model = api_workloads.Deployment.from_manifest(deploy)
+        model, hash_ = self._model(deploy)
         if not is_deleting(deploy):
-            owned = self._sync(deploy, model, owned)
-        self._write_status(deploy, model, owned)
+            owned = self._sync(deploy, model, owned, hash_)
+        self._write_status(deploy, model, owned, hash_)
         return None
 
     def _sync(self, deploy: dict[str, Any], model: api_workloads.Deployment,
-              owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+              owned: list[dict[str, Any]], hash_: str) -> list[dict[str, Any]]:
         ns = deploy["metadata"].get("namespace") or ""
         want = model.replicas
-        template = model.template
-        hash_ = template_hash(template)
         current = next((rs for rs in owned if (rs["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH)
                         == hash_), None)
         result: list[dict[str, Any]] = []
@@ -426,8 +481,7 @@ class DeploymentController:
         }
 
     def _write_status(self, deploy: dict[str, Any], model: api_workloads.Deployment,
-                      owned: list[dict[str, Any]]) -> None:
-        hash_ = template_hash(model.template)
+                      owned: list[dict[str, Any]], hash_: str) -> None:
 
         def total(field: str, rss: Iterable[dict[str, Any]]) -> int:
             return sum(int((rs.get("status") or {}).get(field, 0) or 0) for rs in rss)

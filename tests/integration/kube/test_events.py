@@ -76,3 +76,26 @@ def test_an_unknown_event_type_is_invalid() -> None:
     recorder = events.EventRecorder(cluster, vclock, component="karpy")
     with pytest.raises(errors.Invalid):
         recorder.publish(builders.node("n1"), "Info", "Reason", "message")
+
+
+def test_a_recorder_remembers_only_the_most_recent_distinct_events_for_aggregation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(events, "CACHE_SIZE", 2)
+    cluster, vclock = builders.new_cluster()
+    node = cluster.create(builders.node("n1"))
+    recorder = events.EventRecorder(cluster, vclock)
+    first = recorder.normal(node, "A", "one")
+    vclock.advance(1)
+    recorder.normal(node, "B", "two")
+    vclock.advance(1)
+    assert recorder.normal(node, "A", "one")["count"] == 2  # still remembered: aggregated (and most recent now)
+    vclock.advance(1)
+    recorder.normal(node, "C", "three")  # B is the least recently used: forgotten
+    vclock.advance(1)
+    again = recorder.normal(node, "B", "two")
+    assert again["count"] == 1  # a fresh Event; A is now the least recently used and goes
+    vclock.advance(1)
+    assert recorder.normal(node, "C", "three")["count"] == 2
+    vclock.advance(1)
+    fresh = recorder.normal(node, "A", "one")
+    assert fresh["count"] == 1 and fresh["metadata"]["name"] != first["metadata"]["name"]

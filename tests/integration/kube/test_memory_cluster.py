@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from karpy import clock
-from karpy.kube import errors, interface, memory
+from karpy.kube import errors, interface, memory, memory_objects
 
 from . import builders
 
@@ -145,7 +145,7 @@ def test_update_bumps_generation_only_when_the_spec_changes() -> None:
     cluster.create(builders.node("n1"))
     obj = cluster.get("Node", "n1")
     obj["metadata"]["labels"] = {"a": "1"}
-    obj = cluster.update(obj)
+    obj = copy.deepcopy(cluster.update(obj))  # what a write returns is shared: copy to change it
     assert obj["metadata"]["generation"] == 1
     obj["spec"]["unschedulable"] = True
     obj = cluster.update(obj)
@@ -330,3 +330,57 @@ def test_meta_key_and_owner_helpers() -> None:
     assert ref is not None
     assert (ref["kind"], ref["name"], ref["uid"]) == ("ReplicaSet", "web", rs["metadata"]["uid"])
     assert interface.owner(builders.pod("bare")) is None
+
+
+def test_a_write_returns_the_stored_object_without_copying_it() -> None:
+    cluster, _ = builders.new_cluster()
+    created = cluster.create(builders.node("n1"))
+    patched = cluster.patch("Node", "n1", {"metadata": {"labels": {"a": "1"}}})
+    (listed,) = cluster.list("Node")
+    assert listed is patched
+    assert created is not patched and created["metadata"]["labels"] == {}
+
+
+def test_changing_what_a_write_returned_in_place_is_caught_by_the_shared_object_check() -> None:
+    cluster = memory.InMemoryCluster(clock.VirtualClock(), check_shared=True)
+    created = cluster.create(builders.node("n1"))
+    created["metadata"]["labels"]["mutated"] = "yes"
+    with pytest.raises(memory.SharedObjectMutatedError, match="changed in place"):
+        cluster.get("Node", "n1")
+    with pytest.raises(memory.SharedObjectMutatedError):
+        cluster.verify_shared()
+
+
+def test_the_shared_object_check_is_off_unless_asked_for() -> None:
+    cluster = memory.InMemoryCluster(clock.VirtualClock(), check_shared=False)
+    created = cluster.create(builders.node("n1"))
+    created["metadata"]["labels"]["mutated"] = "yes"
+    cluster.verify_shared()
+    assert cluster.get("Node", "n1")["metadata"]["labels"] == {"mutated": "yes"}
+
+
+def test_pods_of_one_controller_with_equal_specs_share_one_stored_spec_and_stay_independent() -> None:
+    cluster, _ = builders.new_cluster()
+    owner = cluster.create(builders.replicaset("rs", 2))
+    ref = interface.owner_reference(owner)
+    spec = {"containers": [{"name": "app", "image": "app:1"}]}
+    for name in ("a", "b"):
+        cluster.create({"kind": "Pod", "metadata": {"name": name, "ownerReferences": [ref]},
+                        "spec": copy.deepcopy(spec)})
+    a, b = cluster.get("Pod", "a"), cluster.get("Pod", "b")
+    assert cluster.list("Pod", field_selector="metadata.name=a")[0]["spec"] is \
+        cluster.list("Pod", field_selector="metadata.name=b")[0]["spec"]
+    cluster.patch("Pod", "a", {"spec": {"nodeName": "n1"}})
+    assert cluster.get("Pod", "a")["spec"]["nodeName"] == "n1"
+    assert "nodeName" not in cluster.get("Pod", "b")["spec"]
+    assert a["spec"] == b["spec"] == spec
+
+
+def test_copy_all_copies_deeply_and_keeps_what_the_originals_share_shared() -> None:
+    spec = {"containers": [{"name": "app"}]}
+    a = {"kind": "Pod", "metadata": {"name": "a"}, "spec": spec}
+    b = {"kind": "Pod", "metadata": {"name": "b"}, "spec": spec}
+    ca, cb = memory_objects.copy_all([a, b])
+    assert ca == a and cb == b
+    assert ca["spec"] is cb["spec"] and ca["spec"] is not spec
+    assert ca["spec"]["containers"][0] is not spec["containers"][0]

@@ -7,7 +7,10 @@ from karpy.simulator import chaos_scenario
 
 
 def test_six_hours_of_every_fault_break_no_invariant() -> None:
-    out = chaos_scenario.run(seed=1, hours=6.0)
+    # The seed picks the fault sequence; which faults fire depends on how many calls the controllers make.
+    # Seed 2 fires every kind listed below with the controllers of this version (seed 1 no longer draws
+    # an insufficient-capacity fault at launch since the loop makes fewer cloud calls).
+    out = chaos_scenario.run(seed=2, hours=6.0)
     assert out.violations == []
     assert out.unexpected_errors == 0, out.error_lines
     for fault in ("restart", "iceAtLaunch", "cloudThrottle", "conflict", "lostResponse", "nodeNotReady"):

@@ -42,8 +42,8 @@ def test_a_nodeclaim_pointing_at_a_node_group_instance_never_drains_its_node() -
         "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
         "metadata": {"name": "stale", "labels": {wk.NODEPOOL: "default"}},
         "spec": {"nodeClassRef": dict(builders.NODECLASS_REF), "requirements": []}})
-    created["status"] = {"providerID": group.provider_id}
-    world.cluster.update_status(created)
+    world.cluster.update_status({**created, "metadata": dict(created["metadata"]),
+                                 "status": {"providerID": group.provider_id}})
     world.at(3600)
     node = world.cluster.get("Node", "ng-1")
     assert not node["metadata"].get("deletionTimestamp")
