@@ -116,7 +116,7 @@ def pack(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements,
         best_val, best_eff, best_take = -1.0, -1.0, None
         target = -1
         for order in _orders(cap, shapes, value, alive):
-            val, take = _fill(cap, shapes, value, left, order)
+            val, take = patterns.greedy_fill(cap, shapes, value, left, order)
             eff = val / price
             i = int(np.lexsort((-val, -eff))[0])
             if eff[i] > best_eff or (eff[i] == best_eff and val[i] > best_val):
@@ -301,22 +301,3 @@ def _orders(cap: IntArray, reqs: IntArray, value: FloatArray, alive: IntArray) -
     density = value[alive][None, :] / np.maximum(share, 1e-12)
     orders.append(alive[np.argsort(-density, axis=1, kind="stable")])
     return orders
-
-
-def _fill(cap: IntArray, reqs: IntArray, value: FloatArray, left: IntArray,
-          order: IntArray) -> tuple[FloatArray, IntArray]:
-    """Greedy fill of one hypothetical node per candidate type, shapes taken in ``order``."""
-    m = len(cap)
-    rem = cap.copy()
-    val = np.zeros(m)
-    take = np.zeros((m, len(reqs)), dtype=np.int64)
-    rows = np.arange(m)
-    for j in range(order.shape[1]):
-        c = order[:, j]
-        r = reqs[c]
-        per = np.where(r > 0, rem // np.maximum(r, 1), 1 << 40)
-        k = np.maximum(np.minimum(per.min(axis=1), left[c]), 0)
-        rem -= k[:, None] * r
-        val += k * value[c]
-        take[rows, c] += k
-    return val, take

@@ -229,7 +229,7 @@ def greedy_pricing(cap: IntArray, price: FloatArray, reqs: IntArray, counts: Int
         best_val = np.zeros(m)
         best_take = np.zeros((m, len(reqs)), dtype=np.int64)
         for order in orders:
-            val, take = _fill(cap, reqs, u, counts, order)
+            val, take = greedy_fill(cap, reqs, u, counts, order)
             better = val > best_val
             best_val[better] = val[better]
             best_take[better] = take[better]
@@ -239,9 +239,10 @@ def greedy_pricing(cap: IntArray, price: FloatArray, reqs: IntArray, counts: Int
     return price_out
 
 
-def _fill(cap: IntArray, reqs: IntArray, value: FloatArray, left: IntArray,
+def greedy_fill(cap: IntArray, reqs: IntArray, value: FloatArray, left: IntArray,
           order: IntArray) -> tuple[FloatArray, IntArray]:
-    """Greedy fill of one node per type, shapes taken in ``order`` (types x shapes)."""
+    """Greedy fill of one node per type, shapes taken in ``order`` (types x shapes); shapes of no
+    value are skipped. Returns the value and the pod counts per type."""
     m = len(cap)
     rem = cap.copy()
     val = np.zeros(m)
