@@ -155,7 +155,8 @@ class DisruptionController:
         # NodeClasses are watched too: a NodeClass change is a (cloud) drift change, seen at the next
         # pass rather than at the periodic DRIFT_RECHECK
         return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[
-            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._on_nodepool),
+            ("Pod", runtime.only(self.on_pod)), ("Node", self._bump), ("NodeClaim", self._bump),
+            ("NodePool", self._on_nodepool),
             *((kind, self._bump) for kind in self.nodeclass_kinds)])
 
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
