@@ -7,7 +7,8 @@ keeps the objects as the cluster hands them out (shared, read-only) and parses e
 :mod:`karpy.api` model lazily, at most once per ``resourceVersion``. An object that does not parse
 is logged once per version and left out of every typed view; it never breaks the cache.
 
-Indexes: pods by ``spec.nodeName``, unbound pods, Nodes and NodeClaims by ``providerID``.
+Indexes: pods by ``spec.nodeName``, unbound pods, Nodes and NodeClaims by ``providerID``, NodeClaims
+without a ``providerID`` (:meth:`synced` is Karpenter's ``Cluster.Synced``: every NodeClaim launched).
 
 What it produces for the scheduling core (:mod:`karpy.provisioning.scheduler`):
 
@@ -94,8 +95,13 @@ class ClusterState:
         self._pod_node: dict[str, str] = {}
         self._node_by_pid: dict[str, str] = {}
         self._claim_by_pid: dict[str, str] = {}
+        self._unlaunched: set[str] = set()
+        """NodeClaims whose ``status.providerID`` is not set yet."""
         self._pods_on: dict[str, list[pod_mod.Pod]] = {}
         """Node name -> its parsed pods, dropped on any event of a pod bound (or once bound) to it."""
+        self._pods_serial: dict[str, int] = {}
+        """Node name -> the serial number of its ``_pods_on`` list (a new one for each list built)."""
+        self._next_serial = 0
         self._bins: dict[str, tuple[Any, Any, Any, results.ExistingNode]] = {}
         """Node name -> (node object, NodeClaim object, pods list, its bin), reused while all three hold."""
         self._unsubscribe: list[interface.Unsubscribe] = []
@@ -151,6 +157,7 @@ class ClusterState:
                 self._bins.pop(key, None)
                 if not self._pods_by_node.get(key):
                     self._pods_on.pop(key, None)
+                    self._pods_serial.pop(key, None)
             return
         store[key] = obj
         self._index(kind, key, obj)
@@ -169,6 +176,8 @@ class ClusterState:
             pid = str((obj.get("status") or {}).get("providerID") or "")
             if pid:
                 self._claim_by_pid[pid] = key
+            else:
+                self._unlaunched.add(key)
 
     def _unindex(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
         if kind == "Pod":
@@ -184,6 +193,7 @@ class ClusterState:
             if pid and self._node_by_pid.get(pid) == key:
                 del self._node_by_pid[pid]
         elif kind == "NodeClaim":
+            self._unlaunched.discard(key)
             pid = str((obj.get("status") or {}).get("providerID") or "")
             if pid and self._claim_by_pid.get(pid) == key:
                 del self._claim_by_pid[pid]
@@ -279,6 +289,16 @@ class ClusterState:
     def nodeclaim_name_for_provider_id(self, provider_id: str) -> str | None:
         return self._claim_by_pid.get(provider_id) if provider_id else None
 
+    def synced(self) -> bool:
+        """Karpenter's ``Cluster.Synced`` once the informers have synced: every NodeClaim has a
+        provider ID (none is still being launched, whose instance type, zone and capacity are not
+        known yet). The disruption controller makes no decision until it holds."""
+        return not self._unlaunched
+
+    def unlaunched(self) -> list[str]:
+        """The NodeClaims without a provider ID yet, by name."""
+        return sorted(self._unlaunched)
+
     def nodeclaim_for_node(self, node_name: str) -> nodeclaim_mod.NodeClaim | None:
         """The NodeClaim whose ``status.providerID`` is the node's (``None`` for unmanaged nodes)."""
         obj = self._objects["Node"].get(node_name)
@@ -300,6 +320,8 @@ class ClusterState:
                 if p is not None:
                     cached.append(p)
             self._pods_on[node_name] = cached
+            self._next_serial += 1
+            self._pods_serial[node_name] = self._next_serial
         return list(cached)
 
     def _node_pods(self, node_name: str) -> list[pod_mod.Pod]:
@@ -307,6 +329,12 @@ class ClusterState:
         the node's pods did not change)."""
         self.pods_on(node_name)
         return self._pods_on[node_name]
+
+    def node_pods(self, node_name: str) -> tuple[list[pod_mod.Pod], int]:
+        """:meth:`pods_on` without the copy (the list is shared and read-only) and its serial
+        number, which changes whenever a pod bound to the node does (and only then)."""
+        pods = self._node_pods(node_name)
+        return pods, self._pods_serial[node_name]
 
     def is_pending(self, key: str) -> bool:
         """Whether pod ``key`` is provisionable now (see :func:`is_provisionable`)."""
