@@ -137,6 +137,15 @@ def order_candidates(snap: snapshot_mod.ClusterSnapshot,
     return sorted(cands, key=key)
 
 
+def _room(snap: snapshot_mod.ClusterSnapshot) -> prefilter.Room:
+    """The snapshot's free capacity (:func:`prefilter.free_capacity`), once per snapshot: the
+    single-node, multi-node and many-to-many methods of one pass share it (none changes it)."""
+    room: prefilter.Room | None = snap.__dict__.get("_room")
+    if room is None:
+        room = snap.__dict__["_room"] = prefilter.free_capacity(snap)
+    return room
+
+
 def consolidates_underutilized(pool: nodepool_mod.NodePool) -> bool:
     d = pool.disruption
     return d.consolidation_policy == nodepool_mod.WHEN_EMPTY_OR_UNDERUTILIZED and d.consolidate_after is not None
@@ -293,7 +302,7 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
     each candidate tried was not consolidated.
     """
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
-    free = prefilter.free_capacity(snap)
+    free = _room(snap)
     simulations = 0
     for c in _eligible(snap, cands, REASON_UNDERUTILIZED):
         if simulations >= MAX_SINGLE_NODE_SIMULATIONS:
@@ -323,7 +332,7 @@ def multi_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mo
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
     ordered = _within_budget(_eligible(snap, cands, REASON_UNDERUTILIZED), budget, MAX_MULTI_CANDIDATES)
     best: Command | None = None
-    free = prefilter.free_capacity(snap)
+    free = _room(snap)
     lo, hi = 2, len(ordered)
     while lo <= hi:
         mid = (lo + hi) // 2
@@ -354,7 +363,7 @@ def many_to_many(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
         if len(group) < MAX_MULTI_CANDIDATES:
             group.append(c)
     best: Command | None = None
-    free = prefilter.free_capacity(snap)
+    free = _room(snap)
     for pool_name, group in sorted(by_pool.items()):
         if len(group) < 2:
             continue

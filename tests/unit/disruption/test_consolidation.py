@@ -8,7 +8,7 @@ from karpy import settings as settings_mod
 from karpy.api import labels as wk
 from karpy.api import pod
 from karpy.cloudprovider import instancetype
-from karpy.disruption import candidates, consolidation, milp, snapshot
+from karpy.disruption import candidates, consolidation, milp, prefilter, snapshot
 from karpy.provisioning import results, scheduler
 
 from ..provisioning import builders as pb
@@ -290,3 +290,23 @@ def test_the_milp_improves_on_the_schedulers_re_pack() -> None:
     assert improved.savings_per_hour > plain.savings_per_hour + 0.05
     assert sorted(p.key for c in improved.replacements for p in c.pods) == sorted(p.key for p in MIXED)
     pb.expect_claims_hold_their_pods(results.Results(new_claims=list(improved.replacements)))
+
+
+def test_one_pass_of_the_three_methods_computes_the_snapshot_s_free_capacity_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    computed: list[object] = []
+    real = prefilter.free_capacity
+
+    def counting(snap: snapshot.ClusterSnapshot) -> prefilter.Room:
+        computed.append(snap)
+        return real(snap)
+
+    monkeypatch.setattr(prefilter, "free_capacity", counting)
+    snap, cands = repack_cluster(1.40)
+    assert consolidation.single_node(snap, cands, DEFAULTS) is None
+    assert consolidation.multi_node(snap, cands, DEFAULTS) is None
+    assert consolidation.many_to_many(snap, cands, DEFAULTS) is not None
+    assert computed == [snap]
+    fresh, fresh_cands = repack_cluster(1.40)  # a new snapshot (a new pass) computes its own
+    assert consolidation.single_node(fresh, fresh_cands, DEFAULTS) is None
+    assert computed == [snap, fresh]
