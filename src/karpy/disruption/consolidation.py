@@ -103,9 +103,12 @@ class Refusal:
 def pod_disruption_cost(p: pod_mod.Pod) -> float:
     """How much evicting ``p`` hurts: 1, plus its deletion cost and priority, scaled down."""
     cost = 1.0
-    with contextlib.suppress(ValueError):
-        cost += int(p.annotations.get(DELETION_COST_ANNOTATION, "0")) / 2.0**27
-    cost += (p.priority or 0) / 2.0**25
+    raw = p.annotations.get(DELETION_COST_ANNOTATION)
+    if raw is not None:  # most pods have none: no parsing, no exception handling
+        with contextlib.suppress(ValueError):
+            cost += int(raw) / 2.0**27
+    if p.priority:
+        cost += p.priority / 2.0**25
     return max(-10.0, min(10.0, cost))
 
 
@@ -126,14 +129,16 @@ def disruption_cost(c: candidates_mod.Candidate, now: float) -> float:
 def order_candidates(snap: snapshot_mod.ClusterSnapshot,
                      cands: Sequence[candidates_mod.Candidate]) -> list[candidates_mod.Candidate]:
     """Cheapest to disrupt first; ties: older node first, then by name."""
-    costs: dict[str, float] = snap.__dict__.setdefault("_disruption_costs", {})  # once per snapshot
+    # each candidate's sort key once per snapshot: the methods of one pass order the same candidates
+    keys: dict[str, tuple[float, float, str]] = snap.__dict__.setdefault("_disruption_keys", {})
 
     def key(c: candidates_mod.Candidate) -> tuple[float, float, str]:
-        created = c.node.metadata.creation_timestamp
-        cost = costs.get(c.name)
-        if cost is None:
-            cost = costs[c.name] = disruption_cost(c, snap.now)
-        return cost, created if created is not None else math.inf, c.name
+        found = keys.get(c.name)
+        if found is None:
+            created = c.node.metadata.creation_timestamp
+            found = keys[c.name] = (disruption_cost(c, snap.now), created if created is not None else math.inf,
+                                    c.name)
+        return found
     return sorted(cands, key=key)
 
 

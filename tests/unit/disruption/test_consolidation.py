@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from karpy import settings as settings_mod
@@ -310,3 +312,19 @@ def test_one_pass_of_the_three_methods_computes_the_snapshot_s_free_capacity_onc
     fresh, fresh_cands = repack_cluster(1.40)  # a new snapshot (a new pass) computes its own
     assert consolidation.single_node(fresh, fresh_cands, DEFAULTS) is None
     assert computed == [snap, fresh]
+
+
+def test_a_pod_s_disruption_cost_reads_its_deletion_cost_and_priority_and_ignores_a_bad_annotation() -> None:
+    plain = running("plain", "n0")
+    assert consolidation.pod_disruption_cost(plain) == 1.0
+
+    def annotated(value: str, priority: int | None = None) -> pod.Pod:
+        p = running("a", "n0", priority=priority)
+        md = dataclasses.replace(p.metadata, annotations={consolidation.DELETION_COST_ANNOTATION: value})
+        return dataclasses.replace(p, metadata=md)
+
+    assert consolidation.pod_disruption_cost(annotated(str(2**27))) == 2.0
+    assert consolidation.pod_disruption_cost(annotated("not-a-number")) == 1.0
+    assert consolidation.pod_disruption_cost(annotated("0", priority=2**25)) == 2.0
+    assert consolidation.pod_disruption_cost(annotated(str(-(2**31)))) == -10.0  # clamped
+    assert consolidation.pod_disruption_cost(running("p", "n0", priority=-(2**25))) == 0.0
