@@ -16,21 +16,32 @@ A caller may rely on:
 * Input that cannot be converted raises :class:`karpy.api.errors.ValidationError` naming object,
   path (in the *old* manifest), expected and found.
 * Objects already in the newest version pass through unchanged, without warnings.
+
+The karpenter.sh kinds are converted here; the NodeClass kinds (AWSNodeTemplate, EC2NodeClass
+v1beta1, AKSNodeClass v1alpha2 and a Provisioner's inline ``provider``) in
+:mod:`karpy.api.conversion_nodeclass`; :class:`Context` and :class:`Result` are
+:mod:`karpy.api.conversion_result`'s, named here too.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import json
-import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import duration, errors, fields, labels, meta, nodeclaim, nodeclass, nodepool
-
-log = logging.getLogger("karpy.api.conversion")
+from karpy.api import (
+    conversion_nodeclass,
+    conversion_result,
+    duration,
+    errors,
+    fields,
+    labels,
+    meta,
+    nodeclaim,
+    nodeclass,
+    nodepool,
+)
 
 SUPPORTED_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
     (labels.GROUP, "NodePool"): ("v1", "v1beta1"),
@@ -45,44 +56,15 @@ SUPPORTED_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
 
 KARPENTER_GROUPS = (labels.GROUP, labels.AWS_GROUP, labels.AZURE_GROUP)
 V1_NODEPOOL = "karpenter.sh/v1"
-V1_EC2 = nodeclass.EC2_API_VERSION
-_AMI_ID_KEYS = ("aws::ids", "aws-ids")
-_V1BETA1_HOP_LIMIT = 2
+V1_EC2 = conversion_nodeclass.V1_EC2
 _MACHINE_CONDITIONS = {"MachineLaunched": "Launched", "MachineRegistered": "Registered",
                        "MachineInitialized": "Initialized", "MachineDrifted": "Drifted",
                        "MachineEmpty": "Empty", "MachineExpired": "Expired"}
 
-_logged: set[str] = set()
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What a conversion may need to know about the other objects of the same input.
-
-    ``node_classes`` maps a NodeClass name to its ``(group, kind)`` so a v1beta1 ``nodeClassRef``
-    without a kind is resolved to the class actually given; ``expire_after`` maps a NodePool name
-    to its v1 ``expireAfter`` text for NodeClaims converted from Machines or v1beta1 NodeClaims.
-    ``default_instance_profile`` is Karpenter v0.x's ``aws.defaultInstanceProfile`` setting.
-    """
-
-    node_classes: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    expire_after: Mapping[str, str] = field(default_factory=dict)
-    default_instance_profile: str | None = None
-
-
-@dataclass(slots=True)
-class Result:
-    manifests: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    identity_from_settings: set[str] = field(default_factory=set)
-    """Names of generated EC2NodeClasses whose IAM identity was left to global settings."""
-
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
-        if message not in _logged:
-            _logged.add(message)
-            log.warning("%s", message)
-
+Context = conversion_result.Context
+"""What a conversion may need to know about the other objects of the same input."""
+Result = conversion_result.Result
+"""What one conversion produced: the v1 manifests and one warning per changed field."""
 
 def split_api_version(api_version: str) -> tuple[str, str]:
     """``"karpenter.sh/v1"`` -> ``("karpenter.sh", "v1")``; ``"v1"`` -> ``("", "v1")``."""
@@ -124,17 +106,6 @@ def convert(doc: Mapping[str, Any], ctx: Context | None = None) -> Result:
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-def _metadata(f: fields.Fields) -> dict[str, Any]:
-    md = copy.deepcopy(dict(f.sub("metadata").data))
-    md.pop("namespace", None)  # every Karpenter object is cluster-scoped
-    md.pop("managedFields", None)
-    return md
-
-
-def _name(f: fields.Fields) -> str:
-    return f.sub("metadata").str("name") or "(unnamed)"
 
 
 def _requirements(f: fields.Fields, key: str, obj: str, result: Result, where: str) -> list[dict[str, Any]]:
@@ -191,11 +162,11 @@ def _seconds(f: fields.Fields, key: str) -> str | None:
 
 def _nodepool_v1beta1(f: fields.Fields, ctx: Context, result: Result) -> None:
     obj = f.obj
-    name = _name(f)
+    name = conversion_result.name_of(f)
     where = f"NodePool {name} ({V1_NODEPOOL})"
     spec_f = f.sub("spec")
     spec = copy.deepcopy(dict(spec_f.data))
-    md = _metadata(f)
+    md = conversion_result.metadata_of(f)
     tmpl_f = spec_f.sub("template")
     tspec_f = tmpl_f.sub("spec")
     template = copy.deepcopy(dict(tmpl_f.data))
@@ -270,14 +241,15 @@ def _nodeclaim_common(
 
 def _nodeclaim_v1beta1(f: fields.Fields, ctx: Context, result: Result) -> None:
     obj = f.obj
-    where = f"NodeClaim {_name(f)} ({V1_NODEPOOL})"
+    where = f"NodeClaim {conversion_result.name_of(f)} ({V1_NODEPOOL})"
     spec_f = f.sub("spec")
     ref: dict[str, str] | None = None
     if spec_f.has("nodeClassRef"):
         ref = _node_class_ref(spec_f, "nodeClassRef", ctx, obj=obj, result=result, where=where)
     out = _nodeclaim_common(
         f, ctx, result, where, requirements=_requirements(spec_f, "requirements", obj, result, where),
-        ref=ref, kubelet=_kubelet(spec_f, "kubelet", obj, result), md=_metadata(f), default_expire="720h",
+        ref=ref, kubelet=_kubelet(spec_f, "kubelet", obj, result), md=conversion_result.metadata_of(f),
+        default_expire="720h",
     )
     if f.has("status"):
         out["status"] = copy.deepcopy(dict(f.sub("status").data))
@@ -289,9 +261,9 @@ def _nodeclaim_v1beta1(f: fields.Fields, ctx: Context, result: Result) -> None:
 
 def _machine_v1alpha5(f: fields.Fields, ctx: Context, result: Result) -> None:
     obj = f.obj
-    name = _name(f)
+    name = conversion_result.name_of(f)
     where = f"NodeClaim {name} ({V1_NODEPOOL})"
-    md = _metadata(f)
+    md = conversion_result.metadata_of(f)
     md_labels = dict(md.get("labels") or {})
     if labels.PROVISIONER_NAME in md_labels:
         md_labels[labels.NODEPOOL] = md_labels.pop(labels.PROVISIONER_NAME)
@@ -327,10 +299,10 @@ def _machine_v1alpha5(f: fields.Fields, ctx: Context, result: Result) -> None:
 
 def _provisioner_v1alpha5(f: fields.Fields, ctx: Context, result: Result) -> None:
     obj = f.obj
-    name = _name(f)
+    name = conversion_result.name_of(f)
     where = f"NodePool {name} ({V1_NODEPOOL})"
     spec_f = f.sub("spec")
-    md = _metadata(f)
+    md = conversion_result.metadata_of(f)
     requirements = _requirements(spec_f, "requirements", obj, result, where)
     keys = {labels.NORMALIZED_LABELS.get(str(r.get("key")), str(r.get("key"))) for r in requirements}
     if labels.CAPACITY_TYPE not in keys:
@@ -409,8 +381,9 @@ def _provisioner_v1alpha5(f: fields.Fields, ctx: Context, result: Result) -> Non
     if has_provider:
         nc_name = name
         nc_where = f"EC2NodeClass {nc_name} ({V1_EC2})"
-        nc_spec = _aws_template_spec(spec_f.sub("provider"), ctx, result, obj=obj, name=nc_name,
-                                     where=nc_where, version="karpenter.sh/v1alpha5")
+        nc_spec = conversion_nodeclass.aws_template_spec(spec_f.sub("provider"), ctx, result, obj=obj,
+                                                         name=nc_name, where=nc_where,
+                                                         version="karpenter.sh/v1alpha5")
         if kubelet is not None:
             nc_spec["kubelet"] = kubelet
             result.warn(f"{obj}: spec.kubeletConfiguration (karpenter.sh/v1alpha5) is now spec.kubelet on "
@@ -439,134 +412,12 @@ def _provisioner_v1alpha5(f: fields.Fields, ctx: Context, result: Result) -> Non
     result.manifests.insert(0, {"apiVersion": V1_NODEPOOL, "kind": "NodePool", "metadata": md, "spec": spec})
 
 
-# --- AWS node templates --------------------------------------------------------------------------
-
-
-def _selector_terms(
-    f: fields.Fields, key: str, result: Result, *, obj: str, where: str, version: str, new_key: str,
-    ami: bool = False,
-) -> list[dict[str, Any]]:
-    # (str() copies: fields.Fields' annotations name its own str method, which mypy cannot read)
-    tags: dict[str, str] = {str(k): str(v) for k, v in f.str_map(key).items()}
-    if not tags:
-        return []
-    terms: list[dict[str, Any]] = []
-    ids: list[str] = []
-    for id_key in _AMI_ID_KEYS:
-        if id_key in tags:
-            ids.extend(i.strip() for i in tags.pop(id_key).split(",") if i.strip())
-    name = tags.pop("aws::name", None) if ami else None
-    owners = [o.strip() for o in tags.pop("aws::owners", "").split(",") if o.strip()] if ami else []
-    if ids:
-        terms.extend({"id": i} for i in ids)
-        if tags or name or owners:
-            result.warn(f"{obj}: {f.at(key)} mixes ids with other keys; the ids alone select in "
-                        f"spec.{new_key} of {where}")
-    elif name or owners:
-        for owner in owners or [""]:
-            term: dict[str, Any] = {}
-            if name:
-                term["name"] = name
-            if owner:
-                term["owner"] = owner
-            if tags:
-                term["tags"] = dict(tags)
-            terms.append(term)
-    elif tags:
-        terms.append({"tags": tags})
-    result.warn(f"{obj}: {f.at(key)} ({version}) is now spec.{new_key} {json.dumps(terms)} on {where}")
-    return terms
-
-
-def _aws_template_spec(
-    f: fields.Fields, ctx: Context, result: Result, *, obj: str, name: str, where: str, version: str
-) -> dict[str, Any]:
-    """An EC2NodeClass v1 spec from a v1alpha1 AWSNodeTemplate spec or a v1alpha5 inline provider."""
-    if f.has("launchTemplate"):
-        raise f.fail("launchTemplate", "no launchTemplate: Karpenter v1 builds its own launch templates; "
-                     "move its settings (AMI, user data, disks, security groups) into the EC2NodeClass",
-                     f.raw("launchTemplate"))
-    family = f.str("amiFamily") or "AL2"
-    if family == "Ubuntu":
-        raise f.fail("amiFamily", "one of " + ", ".join(nodeclass.AMI_FAMILIES)
-                     + " (Karpenter v1 dropped Ubuntu; use Custom with amiSelectorTerms)", family)
-    spec: dict[str, Any] = {"amiFamily": family}
-    terms = functools.partial(_selector_terms, f, result=result, obj=obj, where=where, version=version)
-    ami_terms = terms("amiSelector", new_key="amiSelectorTerms", ami=True)
-    if not ami_terms:
-        if family == "Custom":
-            raise f.fail("amiSelector", "an amiSelector when amiFamily is Custom", None)
-        ami_terms = [{"alias": f"{family.lower()}@latest"}]
-        result.warn(f"{obj}: {f.at('amiFamily')}={family} without amiSelector ({version}) is now "
-                    "spec.amiSelectorTerms "
-                    f"[{{alias: {family.lower()}@latest}}] on {where}")
-    spec["amiSelectorTerms"] = ami_terms
-    spec["subnetSelectorTerms"] = terms("subnetSelector", new_key="subnetSelectorTerms")
-    spec["securityGroupSelectorTerms"] = terms("securityGroupSelector", new_key="securityGroupSelectorTerms")
-    profile = f.str("instanceProfile") or ctx.default_instance_profile
-    if profile:
-        spec["instanceProfile"] = profile
-    else:
-        result.identity_from_settings.add(name)
-        result.warn(f"{obj}: no instanceProfile: Karpenter v0.x used its aws.defaultInstanceProfile setting; "
-                    f"set spec.role or spec.instanceProfile on {where}")
-    for key in ("tags", "userData", "context", "detailedMonitoring", "blockDeviceMappings"):
-        if f.has(key):
-            spec[key] = copy.deepcopy(f.raw(key))
-    mo = dict(copy.deepcopy(f.sub("metadataOptions").data))
-    mo.setdefault("httpPutResponseHopLimit", _V1BETA1_HOP_LIMIT)
-    spec["metadataOptions"] = mo
-    return spec
-
-
-def _awsnodetemplate_v1alpha1(f: fields.Fields, ctx: Context, result: Result) -> None:
-    name = _name(f)
-    where = f"EC2NodeClass {name} ({V1_EC2})"
-    spec = _aws_template_spec(f.sub("spec"), ctx, result, obj=f.obj, name=name, where=where,
-                              version="karpenter.k8s.aws/v1alpha1")
-    result.warn(f"AWSNodeTemplate {name} (karpenter.k8s.aws/v1alpha1) is now {where}")
-    result.manifests.append({"apiVersion": V1_EC2, "kind": nodeclass.EC2_KIND, "metadata": _metadata(f),
-                             "spec": spec})
-
-
-def _ec2nodeclass_v1beta1(f: fields.Fields, ctx: Context, result: Result) -> None:
-    name = _name(f)
-    where = f"EC2NodeClass {name} ({V1_EC2})"
-    spec_f = f.sub("spec")
-    spec = copy.deepcopy(dict(spec_f.data))
-    family = spec_f.str("amiFamily")
-    if family == "Ubuntu":
-        raise spec_f.fail("amiFamily", "one of " + ", ".join(nodeclass.AMI_FAMILIES)
-                          + " (Karpenter v1 dropped Ubuntu; use Custom with amiSelectorTerms)", family)
-    if not spec_f.list("amiSelectorTerms") and family and family != "Custom":
-        alias = f"{family.lower()}@latest"
-        spec["amiSelectorTerms"] = [{"alias": alias}]
-        result.warn(f"{f.obj}: spec.amiFamily={family} without amiSelectorTerms (karpenter.k8s.aws/v1beta1) "
-                    f"is now spec.amiSelectorTerms [{{alias: {alias}}}] on {where}")
-    mo = dict(copy.deepcopy(spec_f.sub("metadataOptions").data))
-    if "httpPutResponseHopLimit" not in mo:
-        mo["httpPutResponseHopLimit"] = _V1BETA1_HOP_LIMIT
-    spec["metadataOptions"] = mo
-    result.manifests.append({"apiVersion": V1_EC2, "kind": nodeclass.EC2_KIND, "metadata": _metadata(f),
-                             "spec": spec, **({"status": copy.deepcopy(f.raw("status"))} if f.has("status")
-                                              else {})})
-
-
-def _aksnodeclass_v1alpha2(f: fields.Fields, ctx: Context, result: Result) -> None:
-    name = _name(f)
-    out = copy.deepcopy(dict(f.data))
-    out["apiVersion"] = nodeclass.AKS_API_VERSION
-    result.warn(f"AKSNodeClass {name} (karpenter.azure.com/v1alpha2) is now AKSNodeClass {name} "
-                f"({nodeclass.AKS_API_VERSION}) with the same fields")
-    result.manifests.append(out)
-
-
 _CONVERTERS = {
     (labels.GROUP, "NodePool", "v1beta1"): _nodepool_v1beta1,
     (labels.GROUP, "NodeClaim", "v1beta1"): _nodeclaim_v1beta1,
     (labels.GROUP, "Provisioner", "v1alpha5"): _provisioner_v1alpha5,
     (labels.GROUP, "Machine", "v1alpha5"): _machine_v1alpha5,
-    (labels.AWS_GROUP, "AWSNodeTemplate", "v1alpha1"): _awsnodetemplate_v1alpha1,
-    (labels.AWS_GROUP, "EC2NodeClass", "v1beta1"): _ec2nodeclass_v1beta1,
-    (labels.AZURE_GROUP, "AKSNodeClass", "v1alpha2"): _aksnodeclass_v1alpha2,
+    (labels.AWS_GROUP, "AWSNodeTemplate", "v1alpha1"): conversion_nodeclass.awsnodetemplate_v1alpha1,
+    (labels.AWS_GROUP, "EC2NodeClass", "v1beta1"): conversion_nodeclass.ec2nodeclass_v1beta1,
+    (labels.AZURE_GROUP, "AKSNodeClass", "v1alpha2"): conversion_nodeclass.aksnodeclass_v1alpha2,
 }

@@ -50,6 +50,8 @@ class Fields:
 
     def str(self, key: str, default: str | None = None, *, required: bool = False) -> str | None:
         value = self.data.get(key)
+        if type(value) is builtins.str:  # the common case first
+            return value
         if value is None:
             if required:
                 raise self.fail(key, "a string", None)
@@ -97,6 +99,9 @@ class Fields:
             raise self.fail(key, "a mapping of strings", value)
         out: dict[builtins.str, builtins.str] = {}
         for k, v in value.items():
+            if type(k) is builtins.str and type(v) is builtins.str:
+                out[k] = v
+                continue
             if v is None or isinstance(v, Mapping | list):
                 raise errors.ValidationError.single(self.obj, f"{self.at(key)}.{k}", "a string", v)
             out[str(k)] = "true" if v is True else "false" if v is False else str(v)

@@ -96,12 +96,14 @@ class ObjectMeta:
     deletion_timestamp: float | None = None
 
     @classmethod
-    def parse(cls, f: fields.Fields, *, namespaced: bool) -> ObjectMeta:
+    def parse(cls, f: fields.Fields, *, namespaced: bool, shared: bool = False) -> ObjectMeta:
         """Read the ``metadata`` mapping ``f``.
 
         ``name`` is required unless ``generateName`` is given, in which case the prefix is the
         name. A namespaced object without a namespace lands in ``default`` (as ``kubectl apply``
-        does); a cluster-scoped object's namespace is always ``""``.
+        does); a cluster-scoped object's namespace is always ``""``. ``shared``: nobody changes
+        ``f``'s mappings in place (a stored object of the cluster), so labels and annotations that
+        hold only strings are kept as they are instead of copied.
         """
         name = f.str("name")
         if not name:
@@ -116,8 +118,8 @@ class ObjectMeta:
             name=name,
             namespace=namespace,
             uid=f.str("uid") or "",
-            labels=f.str_map("labels"),
-            annotations=f.str_map("annotations"),
+            labels=_str_map(f, "labels", shared),
+            annotations=_str_map(f, "annotations", shared),
             finalizers=tuple(f.str_list("finalizers")),
             owner_references=owners,
             resource_version=f.str("resourceVersion") or "",
@@ -162,6 +164,15 @@ class ObjectMeta:
         if self.deletion_timestamp is not None:
             out["deletionTimestamp"] = clock.rfc3339(self.deletion_timestamp)
         return out
+
+
+def _str_map(f: fields.Fields, key: str, shared: bool) -> Mapping[str, str]:
+    """``f.str_map(key)``, or with ``shared`` the mapping itself when it holds only strings."""
+    if shared:
+        value = f.data.get(key)
+        if type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items()):
+            return value
+    return f.str_map(key)
 
 
 def object_name(kind: str, d: Mapping[str, Any]) -> str:

@@ -61,7 +61,7 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, state, termination
     from karpy.controllers import nodepool_counter as nodepool_counter  # own line: fewer merge conflicts
     from karpy.disruption import controller as disruption_controller
-    from karpy.kube import events
+    from karpy.kube import events, interface
     from karpy.observability import metrics as metrics_mod
 
     settings = settings if settings is not None else settings_mod.Settings()
@@ -74,7 +74,8 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         cost = getattr(cloud, "cost_per_hour", None)
         if callable(cost):
             metrics.attach(cost=cost)
-        cluster.watch("Pod", metrics_mod.PodStartupRecorder(metrics, clock).handle)
+        cluster.watch("Pod", interface.Filtered(metrics_mod.PodStartupRecorder(metrics, clock).handle,
+                                                interface.MESSAGES_ONLY))
     cache = offerings.UnavailableOfferings(clock, settings.ice_cache_ttl)
     built = Controllers(
         state=cluster_state, recorder=recorder, metrics=metrics, offerings=cache,

@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from karpy.api import meta, podspec, workloads
+from karpy.api import meta, workloads
 from karpy.api import node as node_mod
 from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import nodepool as nodepool_mod
@@ -29,7 +29,7 @@ from karpy.api import pod as pod_mod
 PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "Node": node_mod.Node.from_manifest,
     "NodeClaim": nodeclaim_mod.NodeClaim.from_manifest,
-    "Pod": pod_mod.Pod.from_manifest,
+    "Pod": pod_mod.Pod.from_stored,
     "NodePool": nodepool_mod.NodePool.from_manifest,
     "DaemonSet": workloads.DaemonSet.from_manifest,
     "PodDisruptionBudget": workloads.PodDisruptionBudget.from_manifest,
@@ -43,22 +43,19 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
     if kind == "Pod" and _only_node_name_changed(spec, before.get("spec")):
         f = meta.reader("Pod", obj)  # a binding: everything but spec.nodeName is the parsed spec
         metadata = _same_metadata(obj, before, model.metadata)
-        pod_status = f.sub("status")  # as Pod.from_manifest reads it
+        phase, conditions = pod_mod.read_status(f.sub("status"))
         return dataclasses.replace(
-            model, metadata=metadata if metadata is not None else meta.ObjectMeta.parse(f.sub("metadata"),
-                                                                                        namespaced=True),
-            node_name=f.sub("spec").str("nodeName") or None, phase=pod_status.str("phase", "Pending") or "Pending",
-            conditions=tuple(podspec.PodCondition.parse(c) for c in pod_status.items("conditions")))
+            model, metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
+                f.sub("metadata"), namespaced=True, shared=True),
+            node_name=f.sub("spec").str("nodeName") or None, phase=phase, conditions=conditions)
     if spec is None or spec is not before.get("spec"):
         return PARSERS[kind](obj)
     if kind == "Pod":
         metadata = _same_metadata(obj, before, model.metadata)
         if metadata is None:
-            return model.refreshed(obj)
-        pod_status = meta.reader("Pod", obj).sub("status")  # as Pod.refreshed reads it
-        return dataclasses.replace(
-            model, metadata=metadata, phase=pod_status.str("phase", "Pending") or "Pending",
-            conditions=tuple(podspec.PodCondition.parse(c) for c in pod_status.items("conditions")))
+            return model.refreshed(obj, stored=True)
+        phase, conditions = pod_mod.read_status(meta.reader("Pod", obj).sub("status"))
+        return dataclasses.replace(model, metadata=metadata, phase=phase, conditions=conditions)
     if kind == "NodeClaim":
         f = meta.reader(nodeclaim_mod.KIND, obj)
         status = obj.get("status")

@@ -12,6 +12,8 @@ queue of due work items ``(due_time, seq, controller, key)``:
 - ``next_due()`` tells a driver when the next work is due.
 - ``calls`` (:mod:`karpy.controllers.cloudcalls`) is how controllers run cloud calls: inline by
   default, a bounded thread pool under the real-time driver (:mod:`karpy.controllers.realtime`).
+- a watch's mapper wrapped by :func:`only` says what it ignores (e.g. a status write that only
+  rewords a condition's message); the cluster may then skip calling it.
 
 Two drivers use the same Manager and the same controllers: the simulator advances a
 ``VirtualClock`` to ``next_due()`` (merged with its own world events); a real deployment sleeps on
@@ -34,6 +36,13 @@ log = logging.getLogger("karpy.controllers")
 
 Mapper = Callable[[str, dict[str, Any]], Iterable[str]]
 """(event type, object) -> keys to reconcile."""
+
+
+def only(mapper: Mapper, watch_filter: interface.WatchFilter = interface.MESSAGES_ONLY) -> Mapper:
+    """``mapper`` for a watch that cares only about the events ``watch_filter`` wants (by default all
+    but a rewording of conditions' messages): the cluster may skip the others
+    (:meth:`karpy.kube.interface.Cluster.watch`), so ``mapper`` must not depend on them."""
+    return interface.Filtered(mapper, watch_filter)
 
 
 def by_name(_event: str, obj: dict[str, Any]) -> Iterable[str]:
@@ -79,7 +88,11 @@ class Manager:
             raise ValueError(f"controller {controller.name!r} registered twice")
         self.controllers[controller.name] = controller
         for kind, mapper in controller.watches:
-            self.cluster.watch(kind, self._watch_handler(controller.name, mapper))
+            if isinstance(mapper, interface.Filtered):  # the cluster may skip what the mapper ignores
+                self.cluster.watch(kind, interface.Filtered(self._watch_handler(controller.name, mapper.fn),
+                                                            mapper.watch_filter))
+            else:
+                self.cluster.watch(kind, self._watch_handler(controller.name, mapper))
 
     def _watch_handler(self, name: str, mapper: Mapper) -> Callable[[str, dict[str, Any]], None]:
         def handle(event: str, obj: dict[str, Any]) -> None:

@@ -121,7 +121,7 @@ class Termination:
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [
-            ("NodeClaim", self._map_claim), ("Node", self._map_node), ("Pod", self._map_pod)])
+            ("NodeClaim", self._map_claim), ("Node", self._map_node), ("Pod", runtime.only(self._map_pod))])
 
     # -------------------------------------------------------------------------------- watches
 

@@ -34,6 +34,11 @@ drift, emptiness times; nodes the provisioner nominated for pending pods are not
       (logged, kept in :attr:`DisruptionController.dropped`). While a command waits for
       validation or for its replacements, no other method starts.
 
+While cluster state is not synced (:meth:`karpy.controllers.state.ClusterState.synced`: a NodeClaim
+has no provider ID yet, it is still being launched), a pass only does expiration and looks again
+:data:`UNSYNCED_RETRY` seconds later, as Karpenter's loop waits for ``Cluster.Synced``: no drift
+marking, no candidates, no method (a queued consolidation command is validated once synced).
+
 Commands are carried out by :class:`karpy.disruption.orchestrator.Orchestrator` (taint, pre-spin
 replacements, wait until they are initialized, delete the candidates; key :data:`QUEUE_KEY`).
 Nodes karpy does not own are never candidates. When consolidation finds nothing, it is not tried
@@ -78,6 +83,9 @@ QUEUE_KEY = "queue"
 INTERVAL = 10.0
 RECHECK = 300.0
 """Seconds after which consolidation is tried again even though nothing changed."""
+UNSYNCED_RETRY = 1.0
+"""Seconds after which a pass skipped for an unsynced cluster state (a NodeClaim still launching) is
+tried again (Karpenter's disruption controller requeues after a second)."""
 DISRUPTED_TAINT = orchestrator.DISRUPTED_TAINT
 BUDGET_BLOCKED = observation.BUDGET_BLOCKED
 NOMINATED = observation.NOMINATED
@@ -147,7 +155,8 @@ class DisruptionController:
         # NodeClasses are watched too: a NodeClass change is a (cloud) drift change, seen at the next
         # pass rather than at the periodic DRIFT_RECHECK
         return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[
-            ("Pod", self.on_pod), ("Node", self._bump), ("NodeClaim", self._bump), ("NodePool", self._on_nodepool),
+            ("Pod", runtime.only(self.on_pod)), ("Node", self._bump), ("NodeClaim", self._bump),
+            ("NodePool", self._on_nodepool),
             *((kind, self._bump) for kind in self.nodeclass_kinds)])
 
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
@@ -202,6 +211,12 @@ class DisruptionController:
             return INTERVAL  # nothing changed and no deadline passed: the last pass still holds
         revision = self._revision
         self.expire(now)
+        if not self.state.synced():
+            # Karpenter's disruption loop decides nothing until cluster state is synced (no NodeClaim
+            # still being launched): candidates and simulations would miss that capacity
+            if self.manager is None and self.orchestrator.busy():
+                self.orchestrator.reconcile()
+            return UNSYNCED_RETRY
         obs = self.observe(now)
         if self.manager is None and self.orchestrator.busy():
             self.orchestrator.reconcile()

@@ -8,9 +8,10 @@ about drift; the decision itself is :func:`karpy.disruption.drift.drift_reason` 
   with karpy's, instead of calling it drifted;
 * otherwise computes the claim's drift reason (NodePool hash, requirements no longer met, the cloud's
   :meth:`~karpy.cloudprovider.interface.CloudProvider.is_drifted`), cached while the claim's spec,
-  labels and annotations, its Node's labels, its NodePool and the NodeClasses are unchanged (a status
-  write other than the provider and image IDs does not count) and at most :data:`DRIFT_RECHECK`
-  seconds (a cloud's images change on their own);
+  labels and annotations, its Node's labels on keys the NodePool's requirements name, its NodePool's
+  spec and annotations and the NodeClasses are unchanged (a status write, the claim's other than the
+  provider and image IDs, or the NodePool's counts, does not count) and at most
+  :data:`DRIFT_RECHECK` seconds (a cloud's images change on their own); claims gone are forgotten;
 * writes the ``Drifted`` condition when it changed, and returns NodeClaim name -> reason.
 
 A caller may rely on: a NodeClass kind the API server does not serve counts as no NodeClass; a claim
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.api import nodeclaim, nodepool
+from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import lifecycle, state
 from karpy.disruption import drift
@@ -39,6 +40,27 @@ DRIFT_RECHECK = 1800.0
 NodeClassHash = Callable[[nodepool.NodePool], tuple[str, str] | None]
 
 
+def pool_version(pool: nodepool.NodePool) -> tuple[str, int | str, Any]:
+    """What of ``pool`` drift reads changes only with this: its spec (``metadata.generation``, which
+    the API server bumps on every spec change and only then; the resourceVersion where it is unset)
+    and its annotations. A status write (the NodePool's counts and conditions) does not change it."""
+    md = pool.metadata
+    return (md.uid, md.generation or md.resource_version, md.annotations)
+
+
+def _label_keys_read(pool: nodepool.NodePool) -> frozenset[str]:
+    """The node label keys requirements drift can read for ``pool``: its requirements' keys and
+    every key that normalizes to another (a legacy zone or arch label stands for the current one)."""
+    keys = {r.key for r in pool.template.spec.requirements}
+    keys.update(labels.NORMALIZED_LABELS)
+    keys.update(labels.NORMALIZED_LABELS.values())
+    return frozenset(keys)
+
+
+def _rv(obj: Mapping[str, Any] | None) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "") if obj is not None else ""
+
+
 class DriftMarker:
     """See the module docstring."""
 
@@ -51,7 +73,8 @@ class DriftMarker:
         self.cloud = cloud
         self.nodeclass_kinds = tuple(nodeclass_kinds)
         self.nodeclass_hash = nodeclass_hash
-        self._drift_cache: dict[str, tuple[Any, str | None]] = {}
+        self._drift_cache: dict[str, tuple[str, str, Any, Any, str | None]] = {}
+        """NodeClaim -> (its resourceVersion, its Node's, its NodePool's version, what drift read, the reason)."""
 
     def mark(self, pools: Mapping[str, nodepool.NodePool]) -> dict[str, str]:
         """Set or clear the ``Drifted`` condition of every launched claim; NodeClaim -> reason."""
@@ -59,9 +82,24 @@ class DriftMarker:
         # a cached answer holds while the claim, its node, its NodePool and the NodeClasses are
         # unchanged, and at most DRIFT_RECHECK seconds (the cloud's images change on their own)
         epoch = (self._cloud_epoch(), int(self.clock.now() // DRIFT_RECHECK))
+        versions = {name: pool_version(pool) for name, pool in pools.items()}
+        keys: dict[str, frozenset[str]] = {}
+        seen: dict[str, tuple[str, str, Any, Any, str | None]] = {}
         for claim in self.state.nodeclaims():
             pool = pools.get(claim.nodepool_name or "")
             if pool is None or claim.metadata.deletion_timestamp is not None or not claim.status.provider_id:
+                continue
+            node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
+            # the same stored versions of the claim and its node as at the last pass (whose Drifted
+            # write, if any, made a new claim version): the same answer, nothing to write
+            claim_rv = _rv(self.state.raw("NodeClaim", claim.name))
+            node_rv = _rv(self.state.raw("Node", node_name)) if node_name else ""
+            cached = self._drift_cache.get(claim.name)
+            if cached is not None and cached[0] == claim_rv and cached[1] == node_rv and claim_rv \
+                    and cached[2] == versions[pool.name] and cached[3][-1] == epoch:
+                seen[claim.name] = cached
+                if cached[4] is not None:
+                    out[claim.name] = cached[4]
                 continue
             if drift.needs_restamp(claim):
                 try:
@@ -72,24 +110,29 @@ class DriftMarker:
                     continue
                 continue  # a re-stamped claim is not drifted by the hash; look again next loop
             node_labels: Mapping[str, str] = {}
-            node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
             n = self.state.node(node_name) if node_name else None
             if n is not None:
                 node_labels = n.labels
-            # what drift reads: the claim's spec, labels and annotations, its node's labels (a status
-            # write, a heartbeat, changes none of them), the NodePool, the NodeClasses, the time
+            read = keys.get(pool.name)
+            if read is None:
+                read = keys[pool.name] = _label_keys_read(pool)
+            # what drift reads: the claim's spec, labels and annotations, the node's labels over the
+            # claim's on keys the NodePool's requirements name (a status write, a heartbeat, the node
+            # registering with the claim's labels or getting the initialized label change none of
+            # them), the NodePool's spec, the NodeClasses, the time
+            merged = {**claim.metadata.labels, **node_labels}
             key = (claim.metadata.uid, claim.spec, claim.metadata.labels, claim.metadata.annotations,
-                   claim.status.provider_id, claim.status.image_id, node_labels, pool.metadata.resource_version,
-                   epoch)
-            cached = self._drift_cache.get(claim.name)
-            if cached is not None and cached[0] == key:
-                reason = cached[1]
+                   claim.status.provider_id, claim.status.image_id,
+                   tuple(sorted((k, v) for k, v in merged.items() if k in read)), epoch)
+            if cached is not None and cached[3] == key and cached[2] == versions[pool.name]:
+                reason = cached[4]
             else:
                 reason = drift.drift_reason(claim, pool, node_labels, self._cloud_drift(claim))
-                self._drift_cache[claim.name] = (key, reason)
+            seen[claim.name] = (claim_rv, node_rv, versions[pool.name], key, reason)
             if reason is not None:
                 out[claim.name] = reason
             self._write_drifted(claim, reason)
+        self._drift_cache = seen  # claims gone, deleting or no longer of a NodePool are forgotten
         return out
 
     def _cloud_epoch(self) -> int:

@@ -49,6 +49,11 @@ BUDGET_BLOCKED = "No allowed disruptions due to blocking budget"
 
 InstanceTypes = Callable[[Sequence[nodepool.NodePool]], Mapping[str, Sequence[instancetype.InstanceType]]]
 NodeRow = tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]
+_Row = tuple[tuple[str, str, int, Any], "candidates.Candidate | str", bool]
+
+
+def _rv(obj: dict[str, Any] | None) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "") if obj is not None else ""
 
 
 @dataclass
@@ -95,6 +100,27 @@ class Observer:
         self.last_pod_event: dict[str, float] = {}
         """Node name -> time of the last event of a non-daemon pod bound to it."""
         self._unconsolidatable: dict[str, str] = {}
+        self._rows: dict[str, _Row] = {}
+        """Node name -> the versions its last candidate verdict was computed from, and the verdict."""
+        self._last_pdbs: list[candidates.Pdb] = []
+
+    def _candidate(self, rows: dict[str, _Row], row: tuple[str, str, int, Any], n: node.Node,
+                   claim: nodeclaim.NodeClaim | None, pool: nodepool.NodePool | None, pods: list[pod.Pod],
+                   pdbs: list[candidates.Pdb], now: float, same_pdbs: bool) -> candidates.Candidate | str:
+        """:func:`candidates.candidate` of one node, computed again only when the Node, its NodeClaim,
+        its pods, its NodePool's spec or the PDBs changed, or a pod's do-not-disrupt duration may
+        have run out (a verdict that depends on the time is never reused)."""
+        cached = self._rows.get(n.name)
+        if cached is not None and same_pdbs and cached[0] == row and row[0] and not cached[2]:
+            result = cached[1]
+            if isinstance(result, candidates.Candidate) and pool is not None and result.nodepool is not pool:
+                result = candidates.Candidate(result.node, result.nodeclaim, pool, result.pods)  # a newer status
+            rows[n.name] = (row, result, False)
+            return result
+        result = candidates.candidate(n, claim, pool, pods, pdbs, now)
+        timed = any(p.metadata.annotations.get(labels.DO_NOT_DISRUPT) not in (None, "", "true") for p in pods)
+        rows[n.name] = (row, result, timed)
+        return result
 
     def observe(self, now: float) -> Observation:
         """Read the cluster: candidates, why the others are not, emptiness times, drift."""
@@ -114,6 +140,8 @@ class Observer:
         queued = self.orchestrator.candidate_nodes()
         protected = self.orchestrator.protected_claims()
         drifted_claims = self.drift_marker.mark(pools)
+        same_pdbs, self._last_pdbs = pdbs == self._last_pdbs, pdbs
+        rows: dict[str, _Row] = {}
         live: set[str] = set()
         for n in self.state.nodes():
             raw_node = self.state.raw("Node", n.name)
@@ -122,8 +150,9 @@ class Observer:
             live.add(n.name)
             obs.node_objs[n.name] = raw_node
             claim: nodeclaim.NodeClaim | None = self.state.nodeclaim_for_node(n.name) or claims_by_node.get(n.name)
-            pods = self.state.pods_on(n.name)
+            pods, pods_serial = self.state.node_pods(n.name)
             obs.nodes.append((n, claim, pods))
+            raw_claim = None
             if claim is not None:
                 raw_claim = self.state.raw("NodeClaim", claim.name)
                 if raw_claim is not None:
@@ -139,7 +168,9 @@ class Observer:
             if n.name in queued or (claim is not None and claim.name in protected):
                 continue
             pool = pools.get(pool_name) if pool_name else None
-            result = candidates.candidate(n, claim, pool, pods, pdbs, now)
+            row = (_rv(raw_node), _rv(raw_claim), pods_serial,
+                   drift_marking.pool_version(pool) if pool is not None else None)
+            result = self._candidate(rows, row, n, claim, pool, pods, pdbs, now, same_pdbs)
             if isinstance(result, str):
                 obs.why_not[n.name] = result
                 if pool is not None and emptiness.emptiness_enabled(pool) and n.name in obs.claim_objs:
@@ -154,6 +185,7 @@ class Observer:
                 continue
             obs.candidates[n.name] = result
             obs.since[n.name] = emptiness.empty_since(result.nodeclaim, self.last_pod_event.get(n.name))
+        self._rows = rows  # nodes gone (or not reached this pass) are forgotten
         for gone in set(self.last_pod_event) - live:
             del self.last_pod_event[gone]
         for gone in set(self._unconsolidatable) - live:

@@ -192,8 +192,103 @@ class Cluster(Protocol):
         Events are ADDED, MODIFIED and DELETED (``obj`` is the last state for DELETED). A
         handler MUST only record or enqueue work: it must not mutate ``obj`` and should not
         write to the cluster itself. Returns a function that stops the watch.
+
+        A :class:`Filtered` handler says which events it cares about; an implementation MAY skip
+        the others (never one the filter accepts) or deliver them all, so the handler must be
+        right either way.
         """
         ...
+
+
+# ----------------------------------------------------------------------------- watch filters
+
+STATUS = "status"
+CONDITION_MESSAGES = "conditionMessages"
+"""The parts of a change :attr:`WatchFilter.ignore` may name: ``"metadata"`` (but
+``resourceVersion``, which every write changes), ``"spec"``, ``"status"``, any other top-level field,
+and :data:`CONDITION_MESSAGES`: only the ``message`` of status conditions changed (a
+kube-scheduler saying why a pod is still pending in other words; ignoring ``"status"`` ignores
+this too)."""
+
+EVERY_EVENT = frozenset({ADDED, MODIFIED, DELETED})
+
+
+@dataclass(frozen=True, slots=True)
+class WatchFilter:
+    """What a watch handler cares about (:meth:`Cluster.watch`): the event types in ``events``, and
+    of MODIFIED events only those that changed something outside ``ignore`` (see :data:`STATUS`)."""
+
+    events: frozenset[str] = EVERY_EVENT
+    ignore: frozenset[str] = frozenset()
+
+    def wants(self, event: str, changed: frozenset[str] | None) -> bool:
+        """Whether an ``event`` that changed the parts ``changed`` (None: unknown) is wanted."""
+        if event not in self.events:
+            return False
+        if event != MODIFIED or changed is None or not self.ignore:
+            return True
+        ignored = self.ignore | {CONDITION_MESSAGES} if STATUS in self.ignore else self.ignore
+        return not changed or not changed <= ignored
+
+
+MESSAGES_ONLY = WatchFilter(ignore=frozenset({CONDITION_MESSAGES}))
+"""Every event but a status write that only reworded conditions' messages."""
+
+
+class Filtered:
+    """A watch handler (or a controller's mapper) with the :class:`WatchFilter` of what it cares about.
+
+    Calling it calls ``fn``; implementations that skip unwanted events read ``watch_filter``.
+    """
+
+    __slots__ = ("fn", "watch_filter")
+
+    def __init__(self, fn: Callable[[str, dict[str, Any]], Any], watch_filter: WatchFilter) -> None:
+        self.fn = fn
+        self.watch_filter = watch_filter
+
+    def __call__(self, event: str, obj: dict[str, Any]) -> Any:
+        return self.fn(event, obj)
+
+
+def changed_parts(old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[str]:
+    """The parts of an object a write changed, in :attr:`WatchFilter.ignore`'s terms."""
+    out: set[str] = set()
+    for key in old.keys() | new.keys():
+        before, after = old.get(key), new.get(key)
+        if before is after:
+            continue
+        if key == "metadata" and isinstance(before, Mapping) and isinstance(after, Mapping):
+            if any(before.get(k) != after.get(k) for k in before.keys() | after.keys() if k != "resourceVersion"):
+                out.add(key)
+        elif key == STATUS and isinstance(before, Mapping) and isinstance(after, Mapping):
+            if _messages_only(before, after):
+                out.add(CONDITION_MESSAGES)
+            elif before != after:
+                out.add(key)
+        elif before != after:
+            out.add(key)
+    return frozenset(out)
+
+
+def _messages_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """``after`` differs from ``before`` and only in its conditions' messages."""
+    if before.keys() != after.keys():
+        return False
+    for key, value in after.items():
+        old = before[key]
+        if value is old:
+            continue
+        if key != "conditions" or not isinstance(value, list) or not isinstance(old, list) \
+                or len(value) != len(old):
+            return False
+        for a, b in zip(old, value, strict=True):
+            if a is b:
+                continue
+            if not isinstance(a, Mapping) or not isinstance(b, Mapping) or a.keys() != b.keys() \
+                    or any(a[k] != b[k] for k in a if k != "message"):
+                return False
+    return before != after
 
 
 # ----------------------------------------------------------------------------- object helpers

@@ -41,7 +41,9 @@ and ``metadata.name=`` is a direct lookup. ``scanned`` counts the objects list f
 
 Watches. Notifications are queued at commit and delivered after the outer write finished, in
 write order; a handler that writes back does not recurse, its writes are delivered after the
-current ones. An exception from a handler is re-raised once the queue is drained.
+current ones. An exception from a handler is re-raised once the queue is drained. A
+:class:`karpy.kube.interface.Filtered` handler is not called for the events its filter does not
+want (what a write changed is worked out once per write, only when such a handler watches).
 """
 
 from __future__ import annotations
@@ -72,9 +74,13 @@ SharedObjectMutatedError = memory_objects.SharedObjectMutatedError
 
 
 class _Watcher:
-    __slots__ = ("active", "handler")
+    __slots__ = ("active", "handler", "only")
 
     def __init__(self, handler: interface.WatchHandler) -> None:
+        self.only: interface.WatchFilter | None = None
+        if isinstance(handler, interface.Filtered):  # call the function itself, skip what it ignores
+            self.only = handler.watch_filter
+            handler = handler.fn
         self.handler = handler
         self.active = True
 
@@ -103,7 +109,9 @@ class InMemoryCluster:
         self._objects: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
         self._idx = memory_gc.Indexes()
         self._watchers: dict[str, list[_Watcher]] = {}
-        self._pending: collections.deque[tuple[str, str, dict[str, Any]]] = collections.deque()
+        self._pending: collections.deque[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = \
+            collections.deque()
+        """Notifications to deliver: (kind, event type, object, the version it replaced)."""
         self._draining = False
         self._removed: collections.deque[dict[str, Any]] = collections.deque()
 
@@ -117,6 +125,15 @@ class InMemoryCluster:
     def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
         with self._lock:
             return copy_dict(self._seals.check(self._require(kind, name, namespace)))
+
+    def stored(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
+        """The stored ``kind`` object called ``name`` (shared, read-only, as ``list`` returns it), or None.
+
+        A write replaces the stored object, never changes it: ``stored(...) is obj`` says ``obj`` is current.
+        """
+        with self._lock:
+            found = self._lookup(kind, interface.scoped_namespace(kind, namespace), name)
+            return None if found is None else self._seals.check(found)
 
     def list(
         self,
@@ -404,7 +421,7 @@ class InMemoryCluster:
         else:
             self._idx.add(obj)
         self._seals.seal(obj)
-        self._pending.append((kind, event_type, obj))
+        self._pending.append((kind, event_type, obj, old))
 
     def _remove(self, obj: dict[str, Any]) -> None:
         kind, ns, name = interface.meta_key(obj)
@@ -417,7 +434,7 @@ class InMemoryCluster:
         final = dict(obj)
         final["metadata"] = dict(obj["metadata"])
         final["metadata"]["resourceVersion"] = str(self._revision)
-        self._pending.append((kind, interface.DELETED, final))
+        self._pending.append((kind, interface.DELETED, final, None))
         self._removed.append(final)
 
     def verify_shared(self) -> None:
@@ -462,10 +479,16 @@ class InMemoryCluster:
         failure: BaseException | None = None
         try:
             while self._pending:
-                kind, event_type, obj = self._pending.popleft()
+                kind, event_type, obj, old = self._pending.popleft()
+                changed: frozenset[str] | None = None
                 for watcher in (*self._watchers.get(kind, ()), *self._watchers.get("*", ())):
                     if not watcher.active:
                         continue
+                    if watcher.only is not None:
+                        if changed is None and old is not None and event_type == interface.MODIFIED:
+                            changed = interface.changed_parts(old, obj)
+                        if not watcher.only.wants(event_type, changed):
+                            continue
                     try:
                         watcher.handler(event_type, obj)
                     except Exception as exc:  # deliver the rest, then report the first failure
@@ -475,6 +498,36 @@ class InMemoryCluster:
             self._draining = False
         if failure is not None:
             raise failure
+
+    def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
+        """The ``pods/binding`` subresource: ``spec.nodeName`` and ``PodScheduled=True`` in ONE write.
+
+        One new resourceVersion and one MODIFIED watch event, as the API server's binding does.
+        The condition goes first in ``status.conditions`` (replacing any PodScheduled one), its
+        ``lastTransitionTime`` now on the cluster's clock. Raises NotFound if the pod is gone and
+        Conflict if it is already bound or being deleted. Returns the stored pod (read-only).
+        """
+        with self._lock:
+            old = self._seals.check(self._require("Pod", name, namespace))
+            bound = (old.get("spec") or {}).get("nodeName")
+            if bound:
+                raise errors.Conflict(f'pod {name} is already assigned to node "{bound}"',
+                                      kind="Pod", name=name, namespace=namespace)
+            if interface.is_terminating(old):
+                raise errors.Conflict(f"pod {name} is being deleted, cannot be assigned to a host",
+                                      kind="Pod", name=name, namespace=namespace)
+            new = dict(old)
+            new["metadata"] = dict(old["metadata"])
+            new["spec"] = {**(old.get("spec") or {}), "nodeName": node_name}
+            status = dict(old.get("status") or {})
+            scheduled = {"type": "PodScheduled", "status": "True",
+                         "lastTransitionTime": clock_mod.rfc3339(self.clock.now())}
+            status["conditions"] = [scheduled, *(c for c in status.get("conditions") or ()
+                                                 if c.get("type") != "PodScheduled")]
+            new["status"] = status
+            result = self._replace(old, new)
+            self._drain()
+            return result
 
 
 def new_cluster(clock: clock_mod.Clock, seed: int = 0) -> InMemoryCluster:

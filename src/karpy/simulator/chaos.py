@@ -14,7 +14,13 @@ controllers through a :class:`KarpyProcess` instead of wiring them straight onto
   random Ready node of karpy's going ``Ready=Unknown`` every ``nodes.notReadyEvery`` (the kubelet stops
   posting status; it stays so until the node is replaced);
 * pod faults are the world's (the simulated kubelet's ``startFailure``, counted here as ``podStartFailure``;
-  graceful termination in the in-memory cluster), set up by the engine.
+  graceful termination in the in-memory cluster), set up by the engine;
+* ``plan`` entries (:mod:`karpy.simulator.faultspec`) make one fault certain: from its moment the
+  kind's rate is 1 on the process's cluster or cloud (or for the next launch, ``neverRegisters``)
+  until that kind has fired, checked before and after every step of the process (so every call of
+  the step it fired in gets it: a burst), and across restarts; then the scenario's rate is back.
+  Nothing of the plan draws from the seed, so the random faults of a run with a plan are those of
+  the run without it until the first planned one fires.
 
 The world (kubelet, kube-scheduler, workload controllers, the simulated cloud) is not part of the
 process and never restarts. :attr:`KarpyProcess.injected` counts every fault by name;
@@ -23,6 +29,7 @@ process and never restarts. :attr:`KarpyProcess.injected` counts every fault by 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -61,6 +68,9 @@ class KarpyProcess:
         self._next_every = start + faults.restart_every if faults.restart_every else None
         self._next_not_ready = start + faults.not_ready_every if faults.not_ready_every else None
         self.not_ready_nodes: list[str] = []
+        self._plan = [(start + at, name) for at, name in faults.plan]
+        self._armed: dict[str, int] = {}
+        """Planned fault name -> its count when it was armed (armed until the count grows)."""
 
     # ----------------------------------------------------------------------------- process
 
@@ -109,10 +119,39 @@ class KarpyProcess:
         self._merge_counts()
         return dict(sorted(self.injected.items()))
 
+    # --------------------------------------------------------------------------------- plan
+
+    def _count_of(self, name: str) -> int:
+        return self.injected.get(name, 0) + sum(
+            src.get(name, 0) for src in (self.kube.injected if self.kube else {},
+                                         self.cloud.injected if self.cloud else {}))
+
+    def _arm_plan(self, now: float) -> None:
+        """Arm the plan entries now due, disarm those that fired, and set the rates to match."""
+        while self._plan and self._plan[0][0] <= now:
+            _, name = self._plan.pop(0)
+            if name not in self._armed:
+                self._armed[name] = self._count_of(name)
+                self.sim.note(f"planned fault {name}: armed until it fires")
+        for name, before in list(self._armed.items()):
+            if self._count_of(name) > before:
+                del self._armed[name]
+                self.sim.note(f"planned fault {name}: fired")
+        forced: dict[str, dict[str, Any]] = {"api": {}, "cloud": {}}
+        for name in self._armed:
+            layer, attr = faultspec.PLANNABLE[name]
+            if layer in forced:
+                forced[layer][attr] = 1.0
+        if self.kube is not None:
+            self.kube.faults = dataclasses.replace(self.faults.api, **forced["api"])
+        if self.cloud is not None:
+            self.cloud.faults = dataclasses.replace(self.faults.cloud, **forced["cloud"])
+
     # ------------------------------------------------------------------------------- faults
 
     def _launched(self, claim: nodeclaim.NodeClaim) -> None:
-        if self.faults.never_register and self.rng.random() < self.faults.never_register and \
+        forced = "neverRegisters" in self._armed and self._count_of("neverRegisters") == self._armed["neverRegisters"]
+        if (forced or (self.faults.never_register and self.rng.random() < self.faults.never_register)) and \
                 self.sim.kubelet.lose_registration(claim.status.provider_id):
             self.injected["neverRegisters"] = self.injected.get("neverRegisters", 0) + 1
 
@@ -147,6 +186,7 @@ class KarpyProcess:
         times = [t for t in (self.manager.next_due() if self.manager else None,
                              self.kube.next_relist() if self.kube else None,
                              self._restart_times[0] if self._restart_times else None,
+                             self._plan[0][0] if self._plan else None,
                              self._next_every, self._next_not_ready) if t is not None]
         return min(times) if times else None
 
@@ -164,7 +204,11 @@ class KarpyProcess:
         if self._next_not_ready is not None and self._next_not_ready <= now:
             self._next_not_ready = now + (self.faults.not_ready_every or 0.0)
             self._not_ready()
+        if self._armed or (self._plan and self._plan[0][0] <= now):
+            self._arm_plan(now)
         if self.kube is not None:
             self.kube.pump()
         if self.manager is not None:
             self.manager.run_due()
+        if self._armed:
+            self._arm_plan(now)

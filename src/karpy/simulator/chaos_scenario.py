@@ -6,7 +6,10 @@ whose pods are ``karpenter.sh/do-not-disrupt``), scale waves, spot interruptions
 NodePool's template changes), API and cloud errors, insufficient capacity at launch, lost and
 duplicated interruption messages, controller restarts, instances that never register and nodes
 going NotReady (repaired under the ``NodeRepair`` gate), pods failing to start and graceful pod
-termination. :func:`run` simulates it with
+termination. Whatever the seed draws, its ``plan`` makes each fault of :data:`PLANNED` certain at a
+named moment (:mod:`karpy.simulator.faultspec`), and restarts and NotReady nodes come at fixed
+moments, so every run exercises those kinds however many calls the controllers make. :func:`run`
+simulates it with
 :class:`karpy.simulator.invariants.Checker` sampling the world every ``sample_every`` virtual seconds.
 The last disruptive step is an hour before the end, so that the end state can be judged.
 """
@@ -18,6 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy.simulator import engine, invariants, scenario
+
+PLANNED: dict[str, int] = {"iceAtLaunch": 0, "neverRegisters": 0, "conflict": 300, "lostResponse": 600,
+                           "cloudThrottle": 900, "lostLaunchResponse": 1200}
+"""Fault kind -> seconds after the start from which the scenario's plan makes it certain (every one
+hits a call that is sure to come: the first launches are at the start, and the drift step replaces
+nodes later)."""
 
 
 def text(seed: int, hours: float = 6.0) -> str:
@@ -52,6 +61,7 @@ spec:
     restarts: {{at: [{rng.randint(300, 1800)}s], every: {rng.randint(5400, 9000)}s}}
     nodes: {{neverRegister: 0.05, notReadyEvery: {not_ready}s}}
     pods: {{startFailure: 0.05, gracefulTermination: true}}
+    plan: [{", ".join(f"{{at: {at}s, fault: {name}}}" for name, at in PLANNED.items())}]
   steps:
 {chr(10).join(steps)}
 ---

@@ -128,7 +128,7 @@ class DaemonSetController:
             reconcile=self.reconcile,
             watches=[
                 ("DaemonSet", runtime.by_name),
-                ("Pod", workloads.owner_mapper("DaemonSet")),
+                ("Pod", runtime.only(workloads.owner_mapper("DaemonSet"))),
                 ("Node", self._map_node),
             ],
         )

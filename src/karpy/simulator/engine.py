@@ -39,7 +39,7 @@ from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider.azure import nap
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
-from karpy.kube import errors, interface, memory, memory_objects
+from karpy.kube import errors, interface, memory
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.simulator import (
@@ -180,24 +180,24 @@ class Simulation:
         self._wired = False
         self.chaos: Any = None
         """The karpy process of a scenario with ``spec.faults`` (:mod:`karpy.simulator.chaos`)."""
-        self._node_classes: dict[tuple[str, str, str], fake_provider.NodeClass] = {}
+        self._node_classes: dict[tuple[str, str], tuple[dict[str, Any], fake_provider.NodeClass]] = {}
+        """(kind, name) -> (the stored object, its parse)."""
 
     # ------------------------------------------------------------------------------- wiring
 
     def _node_class(self, name: str) -> fake_provider.NodeClass | None:
-        """The NodeClass called ``name``, parsed once per resourceVersion."""
+        """The NodeClass called ``name``, parsed once per stored version."""
         for kind, parse in (("EC2NodeClass", nodeclass.EC2NodeClass.from_manifest),
                             ("AKSNodeClass", nodeclass.AKSNodeClass.from_manifest)):
-            found = self.cluster.list(kind, field_selector=f"metadata.name={name}")
-            if not found:
+            obj = self.cluster.stored(kind, name)
+            if obj is None:
                 continue
-            obj = found[0]
-            key = (kind, name, str(obj.get("metadata", {}).get("resourceVersion", "")))
+            key = (kind, name)
             cached = self._node_classes.get(key)
-            if cached is None:
-                cached = parse(obj)
+            if cached is None or cached[0] is not obj:  # stored objects change only by being replaced
+                cached = (obj, parse(obj))
                 self._node_classes[key] = cached
-            return cached
+            return cached[1]
         return None
 
     def wire(self) -> None:
@@ -206,8 +206,9 @@ class Simulation:
             return
         self._wired = True
         self.cluster.watch("Event", self._on_event)
-        self.cluster.watch("Pod", self._on_pod)
-        self.cluster.watch("Pod", metrics_mod.PodStartupRecorder(self.metrics, self.clock).handle)
+        self.cluster.watch("Pod", interface.Filtered(self._on_pod, interface.MESSAGES_ONLY))
+        self.cluster.watch("Pod", interface.Filtered(metrics_mod.PodStartupRecorder(self.metrics, self.clock).handle,
+                                                     interface.MESSAGES_ONLY))
         if self._karpy and self.scenario.faults.any:  # karpy as a process that faults hit (spec.faults)
             from karpy.simulator import chaos
 
@@ -409,11 +410,13 @@ class Simulation:
 
         for message in drains.stuck(self.cluster, self.clock.now()):
             self.note(message)
-        objects = {  # private copies; what the stored objects share (pods' specs) the copies share too
-            "nodes": memory_objects.copy_all(self.cluster.objects("Node")),
-            "nodeclaims": memory_objects.copy_all(self.cluster.objects("NodeClaim")),
-            "pods": memory_objects.copy_all(self.cluster.objects("Pod")),
-            "nodepools": memory_objects.copy_all(self.cluster.objects("NodePool")),
+        # the stored objects themselves, read-only: the store never changes them in place, so they stay
+        # this run's final state even if the cluster went on (a copy would double the run's memory)
+        objects = {
+            "nodes": self.cluster.objects("Node"),
+            "nodeclaims": self.cluster.objects("NodeClaim"),
+            "pods": self.cluster.objects("Pod"),
+            "nodepools": self.cluster.objects("NodePool"),
         }
         evs = [event_record(seq, t, obj, self.start)
                for seq, t, obj in sorted(self._events.values(), key=lambda e: e[0])]

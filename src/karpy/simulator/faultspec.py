@@ -32,6 +32,14 @@
         pods:           # the simulated kubelet (karpy.simulator.kubelet)
           startFailure: 0.05      # a bound pod fails to start (phase Failed, reason StartError)
           gracefulTermination: true  # deleted/evicted pods linger terminationGracePeriodSeconds
+        plan:           # a fault of one kind at a named moment, whatever the rates draw
+        - {at: 20m, fault: iceAtLaunch}
+
+A ``plan`` entry makes its fault certain: from ``at``, that kind's rate is 1 until it has fired
+(the next call it can hit gets it: the next launch for ``iceAtLaunch``, the next write for
+``conflict``; every such call in that same step of karpy's controllers gets it too, a burst), then
+the rate is the scenario's again. ``fault`` is one of :data:`PLANNABLE` (the
+names the run counts them under in ``faultsInjected``).
 
 :func:`read` validates all of it (rates between 0 and 1, durations) and raises
 :class:`karpy.api.errors.ValidationError` naming the path; unknown fields are errors with a
@@ -53,15 +61,27 @@ _API = {"conflict": "conflict", "throttle": "throttle", "serverError": "server_e
 _CLOUD = {"throttle": "throttle", "serverError": "server_error", "lostLaunch": "lost_launch",
           "iceAtLaunch": "ice_at_launch", "lostInterruption": "lost_interruption",
           "duplicateInterruption": "duplicate_interruption", "reorderInterruptions": "reorder_interruptions"}
+PLANNABLE: dict[str, tuple[str, str]] = {
+    "conflict": ("api", "conflict"), "throttle": ("api", "throttle"), "serverError": ("api", "server_error"),
+    "timeout": ("api", "timeout"), "lostResponse": ("api", "lost_response"), "readError": ("api", "read_error"),
+    "watchDrop": ("api", "watch_drop"),
+    "cloudThrottle": ("cloud", "throttle"), "cloudServerError": ("cloud", "server_error"),
+    "lostLaunchResponse": ("cloud", "lost_launch"), "iceAtLaunch": ("cloud", "ice_at_launch"),
+    "lostInterruption": ("cloud", "lost_interruption"), "duplicateInterruption": ("cloud", "duplicate_interruption"),
+    "reorderedInterruptions": ("cloud", "reorder_interruptions"),
+    "neverRegisters": ("nodes", "never_register"),
+}
+"""Fault name (as counted in ``faultsInjected``) -> (layer, the rate's attribute) for ``plan`` entries."""
 MODELS: dict[str, dict[str, str]] = {
     "Faults": {"api": "FaultsAPI", "cloud": "FaultsCloud", "restarts": "FaultsRestarts", "nodes": "FaultsNodes",
-               "pods": "FaultsPods"},
+               "pods": "FaultsPods", "plan": "list:FaultsPlan"},
     "FaultsAPI": {**{k: "float" for k in _API}, "relistAfter": "str", "watchDelay": "float", "delayFor": "str",
                   "watchReorder": "bool"},
     "FaultsCloud": {**{k: "float" for k in _CLOUD}, "iceFor": "str"},
     "FaultsRestarts": {"at": "list:str", "every": "str"},
     "FaultsNodes": {"neverRegister": "float", "notReadyEvery": "str"},
     "FaultsPods": {"startFailure": "float", "gracefulTermination": "bool"},
+    "FaultsPlan": {"at": "str", "fault": "str"},
 }
 
 
@@ -75,12 +95,14 @@ class Faults:
     not_ready_every: float | None = None
     start_failure: float = 0.0
     graceful_termination: bool = False
+    plan: tuple[tuple[float, str], ...] = ()
+    """``(seconds after the start, fault name)``, in time order (see the module docstring)."""
 
     @property
     def any(self) -> bool:
         return self.api.any or self.cloud.any or bool(self.restart_at) or self.restart_every is not None \
             or self.never_register > 0 or self.not_ready_every is not None or self.start_failure > 0 \
-            or self.graceful_termination
+            or self.graceful_termination or bool(self.plan)
 
 
 def _rate(f: fields.Fields, key: str) -> float:
@@ -132,7 +154,24 @@ def read(data: Any, obj: str, path: str = "spec.faults") -> Faults:
     return Faults(api=kube, cloud=cl, restart_at=tuple(sorted(at)), restart_every=_duration(restarts, "every"),
                   never_register=_rate(nodes, "neverRegister"), not_ready_every=_duration(nodes, "notReadyEvery"),
                   start_failure=_rate(pods, "startFailure"),
-                  graceful_termination=bool(pods.bool("gracefulTermination", False)))
+                  graceful_termination=bool(pods.bool("gracefulTermination", False)), plan=_plan(f))
+
+
+def _plan(f: fields.Fields) -> tuple[tuple[float, str], ...]:
+    out: list[tuple[float, str]] = []
+    for entry in f.items("plan"):
+        raw = entry.raw("at")
+        try:
+            at = duration.parse_duration(raw) if raw is not None else None
+        except duration.DurationError:
+            at = None
+        if at is None or at < 0:
+            raise entry.fail("at", "a duration such as 20m", raw)
+        fault = entry.str("fault")
+        if fault not in PLANNABLE:
+            raise entry.fail("fault", "one of " + ", ".join(sorted(PLANNABLE)), fault)
+        out.append((at, fault))
+    return tuple(sorted(out))
 
 
 def summary(faults: Faults) -> Mapping[str, Any]:

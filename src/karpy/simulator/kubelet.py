@@ -125,7 +125,7 @@ class SimulatedKubelet:
     def controllers(self) -> list[runtime.Controller]:
         return [
             runtime.Controller(NODE_CONTROLLER, self._reconcile_node, [("Node", self._map_node)]),
-            runtime.Controller(POD_CONTROLLER, self._reconcile_pod, [("Pod", self._map_pod)]),
+            runtime.Controller(POD_CONTROLLER, self._reconcile_pod, [("Pod", runtime.only(self._map_pod))]),
         ]
 
     def register(self, manager: runtime.Manager) -> None:

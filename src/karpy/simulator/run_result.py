@@ -49,7 +49,8 @@ class Result:
     until: float
     start: float
     objects: dict[str, list[dict[str, Any]]]
-    """``nodes``, ``nodeclaims``, ``pods``, ``nodepools`` -> objects as the API returns them."""
+    """``nodes``, ``nodeclaims``, ``pods``, ``nodepools`` -> objects as the API returns them: the final
+    stored objects of the run, shared and read-only (copy one before changing it)."""
     events: list[dict[str, Any]]
     """Every Event, in the order they were first published."""
     metrics: dict[str, Any]

@@ -47,7 +47,7 @@ class VolumeBinder:
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(CONTROLLER, self.reconcile, watches=[
-            ("PersistentVolumeClaim", self._map_claim), ("Pod", self._map_pod)])
+            ("PersistentVolumeClaim", self._map_claim), ("Pod", runtime.only(self._map_pod))])
 
     def register(self, manager: runtime.Manager) -> None:
         manager.register(self.controller())

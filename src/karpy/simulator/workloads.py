@@ -278,13 +278,13 @@ class ReplicaSetController:
         return runtime.Controller(
             name=REPLICASET_CONTROLLER,
             reconcile=self.reconcile,
-            watches=[("ReplicaSet", runtime.by_name), ("Pod", owner_mapper("ReplicaSet"))],
+            watches=[("ReplicaSet", runtime.by_name), ("Pod", runtime.only(owner_mapper("ReplicaSet")))],
         )
 
     def register(self, manager: runtime.Manager) -> None:
         """Register the controller; from now on its pods are found through an owner index."""
         self._owned = {}
-        manager.cluster.watch("Pod", self._index_pod)
+        manager.cluster.watch("Pod", interface.Filtered(self._index_pod, interface.MESSAGES_ONLY))
         for p in manager.cluster.list("Pod"):
             self._index_pod(interface.ADDED, p)
         manager.register(self.controller())

@@ -1,7 +1,6 @@
 """``karpy simulate`` runs the Azure provider against ``spec.cloud.endpointURL`` (the fake ARM service).
 
-The engine's ``endpointURL`` wiring (``karpy.simulator.real_cloud``) comes from the aws branch; this test
-runs once it is on main.
+The engine's ``endpointURL`` wiring is :mod:`karpy.simulator.real_cloud` (skipped only where it is missing).
 """
 
 from __future__ import annotations

@@ -275,6 +275,36 @@ def test_drift_is_asked_again_when_a_claim_s_labels_change_but_not_after_a_statu
     assert asked == [name]
 
 
+def test_drift_is_not_asked_again_after_a_nodepool_status_write_and_a_deleted_claim_is_forgotten() -> None:
+    w = b.make_world()
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("app"))
+    w.at(120.0)
+    assert w.karpy.disruption is not None
+    marker = w.karpy.disruption.drift_marker
+    asked: list[str] = []
+    ask = w.bridge.is_drifted
+
+    def counting(claim: nodeclaim.NodeClaim) -> str:
+        asked.append(claim.name)
+        return ask(claim)
+
+    w.bridge.is_drifted = counting  # type: ignore[method-assign]
+    (pool,) = w.cluster.list("NodePool")
+    name = pool["metadata"]["name"]
+    w.cluster.patch_status("NodePool", name, {"status": {"resources": {"cpu": "123"}}})
+    assert marker.mark({p.name: p for p in w.karpy.state.nodepools()}) == {}
+    assert asked == []  # the NodePool's counts are not what drift reads
+    (listed,) = w.nodeclaims()
+    w.cluster.patch("NodePool", name, {"spec": {"template": {"metadata": {"labels": {"team": "b"}}}}})
+    drifted = marker.mark({p.name: p for p in w.karpy.state.nodepools()})
+    assert drifted == {listed["metadata"]["name"]: "NodePoolDrifted"}
+    w.cluster.delete("NodeClaim", listed["metadata"]["name"])
+    w.cluster.patch("NodeClaim", listed["metadata"]["name"], {"metadata": {"finalizers": None}})
+    marker.mark({p.name: p for p in w.karpy.state.nodepools()})
+    assert marker._drift_cache == {}
+
+
 def test_a_bound_pod_is_re_read_as_a_full_parse_would() -> None:
     cluster, st = _state()
     cluster.create(b.pending_pod("web"))

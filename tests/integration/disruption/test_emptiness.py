@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from karpy import clock as clock_mod
 from karpy.api import labels
 from karpy.controllers import runtime
+from karpy.disruption import candidates
 from karpy.disruption import controller as disruption
 from karpy.kube import memory
 
@@ -98,6 +101,24 @@ def test_an_empty_node_is_disrupted_only_after_consolidate_after() -> None:
     assert {"key": labels.TAINT_DISRUPTED, "effect": "NoSchedule"} in node["spec"]["taints"]
     messages = {(e["involvedObject"]["kind"], e["message"]) for e in w.events("DisruptionTerminating")}
     assert messages == {("Node", "Disrupting Node: Empty/Delete"), ("NodeClaim", "Disrupting Node: Empty/Delete")}
+
+
+def test_no_node_is_disrupted_while_a_nodeclaim_is_still_launching() -> None:
+    w = World()
+    w.add_node("n1")
+    w.cluster.create({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "launching", "labels": {labels.NODEPOOL: "default"}},
+        "spec": {"requirements": [],
+                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+    })
+    assert not w.controller.state.synced()
+    w.run_for(120)
+    assert w.deleting_claims() == []  # Karpenter waits for cluster state to sync
+    w.cluster.patch_status("NodeClaim", "launching", {"status": {"providerID": "fake://launching"}})
+    assert w.controller.state.synced()
+    w.run_for(2)
+    assert w.deleting_claims() == ["n1"]  # looked at again within a second, n1 empty for long
 
 
 def test_emptiness_is_timed_from_the_last_pod_leaving_the_node() -> None:
@@ -196,3 +217,36 @@ def test_budgets_are_per_nodepool_a_frozen_pool_keeps_its_empty_nodes_while_anot
     remaining = sorted(o["metadata"]["name"] for o in w.cluster.list("NodeClaim"))
     assert remaining == ["f0", "f1", "f2"]
     assert any(e["involvedObject"]["name"] == "frozen" for e in w.events("DisruptionBlocked"))
+
+
+def test_a_candidate_verdict_is_computed_again_only_for_the_node_whose_pods_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    w = World()
+    for name in ("n1", "n2"):
+        w.add_node(name)
+    asked: list[str] = []
+    real = candidates.candidate
+
+    def counting(n: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(n.name)
+        return real(n, *args, **kwargs)
+
+    monkeypatch.setattr(candidates, "candidate", counting)
+    w.controller.observe(w.clock.now())
+    assert asked == ["n1", "n2"]
+    w.controller.observe(w.clock.now())
+    assert asked == ["n1", "n2"]  # nothing changed: the verdicts hold
+    w.add_pod("job", "n2", annotations={labels.DO_NOT_DISRUPT: "true"})
+    obs = w.controller.observe(w.clock.now())
+    assert asked == ["n1", "n2", "n2"]
+    assert sorted(obs.candidates) == ["n1"]
+    assert obs.why_not["n2"] == 'pod "default/job" has "karpenter.sh/do-not-disrupt" annotation'
+
+
+def test_a_do_not_disrupt_duration_is_looked_at_again_every_pass() -> None:
+    w = World()
+    w.add_node("n1")
+    w.add_pod("job", "n1", annotations={labels.DO_NOT_DISRUPT: "1m"})
+    assert "n1" not in w.controller.observe(w.clock.now()).candidates
+    w.clock.set(w.clock.now() + 61)
+    assert "n1" in w.controller.observe(w.clock.now()).candidates  # nothing changed but the time

@@ -57,7 +57,7 @@ from typing import Any
 
 from karpy import clock, settings
 from karpy.cloudprovider import errors, interface
-from karpy.cloudprovider.azure import bootstrap, clients, images, nap, pricing, provider
+from karpy.cloudprovider.azure import bootstrap, clients, images, launch, nap, pricing, provider
 from karpy.kube import errors as kube_errors
 from karpy.kube import interface as kube_interface
 
@@ -132,7 +132,7 @@ def _is_uuid(text: str) -> bool:
     return True
 
 
-def validate(config: provider.ClusterConfig) -> list[str]:
+def validate(config: launch.ClusterConfig) -> list[str]:
     """Every problem with the configuration, each naming the flag and environment variable to set
     (empty: the provider can launch nodes that join the cluster)."""
     out: list[str] = []
@@ -187,7 +187,7 @@ def validate(config: provider.ClusterConfig) -> list[str]:
             out.append(f"--node-identities / NODE_IDENTITIES must be user-assigned identity resource ids, "
                        f"not {identity!r}")
     try:
-        bootstrap.kube_binary_url(config.kubernetes_version or provider.DEFAULT_KUBERNETES_VERSION, "amd64")
+        bootstrap.kube_binary_url(config.kubernetes_version or launch.DEFAULT_KUBERNETES_VERSION, "amd64")
     except ValueError:
         out.append(f"KUBERNETES_VERSION must be like 1.31.2, not {config.kubernetes_version!r}")
     return out
@@ -203,7 +203,7 @@ def _kubernetes_version(cluster: kube_interface.Cluster, given: str) -> str:
         except Exception as exc:  # the adapter's own errors; the default below is logged
             log.warning("could not read the Kubernetes version from the API server: %s", exc)
     log.warning("Kubernetes version unknown (set KUBERNETES_VERSION); nodes bootstrap as %s",
-                provider.DEFAULT_KUBERNETES_VERSION)
+                launch.DEFAULT_KUBERNETES_VERSION)
     return ""
 
 
@@ -240,7 +240,7 @@ def _ca_bundle(options: Mapping[str, Any], cluster: kube_interface.Cluster) -> s
 
 
 def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, options: Mapping[str, Any],
-              environ: Mapping[str, str]) -> provider.ClusterConfig:
+              environ: Mapping[str, str]) -> launch.ClusterConfig:
     """The provider's configuration from settings, options and the environment (not yet validated)."""
     values = {key: _option(options, key, environ) for key in ENVIRONMENT}
     values["resource_group"] = values["resource_group"] or settings_.node_resource_group
@@ -253,7 +253,7 @@ def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, opt
     if clients.is_loopback_http(values["endpoint_url"]):
         for key, value in emulator_defaults(settings_.cluster_name, values["region"] or "eastus").items():
             values[key] = values[key] or value
-    return provider.ClusterConfig(
+    return launch.ClusterConfig(
         cluster_name=settings_.cluster_name, region=values["region"], resource_group=values["resource_group"],
         subnet_id=values["subnet_id"], cluster_endpoint=values["cluster_endpoint"],
         ssh_public_key=values["ssh_public_key"],

@@ -8,7 +8,10 @@ AKSNodeClass's ``maxPods``: they change allocatable), and answers:
 * :meth:`CatalogViews.view`: the types with the given offerings switched to ``available=False``
   (cached per kubelet configuration and set of unavailable offerings; a caller must not change it);
 * :meth:`CatalogViews.defined_keys`: the label keys the provider defines;
-* :meth:`CatalogViews.on_demand_prices`: each type's cheapest on-demand price.
+* :meth:`CatalogViews.on_demand_prices`: each type's cheapest on-demand price;
+* :meth:`CatalogViews.candidates`: :func:`karpy.cloudprovider.fake.capacity.candidates` over the
+  catalog, memoised per kubelet configuration, requirements and requests (the catalog of a kubelet
+  configuration never changes; capacity is not looked at there). The list is shared: do not change it.
 
 :class:`NodeClassReadiness` is the simulated cloud's NodeClass resolution: EC2NodeClass and
 AKSNodeClass are Ready (their status kept) unless a test made one not Ready; other kinds are not.
@@ -22,13 +25,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy.api import labels, nodeclass
+from karpy.api import labels, nodeclass, selectors
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import errors, instancetype, interface
 from karpy.cloudprovider.fake import capacity
 
 NodeClass = capacity.NodeClass
 MAX_VIEWS = 256
+MAX_CANDIDATE_LISTS = 512
 
 
 def kubelet_overrides(nc: NodeClass | None) -> dict[str, Any] | None:
@@ -62,6 +66,7 @@ class CatalogViews:
         self._views: dict[tuple[Any, frozenset[errors.OfferingKey]], list[instancetype.InstanceType]] = {}
         self._defined: frozenset[str] | None = None
         self._indexes: dict[Any, dict[str, instancetype.InstanceType]] = {}
+        self._candidates: dict[tuple[Any, ...], list[capacity.Candidate]] = {}
 
     def types(self, nc: NodeClass | None) -> list[instancetype.InstanceType]:
         key = kubelet_key(nc)
@@ -92,6 +97,26 @@ class CatalogViews:
     def on_demand_prices(self) -> dict[str, float]:
         return {it.name: min((o.price for o in it.offerings if o.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND),
                              default=0.0) for it in self.types(None)}
+
+    def candidates(self, nc: NodeClass | None, reqs: Sequence[selectors.NodeSelectorRequirement],
+                   requests: Mapping[str, int], region: str) -> list[capacity.Candidate]:
+        """The catalog's offerings for a NodeClaim of ``nc`` with ``reqs`` and ``requests``, cheapest
+        first (see :func:`capacity.candidates`; memoised, shared: do not change the list)."""
+        kubelet = kubelet_key(nc)
+        key = (kubelet, tuple(reqs), tuple(sorted(requests.items())), region)
+        cached = self._candidates.get(key)
+        if cached is not None:
+            return cached
+        types: Sequence[instancetype.InstanceType] = self.types(nc)
+        for req in reqs:  # the usual case: the scheduler lists the options
+            if req.key == labels.INSTANCE_TYPE and req.operator == "In":
+                index = self.index(nc)
+                types = [index[n] for n in sorted(set(req.values)) if n in index]
+        out = capacity.candidates(types, reqs, requests, region, self.defined_keys())
+        if len(self._candidates) >= MAX_CANDIDATE_LISTS:
+            self._candidates.clear()
+        self._candidates[key] = out
+        return out
 
     def view(self, nc: NodeClass | None, unavailable: frozenset[errors.OfferingKey]) -> list[instancetype.InstanceType]:
         """:meth:`types` with the ``unavailable`` offerings marked so (shared: do not change it)."""

@@ -135,16 +135,19 @@ class SimulatedCloud:
     def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
         self.settle()
         nc = self._node_class(claim.spec.node_class_ref)
-        types: Sequence[instancetype.InstanceType] = self.views.types(nc)
-        for req in claim.spec.requirements:  # the usual case: the scheduler lists the options
-            if req.key == labels.INSTANCE_TYPE and req.operator == "In":
-                index = self.views.index(nc)
-                types = [index[n] for n in sorted(set(req.values)) if n in index]
-        listed = {it.name: it for it in types}
-        if self.billing:
-            types = self.billing.price_types(types)
-        cands = capacity.candidates(types, claim.spec.requirements, claim.spec.resources_requests,
-                                    self.region, self.views.defined_keys())
+        spec = claim.spec
+        listed: dict[str, instancetype.InstanceType] = {}
+        if self.billing:  # prices depend on the commitments in use: computed each time
+            types: Sequence[instancetype.InstanceType] = self.views.types(nc)
+            for req in spec.requirements:  # the usual case: the scheduler lists the options
+                if req.key == labels.INSTANCE_TYPE and req.operator == "In":
+                    index = self.views.index(nc)
+                    types = [index[n] for n in sorted(set(req.values)) if n in index]
+            listed = {it.name: it for it in types}
+            cands = capacity.candidates(self.billing.price_types(types), spec.requirements,
+                                        spec.resources_requests, self.region, self.views.defined_keys())
+        else:
+            cands = self.views.candidates(nc, spec.requirements, spec.resources_requests, self.region)
         if not cands:
             raise errors.CreateError(
                 f"no offering of any instance type is compatible with NodeClaim {claim.name}'s "
