@@ -88,11 +88,10 @@ class ClusterState:
     def __init__(self, cluster: interface.Cluster) -> None:
         self.cluster = cluster
         self._objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in KINDS}
-        self._parsed: dict[tuple[str, str], tuple[Mapping[str, Any], Any, str]] = {}
-        """(kind, key) -> (the object parsed, its model, its resourceVersion)."""
+        self._parsed: dict[str, dict[str, tuple[Mapping[str, Any], Any]]] = {k: {} for k in KINDS}
+        """kind -> key -> (the object parsed, its model): one entry per stored object, dropped with it."""
         self._bad: dict[tuple[str, str], tuple[str, str]] = {}
         self._pods_by_node: dict[str, set[str]] = {}
-        self._pod_node: dict[str, str] = {}
         self._node_by_pid: dict[str, str] = {}
         self._claim_by_pid: dict[str, str] = {}
         self._unlaunched: set[str] = set()
@@ -104,6 +103,13 @@ class ClusterState:
         self._next_serial = 0
         self._bins: dict[str, tuple[Any, Any, Any, results.ExistingNode]] = {}
         """Node name -> (node object, NodeClaim object, pods list, its bin), reused while all three hold."""
+        self._claim_bins: dict[str, tuple[Any, results.ExistingNode]] = {}
+        """In-flight NodeClaim name -> (its object, its bin), reused while the object holds (launched
+        claims only: before launch a bin's size depends on the instance types of the run)."""
+        self._provisionable: set[str] = set()
+        """Keys of the pods :func:`is_provisionable` holds for, kept on every Pod event."""
+        self._pending_keys: list[str] | None = None
+        """``_provisionable`` sorted, until it changes."""
         self._unsubscribe: list[interface.Unsubscribe] = []
         self.parses = 0
         """How many objects were parsed so far (to check the once-per-version rule)."""
@@ -149,10 +155,15 @@ class ClusterState:
             self._unindex(kind, key, old)
         if event == interface.DELETED:
             store.pop(key, None)
-            self._parsed.pop((kind, key), None)
+            self._parsed[kind].pop(key, None)
             self._bad.pop((kind, key), None)
             if kind in ("Node", "NodeClaim"):
                 self.nominations.forget(key)
+            if kind == "NodeClaim":
+                self._claim_bins.pop(key, None)
+            if kind == "Pod" and key in self._provisionable:
+                self._provisionable.discard(key)
+                self._pending_keys = None
             if kind == "Node":
                 self._bins.pop(key, None)
                 if not self._pods_by_node.get(key):
@@ -165,9 +176,15 @@ class ClusterState:
     def _index(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
         if kind == "Pod":
             node_name = str((obj.get("spec") or {}).get("nodeName") or "")
-            self._pod_node[key] = node_name
             self._pods_by_node.setdefault(node_name, set()).add(key)
             self._pods_on.pop(node_name, None)
+            if not node_name and is_provisionable(obj):
+                if key not in self._provisionable:
+                    self._provisionable.add(key)
+                    self._pending_keys = None
+            elif key in self._provisionable:
+                self._provisionable.discard(key)
+                self._pending_keys = None
         elif kind == "Node":
             pid = str((obj.get("spec") or {}).get("providerID") or "")
             if pid:
@@ -181,7 +198,7 @@ class ClusterState:
 
     def _unindex(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
         if kind == "Pod":
-            node_name = self._pod_node.pop(key, "")
+            node_name = str((obj.get("spec") or {}).get("nodeName") or "")  # as _index read it
             self._pods_on.pop(node_name, None)
             keys = self._pods_by_node.get(node_name)
             if keys is not None:
@@ -205,12 +222,13 @@ class ClusterState:
         obj = self._objects.get(kind, {}).get(key)
         if obj is None:
             return None
-        cached = self._parsed.get((kind, key))
+        parsed = self._parsed[kind]
+        cached = parsed.get(key)
         if cached is not None and cached[0] is obj:  # the stored object is replaced on every change
             return cached[1]
         rv = _rv(obj)
-        if cached is not None and cached[2] == rv and rv:
-            self._parsed[(kind, key)] = (obj, cached[1], rv)
+        if cached is not None and rv and _rv(cached[0]) == rv:
+            parsed[key] = (obj, cached[1])
             return cached[1]
         bad = self._bad.get((kind, key))
         if bad is not None and bad[0] == rv and rv:
@@ -223,12 +241,17 @@ class ClusterState:
                 model = reparse.PARSERS[kind](obj)
         except (api_errors.ValidationError, ValueError) as exc:
             self._bad[(kind, key)] = (rv, str(exc))
-            self._parsed.pop((kind, key), None)
+            parsed.pop(key, None)
             log.warning("state: ignoring %s %s (resourceVersion %s): %s", kind, key, rv, exc)
             return None
-        self._parsed[(kind, key)] = (obj, model, rv)
+        parsed[key] = (obj, model)
         self._bad.pop((kind, key), None)
         return model
+
+    def held(self) -> dict[str, int]:
+        """How many parsed models the state keeps per kind: at most one per stored object (an
+        object's model goes with the object)."""
+        return {kind: len(models) for kind, models in self._parsed.items()}
 
     def parse_error(self, kind: str, key: str) -> str | None:
         """Why the current version of ``kind``/``key`` did not parse (``None`` when it did)."""
@@ -338,21 +361,19 @@ class ClusterState:
 
     def is_pending(self, key: str) -> bool:
         """Whether pod ``key`` is provisionable now (see :func:`is_provisionable`)."""
-        obj = self._objects["Pod"].get(key)
-        return obj is not None and is_provisionable(obj)
+        return key in self._provisionable
 
     def nominated(self, now: float) -> set[str]:
         """Nodes and NodeClaims nominated for pending pods now (see :mod:`karpy.controllers.nominations`)."""
         return self.nominations.names(now, self.is_pending)
 
     def pending_pods(self) -> list[pod_mod.Pod]:
-        """Provisionable pods, by namespace/name (see :func:`is_provisionable`)."""
+        """Provisionable pods, by namespace/name (see :func:`is_provisionable`; the set is kept on
+        every Pod event, so this reads only those pods)."""
         out = []
-        store = self._objects["Pod"]
-        for key in sorted(self._pods_by_node.get("", ())):
-            obj = store.get(key)
-            if obj is None or not is_provisionable(obj):
-                continue
+        if self._pending_keys is None:
+            self._pending_keys = sorted(self._provisionable)
+        for key in self._pending_keys:
             p = self.parsed("Pod", key)
             if p is not None:
                 out.append(p)
@@ -375,16 +396,26 @@ class ClusterState:
             if claim_name:
                 registered_claims.add(claim_name)
             out.append(self._bin(n, claim_name))
+        claim_store = self._objects["NodeClaim"]
         for claim in self.nodeclaims():
             if claim.name in registered_claims or claim.metadata.deletion_timestamp is not None:
+                self._claim_bins.pop(claim.name, None)
                 continue
             if self.node_name_for_provider_id(claim.status.provider_id):
                 continue  # its node exists but is unparsable: do not count it twice
-            out.append(results.ExistingNode(
+            obj = claim_store.get(claim.name)
+            cached = self._claim_bins.get(claim.name)
+            if cached is not None and cached[0] is obj:
+                out.append(cached[1])
+                continue
+            bin_ = results.ExistingNode(
                 name=claim.name, labels=inflight.claim_labels(claim),
                 taints=tuple(claim.spec.taints),
                 allocatable=claim.status.allocatable or inflight.cheapest_resources(claim, types, allocatable=True),
-                pods=[], nodepool=claim.nodepool_name, in_flight=True, schedulable=True))
+                pods=[], nodepool=claim.nodepool_name, in_flight=True, schedulable=True)
+            if claim.status.allocatable:
+                self._claim_bins[claim.name] = (obj, bin_)
+            out.append(bin_)
         return out
 
     def _bin(self, n: node_mod.Node, claim_name: str | None) -> results.ExistingNode:
@@ -435,8 +466,7 @@ class ClusterState:
         return len(self._objects["Node"])
 
     def pending_pod_count(self) -> int:
-        store = self._objects["Pod"]
-        return sum(1 for k in self._pods_by_node.get("", ()) if is_provisionable(store.get(k) or {}))
+        return len(self._provisionable)
 
     def pod_states(self) -> Iterable[Mapping[str, str]]:
         nodes = self._objects["Node"]

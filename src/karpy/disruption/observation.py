@@ -22,7 +22,6 @@ A caller may rely on:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,7 +114,7 @@ class Observer:
         if cached is not None and same_pdbs and cached[0] == row and row[0] and not cached[2]:
             result = cached[1]
             if isinstance(result, candidates.Candidate) and pool is not None and result.nodepool is not pool:
-                result = dataclasses.replace(result, nodepool=pool)  # the same spec, a newer status
+                result = candidates.Candidate(result.node, result.nodeclaim, pool, result.pods)  # a newer status
             rows[n.name] = (row, result, False)
             return result
         result = candidates.candidate(n, claim, pool, pods, pdbs, now)

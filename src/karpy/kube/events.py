@@ -60,6 +60,7 @@ class EventRecorder:
         self.clock = clock
         self.component = component
         self._published: collections.OrderedDict[_AggregationKey, tuple[str, str]] = collections.OrderedDict()
+        self._series: collections.OrderedDict[tuple[str, ...], list[Any]] = collections.OrderedDict()
 
     def publish(self, involved: Mapping[str, Any], type: str, reason: str, message: str) -> dict[str, Any]:
         """Create or aggregate an Event; returns it as stored."""
@@ -112,6 +113,40 @@ class EventRecorder:
                 if attempt == 2:
                     raise
         return None
+
+    def series(self, involved: Mapping[str, Any], type: str, reason: str, message: str) -> dict[str, Any] | None:
+        """Record as client-go's events.k8s.io broadcaster does (kube-scheduler's recorder).
+
+        Events are *isomorphic* when they share type, reason, component and the involved object
+        *at the same resourceVersion* (the message is not part of the key). The first is created
+        (count 1, this message); the second updates it to count 2 (the series starts); later
+        ones only count in memory (the real broadcaster writes a series at most every 30 min,
+        longer than a simulation's bursts). So an object that keeps failing the same way without
+        changing gets at most two writes; one that changes gets a new Event per change. Returns
+        the Event written, or ``None`` when nothing was written. Remembers the last
+        :data:`CACHE_SIZE` series, least recently used forgotten first.
+        """
+        if type not in (NORMAL, WARNING):
+            raise errors.Invalid(f"event type must be {NORMAL} or {WARNING}, found {type!r}")
+        meta = involved.get("metadata") or {}
+        key = (str(involved.get("kind", "")), meta.get("namespace") or "", meta.get("name", ""),
+               meta.get("uid", ""), meta.get("resourceVersion", ""), type, reason)
+        known = self._series.get(key)
+        if known is not None:
+            self._series.move_to_end(key)
+            known[2] += 1
+            if known[2] > 2:
+                return None
+            try:
+                return self.cluster.patch("Event", known[1], {"count": 2, "lastTimestamp": clock_mod.rfc3339(
+                    self.clock.now())}, known[0])
+            except errors.NotFound:
+                del self._series[key]
+        event = self._create(involved_object(involved), type, reason, message, clock_mod.rfc3339(self.clock.now()))
+        self._series[key] = [event["metadata"]["namespace"], event["metadata"]["name"], 1]
+        if len(self._series) > CACHE_SIZE:
+            self._series.popitem(last=False)
+        return event
 
     def normal(self, involved: Mapping[str, Any], reason: str, message: str) -> dict[str, Any]:
         return self.publish(involved, NORMAL, reason, message)

@@ -499,6 +499,36 @@ class InMemoryCluster:
         if failure is not None:
             raise failure
 
+    def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
+        """The ``pods/binding`` subresource: ``spec.nodeName`` and ``PodScheduled=True`` in ONE write.
+
+        One new resourceVersion and one MODIFIED watch event, as the API server's binding does.
+        The condition goes first in ``status.conditions`` (replacing any PodScheduled one), its
+        ``lastTransitionTime`` now on the cluster's clock. Raises NotFound if the pod is gone and
+        Conflict if it is already bound or being deleted. Returns the stored pod (read-only).
+        """
+        with self._lock:
+            old = self._seals.check(self._require("Pod", name, namespace))
+            bound = (old.get("spec") or {}).get("nodeName")
+            if bound:
+                raise errors.Conflict(f'pod {name} is already assigned to node "{bound}"',
+                                      kind="Pod", name=name, namespace=namespace)
+            if interface.is_terminating(old):
+                raise errors.Conflict(f"pod {name} is being deleted, cannot be assigned to a host",
+                                      kind="Pod", name=name, namespace=namespace)
+            new = dict(old)
+            new["metadata"] = dict(old["metadata"])
+            new["spec"] = {**(old.get("spec") or {}), "nodeName": node_name}
+            status = dict(old.get("status") or {})
+            scheduled = {"type": "PodScheduled", "status": "True",
+                         "lastTransitionTime": clock_mod.rfc3339(self.clock.now())}
+            status["conditions"] = [scheduled, *(c for c in status.get("conditions") or ()
+                                                 if c.get("type") != "PodScheduled")]
+            new["status"] = status
+            result = self._replace(old, new)
+            self._drain()
+            return result
+
 
 def new_cluster(clock: clock_mod.Clock, seed: int = 0) -> InMemoryCluster:
     """An empty cluster whose generated names and uids follow ``seed``."""

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy.api import labels as wk
+from karpy.cloudprovider import instancetype
 from karpy.provisioning import placement as placement_mod
 from karpy.provisioning import podgroups, results, templates
 from karpy.scheduling import hostports, requirement
@@ -126,7 +127,21 @@ def _open(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs
 
 def _choose(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs: reqs_mod.Requirements,
             req: IntArray) -> int | None:
-    """The instance type a new NodeClaim with ``creqs`` would be sized after, or None."""
+    """The instance type a new NodeClaim with ``creqs`` would be sized after, or None.
+
+    Memoised per run: the answer depends only on the arguments, the run's demand (fixed) and the
+    NodePool's remaining limits (part of the key)."""
+    key = (ti, creqs, req.tobytes(), tuple(sorted(tmpl.limits.items())))
+    memo = run.choose_memo
+    if key in memo:
+        return memo[key]
+    found = _choose_now(run, ti, tmpl, creqs, req)
+    memo[key] = found
+    return found
+
+
+def _choose_now(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs: reqs_mod.Requirements,
+                req: IntArray) -> int | None:
     table = tmpl.table
     if len(table) == 0:
         return None
@@ -242,12 +257,29 @@ def finalize(run: placement_mod.Placement, b: int) -> results.NewNodeClaim | Non
         return None
     ti = run.bins.template[b]
     tmpl = run.templates[ti]
-    table = tmpl.table
     creqs = run.bins.requirements(b)
-    info = table.info(creqs)
-    ds = run.daemon_overhead(ti, creqs)
     used = run.bins.used[b]
     target = run.bins.target[b]
+    # claims with the same pool, requirements, requests and target get the same options (the
+    # limits are the run's final ones for every claim): decide once per such claim
+    key = (ti, creqs, used.tobytes(), int(target), tuple(sorted(tmpl.limits.items())))
+    hit = run.finalize_memo.get(key)
+    if hit is None:
+        hit = _options(run, ti, tmpl, creqs, used, int(target))
+        run.finalize_memo[key] = hit
+    types, out_reqs, requests, overhead, price = hit
+    return results.NewNodeClaim(
+        nodepool=tmpl.name, requirements=out_reqs, instance_types=list(types), pods=list(pods),
+        requests=dict(requests), daemon_overhead=dict(overhead), labels=dict(tmpl.labels), taints=tmpl.taints,
+        startup_taints=tmpl.startup_taints, price=price, hostname=run.bins.names[b])
+
+
+def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, creqs: reqs_mod.Requirements,
+             used: IntArray, target: int) -> tuple[list[instancetype.InstanceType], reqs_mod.Requirements,
+                                                   dict[str, int], dict[str, int], float]:
+    table = tmpl.table
+    info = table.info(creqs)
+    ds = run.daemon_overhead(ti, creqs)
     limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[target]
     holds = info.mask & (table.alloc >= used).all(axis=1) & (table.capacity <= limit).all(axis=1)
     idx = np.flatnonzero(holds)
@@ -263,8 +295,4 @@ def finalize(run: placement_mod.Placement, b: int) -> results.NewNodeClaim | Non
     out_reqs = creqs.add(requirement.Requirement.new(wk.INSTANCE_TYPE, "In", names))
     requests = {d: int(used[j]) for j, d in enumerate(run.dims) if used[j]}
     overhead = {d: int(ds[j]) for j, d in enumerate(run.dims) if ds[j]}
-    return results.NewNodeClaim(
-        nodepool=tmpl.name, requirements=out_reqs, instance_types=types, pods=list(pods),
-        requests=requests, daemon_overhead=overhead, labels=dict(tmpl.labels), taints=tmpl.taints,
-        startup_taints=tmpl.startup_taints, price=float(info.price[options[0]]),
-        hostname=run.bins.names[b])
+    return types, out_reqs, requests, overhead, float(info.price[options[0]])

@@ -114,8 +114,9 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     if term.min_domains is not None and len(eligible) < term.min_domains:
         # fewer domains than minDomains: the global minimum is 0, no domain may exceed maxSkew
         shares = {d: min(c, max(0, term.max_skew - state.counts.get(d, 0))) for d, c in shares.items()}
-    if any(d not in allowed and c for d, c in shares.items()):
-        return pod_by_pod(run, g, req)
+    # A share may go to a domain not allowed right now: water-filling gives each pod to a domain
+    # with the fewest matching pods, which is always allowed when it gets it, so once every share
+    # is placed the domains are within maxSkew (the plan is judged when all its pods are bound).
     if any(c and not claims.can_open(run, g, req, {term.key: {d}}) for d, c in shares.items()):
         # a domain may fall short of its share, and the others must then stop within maxSkew of
         # it: only the pod-by-pod path knows when to stop
@@ -140,11 +141,19 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
 def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> int:
     order = list(g.pods)
     done: list[int] = []
+    stable = _stable(run, g)
     for i in range(len(order)):
         g.pods = order  # fill() indexes g.pods
         constraints = run.domain_constraints(g)
         if any(not v for v in constraints.values()):
             break
+        if stable and len(constraints) == 1:
+            (key, allowed), = constraints.items()
+            if len(allowed) == 1:
+                # the constraints stay as they are while the rest is placed: first fit in one go
+                got = fill(run, g, req, i, len(order) - i, (key, next(iter(allowed))))
+                done.extend(range(i, i + got))
+                break
         found = _first_bin(run, g, req, constraints)
         if found is None:
             found = claims.open_claim(run, g, req, constraints)
@@ -162,6 +171,21 @@ def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
         done.append(i)
     _front(g, order, done)
     return len(done)
+
+
+def _stable(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
+    """Placing pods of ``g`` leaves its allowed domains (:meth:`Placement.domain_constraints`) as
+    they are, once every key has one allowed value, and changes no other bin's fit.
+
+    True when ``g``'s non-hostname terms are all pod affinity (the domains holding matching pods
+    only grow, and a pod goes where they are), it keeps no spread it only matches, it owns no
+    anti-affinity on a non-hostname key (the inverse rule's blocked domains are others' then) and
+    no hostname term caps it (a hostname cap can change with each pod on another bin). Then
+    pod-by-pod placement puts each pod in the first bin that fits, the same bin until it is full:
+    :func:`fill` does exactly that."""
+    if any(not t.hostname and t.kind != topology.AFFINITY for t in g.terms()):
+        return False
+    return not run.counted_spreads(g) and run.hostname_cap(g, run.bins.n) is None
 
 
 def fit_counts(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,

@@ -71,6 +71,10 @@ class Placement:
         self._tol: dict[tuple[Any, bool, int], bool] = {}
         self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
         self._ds_ports: dict[tuple[int, reqs_mod.Requirements], hostports.HostPortUsage | None] = {}
+        self.choose_memo: dict[Any, int | None] = {}
+        """:func:`claims._choose`'s answers of this run."""
+        self.finalize_memo: dict[Any, Any] = {}
+        """:func:`claims.finalize`'s instance type options of this run."""
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
         total = np.zeros(len(dims), dtype=np.int64)
         for g in groups:

@@ -135,6 +135,28 @@ class ClusterAutoscaler:
         registered = {str((n.get("spec") or {}).get("providerID") or "") for n in nodes.values()}
         return live + sum(1 for u in self._upcoming if u.group == group and u.provider_id not in registered)
 
+    def _not_schedulable_now(self, pending: list[pod.Pod], pods: Sequence[dict[str, Any]],
+                             nodes: Mapping[str, Mapping[str, Any]]) -> list[pod.Pod]:
+        """CA's filter-out-schedulable step: pods that fit the Ready nodes as they are now (the
+        kube-scheduler has not bound them yet, e.g. while they back off) trigger no scale-up."""
+        by_node: dict[str, list[pod.Pod]] = {}
+        for p in pods:
+            name = (p.get("spec") or {}).get("nodeName")
+            if name and (m := _pod(p)) is not None:
+                by_node.setdefault(str(name), []).append(m)
+        existing = []
+        for n in nodes.values():
+            model = _node(n) if _ready(n) and not interface.is_terminating(n) else None
+            if model is not None and not model.unschedulable:
+                existing.append(results.ExistingNode(
+                    name=model.name, labels=model.labels, taints=tuple(model.taints),
+                    allocatable=model.allocatable, pods=by_node.get(model.name, [])))
+        if not existing or not pending:
+            return pending
+        out = core.Scheduler(existing=existing).solve(pending)
+        placed = {p.key for ps in out.existing.values() for p in ps}
+        return [p for p in pending if p.key not in placed]
+
     def _template(self, group: ca_config.NodeGroup, zone: str, index: int) -> results.ExistingNode:
         it = self.types[group.name]
         lb = {**it.labels, **group.labels, ca_config.GROUP_LABEL: group.name, labels.INSTANCE_TYPE: it.name,
@@ -160,6 +182,7 @@ class ClusterAutoscaler:
     def _scale_up(self, now: float, pending_objs: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]],
                   nodes: Mapping[str, Mapping[str, Any]]) -> None:
         pending = [m for m in (_pod(p) for p in pending_objs) if m is not None]
+        pending = self._not_schedulable_now(pending, pods, nodes)
         daemons = self._daemon_pods()
         upcoming = [self._template(self.groups[u.group], u.zone, i)
                     for i, u in enumerate(self._upcoming) if u.group in self.types and _not_ready(u, nodes)]

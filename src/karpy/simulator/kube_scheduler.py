@@ -5,25 +5,29 @@ on the :class:`karpy.controllers.runtime.Manager`, woken by Pod and Node changes
 once per ``interval`` virtual seconds (default 1 s). Each run:
 
 * takes the pending pods (phase Pending, no ``spec.nodeName``, not being deleted, scheduler
-  ``default-scheduler``) that are due, as kube-scheduler's queues decide: a new pod at once; a pod
-  that fit nowhere once its backoff is over (1 s, doubling per failed try up to 10 s:
-  podInitialBackoffSeconds / podMaxBackoffSeconds) *and* something happened since that may let it
-  fit (a pod added, a node added or changed, capacity freed, a claim bound) - and every existing
-  node that is ``Ready`` and not being deleted;
+  ``default-scheduler``) that are due, as kube-scheduler's scheduling queue with queueing hints
+  decides (:mod:`karpy.simulator.scheduling_queue`): a new pod at once; a pod that fit nowhere
+  once a cluster event that may make *it* schedulable moved it out of the unschedulable pool
+  (a node added or updated that its rejecting filters now pass, a scheduled pod removed that held
+  room or ports, a pod bound that its affinity wants, a volume change) and its backoff (1 s
+  doubling per failed try up to 10 s) is over, or after 5 minutes in the pool - and every
+  existing node that is ``Ready`` and not being deleted;
 * asks the scheduling core (:class:`karpy.provisioning.scheduler.Scheduler`) with those nodes only
   and no NodePools where the pods fit - the very predicates karpy's provisioner uses (resources,
   taints and tolerations, node selectors and affinity, pod (anti-)affinity, topology spread, host
   ports, and the pod's volumes: :mod:`karpy.scheduling.volumetopology` folds a bound PV's node
   affinity or a WaitForFirstConsumer class's allowedTopologies into the pod's affinity, and a pod
-  with an unbound Immediate claim waits) - and binds each pod the core placed: ``spec.nodeName``
-  plus ``PodScheduled=True``;
-* marks every other pending pod ``PodScheduled=False``, reason ``Unschedulable``, with a message
-  in the real scheduler's form, e.g. ``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had
-  untolerated taint {karpenter.sh/unregistered: }.`` (reasons per node are the first failing
-  filter in kube-scheduler's order; counts are summed and sorted), and publishes a
-  ``FailedScheduling`` Warning event (component ``default-scheduler``) when the message changes.
-  That condition is what makes a pod provisionable for karpy, as for Karpenter. A pod already
-  marked is re-marked (new message) only after the same retry backoff.
+  with an unbound Immediate claim waits) - and binds each pod the core placed in one write, as
+  the ``pods/binding`` subresource does: ``spec.nodeName`` plus ``PodScheduled=True``;
+* for every other pod it tried, sets ``PodScheduled=False``, reason ``Unschedulable``, with a
+  message in the real scheduler's form, e.g. ``0/3 nodes are available: 1 Insufficient cpu, 2
+  node(s) had untolerated taint {karpenter.sh/unregistered: }.`` (reasons per node are the first
+  failing filter in kube-scheduler's order; counts are summed and sorted) - written only when the
+  condition changes, as kube-scheduler's ``updatePod`` skips an unchanged one - and records a
+  ``FailedScheduling`` Warning event (component ``default-scheduler``) per failed try the way
+  the events.k8s.io recorder does (:meth:`karpy.kube.events.EventRecorder.series`: one Event per
+  pod resourceVersion, a repeat bumps its count once, further repeats are not written). That
+  condition is what makes a pod provisionable for karpy, as for Karpenter.
 
 Work per run is proportional to the pods due and the nodes: the scheduler keeps pending pods,
 bound pods by node and nodes from its watches (it never lists every pod). What it tells the
@@ -39,19 +43,20 @@ and does not wake itself. Deterministic: pods and nodes are handled in name orde
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import errors as api_errors
 from karpy.api import labels, node, pod
 from karpy.controllers import runtime
-from karpy.kube import errors, events, interface
+from karpy.kube import errors, events, interface, memory
 from karpy.provisioning import results, reuse
 from karpy.provisioning import scheduler as core
 from karpy.scheduling import requirements, volumetopology
-from karpy.simulator import unschedulable
+from karpy.simulator import scheduling_queue, unschedulable
 
 log = logging.getLogger("karpy.simulator.kube_scheduler")
 
@@ -60,9 +65,9 @@ COMPONENT = "default-scheduler"
 KEY = "schedule"
 UNSCHEDULABLE = "Unschedulable"
 _TERMINAL = ("Succeeded", "Failed")
-BACKOFF_INITIAL = 1.0
+BACKOFF_INITIAL = scheduling_queue.BACKOFF_INITIAL
 """kube-scheduler's podInitialBackoffSeconds: the first retry of an unschedulable pod."""
-BACKOFF_MAX = 10.0
+BACKOFF_MAX = scheduling_queue.BACKOFF_MAX
 """kube-scheduler's podMaxBackoffSeconds."""
 NOT_READY_TAINT = unschedulable.NOT_READY_TAINT
 
@@ -95,9 +100,15 @@ class KubeScheduler:
         self.bound = 0
         self.scheduling_cache = reuse.SchedulingCache()
         """Kept between passes (existing nodes as arrays): see karpy.provisioning.reuse."""
+        self.queue = scheduling_queue.Queue(self._node_reqs)
+        """Backoff, the unschedulable pool and queueing hints (karpy.simulator.scheduling_queue)."""
         self._manager: runtime.Manager | None = None
         self._last_run: float | None = None
         self._pods: dict[str, tuple[str, pod.Pod | None, tuple[Any, ...]]] = {}
+        """Pod uid -> (resourceVersion, model, the spec/labels/annotations parsed)."""
+        self._sigs: dict[str, tuple[pod.Pod, Hashable]] = {}
+        self._binding: tuple[str, pod.Pod, str] | None = None
+        """(uid, pending model, node) while that pod's binding is written: its bound model is the same."""
         self._nodes: dict[str, tuple[str, node.Node | None]] = {}
         self._reqs: dict[str, tuple[str, requirements.Requirements]] = {}
         # What the watches told: pending pods, bound (non-terminal) pods by node, nodes.
@@ -106,17 +117,11 @@ class KubeScheduler:
         self._bound: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
         self._bound_at: dict[tuple[str, str], str] = {}
         self._node_objs: dict[str, dict[str, Any]] = {}
-        self._marks: dict[tuple[str, str], tuple[float, float]] = {}
-        """Pod -> (when its Unschedulable condition was last written, backoff before the next rewrite)."""
-        self._retry: dict[tuple[str, str], tuple[float, float, int]] = {}
-        """Pod that fits nowhere -> (earliest next try, its backoff, the event count when it failed)."""
-        self._events = 0
-        """Cluster changes that may let a pod fit (what wakes the scheduler), counted."""
         self._node_pods: dict[str, list[pod.Pod]] = {}
-        self._anti: dict[str, int] = {}
-        self._used: dict[str, tuple[node.Node, Sequence[pod.Pod], tuple[dict[str, int], set[unschedulable.Port]]]] = {}
-        """Node -> how many of its pods (as last modelled) have required pod anti-affinity."""
         """Node -> models of its bound pods; dropped whenever the watch changes one of them."""
+        self._anti: dict[str, int] = {}
+        """Node -> how many of its pods (as last modelled) have required pod anti-affinity."""
+        self._used: dict[str, tuple[node.Node, Sequence[pod.Pod], tuple[dict[str, int], set[unschedulable.Port]]]] = {}
         self._existing: dict[str, tuple[node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]] = {}
         """Node -> (model, pod models, what the core is given, free cpu/memory/pods), reused while both stay."""
 
@@ -135,38 +140,42 @@ class KubeScheduler:
             self._node_objs[interface.name_of(n)] = n
         manager.cluster.watch("Pod", self._on_pod)
         manager.cluster.watch("Node", self._on_node)
-        manager.cluster.watch("PersistentVolumeClaim", self._on_claim)
+        for kind in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"):
+            manager.cluster.watch(kind, self._on_volume)
 
-    def _track_pod(self, event: str, obj: dict[str, Any]) -> None:
-        """Keep ``_pending`` and ``_bound`` as the watch tells (a pod keeps its place in them)."""
+    def _track_pod(self, event: str, obj: dict[str, Any]) -> bool:
+        """Keep ``_pending`` and ``_bound`` as the watch tells (a pod keeps its place in them);
+        True if a queueing hint moved a waiting pod."""
         key = (interface.namespace_of(obj), interface.name_of(obj))
         spec = obj.get("spec") or {}
         live = event != interface.DELETED
         bound_to = str(spec.get("nodeName") or "") if live else ""
         keep_bound = bool(bound_to) and (obj.get("status") or {}).get("phase") not in _TERMINAL
         was_on = self._bound_at.get(key)
+        moved = False
         if was_on is not None and (not keep_bound or was_on != bound_to):
             del self._bound_at[key]
             on_node = self._bound[was_on]
-            del on_node[key]
+            old = on_node.pop(key)
             self._node_pods.pop(was_on, None)
             if not on_node:
                 del self._bound[was_on]
                 self._anti.pop(was_on, None)
+            moved = self.queue.scheduled_pod_removed(lambda: self._pod(old))
         if keep_bound:
             self._bound.setdefault(bound_to, {})[key] = obj
             self._bound_at[key] = bound_to
             self._node_pods.pop(bound_to, None)
+            if was_on != bound_to:
+                moved = self.queue.scheduled_pod_added(lambda: self._pod(obj)) or moved
         if live and not bound_to and is_pending(obj):
             self._pending[key] = obj
         else:
             self._pending.pop(key, None)
-            self._retry.pop(key, None)
-            if not live or bound_to:
-                self._marks.pop(key, None)
+            self.queue.forget(key)
+        return moved
 
     def _wake(self) -> None:
-        self._events += 1
         if self._manager is None:
             return
         now = self.clock.now()
@@ -174,26 +183,35 @@ class KubeScheduler:
         self._manager.enqueue(CONTROLLER, KEY, after)
 
     def _on_pod(self, event: str, obj: dict[str, Any]) -> None:
-        self._track_pod(event, obj)
-        if event == interface.ADDED and is_pending(obj):
-            self._wake()
-        elif event == interface.DELETED and (obj.get("spec") or {}).get("nodeName"):
-            self._wake()  # capacity freed
-        elif event == interface.MODIFIED and (obj.get("status") or {}).get("phase") in _TERMINAL:
+        moved = self._track_pod(event, obj)
+        if moved or (event == interface.ADDED and is_pending(obj)):
             self._wake()
 
-    def _on_claim(self, event: str, obj: dict[str, Any]) -> None:
-        """A PersistentVolumeClaim changed (e.g. bound): pods waiting for it may fit now."""
-        self._wake()
+    def _on_volume(self, event: str, obj: dict[str, Any]) -> None:
+        """A claim, volume or storage class changed (e.g. a claim bound): pods its volumes kept off may fit now."""
+        if self.queue.volumes_changed():
+            self._wake()
 
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
+        name = interface.name_of(obj)
         if event == interface.DELETED:
-            self._node_objs.pop(interface.name_of(obj), None)
-            self._existing.pop(interface.name_of(obj), None)
-            self._used.pop(interface.name_of(obj), None)
+            self._node_objs.pop(name, None)
+            self._existing.pop(name, None)
+            self._used.pop(name, None)
+            self._nodes.pop(name, None)
+            self._reqs.pop(name, None)
+            moved = self.queue.node_deleted()
         else:
-            self._node_objs[interface.name_of(obj)] = obj
-        self._wake()
+            self._node_objs[name] = obj
+            moved = False
+            if self.queue.pooled():
+                before = self._nodes.get(name)
+                new = self._node(obj)
+                old = before[1] if before is not None and event != interface.ADDED else None
+                if new is not None and (old is None or old is not new):
+                    moved = self.queue.node_changed(old, new)
+        if moved:
+            self._wake()
 
     # ------------------------------------------------------------------------------ models
 
@@ -204,20 +222,41 @@ class KubeScheduler:
         changes), so an unchanged ``spec`` / ``labels`` / ``annotations`` object means unchanged
         content: status updates (the kubelet's) cost no parse.
         """
+        return self._pod_entry(obj)[1]
+
+    def _pod_entry(self, obj: Mapping[str, Any]) -> tuple[str, pod.Pod | None, tuple[Any, ...]]:
         uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
         md = obj.get("metadata") or {}
         rv = str(md.get("resourceVersion", ""))
         parts = (obj.get("spec"), md.get("labels"), md.get("annotations"))
         hit = self._pods.get(uid)
         if hit is not None and (hit[0] == rv or all(a is b for a, b in zip(hit[2], parts, strict=True))):
+            return hit
+        binding = self._binding
+        model: pod.Pod | None
+        if binding is not None and binding[0] == uid and hit is not None and \
+                hit[2][1] is parts[1] and hit[2][2] is parts[2]:
+            # Our own binding: only spec.nodeName changed.
+            model = dataclasses.replace(binding[1], node_name=binding[2])
+        else:
+            try:
+                model = pod.Pod.from_manifest(obj)
+            except api_errors.ValidationError as exc:
+                log.warning("kube-scheduler: cannot read pod %s: %s", uid, exc)
+                model = None
+        entry = (rv, model, parts)
+        self._pods[uid] = entry
+        return entry
+
+    def _signature(self, model: pod.Pod) -> Hashable:
+        """:func:`karpy.simulator.unschedulable.signature`, kept while the model stays the same object."""
+        uid = model.metadata.uid or model.key
+        hit = self._sigs.get(uid)
+        if hit is not None and hit[0] is model:
             return hit[1]
-        try:
-            model: pod.Pod | None = pod.Pod.from_manifest(obj)
-        except api_errors.ValidationError as exc:
-            log.warning("kube-scheduler: cannot read pod %s: %s", uid, exc)
-            model = None
-        self._pods[uid] = (rv, model, parts)
-        return model
+        sig = unschedulable.signature(model)
+        self._sigs[uid] = (model, sig)
+        return sig
 
     def _node(self, obj: Mapping[str, Any]) -> node.Node | None:
         name = interface.name_of(obj)
@@ -255,11 +294,12 @@ class KubeScheduler:
             self._pending, self._bound, self._bound_at, self._node_pods, self._anti = {}, {}, {}, {}, {}
             for p in self.cluster.list("Pod"):
                 self._track_pod(interface.ADDED, p)
-            self._events += 1
-        due = [k for k in sorted(self._pending) if self._retry_due(k, now)]
+            self.queue.move_all()  # no watch: any pass may follow a change
+        queue = self.queue
+        due = [k for k in sorted(self._pending) if queue.due(k, now)]
         if not due:
             self._forget()
-            return self._next_retry(now)
+            return self._next(now)
         pending_objs = [self._pending[k] for k in due]
         self.runs += 1
         by_node: dict[str, list[pod.Pod]] = {}
@@ -285,58 +325,54 @@ class KubeScheduler:
                 self.cluster.list("PersistentVolumeClaim"), self.cluster.list("PersistentVolume"),
                 self.cluster.list("StorageClass")))
             for pod_key in sorted(volume_errors):
-                self._mark_unschedulable(raw_by_key[pod_key],
-                                         unschedulable.volume_message(volume_errors[pod_key], len(nodes)))
+                text = unschedulable.volume_message(volume_errors[pod_key], len(nodes))
+                self._failed(raw_by_key[pod_key], unconstrained[pod_key], text,
+                             frozenset({scheduling_queue.VOLUME_BINDING}), now)
             if not pending:
-                for pod_key in volume_errors:
-                    self._failed(raw_by_key[pod_key], now)
                 self._forget()
-                return self._next_retry(now)
+                return self._next(now)
         usable = [self._existing_node(n, by_node.get(n.name, _NO_PODS))
                   for n in nodes if n.ready and not n.deleting]
         if not _needs_every_node(pending, self._anti):
             # Nodes too full for even the smallest pending pod change nothing: leave them out.
             floor = {d: min(p.requests.get(d, 0) for p in pending) for d in _FLOOR_DIMS}
             usable = [u for u in usable if u[2].schedulable and all(u[3][d] >= need for d, need in floor.items())]
-        out = core.Scheduler(existing=[u[2] for u in usable], cache=self.scheduling_cache).solve(pending)
+        placed_on: Mapping[str, Sequence[pod.Pod]] = {}
+        if usable:  # no node a pod could use: every pod fails, no need to ask the core
+            placed_on = core.Scheduler(existing=[u[2] for u in usable], cache=self.scheduling_cache).solve(
+                pending).existing
         placed: set[str] = set()
-        for node_name in sorted(out.existing):
-            for model in out.existing[node_name]:
-                if self._bind(raw_by_key[model.key], node_name):
+        for node_name in sorted(placed_on):
+            for model in placed_on[node_name]:
+                bound = self._bind(raw_by_key[model.key], model, node_name)
+                if bound is not None:
                     placed.add(model.key)
-                    by_node[node_name] = [*by_node.get(node_name, ()), model]
+                    by_node[node_name] = [*by_node.get(node_name, ()), bound]
         explainer: unschedulable.Explainer | None = None
         for model in pending:
             if model.key in placed:
                 continue
-            raw = raw_by_key[model.key]
-            self._failed(raw, now)
-            if self._mark_due(raw, now):
-                if explainer is None:
-                    explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage)
-                self._mark_unschedulable(raw, explainer.message(model, unconstrained.get(model.key)))
-        for pod_key in volume_errors:
-            self._failed(raw_by_key[pod_key], now)
+            if explainer is None:
+                explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage)
+            text, reasons = explainer.explain(model, unconstrained.get(model.key),
+                                              None if model.key in unconstrained else self._signature(model))
+            self._failed(raw_by_key[model.key], unconstrained.get(model.key, model), text,
+                         scheduling_queue.plugins_of(reasons), now)
         self._forget()
-        return self._next_retry(now)
+        return self._next(now)
 
-    def _retry_due(self, key: tuple[str, str], now: float) -> bool:
-        """kube-scheduler's queue: a pod that failed is tried again once its backoff is over and
-        something happened in the cluster since (a new pod, a node change, freed capacity)."""
-        failed = self._retry.get(key)
-        return failed is None or (failed[0] <= now and failed[2] < self._events)
+    def _next(self, now: float) -> float | None:
+        """When to run again: the earliest pod that becomes due without a new event."""
+        at = self.queue.next_due(now)
+        return None if at is None else at - now
 
-    def _failed(self, obj: Mapping[str, Any], now: float) -> None:
-        """The pod was tried and fits nowhere: back off 1, 2, 4, 8, then 10 s before the next try."""
+    def _failed(self, obj: Mapping[str, Any], model: pod.Pod, message: str, rejectors: frozenset[str],
+                now: float) -> None:
+        """The pod was tried and fits nowhere: into the queue's unschedulable pool; its condition
+        and a FailedScheduling event as kube-scheduler's handleSchedulingFailure writes them."""
         key = (interface.namespace_of(obj), interface.name_of(obj))
-        last = self._retry.get(key)
-        backoff = BACKOFF_INITIAL if last is None else min(BACKOFF_MAX, 2 * last[1])
-        self._retry[key] = (now + backoff, backoff, self._events)
-
-    def _next_retry(self, now: float) -> float | None:
-        """When to run again for pods backing off that an event since their failure made due."""
-        waits = [at for at, _, seen in self._retry.values() if seen < self._events and at > now]
-        return min(waits) - now if waits else None
+        self.queue.failed(key, model, self._signature(model), rejectors, now)
+        self._mark_unschedulable(obj, message)
 
     def _pods_on(self, name: str) -> list[pod.Pod]:
         """Models of the pods bound to node ``name`` (the same list while none of them changed)."""
@@ -384,53 +420,55 @@ class KubeScheduler:
             live = {interface.uid_of(p) for p in self._pending.values()}
             live.update(interface.uid_of(p) for pods in self._bound.values() for p in pods.values())
             self._pods = {k: v for k, v in self._pods.items() if k in live}
+        if len(self._sigs) > len(self._pending) + 1000:
+            pending = {interface.uid_of(p) for p in self._pending.values()}
+            self._sigs = {k: v for k, v in self._sigs.items() if k in pending}
 
-    def _bind(self, obj: Mapping[str, Any], node_name: str) -> bool:
+    def _bind(self, obj: Mapping[str, Any], model: pod.Pod, node_name: str) -> pod.Pod | None:
+        """Bind in one write (the pods/binding subresource); the bound pod's model, or None if it vanished."""
         name, ns = interface.name_of(obj), interface.namespace_of(obj)
+        uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
+        self._binding = (uid, model, node_name)
         try:
-            self.cluster.patch("Pod", name, {"spec": {"nodeName": node_name}}, ns)
-            ts = clock_mod.rfc3339(self.clock.now())
-            conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()
-                          if c.get("type") != "PodScheduled"]
-            conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts})
-            self.cluster.patch_status("Pod", name, {"status": {"conditions": conditions}}, ns)
-        except errors.NotFound:
-            return False
+            if isinstance(self.cluster, memory.InMemoryCluster):
+                stored = self.cluster.bind(name, ns, node_name)
+                self._pod_entry(stored)  # the bound pod's model: the pending one with its node
+            else:  # a cluster without the binding subresource: the same content in two writes
+                self.cluster.patch("Pod", name, {"spec": {"nodeName": node_name}}, ns)
+                ts = clock_mod.rfc3339(self.clock.now())
+                conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()
+                              if c.get("type") != "PodScheduled"]
+                conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts})
+                self.cluster.patch_status("Pod", name, {"status": {"conditions": conditions}}, ns)
+        except (errors.NotFound, errors.Conflict):
+            return None
+        finally:
+            self._binding = None
         self.bound += 1
-        return True
-
-    def _mark_due(self, obj: Mapping[str, Any], now: float) -> bool:
-        """False while a pod already marked Unschedulable backs off (retries after 1, 2, 4, 8, then 10 s)."""
-        current = _condition(obj, "PodScheduled")
-        if current is None or current.get("status") != "False" or current.get("reason") != UNSCHEDULABLE:
-            return True
-        last = self._marks.get((interface.namespace_of(obj), interface.name_of(obj)))
-        return last is None or now >= last[0] + last[1]
+        hit = self._pods.get(uid)
+        return hit[1] if hit is not None and hit[1] is not None else model
 
     def _mark_unschedulable(self, obj: Mapping[str, Any], message: str) -> None:
+        """PodScheduled=False/Unschedulable with ``message``, written only when it changes, and a
+        FailedScheduling event for this try (the recorder folds repeats into a series)."""
         current = _condition(obj, "PodScheduled")
-        if current is not None and current.get("status") == "False" and \
-                current.get("reason") == UNSCHEDULABLE and current.get("message") == message:
-            return
-        name, ns = interface.name_of(obj), interface.namespace_of(obj)
-        now = self.clock.now()
-        key = (ns, name)
-        last = self._marks.get(key)
-        again = current is not None and current.get("status") == "False" and current.get("reason") == UNSCHEDULABLE
-        self._marks[key] = (now, min(BACKOFF_MAX, 2 * last[1]) if again and last is not None else BACKOFF_INITIAL)
-        ts = clock_mod.rfc3339(now)
-        keep_since = current is not None and current.get("status") == "False"
-        cond = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": message,
-                "lastTransitionTime": (current or {}).get("lastTransitionTime", ts) if keep_since else ts}
-        conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()
-                      if c.get("type") != "PodScheduled"]
-        conditions.insert(0, cond)
-        try:
-            self.cluster.patch_status("Pod", name, {"status": {"conditions": conditions}}, ns)
-        except errors.NotFound:
-            return
+        unchanged = current is not None and current.get("status") == "False" and \
+            current.get("reason") == UNSCHEDULABLE and current.get("message") == message
+        if not unchanged:
+            name, ns = interface.name_of(obj), interface.namespace_of(obj)
+            ts = clock_mod.rfc3339(self.clock.now())
+            keep_since = current is not None and current.get("status") == "False"
+            cond = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": message,
+                    "lastTransitionTime": (current or {}).get("lastTransitionTime", ts) if keep_since else ts}
+            conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()
+                          if c.get("type") != "PodScheduled"]
+            conditions.insert(0, cond)
+            try:
+                self.cluster.patch_status("Pod", name, {"status": {"conditions": conditions}}, ns)
+            except errors.NotFound:
+                return
         if self.recorder is not None:
-            self.recorder.warning(obj, "FailedScheduling", message)
+            self.recorder.series(obj, "Warning", "FailedScheduling", message)
 
 
 _FLOOR_DIMS = ("cpu", "memory", "pods")

@@ -12,7 +12,7 @@ what is left of a node once its pods run. Pure: nothing here reads or writes the
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from karpy.api import labels, node, pod
@@ -47,6 +47,14 @@ def usage(n: node.Node, pods: Iterable[pod.Pod]) -> tuple[dict[str, int], set[Po
     return free, ports
 
 
+def signature(p: pod.Pod) -> Hashable:
+    """What kube-scheduler's filters read of ``p`` besides its name and labels: pods with equal
+    signatures get the same message on the same nodes."""
+    return (p.namespace, tuple(sorted(p.requests.items())), p.tolerations, tuple(sorted(p.node_selector.items())),
+            repr(p.node_affinity), repr(p.pod_affinity), repr(p.pod_anti_affinity),
+            p.topology_spread_constraints, p.host_ports())
+
+
 class Explainer:
     """kube-scheduler's ``0/N nodes are available: ...`` message for pods that fit nowhere."""
 
@@ -61,32 +69,37 @@ class Explainer:
         for n in nodes:
             self.free[n.name], self.ports[n.name] = (usage_of or usage)(n, by_node.get(n.name, ()))
             self.reqs[n.name] = node_reqs(n)
-        self._cache: dict[Any, str] = {}
+        self._cache: dict[Any, tuple[str, frozenset[str]]] = {}
         self._own_reqs: requirements.Requirements | None = None
 
     def message(self, p: pod.Pod, without_volumes: pod.Pod | None = None) -> str:
         """``without_volumes``: the pod before its volume topology was folded into its affinity
         (nodes only the volumes rule out are counted as ``had volume node affinity conflict``)."""
-        self._own_reqs = (podgroups.make_group([without_volumes]).strict_requirements()
-                          if without_volumes is not None else None)
-        sig = (without_volumes is not None,
-               tuple(sorted(p.requests.items())), p.tolerations, tuple(sorted(p.node_selector.items())),
-               repr(p.node_affinity), repr(p.pod_affinity), repr(p.pod_anti_affinity),
-               p.topology_spread_constraints, p.host_ports())
+        return self.explain(p, without_volumes)[0]
+
+    def explain(self, p: pod.Pod, without_volumes: pod.Pod | None = None,
+                sig: Hashable | None = None) -> tuple[str, frozenset[str]]:
+        """:meth:`message` and the distinct per-node reasons behind it (none when there are no
+        nodes). ``sig``: :func:`signature` of ``p`` when the caller has it."""
+        if sig is None:
+            sig = signature(p)
+        sig = (without_volumes is not None, sig)
         hit = self._cache.get(sig)
         if hit is not None:
             return hit
+        self._own_reqs = (podgroups.make_group([without_volumes]).strict_requirements()
+                          if without_volumes is not None else None)
         if not self.nodes:
-            text = "no nodes available to schedule pods"
+            out = ("no nodes available to schedule pods", frozenset[str]())
         else:
             counts: collections.Counter[str] = collections.Counter()
             greq = podgroups.make_group([p]).strict_requirements()
             for n in self.nodes:
                 counts.update(self._reasons(p, n, greq))
             parts = sorted(f"{count} {reason}" for reason, count in counts.items())
-            text = f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}."
-        self._cache[sig] = text
-        return text
+            out = (f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}.", frozenset(counts))
+        self._cache[sig] = out
+        return out
 
     def _reasons(self, p: pod.Pod, n: node.Node, greq: requirements.Requirements) -> Iterable[str]:
         if n.unschedulable or n.deleting:

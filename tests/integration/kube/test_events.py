@@ -99,3 +99,24 @@ def test_a_recorder_remembers_only_the_most_recent_distinct_events_for_aggregati
     vclock.advance(1)
     fresh = recorder.normal(node, "A", "one")
     assert fresh["count"] == 1 and fresh["metadata"]["name"] != first["metadata"]["name"]
+
+
+def test_a_series_writes_one_event_per_object_version_and_counts_a_repeat_once() -> None:
+    cluster, vclock = builders.new_cluster()
+    pod = cluster.create(builders.pod("web-0"))
+    recorder = events.EventRecorder(cluster, vclock, component="default-scheduler")
+    first = recorder.series(pod, "Warning", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")
+    assert first is not None and first["count"] == 1
+    vclock.advance(1)
+    again = recorder.series(pod, "Warning", "FailedScheduling", "0/2 nodes are available: 2 Insufficient cpu.")
+    assert again is not None and again["metadata"]["name"] == first["metadata"]["name"] and again["count"] == 2
+    assert again["message"] == first["message"]  # the series keeps the first note
+    before = cluster.revision
+    for _ in range(5):
+        assert recorder.series(pod, "Warning", "FailedScheduling", "0/2 nodes are available: 2 Insufficient cpu.") \
+            is None
+    assert cluster.revision == before
+    changed = cluster.patch_status("Pod", "web-0", {"status": {"phase": "Pending"}}, "default")
+    fresh = recorder.series(changed, "Warning", "FailedScheduling", "0/3 nodes are available: 3 Insufficient cpu.")
+    assert fresh is not None and fresh["metadata"]["name"] != first["metadata"]["name"]
+    assert len(cluster.list("Event", "default")) == 2

@@ -28,7 +28,7 @@ Returns human-readable violations (empty: the plan holds).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from karpy.api import quantity
@@ -122,15 +122,20 @@ class _Plan:
                 and _matches(selector, p["metadata"].get("labels") or {})]
 
 
-def violations(nodes: Sequence[Node], placements: Sequence[Placement]) -> list[str]:
-    """Every way the plan breaks a rule of the module docstring (empty: it holds)."""
+def violations(nodes: Sequence[Node], placements: Sequence[Placement], bound: Collection[str] = ()) -> list[str]:
+    """Every way the plan breaks a rule of the module docstring (empty: it holds).
+
+    ``bound``: pods (``namespace/name``) already running where the plan has them. They count for
+    every rule, but their own topology spreads are not checked again: the kube-scheduler checks a
+    pod's spread when it binds, never afterwards (anti-affinity is still checked both ways: a
+    new pod may not join a running pod's anti-affinity domain)."""
     plan = _Plan(nodes, placements)
     out: list[str] = []
     out.extend(_resources(plan))
     out.extend(_host_ports(plan))
     out.extend(_anti_affinity(plan))
     out.extend(_affinity(plan))
-    out.extend(_spread(plan))
+    out.extend(_spread(plan, frozenset(bound)))
     return out
 
 
@@ -206,7 +211,7 @@ def _affinity(plan: _Plan) -> Iterable[str]:
                    f"without an anchor; only the first pod of a group may start one")
 
 
-def _spread(plan: _Plan) -> Iterable[str]:
+def _spread(plan: _Plan, bound: frozenset[str]) -> Iterable[str]:
     all_domains: dict[str, set[str]] = defaultdict(set)
     for node in plan.nodes.values():
         for key in (ZONE, HOST):
@@ -214,6 +219,8 @@ def _spread(plan: _Plan) -> Iterable[str]:
     checked: dict[tuple[str, str, str, int, int], dict[str, tuple[int, int]]] = {}
     for p, n in plan.placements:
         ns = p["metadata"].get("namespace", "default")
+        if bound and _name(p) in bound:
+            continue
         for c in (p.get("spec") or {}).get("topologySpreadConstraints") or ():
             if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
                 continue

@@ -1,0 +1,84 @@
+"""The watch-fed cluster state does work in proportion to what changed, and holds one model per object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy import clock
+from karpy.controllers import state
+from karpy.kube import memory
+
+from . import builders as b
+
+
+def _state() -> tuple[memory.InMemoryCluster, state.ClusterState]:
+    cluster = memory.InMemoryCluster(clock.VirtualClock())
+    return cluster, state.ClusterState(cluster).start()
+
+
+def _launched_claim(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"requirements": [
+            {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["fake-it-3"]},
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-1"]}],
+            "nodeClassRef": dict(b.NODECLASS_REF)},
+        "status": {"providerID": f"kwok://{name}", "capacity": {"cpu": "4", "memory": "8Gi", "pods": "40"},
+                   "allocatable": {"cpu": "3900m", "memory": "7Gi", "pods": "40"}},
+    }
+
+
+def test_the_pending_set_follows_each_pod_event_without_rescanning() -> None:
+    cluster, st = _state()
+    cluster.create(b.pending_pod("a"))
+    cluster.create(b.pending_pod("b"))
+    assert [p.name for p in st.pending_pods()] == ["a", "b"] and st.is_pending("default/a")
+    cluster.patch("Pod", "a", {"spec": {"nodeName": "node-1"}}, "default")  # bound: no longer pending
+    assert [p.name for p in st.pending_pods()] == ["b"]
+    assert not st.is_pending("default/a") and st.pending_pod_count() == 1
+    cluster.delete("Pod", "b", "default")
+    assert st.pending_pods() == [] and st.pending_pod_count() == 0
+    cluster.create(b.pending_pod("c"))
+    assert [p.name for p in st.pending_pods()] == ["c"] and st.pending_pod_count() == 1
+
+
+def test_a_pod_that_stops_being_unschedulable_leaves_the_pending_set() -> None:
+    cluster, st = _state()
+    cluster.create(b.pending_pod("web"))
+    assert st.pending_pod_count() == 1
+    pod = cluster.get("Pod", "web", "default")
+    pod["status"]["conditions"] = []  # as after a scheduler restart: not marked Unschedulable
+    cluster.update_status(pod)
+    assert st.pending_pods() == [] and st.pending_pod_count() == 0
+    assert st.pending_pod_count() == sum(1 for o in cluster.list("Pod") if state.is_provisionable(o))
+
+
+def test_a_launched_claim_s_bin_is_reused_until_the_claim_changes() -> None:
+    cluster, st = _state()
+    cluster.create(_launched_claim("c1"))
+    (first,) = st.existing_nodes()
+    (again,) = st.existing_nodes()
+    assert again is first and first.in_flight and first.allocatable["cpu"] == 3900
+    cluster.patch("NodeClaim", "c1", {"metadata": {"labels": {"team": "a"}}})
+    (changed,) = st.existing_nodes()
+    assert changed is not first and changed.labels["team"] == "a"
+    cluster.delete("NodeClaim", "c1")
+    assert st.existing_nodes() == []
+
+
+def test_the_state_holds_one_model_per_stored_object_and_drops_deleted_ones() -> None:
+    cluster, st = _state()
+    for i in range(5):
+        cluster.create(b.pending_pod(f"p{i}"))
+    st.pending_pods()
+    for i in range(5):  # status writes: new versions replace the models, they do not add to them
+        pod = cluster.get("Pod", f"p{i}", "default")
+        pod["status"]["conditions"][0]["message"] = "again"
+        cluster.update_status(pod)
+    st.pending_pods()
+    assert st.held()["Pod"] == 5
+    for i in range(3):
+        cluster.delete("Pod", f"p{i}", "default")
+    assert st.held()["Pod"] == 2 and [p.name for p in st.pending_pods()] == ["p3", "p4"]
