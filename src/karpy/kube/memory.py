@@ -56,7 +56,6 @@ import builtins
 import collections
 import random
 import threading
-import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -101,6 +100,7 @@ class InMemoryCluster:
         self.check_shared = CHECK_SHARED if check_shared is None else check_shared
         """Catch callers that change stored objects in place (module docstring); slow, for tests."""
         self._seals = memory_objects.Seals(self.check_shared)
+        self._stamp: tuple[float, str] = (float("nan"), "")
         self.sharing = memory_share.Sharing()
         """Equal parts of stored objects are stored once (:mod:`karpy.kube.memory_share`)."""
         self._specs: dict[str, Any] = {}
@@ -362,9 +362,15 @@ class InMemoryCluster:
         name = memory_objects.check_new_name(kind, meta)
         if self._lookup(kind, ns, name) is not None:
             raise errors.AlreadyExists(f'{kind} "{name}" already exists', kind=kind, name=name, namespace=ns)
-        memory_objects.stamp_new(new, uuid.UUID(int=self._rng.getrandbits(128), version=4),
-                                 clock_mod.rfc3339(self.clock.now()))
+        memory_objects.stamp_new(new, memory_objects.uuid4_text(self._rng.getrandbits(128)), self._now_text())
         return new
+
+    def _now_text(self) -> str:
+        """``rfc3339(clock.now())``, one string per distinct time (many writes share a virtual second)."""
+        now = self.clock.now()
+        if now != self._stamp[0]:
+            self._stamp = (now, clock_mod.rfc3339(now))
+        return self._stamp[1]
 
     def _check_namespace_open(self, kind: str, namespace: str) -> None:
         ns_obj = self._lookup("Namespace", "", namespace)
@@ -406,7 +412,7 @@ class InMemoryCluster:
         if obj["metadata"].get("finalizers") or grace is not None:
             new = dict(obj)
             new["metadata"] = dict(obj["metadata"])
-            new["metadata"]["deletionTimestamp"] = clock_mod.rfc3339(self.clock.now())
+            new["metadata"]["deletionTimestamp"] = self._now_text()
             new["metadata"]["deletionGracePeriodSeconds"] = grace or 0
             self._commit(new, interface.MODIFIED)
         else:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from karpy.kube import memory, memory_share
+from karpy.kube import memory, memory_objects, memory_share
 
 from . import builders
 
@@ -76,3 +76,23 @@ def test_what_a_read_returns_equals_what_was_written_with_sharing(kind: str) -> 
         assert got["spec"] == obj["spec"]
         assert got.get("status") == obj.get("status")
         assert {k: got["metadata"][k] for k in obj["metadata"]} == obj["metadata"]
+
+
+def test_generated_uids_are_the_uuid4_text_of_the_seeded_bits() -> None:
+    import random
+    import uuid
+
+    rng = random.Random(7)
+    for _ in range(1000):
+        bits = rng.getrandbits(128)
+        assert memory_objects.uuid4_text(bits) == str(uuid.UUID(int=bits, version=4))
+
+
+def test_objects_written_at_one_time_share_one_timestamp_string() -> None:
+    cluster, vclock = builders.new_cluster()
+    a = cluster.create(builders.node("a"))
+    b = cluster.create(builders.node("b"))
+    vclock.advance(1)
+    c = cluster.create(builders.node("c"))
+    assert a["metadata"]["creationTimestamp"] is b["metadata"]["creationTimestamp"]
+    assert c["metadata"]["creationTimestamp"] == "2026-01-01T00:00:01Z"
