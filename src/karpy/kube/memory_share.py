@@ -125,6 +125,8 @@ class Sharing:
                 if type(part) is not dict:
                     continue
                 before = old if not section or old is None else old.get(section)
+                if before is part:  # a section the write did not change: done when it was stored
+                    continue
                 for name in names:
                     value = part.get(name)
                     if value is None or (type(before) is dict and before.get(name) is value):
@@ -137,11 +139,13 @@ class Sharing:
             intern = sys.intern
             for section, names in strings.items():
                 part = new if not section else new.get(section)
-                if type(part) is not dict or (old is not None and section and old.get(section) is part):
+                before = old if not section or old is None else old.get(section)
+                if type(part) is not dict or before is part:
                     continue  # a section the write did not change: already done
+                unchanged = before if type(before) is dict else {}
                 for name in names:
                     value = part.get(name)
-                    if type(value) is str:
+                    if type(value) is str and unchanged.get(name) is not value:
                         text = intern(value)
                         if text is not value:
                             part[name] = text
