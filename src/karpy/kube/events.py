@@ -28,6 +28,10 @@ WARNING = "Warning"
 CACHE_SIZE = 4096
 """Distinct events a recorder remembers for aggregation (client-go's maxLruCacheEntries)."""
 
+SERIES_FINISH = 360.0
+"""Seconds after its last occurrence that client-go's events broadcaster forgets an isomorphic event
+(finishTime, swept every 6 minutes): a later occurrence starts a new Event."""
+
 _AggregationKey = tuple[str, str, str, str, str, str, str, str]
 
 
@@ -60,7 +64,9 @@ class EventRecorder:
         self.clock = clock
         self.component = component
         self._published: collections.OrderedDict[_AggregationKey, tuple[str, str]] = collections.OrderedDict()
-        self._series: collections.OrderedDict[tuple[str, ...], list[Any]] = collections.OrderedDict()
+        self._series: dict[tuple[str, ...], list[Any]] = {}
+        """Isomorphic-event key -> [namespace, name, count, last observed] (kept SERIES_FINISH)."""
+        self._swept = 0.0
 
     def publish(self, involved: Mapping[str, Any], type: str, reason: str, message: str) -> dict[str, Any]:
         """Create or aggregate an Event; returns it as stored."""
@@ -123,29 +129,32 @@ class EventRecorder:
         ones only count in memory (the real broadcaster writes a series at most every 30 min,
         longer than a simulation's bursts). So an object that keeps failing the same way without
         changing gets at most two writes; one that changes gets a new Event per change. Returns
-        the Event written, or ``None`` when nothing was written. Remembers the last
-        :data:`CACHE_SIZE` series, least recently used forgotten first.
+        the Event written, or ``None`` when nothing was written. A series is forgotten
+        :data:`SERIES_FINISH` seconds (virtual) after its last occurrence, as the broadcaster's
+        6-minute sweep does, so what it remembers is bounded by what happened in that window.
         """
         if type not in (NORMAL, WARNING):
             raise errors.Invalid(f"event type must be {NORMAL} or {WARNING}, found {type!r}")
         meta = involved.get("metadata") or {}
         key = (str(involved.get("kind", "")), meta.get("namespace") or "", meta.get("name", ""),
                meta.get("uid", ""), meta.get("resourceVersion", ""), type, reason)
+        now = self.clock.now()
+        if now - self._swept >= SERIES_FINISH:
+            self._swept = now
+            self._series = {k: v for k, v in self._series.items() if now - v[3] < SERIES_FINISH}
         known = self._series.get(key)
         if known is not None:
-            self._series.move_to_end(key)
             known[2] += 1
+            known[3] = now
             if known[2] > 2:
                 return None
             try:
-                return self.cluster.patch("Event", known[1], {"count": 2, "lastTimestamp": clock_mod.rfc3339(
-                    self.clock.now())}, known[0])
+                return self.cluster.patch("Event", known[1], {"count": 2, "lastTimestamp": clock_mod.rfc3339(now)},
+                                          known[0])
             except errors.NotFound:
                 del self._series[key]
-        event = self._create(involved_object(involved), type, reason, message, clock_mod.rfc3339(self.clock.now()))
-        self._series[key] = [event["metadata"]["namespace"], event["metadata"]["name"], 1]
-        if len(self._series) > CACHE_SIZE:
-            self._series.popitem(last=False)
+        event = self._create(involved_object(involved), type, reason, message, clock_mod.rfc3339(now))
+        self._series[key] = [event["metadata"]["namespace"], event["metadata"]["name"], 1, now]
         return event
 
     def normal(self, involved: Mapping[str, Any], reason: str, message: str) -> dict[str, Any]:

@@ -110,7 +110,7 @@ class KubeScheduler:
         self._binding: tuple[str, pod.Pod, str] | None = None
         """(uid, pending model, node) while that pod's binding is written: its bound model is the same."""
         self._nodes: dict[str, tuple[str, node.Node | None]] = {}
-        self._reqs: dict[str, tuple[str, requirements.Requirements]] = {}
+        self._reqs: dict[str, tuple[Mapping[str, str], requirements.Requirements]] = {}
         # What the watches told: pending pods, bound (non-terminal) pods by node, nodes.
         self._watching = False
         self._pending: dict[tuple[str, str], dict[str, Any]] = {}
@@ -273,13 +273,12 @@ class KubeScheduler:
         return model
 
     def _node_reqs(self, n: node.Node) -> requirements.Requirements:
-        """The node's labels as requirements, cached while its resourceVersion stays."""
-        rv = n.metadata.resource_version or ""
+        """The node's labels as requirements, cached while its labels stay the same."""
         hit = self._reqs.get(n.name)
-        if hit is not None and hit[0] == rv:
+        if hit is not None and (hit[0] is n.labels or hit[0] == n.labels):
             return hit[1]
         reqs = requirements.Requirements.from_labels(n.labels)
-        self._reqs[n.name] = (rv, reqs)
+        self._reqs[n.name] = (n.labels, reqs)
         return reqs
 
     # ----------------------------------------------------------------------------- reconcile
@@ -350,14 +349,14 @@ class KubeScheduler:
                     by_node[node_name] = [*by_node.get(node_name, ()), bound]
         explainer: unschedulable.Explainer | None = None
         for model in pending:
-            if model.key in placed:
+            pod_key = model.key
+            if pod_key in placed:
                 continue
             if explainer is None:
                 explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage)
-            text, reasons = explainer.explain(model, unconstrained.get(model.key),
-                                              None if model.key in unconstrained else self._signature(model))
-            self._failed(raw_by_key[model.key], unconstrained.get(model.key, model), text,
-                         scheduling_queue.plugins_of(reasons), now)
+            without = unconstrained.get(pod_key)
+            text, reasons = explainer.explain(model, without, None if without is not None else self._signature(model))
+            self._failed(raw_by_key[pod_key], without or model, text, scheduling_queue.plugins_of(reasons), now)
         self._forget()
         return self._next(now)
 

@@ -339,7 +339,16 @@ _POD_ADD_PLUGINS = frozenset({INTER_POD_AFFINITY, POD_TOPOLOGY_SPREAD})
 
 def plugins_of(reasons: Iterable[str]) -> frozenset[str]:
     """The filter plugins behind kube-scheduler's per-node reasons (``node(s) had untolerated taint ...``)."""
-    return frozenset(_plugin_of(r) for r in reasons)
+    key = reasons if isinstance(reasons, frozenset) else frozenset(reasons)
+    hit = _PLUGINS_OF.get(key)
+    if hit is None:
+        hit = frozenset(_plugin_of(r) for r in key)
+        if len(_PLUGINS_OF) < 10_000:
+            _PLUGINS_OF[key] = hit
+    return hit
+
+
+_PLUGINS_OF: dict[frozenset[str], frozenset[str]] = {}
 
 
 def _plugin_of(reason: str) -> str:

@@ -65,10 +65,11 @@ class Explainer:
         self.nodes = nodes
         self.free: dict[str, dict[str, int]] = {}
         self.ports: dict[str, set[Port]] = {}
+        self._node_reqs = node_reqs
         self.reqs: dict[str, requirements.Requirements] = {}
+        """Node -> its labels as requirements, filled as a message needs them."""
         for n in nodes:
             self.free[n.name], self.ports[n.name] = (usage_of or usage)(n, by_node.get(n.name, ()))
-            self.reqs[n.name] = node_reqs(n)
         self._cache: dict[Any, tuple[str, frozenset[str]]] = {}
         self._own_reqs: requirements.Requirements | None = None
 
@@ -110,9 +111,12 @@ class Explainer:
         bad = taints.first_untolerated(p.tolerations, node_taints, ("NoSchedule", "NoExecute"))
         if bad is not None:
             return (f"node(s) had untolerated taint {_taint_text(bad)}",)
-        if self.reqs[n.name].compatible(greq, frozenset()) is not None:
+        node_reqs = self.reqs.get(n.name)
+        if node_reqs is None:
+            node_reqs = self.reqs[n.name] = self._node_reqs(n)
+        if node_reqs.compatible(greq, frozenset()) is not None:
             own = self._own_reqs
-            if own is not None and self.reqs[n.name].compatible(own, frozenset()) is None:
+            if own is not None and node_reqs.compatible(own, frozenset()) is None:
                 return ("node(s) had volume node affinity conflict",)
             return ("node(s) didn't match Pod's node affinity/selector",)
         used = self.ports[n.name]

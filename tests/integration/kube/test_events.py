@@ -120,3 +120,21 @@ def test_a_series_writes_one_event_per_object_version_and_counts_a_repeat_once()
     fresh = recorder.series(changed, "Warning", "FailedScheduling", "0/3 nodes are available: 3 Insufficient cpu.")
     assert fresh is not None and fresh["metadata"]["name"] != first["metadata"]["name"]
     assert len(cluster.list("Event", "default")) == 2
+
+
+def test_a_series_is_remembered_for_every_object_until_six_minutes_after_its_last_occurrence() -> None:
+    cluster, vclock = builders.new_cluster()
+    recorder = events.EventRecorder(cluster, vclock, component="default-scheduler")
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default",
+                                                             "uid": f"u{i}", "resourceVersion": "7"}}
+            for i in range(events.CACHE_SIZE + 100)]
+    for _ in range(3):
+        for p in pods:
+            recorder.series(p, "Warning", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")
+    stored = cluster.list("Event", "default")
+    assert len(stored) == len(pods)
+    assert {e["count"] for e in stored} == {2}
+    vclock.advance(events.SERIES_FINISH + 1)
+    again = recorder.series(pods[0], "Warning", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")
+    assert again is not None and again["count"] == 1
+    assert len(cluster.list("Event", "default")) == len(pods) + 1
