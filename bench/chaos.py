@@ -4,7 +4,8 @@ checker that does not use karpy's controllers (:mod:`karpy.simulator.invariants`
 The scenario (:mod:`karpy.simulator.chaos_scenario`) has spot interruptions, insufficient capacity
 discovered at launch, API server and cloud errors, controller restarts, instances that never
 register, NotReady nodes (node auto-repair on), pod start failures, graceful pod termination, scale
-waves, PDBs, do-not-disrupt pods and drift.
+waves, PDBs, do-not-disrupt pods and drift. The scenario's fault plan (``spec.faults.plan``) makes every kind
+of ``chaos_scenario.PLANNED`` fire in every seed, however many calls the controllers make.
 Prints per seed: faults injected, launches, interruptions, disruptions, violations (and each
 violation), then the wall time. Exit status 1 when any seed has a violation.
 

@@ -14,6 +14,10 @@ e2e_scale's on-demand c/m/r NodePool, one DaemonSet. Cases, each a median of ``-
   hostname), the other half in flight; the other half's pods pending. Kept cache.
 * ``kubesched``: the simulated kube-scheduler: no NodePools, the NodeClaims as ready empty Nodes,
   ``--kube-pending`` (default: a fifth of the pods, at most 5,000) pods pending. Kept cache.
+* ``whatif``: consolidation after the burst: every NodeClaim a Node running its pods; each run
+  removes another node (spread over the cluster) and places its pods on the rest or new
+  NodeClaims, as ``disruption.simulation.simulate_removal`` does, all runs sharing one cache (as
+  the what-ifs over one snapshot do).
 
 Prints, per case: pending pods, bins, seconds (median, min, max), placed pods, new NodeClaims, the
 Python heap peak of one run in MB (tracemalloc, an extra untimed run) and the process's peak RSS.
@@ -41,7 +45,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import cost
 import e2e_scale
 
-CASES = ("first", "inflight", "mixed", "kubesched")
+CASES = ("first", "inflight", "mixed", "kubesched", "whatif")
 
 
 def make_pods(n: int) -> list[pod.Pod]:
@@ -130,7 +134,34 @@ class Setup:
         return pending, bins, lambda ex, cache: scheduler.Scheduler(existing=ex, cache=cache), True
 
 
+def whatif_case(setup: Setup, repeat: int) -> dict[str, Any]:
+    nodes = [claim_bin(c, i, registered=True, pods=c.pods) for i, c in enumerate(setup.claims)]
+    cache = reuse.SchedulingCache()
+    step = max(1, len(nodes) // (repeat + 1))
+
+    def once(k: int) -> tuple[float, results.Results, int]:
+        gone = nodes[k]
+        rest = [n for n in renew(nodes) if n.name != gone.name]
+        start = clock.perf_counter()
+        res = setup.provisioner(rest, cache).solve(gone.pods)
+        return clock.perf_counter() - start, res, len(gone.pods)
+
+    once(0)
+    runs = [once(step * (r + 1)) for r in range(repeat)]
+    secs = [r[0] for r in runs]
+    tracemalloc.start()
+    once(step)
+    heap = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    res = runs[-1][1]
+    return {"case": "whatif", "pending": runs[-1][2], "bins": len(nodes) - 1, "median": statistics.median(secs),
+            "min": min(secs), "max": max(secs), "placed": res.placed_count(), "claims": len(res.new_claims),
+            "errors": len(res.errors), "heap": heap}
+
+
 def run_case(setup: Setup, name: str, repeat: int, kube_pending: int) -> dict[str, Any]:
+    if name == "whatif":
+        return whatif_case(setup, repeat)
     pending, bins, make, keep = setup.case(name, kube_pending)
     cache = reuse.SchedulingCache() if keep else None
     if cache is not None:

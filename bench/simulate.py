@@ -6,7 +6,9 @@ and every 30 minutes one deployment scaled up or down by 10% (deterministic patt
 simulated seconds, the wall seconds and the speed-up factor (target: >= 1000x), and with
 ``--profile`` the functions with the most cumulative and own time (cProfile).
 
-Run: ``python bench/simulate.py [--hours 24] [--nodes 1000] [--profile]``.
+Run: ``python bench/simulate.py [--hours 24] [--nodes 1000] [--profile [--profile-out FILE]]``
+(``--profile-out`` also writes the cProfile data to FILE, for ``python -m pstats`` or a side-by-side
+comparison with another branch).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--deployments", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="print cProfile hot spots")
+    parser.add_argument("--profile-out", help="with --profile: also write the cProfile data to this file")
     args = parser.parse_args()
 
     scn = scenario.load_text(scenario_text(args.nodes, args.deployments, args.hours), source="bench")
@@ -91,6 +94,8 @@ def main() -> None:
           f"pending {last.pending_pods}; reconciles {result.reconciles}; "
           f"kube-scheduler runs {result.metrics['simulator']['kubeSchedulerRuns']}")
     if profiler is not None:
+        if args.profile_out:
+            profiler.dump_stats(args.profile_out)
         for order in ("cumulative", "tottime"):
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(25)

@@ -13,7 +13,12 @@ provisioner launches capacity for the displaced pods). A caller may rely on:
   unhealthy (Karpenter's safety valve: a zonal outage is not fixed by replacing every node), and a
   Warning event ``NodeRepairBlocked`` says so on the NodePool;
 * a repair publishes a Warning event ``NodeRepair`` on the Node and counts
-  ``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}``.
+  ``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}``;
+* a repair is forceful, as Karpenter's health controller makes it: before the NodeClaim is deleted
+  its ``karpenter.sh/nodeclaim-termination-timestamp`` annotation is set to now (unless it already
+  holds an earlier time), so the termination controller deletes the node's pods outright instead of
+  waiting for PodDisruptionBudgets or ``karpenter.sh/do-not-disrupt`` pods, which on a node that
+  stopped reporting would never go.
 """
 
 from __future__ import annotations
@@ -108,10 +113,20 @@ class NodeRepair:
         self._event(node, REASON_REPAIR, f"Node {name} has had {policy.condition_type}="
                     f"{policy.condition_status} for {policy.toleration_seconds:g}s; replacing it")
         with contextlib.suppress(kube_errors.NotFound):
+            self._expire_now(claim.name, claim.metadata.annotations.get(wk.NODECLAIM_TERMINATION_TIMESTAMP), now)
             self.cluster.delete("NodeClaim", claim.name)
         self.metrics.nodeclaims_disrupted.labels("unhealthy", pool).inc()
         self.repaired.append(name)
         return None
+
+    def _expire_now(self, claim_name: str, stamp: str | None, now: float) -> None:
+        """Set the claim's termination timestamp to ``now`` unless it already says an earlier time."""
+        if stamp:
+            with contextlib.suppress(ValueError):
+                if clock_mod.parse_rfc3339(stamp) <= now:
+                    return
+        self.cluster.patch("NodeClaim", claim_name, {"metadata": {
+            "annotations": {wk.NODECLAIM_TERMINATION_TIMESTAMP: clock_mod.rfc3339(now)}}})
 
     def _too_many_unhealthy(self, pool: str) -> bool:
         nodes = [n for n in self.state.raws("Node") if interface.labels_of(n).get(wk.NODEPOOL) == pool]

@@ -103,9 +103,12 @@ class Refusal:
 def pod_disruption_cost(p: pod_mod.Pod) -> float:
     """How much evicting ``p`` hurts: 1, plus its deletion cost and priority, scaled down."""
     cost = 1.0
-    with contextlib.suppress(ValueError):
-        cost += int(p.annotations.get(DELETION_COST_ANNOTATION, "0")) / 2.0**27
-    cost += (p.priority or 0) / 2.0**25
+    raw = p.annotations.get(DELETION_COST_ANNOTATION)
+    if raw is not None:  # most pods have none: no parsing, no exception handling
+        with contextlib.suppress(ValueError):
+            cost += int(raw) / 2.0**27
+    if p.priority:
+        cost += p.priority / 2.0**25
     return max(-10.0, min(10.0, cost))
 
 
@@ -126,15 +129,26 @@ def disruption_cost(c: candidates_mod.Candidate, now: float) -> float:
 def order_candidates(snap: snapshot_mod.ClusterSnapshot,
                      cands: Sequence[candidates_mod.Candidate]) -> list[candidates_mod.Candidate]:
     """Cheapest to disrupt first; ties: older node first, then by name."""
-    costs: dict[str, float] = snap.__dict__.setdefault("_disruption_costs", {})  # once per snapshot
+    # each candidate's sort key once per snapshot: the methods of one pass order the same candidates
+    keys: dict[str, tuple[float, float, str]] = snap.__dict__.setdefault("_disruption_keys", {})
 
     def key(c: candidates_mod.Candidate) -> tuple[float, float, str]:
-        created = c.node.metadata.creation_timestamp
-        cost = costs.get(c.name)
-        if cost is None:
-            cost = costs[c.name] = disruption_cost(c, snap.now)
-        return cost, created if created is not None else math.inf, c.name
+        found = keys.get(c.name)
+        if found is None:
+            created = c.node.metadata.creation_timestamp
+            found = keys[c.name] = (disruption_cost(c, snap.now), created if created is not None else math.inf,
+                                    c.name)
+        return found
     return sorted(cands, key=key)
+
+
+def _room(snap: snapshot_mod.ClusterSnapshot) -> prefilter.Room:
+    """The snapshot's free capacity (:func:`prefilter.free_capacity`), once per snapshot: the
+    single-node, multi-node and many-to-many methods of one pass share it (none changes it)."""
+    room: prefilter.Room | None = snap.__dict__.get("_room")
+    if room is None:
+        room = snap.__dict__["_room"] = prefilter.free_capacity(snap)
+    return room
 
 
 def consolidates_underutilized(pool: nodepool_mod.NodePool) -> bool:
@@ -293,7 +307,7 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
     each candidate tried was not consolidated.
     """
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
-    free = prefilter.free_capacity(snap)
+    free = _room(snap)
     simulations = 0
     for c in _eligible(snap, cands, REASON_UNDERUTILIZED):
         if simulations >= MAX_SINGLE_NODE_SIMULATIONS:
@@ -323,7 +337,7 @@ def multi_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mo
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
     ordered = _within_budget(_eligible(snap, cands, REASON_UNDERUTILIZED), budget, MAX_MULTI_CANDIDATES)
     best: Command | None = None
-    free = prefilter.free_capacity(snap)
+    free = _room(snap)
     lo, hi = 2, len(ordered)
     while lo <= hi:
         mid = (lo + hi) // 2
@@ -354,7 +368,7 @@ def many_to_many(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
         if len(group) < MAX_MULTI_CANDIDATES:
             group.append(c)
     best: Command | None = None
-    free = prefilter.free_capacity(snap)
+    free = _room(snap)
     for pool_name, group in sorted(by_pool.items()):
         if len(group) < 2:
             continue

@@ -62,6 +62,7 @@ from typing import Any
 from karpy import clock as clock_mod
 from karpy import settings as settings_mod
 from karpy.api import labels, nodeclass, nodepool, pod
+from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import runtime, state
 from karpy.disruption import budgets, candidates, consolidation, drift_marking, emptiness, observation, orchestrator
@@ -297,15 +298,22 @@ class DisruptionController:
         The what-if simulation treats in-flight capacity as free; while the provisioner's
         NodeClaims are launching for pending pods, that capacity is spoken for.
         """
-        snap = self.snapshot(obs)
         protected = self.orchestrator.protected_claims()
-        for e in snap.in_flight:
-            if e.name not in protected:
-                return f"NodeClaim {e.name} is launching"
-        for info in snap.nodes:
-            if info.nodeclaim is not None and not info.initialized and not info.deleting \
-                    and info.nodeclaim.name not in protected:
-                return f"node {info.name} is initializing"
+        # read from cluster state, as the snapshot would hold it (its in-flight NodeClaims, its nodes'
+        # initialized/deleting), without building the snapshot while capacity is still coming
+        node_names = {n.name for n, _, _ in obs.nodes}
+        for claim in self.state.nodeclaims():
+            if claim.metadata.deletion_timestamp is not None or claim.name in node_names \
+                    or self.state.node_name_for_provider_id(claim.status.provider_id):
+                continue
+            if claim.name not in protected:
+                return f"NodeClaim {claim.name} is launching"
+        for n, node_claim, _ in obs.nodes:
+            if node_claim is None or node_claim.name in protected:
+                continue
+            initialized = n.labels.get(labels.INITIALIZED) == "true" or node_claim.is_true(nodeclaim_mod.INITIALIZED)
+            if not initialized and not (n.deleting or node_claim.metadata.deletion_timestamp is not None):
+                return f"node {n.name} is initializing"
         if obs.nominated and self.state.pending_pod_count():
             return "pending pods are nominated to " + ", ".join(sorted(obs.nominated))
         return None

@@ -24,12 +24,15 @@ Karpenter v1 (``concepts/disruption``, Drift) in karpy's words. A NodeClaim is d
   ``NodeClassDrift``...). The caller makes that call (this module does no I/O) and passes the
   answer to :func:`drift_reason`.
 
-Behavioural NodePool fields (weight, limits, disruption) never cause drift. Pure functions.
+Behavioural NodePool fields (weight, limits, disruption) never cause drift. Pure functions (a
+NodePool's hash and parsed requirements are remembered per NodePool object, see :func:`pool_view`;
+a changed NodePool is a new object).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from karpy.api import labels as wk
 from karpy.api import nodeclaim as nodeclaim_mod
@@ -42,6 +45,41 @@ REQUIREMENTS_DRIFTED = "RequirementsDrifted"
 
 
 _NODECLASS_HASHES = (wk.NODECLASS_HASH_AWS, wk.NODECLASS_HASH_AZURE)
+_POOL_VIEWS_MAX = 64
+
+
+class PoolView(NamedTuple):
+    """What drift reads of one NodePool object: its hash and its parsed template requirements
+    (``None`` when karpy cannot read them)."""
+
+    pool: nodepool_mod.NodePool
+    hash: str
+    requirements: reqs_mod.Requirements | None
+    label_keys: tuple[str, ...]
+    """The node label keys the requirements read: theirs, and the legacy keys that stand for them."""
+
+
+_pool_views: dict[int, PoolView] = {}
+
+
+def pool_view(pool: nodepool_mod.NodePool) -> PoolView:
+    """``pool``'s :class:`PoolView`, computed once per NodePool object (models are never changed in
+    place: a new version of the NodePool is a new object; at most a few dozen are remembered)."""
+    view = _pool_views.get(id(pool))
+    if view is not None and view.pool is pool:
+        return view
+    try:
+        wanted: reqs_mod.Requirements | None = reqs_mod.Requirements.from_node_selector_requirements(
+            pool.template.spec.requirements)
+    except ValueError:
+        wanted = None
+    keys = tuple(sorted({k for k in wanted} | {old for old, new in wk.NORMALIZED_LABELS.items() if new in wanted})
+                 ) if wanted is not None else ()
+    view = PoolView(pool, pool.hash(), wanted, keys)
+    if len(_pool_views) >= _POOL_VIEWS_MAX:
+        _pool_views.clear()
+    _pool_views[id(pool)] = view
+    return view
 
 
 def needs_restamp(claim: nodeclaim_mod.NodeClaim) -> bool:
@@ -71,18 +109,19 @@ def static_drift(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool) ->
     if needs_restamp(claim):
         return None
     stamped = claim.metadata.annotations.get(wk.NODEPOOL_HASH)
-    if stamped is None or stamped == pool.hash():
+    if stamped is None or stamped == pool_view(pool).hash:
         return None
     return NODEPOOL_DRIFTED
 
 
 def requirements_drift(pool: nodepool_mod.NodePool, node_labels: Mapping[str, str]) -> str | None:
     """:data:`REQUIREMENTS_DRIFTED` when ``node_labels`` do not satisfy the pool's requirements."""
-    try:
-        wanted = reqs_mod.Requirements.from_node_selector_requirements(pool.template.spec.requirements)
-    except ValueError:
+    view = pool_view(pool)
+    wanted = view.requirements
+    if wanted is None:
         return None  # requirements karpy cannot read are not evidence of drift
-    have = reqs_mod.Requirements.from_labels(node_labels)
+    # only the keys the pool constrains are compared: the node's other labels cannot change the answer
+    have = reqs_mod.Requirements.from_labels({k: node_labels[k] for k in view.label_keys if k in node_labels})
     if have.compatible(wanted, frozenset()) is not None:
         return REQUIREMENTS_DRIFTED
     return None
@@ -93,8 +132,10 @@ def launched_under(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool) 
 
     Then the pool's requirements are the ones the claim was launched under (or wider), and a node
     karpy launched from them is never requirements-drifted by karpy itself."""
+    wanted = pool_view(pool).requirements
+    if wanted is None:
+        return False
     try:
-        wanted = reqs_mod.Requirements.from_node_selector_requirements(pool.template.spec.requirements)
         had = reqs_mod.Requirements.from_node_selector_requirements(claim.spec.requirements)
     except ValueError:
         return False

@@ -38,13 +38,19 @@ def usable_templates(run: placement_mod.Placement, g: podgroups.PodGroup
     """NodePools in weight order whose taints ``g`` tolerates and whose requirements are compatible
     with the group's, each with the combined requirements of a NodeClaim for the group."""
     greq = g.requirements()
-    for ti, tmpl in enumerate(run.templates):
-        if placement_mod._untolerated(g.tolerations, tmpl.taints,
-                                      prefer_ok=g.tolerate_prefer_no_schedule) is not None:
-            continue
-        if tmpl.requirements.compatible(greq) is not None:
-            continue
-        yield ti, tmpl, tmpl.requirements.intersect(greq)
+    key = (greq, g.tolerations, g.tolerate_prefer_no_schedule)
+    usable = run.usable_memo.get(key)
+    if usable is None:  # the templates' taints and requirements do not change during a run
+        usable = []
+        for ti, tmpl in enumerate(run.templates):
+            if placement_mod._untolerated(g.tolerations, tmpl.taints,
+                                          prefer_ok=g.tolerate_prefer_no_schedule) is not None:
+                continue
+            if tmpl.requirements.compatible(greq) is not None:
+                continue
+            usable.append((ti, tmpl, tmpl.requirements.intersect(greq)))
+        run.usable_memo[key] = usable
+    yield from usable
 
 
 def open_claim(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,

@@ -87,9 +87,9 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
 def _fit_one(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, b: int) -> int:
     nz = req > 0
     k = int((run.bins.remaining[b, nz] // req[nz]).min()) if nz.any() else 1 << 30
-    cap = run.hostname_cap(g, run.bins.n)
+    cap = run.hostname_cap(g, b + 1, b)
     if cap is not None:
-        k = min(k, int(cap[b]))
+        k = min(k, int(cap[0]))
     if g.host_ports:
         k = min(k, 1)
     return max(k, 0)
@@ -199,9 +199,9 @@ def fit_counts(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
         mask &= run.bins.domain_mask(key, allowed, lo, hi)
     fit = run.bins.fit_counts(req, lo, hi)
     fit[~mask] = 0
-    cap = run.hostname_cap(g, n)
+    cap = run.hostname_cap(g, hi, lo)
     if cap is not None:
-        fit = np.minimum(fit, cap[lo:hi])
+        fit = np.minimum(fit, cap)
     if g.host_ports:
         fit = np.minimum(fit, run.ports_mask(g, hi, lo).astype(np.int64))
     return fit

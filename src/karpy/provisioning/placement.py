@@ -75,6 +75,9 @@ class Placement:
         """:func:`claims._choose`'s answers of this run."""
         self.finalize_memo: dict[Any, Any] = {}
         """:func:`claims.finalize`'s instance type options of this run."""
+        self.usable_memo: dict[Any, list[tuple[int, templates.Template, reqs_mod.Requirements]]] = {}
+        """:func:`claims.usable_templates`' answers of this run."""
+        """:func:`claims.finalize`'s instance type options of this run."""
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
         total = np.zeros(len(dims), dtype=np.int64)
         for g in groups:
@@ -115,6 +118,11 @@ class Placement:
             self.universe[key].update(reg.values[int(i)] for i in np.unique(dom[key]) if i >= 0)
         nodes = [table.node[i] for i in rows]
         ports: list[tuple[int, hostports.HostPortUsage]] = []
+        # whether a DaemonSet runs on a node depends on its class (labels but the hostname) and
+        # taints, unless the DaemonSet's pod names hostnames
+        by_host = [wk.HOSTNAME in podgroups.make_group([d]).strict_requirements() for d in self.daemon_pods]
+        ds_vectors = [self.vector(d.requests) for d in self.daemon_pods]
+        fits_memo: dict[tuple[int, int, int], bool] = {}
         for b in np.flatnonzero(table.in_flight[idx]):  # DaemonSet pods that will come count as used
             bi = int(b)
             i = rows[bi]
@@ -124,12 +132,18 @@ class Placement:
                        if p.is_daemonset_pod and p.metadata.controller is not None}
             taints = table.taintsets.values[int(table.taint[i])]
             usage: hostports.HostPortUsage | None = None
-            for d in self.daemon_pods:
+            for k, d in enumerate(self.daemon_pods):
                 owner = d.metadata.controller
                 if owner is not None and owner.name in present:
                     continue
-                if _daemon_fits(d, table.requirements(i), taints, node=True):
-                    used[bi] += self.vector(d.requests)
+                fkey = (k, int(table.cls[i]), int(table.taint[i]))
+                fits = None if by_host[k] else fits_memo.get(fkey)
+                if fits is None:
+                    fits = _daemon_fits(d, table.requirements(i), taints, node=True)
+                    if not by_host[k]:
+                        fits_memo[fkey] = fits
+                if fits:
+                    used[bi] += ds_vectors[k]
                     if d.host_ports():
                         held = table.ports[i]
                         usage = usage or (held.copy() if held is not None else hostports.HostPortUsage())
@@ -176,13 +190,6 @@ class Placement:
         if r is not None and not r.complement:
             return set(r.values)
         return set()
-
-    def _count(self, namespace: str, labels_: Any, owned: Sequence[topology.Term], b: int, n: int) -> None:
-        self._count_items(namespace, tuple(sorted(labels_.items())), tuple(owned), b, n)
-
-    def _count_items(self, namespace: str, items: tuple[tuple[str, str], ...], owned: tuple[topology.Term, ...],
-                     b: int, n: int) -> None:
-        self._record_relevant(self._relevant_items(namespace, items, owned), b, n)
 
     def _record_relevant(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
                          b: int, n: int) -> None:
@@ -297,7 +304,10 @@ class Placement:
             self._tol[key] = hit
         return hit
 
-    def hostname_cap(self, g: podgroups.PodGroup, size: int) -> IntArray | None:
+    def hostname_cap(self, g: podgroups.PodGroup, size: int, lo: int = 0) -> IntArray | None:
+        """Per bin of ``lo:size``: how many more pods of ``g`` its hostname terms let it take (None:
+        no limit). A bin's cap depends on its own counts and on whether the group's hostname
+        affinity has started anywhere."""
         cap: IntArray | None = None
         owned = set(g.terms())
         key = (g.namespace, tuple(sorted(g.labels.items())), tuple(sorted(owned, key=repr)))
@@ -307,26 +317,25 @@ class Placement:
             terms = [(t, s, m) for t, s, m in terms if m or t in owned]
             self._hostname_cache[key] = terms
         for term, state, match in terms:
-            c = topology.hostname_caps(state, size, owner=term in owned, match=match)
+            c = topology.hostname_caps(state, size, owner=term in owned, match=match, lo=lo)
             if c is None:
                 if term in owned and term.kind == topology.AFFINITY:
-                    c = self._hostname_affinity_cap(state, size, match)
+                    c = self._hostname_affinity_cap(state, size, match, lo)
                 elif self.count_matching and match and term.kind == topology.SPREAD and term.required:
                     # a pod that only matches a hostname spread stays off the carriers' nodes: they
                     # may bind after it and must then still find their node within maxSkew
                     state.grow(size)
-                    c = np.where(state.bin_owners[:size] == 0, BIG, 0).astype(np.int64)
+                    c = np.where(state.bin_owners[lo:size] == 0, BIG, 0).astype(np.int64)
                 else:
                     continue
             cap = c if cap is None else np.minimum(cap, c)
         return cap
 
-    def _hostname_affinity_cap(self, state: topology.TermState, size: int, match: bool) -> IntArray:
+    def _hostname_affinity_cap(self, state: topology.TermState, size: int, match: bool, lo: int = 0) -> IntArray:
         state.grow(size)
-        counts = state.bin_counts[:size]
-        if counts.sum() == 0 and match:
-            return np.full(size, BIG, dtype=np.int64)  # bootstrap: any node, then follow it
-        return np.where(counts > 0, BIG, 0).astype(np.int64)
+        if match and not state.bin_counts.any():
+            return np.full(size - lo, BIG, dtype=np.int64)  # bootstrap: any node, then follow it
+        return np.where(state.bin_counts[lo:size] > 0, BIG, 0).astype(np.int64)
 
     def domain_constraints(self, g: podgroups.PodGroup) -> dict[str, set[str]]:
         """Allowed domains per non-hostname key for one more pod of ``g``."""
@@ -385,21 +394,35 @@ class Placement:
                 self.bins.ports[b] = usage
             for p in pods:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in g.host_ports])
-        # only required anti-affinity binds other pods (the inverse rule); preferred terms do not
-        owned = [t for t in g.terms() if t.kind == topology.ANTI_AFFINITY and t.required]
-        self._pin_counted_domains(g, owned, b)
-        if self.count_matching:  # where hostname-spread carriers are, for pods that only match
-            owned += [t for t in g.terms() if t.kind == topology.SPREAD and t.required and t.hostname]
-        self._count(g.namespace, g.labels, owned, b, k)
+        relevant = self._recorded_terms(g)
+        self._pin_counted_domains(relevant, b)
+        self._record_relevant(relevant, b, k)
 
-    def _pin_counted_domains(self, g: podgroups.PodGroup, owned: Sequence[topology.Term], b: int) -> None:
+    def _recorded_terms(self, g: podgroups.PodGroup) -> list[tuple[topology.Term, topology.TermState, bool, bool]]:
+        """The terms ``g``'s pods count for or own when placed (kept on the group while its terms
+        are the same)."""
+        terms = tuple(g.terms())
+        hit = g.memo.get("recorded")
+        if hit is not None and hit[0] == terms:
+            relevant: list[tuple[topology.Term, topology.TermState, bool, bool]] = hit[1]
+            return relevant
+        # only required anti-affinity binds other pods (the inverse rule); preferred terms do not
+        owned = [t for t in terms if t.kind == topology.ANTI_AFFINITY and t.required]
+        if self.count_matching:  # where hostname-spread carriers are, for pods that only match
+            owned += [t for t in terms if t.kind == topology.SPREAD and t.required and t.hostname]
+        relevant = self._relevant(g.namespace, g.labels, owned)
+        g.memo["recorded"] = (terms, relevant)
+        return relevant
+
+    def _pin_counted_domains(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
+                             b: int) -> None:
         """Narrow an open claim to one domain of each key where these pods count for a spread or
         an affinity (Kubernetes counts every pod matching the selector, wherever the claim lands):
         the domain with the fewest matching pods, so the pods keep the spread even."""
         for key in self.keys:
             if self.bins.dom[key][b] != bins_mod.UNDETERMINED:
                 continue
-            counted = [s for t, s, match, _ in self._relevant(g.namespace, g.labels, owned)
+            counted = [s for t, s, match, _ in relevant
                        if match and t.key == key and t.kind != topology.ANTI_AFFINITY]
             if not counted:
                 continue

@@ -65,6 +65,8 @@ class PodGroup:
     placed_count: int = 0
     relaxed: list[str] = field(default_factory=list)
     _requirements: reqs_mod.Requirements | None = None
+    memo: dict[str, Any] = field(default_factory=dict)
+    """What one run derived for this group (the run's own business; a split starts empty)."""
 
     @property
     def size(self) -> int:
@@ -102,7 +104,7 @@ class PodGroup:
         tail = self.pods[len(self.pods) - count:]
         del self.pods[len(self.pods) - count:]
         clone = PodGroup(pods=tail, **{k: getattr(self, k) for k in self.__dataclass_fields__
-                                       if k not in ("pods", "placed_count")})
+                                       if k not in ("pods", "placed_count", "memo")})
         clone.required_terms = list(self.required_terms)
         clone.preferred_node = list(self.preferred_node)
         clone.pod_affinity_preferred = list(self.pod_affinity_preferred)
@@ -156,6 +158,22 @@ def _signature(p: pod_mod.Pod) -> tuple[Any, ...]:
     )
 
 
+class _Sig:
+    """A signature with its hash computed once (kept between runs, it is looked up every run)."""
+
+    __slots__ = ("hash", "key")
+
+    def __init__(self, key: tuple[Any, ...]) -> None:
+        self.key = key
+        self.hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, _Sig) and self.hash == other.hash and self.key == other.key)
+
+
 def _hashable(value: Any) -> Any:
     try:
         hash(value)
@@ -206,18 +224,23 @@ def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, A
 
     ``memo``: pod signatures of the previous call, by Pod object (kept by a caller between runs;
     Pod models are immutable); it is left holding this call's."""
-    buckets: dict[tuple[Any, ...], list[pod_mod.Pod]] = {}
+    buckets: dict[Any, list[pod_mod.Pod]] = {}
     if memo is None:
         for p in pods:
             buckets.setdefault(_signature(p), []).append(p)
     else:
         now: dict[int, tuple[pod_mod.Pod, Any]] = {}
+        seen: dict[_Sig, _Sig] = {}
         for p in pods:
             hit = memo.get(id(p))
             if hit is None or hit[0] is not p:
-                hit = (p, _signature(p))
+                sig = _Sig(_signature(p))
+                hit = (p, seen.setdefault(sig, sig))  # pods of one group share one signature object
             now[id(p)] = hit
-            buckets.setdefault(hit[1], []).append(p)
+            bucket = buckets.get(hit[1])
+            if bucket is None:
+                bucket = buckets[hit[1]] = []
+            bucket.append(p)
         memo.clear()
         memo.update(now)
     groups = [make_group(b) for b in buckets.values()]

@@ -74,9 +74,15 @@ class Requirements(Mapping[str, requirement.Requirement]):
     @classmethod
     def from_labels(cls, node_labels: Mapping[str, str]) -> Requirements:
         """Each label ``k=v`` becomes ``k In [v]`` (a node's labels, a pod's nodeSelector)."""
-        return cls(requirement.make(labels.NORMALIZED_LABELS.get(k, k), False, frozenset((v,)), None, None, None,
-                                    False)
-                   for k, v in node_labels.items())
+        reqs: dict[str, requirement.Requirement] = {}
+        normalized = labels.NORMALIZED_LABELS
+        make = requirement.make
+        for k, v in node_labels.items():
+            key = normalized.get(k, k)
+            r = make(key, False, frozenset((v,)), None, None, None, False)
+            existing = reqs.get(key)
+            reqs[key] = r if existing is None else existing.intersection(r)
+        return cls._wrap(reqs)
 
     # -- Mapping -------------------------------------------------------------------------------
 

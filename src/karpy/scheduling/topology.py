@@ -55,6 +55,16 @@ class Term:
     honor_node_taints: bool = False
     required: bool = True
     """False for preferred affinity terms and ScheduleAnyway spreads (relaxable)."""
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        # terms key the run's dicts and are looked up once per placement: hash once
+        object.__setattr__(self, "_hash", hash((self.kind, self.key, self.selector, self.namespaces, self.max_skew,
+                                                self.min_domains, self.honor_node_affinity,
+                                                self.honor_node_taints, self.required)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def matches(self, namespace: str, pod_labels: Mapping[str, str]) -> bool:
         """Does a pod in ``namespace`` with ``pod_labels`` count for this term?"""
@@ -168,15 +178,16 @@ def spread_water_fill(state: TermState, eligible: list[str], n: int,
     return out
 
 
-def hostname_caps(state: TermState, size: int, *, owner: bool, match: bool) -> IntArray | None:
-    """Per-bin cap on how many more pods of a group may go, for one hostname term.
+def hostname_caps(state: TermState, size: int, *, owner: bool, match: bool, lo: int = 0) -> IntArray | None:
+    """Per-bin cap on how many more pods of a group may go, for one hostname term (bins ``lo:size``).
 
     ``owner``: the group carries the term; ``match``: the group's pods match the term's selector.
     Returns None when the term does not limit the group (or needs the per-pod path: affinity).
+    A bin's cap depends on that bin's counts only.
     """
     state.grow(size)
     term = state.term
-    counts = state.bin_counts[:size]
+    counts = state.bin_counts[lo:size]
     big = np.int64(1 << 40)
     if owner and term.kind == SPREAD:
         cap = term.max_skew - counts if match else np.where(counts + 1 <= term.max_skew, big, 0)
@@ -187,7 +198,7 @@ def hostname_caps(state: TermState, size: int, *, owner: bool, match: bool) -> I
         return np.where(counts == 0, big, 0).astype(np.int64)
     if not owner and term.kind == ANTI_AFFINITY and match:
         # inverse rule: pods matching someone's anti-affinity avoid the bins that someone is on
-        return np.where(state.bin_owners[:size] == 0, big, 0).astype(np.int64)
+        return np.where(state.bin_owners[lo:size] == 0, big, 0).astype(np.int64)
     return None
 
 

@@ -15,6 +15,8 @@ tags, with its own small readings of selectors, PDB arithmetic and annotations (
   - two running instances for one NodeClaim (a double launch);
   - an eviction after which a PodDisruptionBudget's selected healthy pods are fewer than it demands
     (the expected count is the replicas of the pods' controllers, as the disruption controller reads it);
+    the eviction of a pod that was Pending, Succeeded or Failed is not one (the Eviction API ignores
+    budgets for those, as Kubernetes' ``canIgnorePDB`` does: e.g. the pods of a reclaimed spot instance);
   - a voluntary disruption (Karpenter's ``DisruptionTerminating`` for drift, emptiness or
     consolidation) of a node running a ``karpenter.sh/do-not-disrupt: "true"`` pod;
   - at the end, a Deployment without ``spec.replicas`` Running pods.
@@ -85,6 +87,8 @@ class Checker:
     _claimless_since: dict[str, float] = field(default_factory=dict)
     _seen_events: set[tuple[str, str]] = field(default_factory=set)
     _pod_labels: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    _pod_phase: dict[tuple[str, str], str] = field(default_factory=dict)
+    """Each pod's phase as last seen (for a deleted pod: when it was deleted)."""
     _start: float = 0.0
 
     def attach(self) -> Checker:
@@ -94,8 +98,9 @@ class Checker:
         return self
 
     def _on_pod(self, event: str, obj: dict[str, Any]) -> None:
-        self._pod_labels[(str(_md(obj).get("namespace") or "default"), str(_md(obj).get("name")))] = \
-            dict(_md(obj).get("labels") or {})
+        key = (str(_md(obj).get("namespace") or "default"), str(_md(obj).get("name")))
+        self._pod_labels[key] = dict(_md(obj).get("labels") or {})
+        self._pod_phase[key] = str((obj.get("status") or {}).get("phase") or "Pending")
 
     def _t(self) -> str:
         return f"+{self.clock.now() - self._start:.0f}s"
@@ -119,7 +124,7 @@ class Checker:
     def _check_eviction(self, namespace: str, name: str) -> None:
         pods = [p for p in self.cluster.objects("Pod") if _md(p).get("namespace") == namespace]
         labels = self._pod_labels.get((namespace, name))
-        if labels is None:
+        if labels is None or self._pod_phase.get((namespace, name)) in ("Pending", "Succeeded", "Failed"):
             return
         for pdb in self.cluster.objects("PodDisruptionBudget"):
             if _md(pdb).get("namespace") != namespace:

@@ -250,3 +250,27 @@ def test_a_do_not_disrupt_duration_is_looked_at_again_every_pass() -> None:
     assert "n1" not in w.controller.observe(w.clock.now()).candidates
     w.clock.set(w.clock.now() + 61)
     assert "n1" in w.controller.observe(w.clock.now()).candidates  # nothing changed but the time
+
+
+def test_consolidation_waits_for_a_launching_nodeclaim_without_building_its_snapshot() -> None:
+    w = World({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"})
+    w.add_node("n1")
+    w.add_pod("web", "n1")
+    w.cluster.create({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "c2", "labels": {labels.NODEPOOL: "default"}},
+        "spec": {"requirements": [],
+                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+        "status": {"providerID": "fake://c2"},  # launched, its Node not registered yet
+    })
+    obs = w.controller.observe(w.clock.now())
+    assert "n1" in obs.candidates
+    assert w.controller.unsettled(obs) == "NodeClaim c2 is launching"
+    assert w.controller.consolidate(obs) is None
+    assert obs.snapshot is None  # decided from cluster state
+    w.cluster.create({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "c2", "labels": {labels.NODEPOOL: "default"}},
+        "spec": {"providerID": "fake://c2"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    })
+    assert w.controller.unsettled(w.controller.observe(w.clock.now())) == "node c2 is initializing"

@@ -10,55 +10,21 @@ import pytest
 from karpy.api import errors
 from karpy.simulator import engine, faultspec, scenario
 
-SCENARIO = """apiVersion: karpy.io/v1alpha1
-kind: Scenario
-metadata: {{name: fault-plan}}
-spec:
-  cloud: {{provider: aws, region: us-east-1, zones: [us-east-1a, us-east-1b]}}
-  until: 2h
-  seed: {seed}
-  faults:
+from . import test_pod_faults
+
+FAULTS = """  faults:
     plan: {plan}
   steps:
   - at: 40m
-    scale: {{kind: Deployment, name: web, replicas: 16}}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: default}}
-spec:
-  template:
-    spec:
-      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
-      requirements:
-      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {{name: default}}
-spec:
-  amiSelectorTerms: [{{alias: al2023@latest}}]
-  role: KarpenterNodeRole-test
-  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: test}}}}]
-  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: test}}}}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: 8
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers: [{{name: web, image: web:1, resources: {{requests: {{cpu: 500m, memory: 512Mi}}}}}}]
-"""
+    scale: {{kind: Deployment, name: web, replicas: 16}}"""
+"""The pod-faults scenario (a NodePool, its EC2NodeClass, 10 web pods) with a plan and a scale-up at 40m."""
 
 PLAN = "[{at: 0s, fault: iceAtLaunch}, {at: 30m, fault: conflict}, {at: 40m, fault: lostLaunchResponse}]"
 
 
 def _simulate(seed: int, plan: str) -> tuple[engine.Simulation, dict[str, Any]]:
-    sim = engine.Simulation(scenario.load_text(SCENARIO.format(seed=seed, plan=plan)))
+    text = test_pod_faults.SCENARIO.format(faults=FAULTS.format(plan=plan)).replace("seed: 3", f"seed: {seed}")
+    sim = engine.Simulation(scenario.load_text(text))
     sim.run()
     return sim, sim.metrics_summary()["simulator"]
 

@@ -159,3 +159,36 @@ def test_a_not_ready_node_is_repaired_only_with_the_node_repair_gate(gate: bool)
         assert name not in names and w.events(repair.REASON_REPAIR, name) and len(names) == 1
     else:
         assert names == [name]
+
+
+
+def test_a_repaired_node_goes_even_with_a_do_not_disrupt_pod_on_it() -> None:
+    # Karpenter's health controller sets the termination timestamp to now before deleting the NodeClaim,
+    # so the drain deletes what eviction would wait for forever on a node that stopped reporting
+    gates = (("NodeRepair", True),)
+    w = builders.make_world(settings_=settings.Settings(cluster_name="test", feature_gates=gates))
+    w.cluster.create(builders.nodepool_manifest())
+    pinned = builders.pending_pod("pinned")
+    pinned["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    w.cluster.create(pinned)
+    w.at(120)
+    (node,) = w.nodes()
+    name = node["metadata"]["name"]
+    pod = w.cluster.get("Pod", "pinned", "default")
+    pod["spec"]["nodeName"] = name  # bound and running there (this world has no kube-scheduler)
+    w.cluster.update(memory.copy_dict(pod))
+    pod = w.cluster.get("Pod", "pinned", "default")
+    pod["status"]["phase"] = "Running"
+    w.cluster.update_status(memory.copy_dict(pod))
+    node = w.cluster.get("Node", name)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                                     "lastTransitionTime": clock.rfc3339(w.clock.now())}]
+    w.cluster.update_status(memory.copy_dict(node))
+    w.run_for(29 * 60)
+    assert [n["metadata"]["name"] for n in w.nodes()] == [name]
+    (claim,) = w.cluster.objects("NodeClaim")
+    w.run_for(3 * 60)
+    assert w.events(repair.REASON_REPAIR, name)
+    assert name not in [n["metadata"]["name"] for n in w.nodes()]
+    assert "pinned" not in [p["metadata"]["name"] for p in w.cluster.objects("Pod")]  # deleted outright
+    assert claim["status"]["providerID"] not in w.running_instances()

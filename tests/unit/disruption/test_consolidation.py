@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from karpy import settings as settings_mod
 from karpy.api import labels as wk
 from karpy.api import pod
 from karpy.cloudprovider import instancetype
-from karpy.disruption import candidates, consolidation, milp, snapshot
+from karpy.disruption import candidates, consolidation, milp, prefilter, snapshot
 from karpy.provisioning import results, scheduler
 
 from ..provisioning import builders as pb
@@ -290,3 +292,39 @@ def test_the_milp_improves_on_the_schedulers_re_pack() -> None:
     assert improved.savings_per_hour > plain.savings_per_hour + 0.05
     assert sorted(p.key for c in improved.replacements for p in c.pods) == sorted(p.key for p in MIXED)
     pb.expect_claims_hold_their_pods(results.Results(new_claims=list(improved.replacements)))
+
+
+def test_one_pass_of_the_three_methods_computes_the_snapshot_s_free_capacity_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    computed: list[object] = []
+    real = prefilter.free_capacity
+
+    def counting(snap: snapshot.ClusterSnapshot) -> prefilter.Room:
+        computed.append(snap)
+        return real(snap)
+
+    monkeypatch.setattr(prefilter, "free_capacity", counting)
+    snap, cands = repack_cluster(1.40)
+    assert consolidation.single_node(snap, cands, DEFAULTS) is None
+    assert consolidation.multi_node(snap, cands, DEFAULTS) is None
+    assert consolidation.many_to_many(snap, cands, DEFAULTS) is not None
+    assert computed == [snap]
+    fresh, fresh_cands = repack_cluster(1.40)  # a new snapshot (a new pass) computes its own
+    assert consolidation.single_node(fresh, fresh_cands, DEFAULTS) is None
+    assert computed == [snap, fresh]
+
+
+def test_a_pod_s_disruption_cost_reads_its_deletion_cost_and_priority_and_ignores_a_bad_annotation() -> None:
+    plain = running("plain", "n0")
+    assert consolidation.pod_disruption_cost(plain) == 1.0
+
+    def annotated(value: str, priority: int | None = None) -> pod.Pod:
+        p = running("a", "n0", priority=priority)
+        md = dataclasses.replace(p.metadata, annotations={consolidation.DELETION_COST_ANNOTATION: value})
+        return dataclasses.replace(p, metadata=md)
+
+    assert consolidation.pod_disruption_cost(annotated(str(2**27))) == 2.0
+    assert consolidation.pod_disruption_cost(annotated("not-a-number")) == 1.0
+    assert consolidation.pod_disruption_cost(annotated("0", priority=2**25)) == 2.0
+    assert consolidation.pod_disruption_cost(annotated(str(-(2**31)))) == -10.0  # clamped
+    assert consolidation.pod_disruption_cost(running("p", "n0", priority=-(2**25))) == 0.0

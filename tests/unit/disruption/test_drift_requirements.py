@@ -72,3 +72,26 @@ def test_keys_the_instance_types_label_are_left_to_the_cloud() -> None:
         requirement.Requirement.new("topology.k8s.aws/zone-id", "In", ["use1-az1", "use1-az2"]),
         requirement.Requirement.new("example.com/team", "Exists"))
     assert nodelabels.custom_labels(reqs, provided={"example.com/rack"}) == {"example.com/team": "0"}
+
+
+def test_a_nodepool_s_hash_and_requirements_are_read_once_per_nodepool_object() -> None:
+    pool = _pool(REQS)
+    view = drift.pool_view(pool)
+    assert drift.pool_view(pool) is view and view.hash == pool.hash()
+    assert view.requirements == reqs_mod.Requirements.from_node_selector_requirements(pool.template.spec.requirements)
+    changed = _pool([r for r in REQS if r["key"] != "example.com/legacy"])  # a new version is a new object
+    assert drift.pool_view(changed).requirements != view.requirements
+
+
+def test_labels_the_nodepool_does_not_constrain_do_not_change_the_requirements_verdict() -> None:
+    labels = nodelabels.custom_labels(
+        reqs_mod.Requirements.from_node_selector_requirements(_pool(REQS).template.spec.requirements))
+    labels["kubernetes.io/arch"] = "amd64"
+    noisy = {**labels, "example.com/unrelated": "x", "failure-domain.beta.kubernetes.io/zone": "z1",
+             "node.kubernetes.io/instance-type": "m5.large"}
+    assert drift.requirements_drift(_pool(REQS), labels) is None
+    assert drift.requirements_drift(_pool(REQS), noisy) is None
+    wrong_arch = {**noisy, "kubernetes.io/arch": "arm64"}
+    assert drift.requirements_drift(_pool(REQS), wrong_arch) == drift.REQUIREMENTS_DRIFTED
+    legacy = {**noisy, "example.com/legacy": "yes"}  # DoesNotExist no longer holds
+    assert drift.requirements_drift(_pool(REQS), legacy) == drift.REQUIREMENTS_DRIFTED
