@@ -18,7 +18,8 @@ under 2 GB peak memory (checked from 100,000 pods up).
 
 Run: ``python bench/e2e_scale.py [--counts 1000,10000] [--big]`` (``--big`` adds 100,000 pods, long),
 ``--profile`` prints the cProfile hot spots of each run (``--profile-out FILE`` with ``--one N``
-keeps them for pstats).
+keeps them for pstats); ``--trace`` prints wall, CPU seconds and peak memory every 10 simulated
+seconds (where a big run spends its time and memory: the first solve, nodes registering...).
 """
 
 from __future__ import annotations
@@ -116,14 +117,30 @@ def scenario_text(n: int, until: str = "3m") -> str:
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
-def run_one(n: int, profile: bool, profile_out: str | None = None) -> dict[str, Any]:
+def _tracer(start: float) -> engine.Progress:
+    """A progress callback printing, every 10 simulated seconds, the wall and CPU seconds and the peak
+    resident memory so far (to stderr): where in the run time and memory go."""
+    last = [-1]
+
+    def progress(done: float, _total: float) -> None:
+        if int(done // 10) == last[0]:
+            return
+        last[0] = int(done // 10)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        print(f"  t={done:6.0f}s wall={clock.perf_counter() - start:8.1f}s cpu={usage.ru_utime + usage.ru_stime:8.1f}s "
+              f"peak={usage.ru_maxrss / 1024:7.0f}MB", file=sys.stderr, flush=True)
+
+    return progress
+
+
+def run_one(n: int, profile: bool, profile_out: str | None = None, trace: bool = False) -> dict[str, Any]:
     text = scenario_text(n)
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
         profiler.enable()
     start = clock.perf_counter()
     scn = scenario.load_text(text, source="e2e")
-    result = engine.Simulation(scn).run()
+    result = engine.Simulation(scn, progress=_tracer(start) if trace else None).run()
     wall = clock.perf_counter() - start
     if profiler is not None:
         profiler.disable()
@@ -166,17 +183,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big", action="store_true", help="also run 100,000 pods")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--profile-out", help="with --one --profile: also write the cProfile data to this file")
+    ap.add_argument("--trace", action="store_true",
+                    help="print wall, CPU seconds and peak memory every 10 simulated seconds (stderr)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        r = run_one(args.one, args.profile, args.profile_out)
+        r = run_one(args.one, args.profile, args.profile_out, args.trace)
         print(_line(r), flush=True)
         return 0 if r["all_running_at"] is not None else 1
     counts = [int(c) for c in args.counts.split(",")] + ([100_000] if args.big else [])
     print(f"{'pods':>7} {'running':>8} {'nodes':>6} {'all-ran':>9} {'wall-s':>8} {'pods/s':>8} {'peak-MB':>8} "
           f"{'targets':>7} {'cpu-s':>7}", flush=True)
     for n in counts:
-        cmd = [sys.executable, __file__, "--one", str(n)] + (["--profile"] if args.profile else [])
+        cmd = [sys.executable, __file__, "--one", str(n)] + (["--profile"] if args.profile else []) \
+            + (["--trace"] if args.trace else [])
         subprocess.run(cmd, check=False)
     return 0
 

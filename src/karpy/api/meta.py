@@ -103,7 +103,8 @@ class ObjectMeta:
         name. A namespaced object without a namespace lands in ``default`` (as ``kubectl apply``
         does); a cluster-scoped object's namespace is always ``""``. ``shared``: nobody changes
         ``f``'s mappings in place (a stored object of the cluster), so labels and annotations that
-        hold only strings are kept as they are instead of copied.
+        hold only strings are kept as they are instead of copied, and owner references parsed
+        from the very same list are reused.
         """
         name = f.str("name")
         if not name:
@@ -113,7 +114,7 @@ class ObjectMeta:
         namespace = ""
         if namespaced:
             namespace = f.str("namespace") or DEFAULT_NAMESPACE
-        owners = tuple(OwnerReference.parse(o) for o in f.items("ownerReferences"))
+        owners = _owners(f, shared)
         return cls(
             name=name,
             namespace=namespace,
@@ -164,6 +165,25 @@ class ObjectMeta:
         if self.deletion_timestamp is not None:
             out["deletionTimestamp"] = clock.rfc3339(self.deletion_timestamp)
         return out
+
+
+_OWNERS: dict[int, tuple[Any, tuple[OwnerReference, ...]]] = {}
+"""Parsed ``ownerReferences`` of shared (stored) metadata by the identity of the list, which the
+entry keeps alive: pods of one workload hold one stored list."""
+
+
+def _owners(f: fields.Fields, shared: bool) -> tuple[OwnerReference, ...]:
+    raw = f.data.get("ownerReferences")
+    if not shared or type(raw) is not list or not raw:
+        return tuple(OwnerReference.parse(o) for o in f.items("ownerReferences"))
+    hit = _OWNERS.get(id(raw))
+    if hit is not None and hit[0] is raw:
+        return hit[1]
+    owners = tuple(OwnerReference.parse(o) for o in f.items("ownerReferences"))
+    if len(_OWNERS) >= 4096:
+        _OWNERS.clear()
+    _OWNERS[id(raw)] = (raw, owners)
+    return owners
 
 
 def _str_map(f: fields.Fields, key: str, shared: bool) -> Mapping[str, str]:

@@ -50,15 +50,17 @@ def _spec_key(spec: Mapping[str, Any]) -> str | None:
         return None
 
 
-_STORED_SPECS: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[tuple[Any, ...], dict[str, Any]]] = {}
+_STORED_SPECS: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[tuple[Any, ...], dict[str, Any], Pod]] = {}
 """:meth:`Pod.from_stored`'s parses by the identity of a spec's entries (but ``nodeName``): key ->
-(those entries, kept alive so that their ids stay theirs; the parsed spec fields)."""
+(those entries, kept alive so that their ids stay theirs; the parsed spec fields; the first pod
+parsed from them, whose request the others share)."""
 
 _SPEC_FIELDS = ("scheduler_name", "priority", "priority_class_name", "containers", "init_containers", "overhead",
                 "node_selector", "node_affinity", "pod_affinity", "pod_anti_affinity", "tolerations",
                 "topology_spread_constraints", "volumes", "preemption_policy", "restart_policy", "host_network",
                 "termination_grace_period_seconds")
 """The :class:`Pod` fields read from the spec, but ``node_name``."""
+_SPEC_FIELD_SET = frozenset(_SPEC_FIELDS)
 
 _CONDITIONS: dict[tuple[Any, ...], podspec.PodCondition] = {}
 """Parsed pod conditions by their fields' text: equal conditions share one model (pods that started
@@ -321,14 +323,24 @@ class Pod:
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=True)
         phase, conditions = read_status(f.sub("status"))
         node_name = f.sub("spec").str("nodeName") or None
-        if hit is not None:
-            return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **hit[1])
-        pod = cls.from_manifest(d)
-        parsed = {name: getattr(pod, name) for name in _SPEC_FIELDS}
-        if len(_STORED_SPECS) >= _SPEC_CACHE_SIZE:
-            _STORED_SPECS.clear()
-        _STORED_SPECS[key] = (values, parsed)
-        return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **parsed)
+        if hit is None:
+            first = cls.from_manifest(d)
+            hit = (values, {name: getattr(first, name) for name in _SPEC_FIELDS}, first)
+            if len(_STORED_SPECS) >= _SPEC_CACHE_SIZE:
+                _STORED_SPECS.clear()
+            _STORED_SPECS[key] = hit
+        pod = cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **hit[1])
+        object.__setattr__(pod, "_requests", hit[2].requests)  # the same spec: one shared request mapping
+        return pod
+
+    def evolve(self, **changes: Any) -> Pod:
+        """``dataclasses.replace(self, **changes)`` that keeps the cached request and host ports when
+        ``changes`` leave the spec alone (``node_name``, metadata and status are not the spec)."""
+        new = dataclasses.replace(self, **changes)
+        if not changes.keys() & _SPEC_FIELD_SET:
+            object.__setattr__(new, "_requests", self._requests)
+            object.__setattr__(new, "_host_ports", self._host_ports)
+        return new
 
     def refreshed(self, d: Mapping[str, Any], *, stored: bool = False) -> Pod:
         """The pod of manifest ``d`` whose ``spec`` is the one this pod was parsed from.
@@ -340,7 +352,7 @@ class Pod:
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=stored)
         phase, conditions = read_status(f.sub("status"))
-        return dataclasses.replace(self, metadata=metadata, phase=phase, conditions=conditions)
+        return self.evolve(metadata=metadata, phase=phase, conditions=conditions)
 
     @classmethod
     def from_template(

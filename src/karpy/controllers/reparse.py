@@ -44,8 +44,8 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
         f = meta.reader("Pod", obj)  # a binding: everything but spec.nodeName is the parsed spec
         metadata = _same_metadata(obj, before, model.metadata)
         phase, conditions = pod_mod.read_status(f.sub("status"))
-        return dataclasses.replace(
-            model, metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
+        return model.evolve(
+            metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
                 f.sub("metadata"), namespaced=True, shared=True),
             node_name=f.sub("spec").str("nodeName") or None, phase=phase, conditions=conditions)
     if spec is None or spec is not before.get("spec"):
@@ -55,7 +55,7 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
         if metadata is None:
             return model.refreshed(obj, stored=True)
         phase, conditions = pod_mod.read_status(meta.reader("Pod", obj).sub("status"))
-        return dataclasses.replace(model, metadata=metadata, phase=phase, conditions=conditions)
+        return model.evolve(metadata=metadata, phase=phase, conditions=conditions)
     if kind == "NodeClaim":
         f = meta.reader(nodeclaim_mod.KIND, obj)
         status = obj.get("status")

@@ -35,6 +35,10 @@ keeps a private copy of every stored object and raises :class:`SharedObjectMutat
 as a read or write meets a stored object that somebody changed in place (:meth:`verify_shared`
 checks them all).
 
+Memory. Equal parts of similar objects (labels and owner references of one template's pods,
+conditions of pods started together, capacity of nodes of one type...) are stored once
+(:mod:`karpy.kube.memory_share`): one more reason never to change what the store hands out.
+
 Speed. Objects are indexed by kind and namespace, pods also by ``spec.nodeName`` (``""`` for
 unbound pods), so ``list("Pod", field_selector="spec.nodeName=n")`` reads only that node's pods,
 and ``metadata.name=`` is a direct lookup. ``scanned`` counts the objects list filters examined.
@@ -52,12 +56,11 @@ import builtins
 import collections
 import random
 import threading
-import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.kube import errors, interface, memory_eviction, memory_gc, memory_objects, selectors
+from karpy.kube import errors, interface, memory_eviction, memory_gc, memory_objects, memory_share, selectors
 
 Key = memory_gc.Key
 copy_obj = memory_objects.copy_obj
@@ -97,6 +100,9 @@ class InMemoryCluster:
         self.check_shared = CHECK_SHARED if check_shared is None else check_shared
         """Catch callers that change stored objects in place (module docstring); slow, for tests."""
         self._seals = memory_objects.Seals(self.check_shared)
+        self._stamp: tuple[float, str] = (float("nan"), "")
+        self.sharing = memory_share.Sharing()
+        """Equal parts of stored objects are stored once (:mod:`karpy.kube.memory_share`)."""
         self._specs: dict[str, Any] = {}
         """Controller uid -> the spec of the last Pod created for it (pods of one template share it)."""
         self.graceful_pods = graceful_pods
@@ -315,8 +321,7 @@ class InMemoryCluster:
         return obj
 
     def _find_owner(self, namespace: str, ref: Any) -> dict[str, Any] | None:
-        key = self._idx.uids.get(str(ref.get("uid", "")))
-        return None if key is None else self._lookup(*key)
+        return self._idx.uids.get(str(ref.get("uid", "")))
 
     def _lookup_key(self, key: Key) -> dict[str, Any] | None:
         return self._lookup(*key)
@@ -357,9 +362,15 @@ class InMemoryCluster:
         name = memory_objects.check_new_name(kind, meta)
         if self._lookup(kind, ns, name) is not None:
             raise errors.AlreadyExists(f'{kind} "{name}" already exists', kind=kind, name=name, namespace=ns)
-        memory_objects.stamp_new(new, uuid.UUID(int=self._rng.getrandbits(128), version=4),
-                                 clock_mod.rfc3339(self.clock.now()))
+        memory_objects.stamp_new(new, memory_objects.uuid4_text(self._rng.getrandbits(128)), self._now_text())
         return new
+
+    def _now_text(self) -> str:
+        """``rfc3339(clock.now())``, one string per distinct time (many writes share a virtual second)."""
+        now = self.clock.now()
+        if now != self._stamp[0]:
+            self._stamp = (now, clock_mod.rfc3339(now))
+        return self._stamp[1]
 
     def _check_namespace_open(self, kind: str, namespace: str) -> None:
         ns_obj = self._lookup("Namespace", "", namespace)
@@ -401,7 +412,7 @@ class InMemoryCluster:
         if obj["metadata"].get("finalizers") or grace is not None:
             new = dict(obj)
             new["metadata"] = dict(obj["metadata"])
-            new["metadata"]["deletionTimestamp"] = clock_mod.rfc3339(self.clock.now())
+            new["metadata"]["deletionTimestamp"] = self._now_text()
             new["metadata"]["deletionGracePeriodSeconds"] = grace or 0
             self._commit(new, interface.MODIFIED)
         else:
@@ -414,6 +425,7 @@ class InMemoryCluster:
         self._revision += 1
         obj["metadata"]["resourceVersion"] = str(self._revision)
         old = self._lookup(kind, ns, name)
+        self.sharing.compact(kind, obj, old)
         self._objects.setdefault(kind, {}).setdefault(ns, {})[name] = obj
         if old is not None:
             self._seals.unseal(old)

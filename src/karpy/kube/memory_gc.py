@@ -1,6 +1,6 @@
 """Secondary indexes of the in-memory cluster and its ownerReference garbage-collection rule.
 
-:class:`Indexes` keeps, for every stored object version, its uid, the owners it points at (owner
+:class:`Indexes` keeps, for every stored object version, its uid (-> the object), the owners it points at (owner
 uid -> dependent keys) and, for Pods, ``spec.nodeName`` (``""`` for unbound pods).
 :class:`karpy.kube.memory.InMemoryCluster` calls :meth:`Indexes.add` / :meth:`Indexes.drop` on
 every store change, so lookups by uid, by owner and by node never scan the store.
@@ -27,19 +27,20 @@ DROP_REFERENCES = "drop-references"
 
 
 class Indexes:
-    """uid -> key, owner uid -> dependent keys, node name -> pods."""
+    """uid -> stored object, owner uid -> dependent keys, node name -> pods."""
 
     __slots__ = ("dependents", "pods_by_node", "uids")
 
     def __init__(self) -> None:
-        self.uids: dict[str, Key] = {}
+        self.uids: dict[str, dict[str, Any]] = {}
+        """uid -> the stored object (not its key: one reference, no tuple per object)."""
         self.dependents: dict[str, set[Key]] = {}
         self.pods_by_node: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
 
     def add(self, obj: dict[str, Any]) -> None:
         key = interface.meta_key(obj)
         meta = obj["metadata"]
-        self.uids[meta["uid"]] = key
+        self.uids[meta["uid"]] = obj
         for ref in meta.get("ownerReferences") or ():
             self.dependents.setdefault(str(ref["uid"]), set()).add(key)
         if key[0] == "Pod":
@@ -72,6 +73,7 @@ class Indexes:
             self.drop(old)
             self.add(new)
             return
+        self.uids[new_meta["uid"]] = new
         if new.get("kind") == "Pod":
             node = str((new.get("spec") or {}).get("nodeName") or "")
             if node != str((old.get("spec") or {}).get("nodeName") or ""):

@@ -139,7 +139,15 @@ def check_new_name(kind: str, meta: dict[str, Any]) -> str:
     return name
 
 
-def stamp_new(new: dict[str, Any], uid: uuid.UUID, now: str) -> None:
+def uuid4_text(bits: int) -> str:
+    """``str(uuid.UUID(int=bits, version=4))`` without building a UUID object."""
+    value = (bits & ~(0xC000 << 48)) | (0x8000 << 48)
+    value = (value & ~(0xF000 << 64)) | (4 << 76)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def stamp_new(new: dict[str, Any], uid: uuid.UUID | str, now: str) -> None:
     """Server fields of a new object: uid, creationTimestamp, generation 1, a Pod's Pending phase."""
     meta = new["metadata"]
     for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):

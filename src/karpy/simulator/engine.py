@@ -418,7 +418,8 @@ class Simulation:
             "pods": self.cluster.objects("Pod"),
             "nodepools": self.cluster.objects("NodePool"),
         }
-        evs = [event_record(seq, t, obj, self.start)
+        involved: dict[tuple[str, ...], dict[str, Any]] = {}  # one record per involved object, shared
+        evs = [event_record(seq, t, obj, self.start, involved)
                for seq, t, obj in sorted(self._events.values(), key=lambda e: e[0])]
         return Result(
             scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
@@ -471,10 +472,16 @@ class Simulation:
         }
 
 
-def event_record(seq: int, t: float, obj: Mapping[str, Any], start: float) -> dict[str, Any]:
-    """An Event as the simulator reports it: time, type, reason, involved object, message."""
+def event_record(seq: int, t: float, obj: Mapping[str, Any], start: float,
+                 shared: dict[tuple[str, ...], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An Event as the simulator reports it: time, type, reason, involved object, message.
+
+    ``shared``: records made with the same mapping share equal ``involvedObject`` dicts (read-only).
+    """
     ref = obj.get("involvedObject") or {}
     involved = {k: ref[k] for k in ("kind", "namespace", "name") if ref.get(k)}
+    if shared is not None:
+        involved = shared.setdefault(tuple(f"{k}={v}" for k, v in involved.items()), involved)
     last = str(obj.get("lastTimestamp") or obj.get("firstTimestamp") or "")
     return {
         "time": str(obj.get("firstTimestamp") or ""),

@@ -73,3 +73,21 @@ def test_a_bad_stored_pod_is_refused_like_a_manifest() -> None:
     with pytest.raises(errors.ValidationError):
         pod.Pod.from_stored(_manifest("b", _spec(), phase="Running",
                                       conditions=[{"type": "Ready", "lastTransitionTime": "yesterday"}]))
+
+
+def test_pods_sharing_a_stored_spec_share_their_request_and_owner_references() -> None:
+    spec = _spec()
+    first, second = _manifest("a", spec), _manifest("b", spec)
+    second["metadata"]["ownerReferences"] = first["metadata"]["ownerReferences"]  # as the store shares them
+    a, b = pod.Pod.from_stored(first), pod.Pod.from_stored(second)
+    assert b.requests is a.requests and a.requests == pod.Pod.from_manifest(first).requests
+    assert b.metadata.owner_references is a.metadata.owner_references
+    assert b.owner_kind == "ReplicaSet"
+
+
+def test_evolve_keeps_the_cached_request_unless_the_spec_changes() -> None:
+    a = pod.Pod.from_stored(_manifest("a", _spec()))
+    running = a.evolve(phase="Running", node_name="n1")
+    assert running.requests is a.requests and running.phase == "Running"
+    bigger = a.evolve(overhead={"cpu": 100})
+    assert bigger.requests is not a.requests and bigger.requests["cpu"] == a.requests["cpu"] + 100
