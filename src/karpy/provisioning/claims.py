@@ -92,9 +92,10 @@ def _domain_choices(run: placement_mod.Placement, g: podgroups.PodGroup, base: r
         narrowed: list[reqs_mod.Requirements] = []
         for reqs in out:
             r = reqs.get(key)
-            values = sorted((v for v in allowed if r is None or r.has(v)),
-                            key=lambda v: (run.terms_count(g, key, v), v))
-            narrowed.extend(reqs.add(requirement.Requirement.new(key, "In", [v])) for v in values)
+            values = [v for v in allowed if r is None or r.has(v)]
+            if len(values) > 1:
+                values.sort(key=lambda v: (run.terms_count(g, key, v), v))
+            narrowed.extend(run.narrowed(reqs, key, v) for v in values)
         out = narrowed
     return out
 

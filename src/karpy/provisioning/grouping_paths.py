@@ -117,7 +117,7 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     # A share may go to a domain not allowed right now: water-filling gives each pod to a domain
     # with the fewest matching pods, which is always allowed when it gets it, so once every share
     # is placed the domains are within maxSkew (the plan is judged when all its pods are bound).
-    if any(c and not claims.can_open(run, g, req, {term.key: {d}}) for d, c in shares.items()):
+    if any(c and not _sure(run, g, req, term.key, d, c) for d, c in shares.items()):
         # a domain may fall short of its share, and the others must then stop within maxSkew of
         # it: only the pod-by-pod path knows when to stop
         return pod_by_pod(run, g, req)
@@ -136,6 +136,24 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
             continue
     _front(g, order, done)
     return placed
+
+
+def _sure(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, key: str, domain: str,
+          want: int) -> bool:
+    """Will :func:`fill` restricted to ``domain`` place ``want`` pods of ``g``, whatever the other
+    domains' fills did before? Yes when new NodeClaims can be opened there again and again, or when
+    the bins surely in the domain take them now: another domain's fill never uses those bins, and
+    a bin's fit (resources, host ports, hostname caps) does not change with pods on other bins -
+    unless the group has hostname affinity, whose first pod decides where the others may go."""
+    if claims.can_open(run, g, req, {key: {domain}}):
+        return True
+    if any(t.hostname and t.kind == topology.AFFINITY for t in g.terms()):
+        return False
+    did = run.bins.domains[key].ids.get(domain)
+    if did is None:
+        return False
+    fit = fit_counts(run, g, req, {key: {domain}})
+    return int(fit[run.bins.dom[key][:run.bins.n] == did].sum()) >= want
 
 
 def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> int:

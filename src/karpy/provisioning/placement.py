@@ -59,12 +59,12 @@ class Placement:
         for i in self.row_list:
             if anti[i]:
                 for t in anti[i]:
-                    self.terms.setdefault(t, topology.TermState(t))
+                    if t not in self.terms:
+                        self.terms[t] = topology.TermState(t)
         keys = sorted({t.key for t in self.terms if not t.hostname})
         self.keys = keys
         self.new_bins: list[int] = []
         self._relevant_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool, bool]]] = {}
-        self._hostname_cache: dict[Any, list[tuple[topology.Term, topology.TermState, bool]]] = {}
         self._compat: dict[tuple[reqs_mod.Requirements, int], bool] = {}
         self._compat_vec: dict[reqs_mod.Requirements, BoolArray] = {}
         self._host_ok: dict[reqs_mod.Requirements, BoolArray] = {}
@@ -77,6 +77,8 @@ class Placement:
         """:func:`claims.finalize`'s instance type options of this run."""
         self.usable_memo: dict[Any, list[tuple[int, templates.Template, reqs_mod.Requirements]]] = {}
         """:func:`claims.usable_templates`' answers of this run."""
+        self.narrowed_memo: dict[tuple[reqs_mod.Requirements, str, str], reqs_mod.Requirements] = {}
+        """New NodeClaims' requirement sets narrowed to one domain, one object each."""
         """:func:`claims.finalize`'s instance type options of this run."""
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
         total = np.zeros(len(dims), dtype=np.int64)
@@ -163,18 +165,19 @@ class Placement:
         for j, usage in ports:
             bins.ports[j] = usage
         if self.terms:  # running pods, by signature: only signatures some term cares about
-            pos = [-1] * len(table.cls)
-            for j, i in enumerate(rows):
-                pos[i] = j
+            pos = np.full(len(table.cls), -1, dtype=np.int64)
+            pos[idx] = np.arange(n, dtype=np.int64)
             sig_values = table.signatures.values
             owned_sets = table.owned_sets.values
             for sid, where in table.signature_rows().items():
                 namespace, items, oid = sig_values[sid]
                 relevant = self._relevant_items(namespace, items, owned_sets[oid])
                 if relevant:
-                    for r, count in where.items():
-                        if pos[r] >= 0:
-                            self._record_relevant(relevant, pos[r], count)
+                    at = pos[np.fromiter(where.keys(), dtype=np.int64, count=len(where))]
+                    counts = np.fromiter(where.values(), dtype=np.int64, count=len(where))
+                    here = at >= 0
+                    if here.any():
+                        self._record_many(relevant, at[here], counts[here])
 
     def _template_domains(self, tmpl: templates.Template, key: str) -> set[str]:
         r = tmpl.requirements.get(key)
@@ -190,6 +193,28 @@ class Placement:
         if r is not None and not r.complement:
             return set(r.values)
         return set()
+
+    def _record_many(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
+                     at: IntArray, counts: IntArray) -> None:
+        """:meth:`_record_relevant` for ``counts[j]`` pods on each bin ``at[j]`` (distinct bins)."""
+        for term, state, match, owner in relevant:
+            if term.hostname:
+                state.grow(int(at.max()) + 1)
+                if match:
+                    np.add.at(state.bin_counts, at, counts)
+                if owner:
+                    np.add.at(state.bin_owners, at, counts)
+                continue
+            dom = self.bins.dom[term.key][at]
+            known = dom >= 0
+            if known.any():
+                sums = np.bincount(dom[known], weights=counts[known])
+                values = self.bins.domains[term.key].values
+                for did in np.flatnonzero(sums):
+                    state.record(values[int(did)], 0, int(sums[did]), owner=owner, match=match)
+            if term.kind == topology.ANTI_AFFINITY:  # bins still open: every domain they may land in
+                for j in np.flatnonzero(~known):
+                    self._record_relevant([(term, state, match, owner)], int(at[j]), int(counts[j]))
 
     def _record_relevant(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
                          b: int, n: int) -> None:
@@ -309,17 +334,18 @@ class Placement:
         no limit). A bin's cap depends on its own counts and on whether the group's hostname
         affinity has started anywhere."""
         cap: IntArray | None = None
-        owned = set(g.terms())
-        key = (g.namespace, tuple(sorted(g.labels.items())), tuple(sorted(owned, key=repr)))
-        terms = self._hostname_cache.get(key)
-        if terms is None:
-            terms = [(t, s, t.matches(g.namespace, g.labels)) for t, s in self.terms.items() if t.hostname]
-            terms = [(t, s, m) for t, s, m in terms if m or t in owned]
-            self._hostname_cache[key] = terms
-        for term, state, match in terms:
-            c = topology.hostname_caps(state, size, owner=term in owned, match=match, lo=lo)
+        now = tuple(g.terms())
+        hit = g.memo.get("hostname")  # kept on the group while its terms are the same
+        if hit is None or hit[0] != now:
+            owned = set(now)
+            hit = (now, [(t, s, m, t in owned) for t, s in self.terms.items()
+                         if t.hostname and ((m := t.matches(g.namespace, g.labels)) or t in owned)])
+            g.memo["hostname"] = hit
+        terms: list[tuple[topology.Term, topology.TermState, bool, bool]] = hit[1]
+        for term, state, match, owner in terms:
+            c = topology.hostname_caps(state, size, owner=owner, match=match, lo=lo)
             if c is None:
-                if term in owned and term.kind == topology.AFFINITY:
+                if owner and term.kind == topology.AFFINITY:
                     c = self._hostname_affinity_cap(state, size, match, lo)
                 elif self.count_matching and match and term.kind == topology.SPREAD and term.required:
                     # a pod that only matches a hostname spread stays off the carriers' nodes: they
@@ -431,6 +457,14 @@ class Placement:
                 best = min(choices, key=lambda v: (sum(s.counts.get(v, 0) for s in counted), v))
                 self.narrow(b, key, best)
 
+    def narrowed(self, reqs: reqs_mod.Requirements, key: str, value: str) -> reqs_mod.Requirements:
+        """``reqs`` with ``key In [value]``, one object per run (its hash is then computed once)."""
+        memo_key = (reqs, key, value)
+        hit = self.narrowed_memo.get(memo_key)
+        if hit is None:
+            hit = self.narrowed_memo[memo_key] = reqs.add(requirement.Requirement.new(key, "In", [value]))
+        return hit
+
     def narrow(self, b: int, key: str, value: str) -> None:
         """Restrict new NodeClaim ``b`` to domain ``value`` of ``key``.
 
@@ -440,8 +474,7 @@ class Placement:
         if self.bins.domain_of(b, key) == value:
             return
         was_open = self.bins.dom[key][b] == bins_mod.UNDETERMINED
-        reqs = self.bins.requirements(b).add(requirement.Requirement.new(key, "In", [value]))
-        self.bins.set_requirements(b, reqs)
+        self.bins.set_requirements(b, self.narrowed(self.bins.requirements(b), key, value))
         self.bins.set_domain(b, key, value)
         if was_open and self.bins.pods[b]:
             by_labels: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}

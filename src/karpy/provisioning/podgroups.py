@@ -143,21 +143,6 @@ class PodGroup:
         return what
 
 
-def _signature(p: pod_mod.Pod) -> tuple[Any, ...]:
-    return (
-        p.namespace,
-        tuple(sorted(p.labels.items())),
-        tuple(sorted(p.requests.items())),
-        tuple(sorted(p.node_selector.items())),
-        _hashable(p.node_affinity),
-        _hashable(p.pod_affinity),
-        _hashable(p.pod_anti_affinity),
-        _hashable(p.tolerations),
-        _hashable(p.topology_spread_constraints),
-        p.host_ports(),
-    )
-
-
 class _Sig:
     """A signature with its hash computed once (kept between runs, it is looked up every run)."""
 
@@ -174,7 +159,21 @@ class _Sig:
         return self is other or (isinstance(other, _Sig) and self.hash == other.hash and self.key == other.key)
 
 
+def _signature(p: pod_mod.Pod) -> _Sig:
+    """What makes pods interchangeable; the spec parts as they are when hashable (hashed once),
+    else their text."""
+    head = (p.namespace, tuple(sorted(p.labels.items())), tuple(sorted(p.requests.items())),
+            tuple(sorted(p.node_selector.items())))
+    parts = (p.node_affinity, p.pod_affinity, p.pod_anti_affinity, p.tolerations, p.topology_spread_constraints)
+    try:
+        return _Sig((*head, *parts, p.host_ports()))
+    except TypeError:
+        return _Sig((*head, *(_hashable(v) for v in parts), p.host_ports()))
+
+
 def _hashable(value: Any) -> Any:
+    if value is None or (type(value) is tuple and not value):  # most pods
+        return value
     try:
         hash(value)
     except TypeError:
@@ -224,17 +223,21 @@ def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, A
 
     ``memo``: pod signatures of the previous call, by Pod object (kept by a caller between runs;
     Pod models are immutable); it is left holding this call's."""
-    buckets: dict[Any, list[pod_mod.Pod]] = {}
+    buckets: dict[_Sig, list[pod_mod.Pod]] = {}
     if memo is None:
         for p in pods:
-            buckets.setdefault(_signature(p), []).append(p)
+            sig = _signature(p)
+            bucket = buckets.get(sig)
+            if bucket is None:
+                bucket = buckets[sig] = []
+            bucket.append(p)
     else:
         now: dict[int, tuple[pod_mod.Pod, Any]] = {}
         seen: dict[_Sig, _Sig] = {}
         for p in pods:
             hit = memo.get(id(p))
             if hit is None or hit[0] is not p:
-                sig = _Sig(_signature(p))
+                sig = _signature(p)
                 hit = (p, seen.setdefault(sig, sig))  # pods of one group share one signature object
             now[id(p)] = hit
             bucket = buckets.get(hit[1])

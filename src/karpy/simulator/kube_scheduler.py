@@ -107,6 +107,8 @@ class KubeScheduler:
         self._pods: dict[str, tuple[str, pod.Pod | None, tuple[Any, ...]]] = {}
         """Pod uid -> (resourceVersion, model, the spec/labels/annotations parsed)."""
         self._sigs: dict[str, tuple[pod.Pod, Hashable]] = {}
+        self._sig_ids: dict[Hashable, int] = {}
+        """Distinct signatures seen -> a number standing for each (few: pods of a workload share one)."""
         self._binding: tuple[str, pod.Pod, str] | None = None
         """(uid, pending model, node) while that pod's binding is written: its bound model is the same."""
         self._nodes: dict[str, tuple[str, node.Node | None]] = {}
@@ -240,7 +242,7 @@ class KubeScheduler:
             model = dataclasses.replace(binding[1], node_name=binding[2])
         else:
             try:
-                model = pod.Pod.from_manifest(obj)
+                model = pod.Pod.from_stored(obj)  # stored objects are never changed in place
             except api_errors.ValidationError as exc:
                 log.warning("kube-scheduler: cannot read pod %s: %s", uid, exc)
                 model = None
@@ -254,7 +256,8 @@ class KubeScheduler:
         hit = self._sigs.get(uid)
         if hit is not None and hit[0] is model:
             return hit[1]
-        sig = unschedulable.signature(model)
+        full = unschedulable.signature(model)
+        sig = self._sig_ids.setdefault(full, len(self._sig_ids))  # a small int: cheap to hash, pass after pass
         self._sigs[uid] = (model, sig)
         return sig
 

@@ -181,3 +181,30 @@ def test_the_runs_memos_of_instance_type_choices_change_no_plan(
     without = [_plan_key(scheduler.Scheduler([p], types).solve(pods)) for p in (np_, limited)]
     assert with_memo == without
     assert claims.MAX_INSTANCE_TYPES  # the options lists are compared whole above
+
+
+def test_the_kube_schedulers_plan_on_the_registered_nodes_holds_and_fills_spreads_by_zone(
+        pool_and_types: tuple[nodepool.NodePool, dict[str, list[Any]]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """No NodePools: a spread's shares go at once where the nodes surely in each zone take them.
+
+    (Only pods that carry the spreads they match: the kube-scheduler checks a pod's own
+    constraints when it binds, so the validator's worst order does not apply to the others.)"""
+    np_, types = pool_and_types
+    pods = [p for p in deployments_mix(2000) if not p.name.startswith(("generic", "hostname"))]
+    first = scheduler.Scheduler([np_], types).solve(pods)
+    empty = [results.ExistingNode(name=n.name, labels=n.labels, taints=(), allocatable=n.allocatable, pods=[],
+                                  nodepool=n.nodepool)
+             for n in (_registered(c, i) for i, c in enumerate(first.new_claims))]
+    one_by_one: list[str] = []
+    real = grouping_paths.pod_by_pod
+
+    def watched(run: Any, g: Any, req: Any) -> int:
+        one_by_one.append(g.sample.name)
+        return int(real(run, g, req))
+
+    monkeypatch.setattr(grouping_paths, "pod_by_pod", watched)
+    res = scheduler.Scheduler(existing=empty).solve(pods)
+    assert res.placed_count() > len(pods) * 0.9
+    found = validator.violations(*_whole_plan(empty, res))
+    assert found == [], f"{len(found)} violations, first: {found[:5]}"
+    assert not [n for n in one_by_one if n.startswith("zonal")]
