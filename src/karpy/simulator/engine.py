@@ -45,6 +45,7 @@ from karpy.observability import metrics as metrics_mod
 from karpy.simulator import (
     cloud_bridge,
     daemonsets,
+    gcpolicy,
     kube_scheduler,
     kubelet,
     provider_bridge,
@@ -344,7 +345,11 @@ class Simulation:
     # -------------------------------------------------------------------------------- loop
 
     def run(self) -> Result:
-        """Run to ``until`` and return the :class:`Result`."""
+        """Run to ``until`` and return the :class:`Result` (with :func:`gcpolicy.tuned`'s collector thresholds)."""
+        with gcpolicy.tuned():
+            return self._run()
+
+    def _run(self) -> Result:
         self.wire()
         end = self.start + self.until
         steps = list(self.scenario.steps)
@@ -419,7 +424,7 @@ class Simulation:
             "nodepools": self.cluster.objects("NodePool"),
         }
         involved: dict[tuple[str, ...], dict[str, Any]] = {}  # one record per involved object, shared
-        evs = [event_record(seq, t, obj, self.start, involved)
+        evs = [run_result.event_record(seq, t, obj, self.start, involved)
                for seq, t, obj in sorted(self._events.values(), key=lambda e: e[0])]
         return Result(
             scenario=self.scenario, seed=self.seed, until=self.until, start=self.start, objects=objects,
@@ -443,16 +448,6 @@ class Simulation:
 
     def metrics_summary(self) -> dict[str, Any]:
         """Karpenter's metrics (deterministic ones only) plus the simulator's own counts."""
-        samples = self.metrics.snapshot()
-        karpenter: dict[str, Any] = {}
-        for name in sorted(samples):
-            if name.startswith("karpenter_pods_state") or \
-                    (name.startswith("karpenter_scheduler_scheduling_duration_seconds") and
-                     not name.endswith("_count")):
-                continue  # one sample per pod / wall-clock durations: not part of a deterministic report
-            rows = [{"labels": dict(sorted(s["labels"].items())), "value": s["value"]} for s in samples[name]]
-            rows.sort(key=lambda r: sorted(r["labels"].items()))
-            karpenter[name] = rows
         return {
             "simulator": {
                 "virtualSeconds": self.until,
@@ -468,32 +463,8 @@ class Simulation:
                 "accruedCost": round(self.bridge.accrued_cost(), 6),
                 **self._commitments(),
             },
-            "karpenter": karpenter,
+            "karpenter": run_result.karpenter_metrics(self.metrics.snapshot()),
         }
-
-
-def event_record(seq: int, t: float, obj: Mapping[str, Any], start: float,
-                 shared: dict[tuple[str, ...], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """An Event as the simulator reports it: time, type, reason, involved object, message.
-
-    ``shared``: records made with the same mapping share equal ``involvedObject`` dicts (read-only).
-    """
-    ref = obj.get("involvedObject") or {}
-    involved = {k: ref[k] for k in ("kind", "namespace", "name") if ref.get(k)}
-    if shared is not None:
-        involved = shared.setdefault(tuple(f"{k}={v}" for k, v in involved.items()), involved)
-    last = str(obj.get("lastTimestamp") or obj.get("firstTimestamp") or "")
-    return {
-        "time": str(obj.get("firstTimestamp") or ""),
-        "t": round(t, 3),
-        "lastTime": last,
-        "count": int(obj.get("count") or 1),
-        "type": str(obj.get("type") or ""),
-        "reason": str(obj.get("reason") or ""),
-        "source": str((obj.get("source") or {}).get("component") or obj.get("reportingComponent") or ""),
-        "involvedObject": involved,
-        "message": str(obj.get("message") or ""),
-    }
 
 
 def run(scn: scenario.Scenario, *, seed: int | None = None, until: float | None = None,

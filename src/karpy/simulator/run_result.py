@@ -2,7 +2,9 @@
 
 :class:`karpy.simulator.engine.Simulation` fills them; :mod:`karpy.simulator.output` and
 :mod:`karpy.simulator.report` render them. Plain data: a caller may read every field and rely on
-``Sample.to_dict`` being the JSON form of a timeline point.
+``Sample.to_dict`` being the JSON form of a timeline point. :func:`event_record` is how an Event
+appears in a report and :func:`karpenter_metrics` which metrics a report carries (only those whose
+values do not depend on the wall clock, so a report stays byte-deterministic).
 """
 
 from __future__ import annotations
@@ -70,3 +72,41 @@ class Result:
     @property
     def end(self) -> float:
         return self.start + self.until
+
+
+def karpenter_metrics(samples: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Karpenter's metrics for a report: the deterministic ones only, rows sorted by label."""
+    karpenter: dict[str, Any] = {}
+    for name in sorted(samples):
+        if name.startswith("karpenter_pods_state") or \
+                (name.startswith("karpenter_scheduler_scheduling_duration_seconds") and
+                 not name.endswith("_count")):
+            continue  # one sample per pod / wall-clock durations: not part of a deterministic report
+        rows = [{"labels": dict(sorted(s["labels"].items())), "value": s["value"]} for s in samples[name]]
+        rows.sort(key=lambda r: sorted(r["labels"].items()))
+        karpenter[name] = rows
+    return karpenter
+
+
+def event_record(seq: int, t: float, obj: Mapping[str, Any], start: float,
+                 shared: dict[tuple[str, ...], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An Event as the simulator reports it: time, type, reason, involved object, message.
+
+    ``shared``: records made with the same mapping share equal ``involvedObject`` dicts (read-only).
+    """
+    ref = obj.get("involvedObject") or {}
+    involved = {k: ref[k] for k in ("kind", "namespace", "name") if ref.get(k)}
+    if shared is not None:
+        involved = shared.setdefault(tuple(f"{k}={v}" for k, v in involved.items()), involved)
+    last = str(obj.get("lastTimestamp") or obj.get("firstTimestamp") or "")
+    return {
+        "time": str(obj.get("firstTimestamp") or ""),
+        "t": round(t, 3),
+        "lastTime": last,
+        "count": int(obj.get("count") or 1),
+        "type": str(obj.get("type") or ""),
+        "reason": str(obj.get("reason") or ""),
+        "source": str((obj.get("source") or {}).get("component") or obj.get("reportingComponent") or ""),
+        "involvedObject": involved,
+        "message": str(obj.get("message") or ""),
+    }
