@@ -56,16 +56,23 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as clock_mod
 from karpy import settings as settings_mod
 from karpy.api import labels, nodeclass, nodepool, pod
-from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import runtime, state
-from karpy.disruption import budgets, candidates, consolidation, drift_marking, emptiness, observation, orchestrator
+from karpy.disruption import (
+    budgets,
+    candidates,
+    consolidation,
+    drift_marking,
+    emptiness,
+    observation,
+    orchestrator,
+    validation,
+)
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -95,13 +102,8 @@ InstanceTypes = observation.InstanceTypes
 Observation = observation.Observation
 
 
-@dataclass
-class Pending:
-    """A consolidation command waiting for its validation."""
-
-    command: consolidation.Command
-    consolidation_type: str
-    validate_at: float
+Pending = validation.Pending
+"""A consolidation command waiting for its validation (:class:`karpy.disruption.validation.Pending`)."""
 
 
 class DisruptionController:
@@ -293,30 +295,8 @@ class DisruptionController:
         return self.observer.snapshot(obs)
 
     def unsettled(self, obs: Observation) -> str | None:
-        """Why consolidation should wait (capacity is being launched for pending pods), else None.
-
-        The what-if simulation treats in-flight capacity as free; while the provisioner's
-        NodeClaims are launching for pending pods, that capacity is spoken for.
-        """
-        protected = self.orchestrator.protected_claims()
-        # read from cluster state, as the snapshot would hold it (its in-flight NodeClaims, its nodes'
-        # initialized/deleting), without building the snapshot while capacity is still coming
-        node_names = {n.name for n, _, _ in obs.nodes}
-        for claim in self.state.nodeclaims():
-            if claim.metadata.deletion_timestamp is not None or claim.name in node_names \
-                    or self.state.node_name_for_provider_id(claim.status.provider_id):
-                continue
-            if claim.name not in protected:
-                return f"NodeClaim {claim.name} is launching"
-        for n, node_claim, _ in obs.nodes:
-            if node_claim is None or node_claim.name in protected:
-                continue
-            initialized = n.labels.get(labels.INITIALIZED) == "true" or node_claim.is_true(nodeclaim_mod.INITIALIZED)
-            if not initialized and not (n.deleting or node_claim.metadata.deletion_timestamp is not None):
-                return f"node {n.name} is initializing"
-        if obs.nominated and self.state.pending_pod_count():
-            return "pending pods are nominated to " + ", ".join(sorted(obs.nominated))
-        return None
+        """Why consolidation should wait, else None (see :func:`karpy.disruption.validation.unsettled`)."""
+        return validation.unsettled(obs, self.state, self.orchestrator)
 
     # -------------------------------------------------------------------------------------- drift
 
@@ -421,44 +401,10 @@ class DisruptionController:
         self._execute(fresh, pending.consolidation_type)
 
     def validate(self, pending: Pending, obs: Observation) -> consolidation.Command | str:
-        """The command to execute now, or why ``pending`` no longer holds."""
-        cmd = pending.command
-        unsettled = self.unsettled(obs)
-        if unsettled is not None:
-            return unsettled
-        fresh_cands: list[candidates.Candidate] = []
-        for c in cmd.candidates:
-            cur = obs.candidates.get(c.name)
-            if cur is None:
-                return f"node {c.name} is no longer a candidate ({obs.why_not.get(c.name, 'gone')})"
-            if cur.nodeclaim.name != c.nodeclaim.name:
-                return f"node {c.name} belongs to another NodeClaim now"
-            if not self.observer.past_consolidate_after(cur, obs):
-                return f"node {c.name} had a pod event within consolidateAfter"
-            fresh_cands.append(cur)
-        snap = self.snapshot(obs)
-        allowed = snap.allowed_disruptions(cmd.reason)
-        wanted: dict[str, int] = {}
-        for c in fresh_cands:
-            wanted[c.nodepool.name] = wanted.get(c.nodepool.name, 0) + 1
-        for pool_name, count in sorted(wanted.items()):
-            if allowed.get(pool_name, 0) < count:
-                return f"the disruption budget of NodePool {pool_name} no longer allows {count} nodes"
-        fresh: consolidation.Command | consolidation.Refusal
-        if pending.consolidation_type == "many":
-            fresh = consolidation.repack(snap, fresh_cands, self.settings)
-        else:
-            fresh = consolidation.evaluate(snap, fresh_cands, self.settings, reason=cmd.reason)
-        if isinstance(fresh, consolidation.Refusal):
-            return fresh.explanation
-        if cmd.method == consolidation.DELETE and fresh.method != consolidation.DELETE:
-            return "the candidates' pods no longer fit without a replacement"
-        if fresh.method == consolidation.REPLACE:
-            before = sum(r.price for r in cmd.replacements)
-            after = sum(r.price for r in fresh.replacements)
-            if len(fresh.replacements) > len(cmd.replacements) or after > before + 1e-9:
-                return f"the replacement now costs ${after:.4f}/h instead of ${before:.4f}/h"
-        return fresh
+        """The command to execute now, or why ``pending`` no longer holds (see
+        :func:`karpy.disruption.validation.validate`)."""
+        return validation.validate(pending, obs, unsettled=self.unsettled(obs), observer=self.observer,
+                                   snapshot=self.snapshot, settings=self.settings)
 
     def _execute(self, cmd: consolidation.Command, consolidation_type: str) -> bool:
         started = self.orchestrator.execute(cmd, consolidation_type) is not None

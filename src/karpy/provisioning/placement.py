@@ -2,9 +2,9 @@
 
 :class:`Placement` is the working memory of :class:`karpy.provisioning.scheduler.Scheduler`.
 It owns the :class:`bins.Bins`, one :class:`topology.TermState` per distinct topology term, the
-domain universe of every topology key, and caches of requirement compatibility, taint toleration
-and DaemonSet overhead keyed by small integer ids so that the per-group work is a handful of
-NumPy expressions over all bins.
+domain universe of every topology key, and caches of requirement compatibility and taint toleration
+keyed by small integer ids so that the per-group work is a handful of NumPy expressions over all
+bins. What the DaemonSet pods take on a node is :mod:`karpy.provisioning.daemons`'.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import numpy.typing as npt
 from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import nodetable, podgroups, results, templates
+from karpy.provisioning import daemons, nodetable, podgroups, results, templates
 from karpy.scheduling import hostports, requirement, topology
 from karpy.scheduling import requirements as reqs_mod
-from karpy.scheduling import taints as taints_mod
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -69,8 +68,6 @@ class Placement:
         self._compat_vec: dict[reqs_mod.Requirements, BoolArray] = {}
         self._host_ok: dict[reqs_mod.Requirements, BoolArray] = {}
         self._tol: dict[tuple[Any, bool, int], bool] = {}
-        self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
-        self._ds_ports: dict[tuple[int, reqs_mod.Requirements], hostports.HostPortUsage | None] = {}
         self.choose_memo: dict[Any, int | None] = {}
         """:func:`claims._choose`'s answers of this run."""
         self.finalize_memo: dict[Any, Any] = {}
@@ -85,6 +82,7 @@ class Placement:
         for g in groups:
             total += self.vector(g.requests) * g.size
         self.demand = total.astype(np.float64)
+        self.daemons = daemons.DaemonOverhead(dims, tmpls, self.daemon_pods, self.vector)
         self.bins = bins_mod.Bins(dims, keys, capacity=len(rows) + 64)
         self._add_existing()
         for tmpl in tmpls:
@@ -119,39 +117,7 @@ class Placement:
             dom[key] = ids[idx]
             self.universe[key].update(reg.values[int(i)] for i in np.unique(dom[key]) if i >= 0)
         nodes = [table.node[i] for i in rows]
-        ports: list[tuple[int, hostports.HostPortUsage]] = []
-        # whether a DaemonSet runs on a node depends on its class (labels but the hostname) and
-        # taints, unless the DaemonSet's pod names hostnames
-        by_host = [wk.HOSTNAME in podgroups.make_group([d]).strict_requirements() for d in self.daemon_pods]
-        ds_vectors = [self.vector(d.requests) for d in self.daemon_pods]
-        fits_memo: dict[tuple[int, int, int], bool] = {}
-        for b in np.flatnonzero(table.in_flight[idx]):  # DaemonSet pods that will come count as used
-            bi = int(b)
-            i = rows[bi]
-            node = nodes[bi]
-            assert node is not None
-            present = {p.metadata.controller.name for p in node.pods
-                       if p.is_daemonset_pod and p.metadata.controller is not None}
-            taints = table.taintsets.values[int(table.taint[i])]
-            usage: hostports.HostPortUsage | None = None
-            for k, d in enumerate(self.daemon_pods):
-                owner = d.metadata.controller
-                if owner is not None and owner.name in present:
-                    continue
-                fkey = (k, int(table.cls[i]), int(table.taint[i]))
-                fits = None if by_host[k] else fits_memo.get(fkey)
-                if fits is None:
-                    fits = _daemon_fits(d, table.requirements(i), taints, node=True)
-                    if not by_host[k]:
-                        fits_memo[fkey] = fits
-                if fits:
-                    used[bi] += ds_vectors[k]
-                    if d.host_ports():
-                        held = table.ports[i]
-                        usage = usage or (held.copy() if held is not None else hostports.HostPortUsage())
-                        usage.add(_daemon_key(d), [hostports.host_port(*hp) for hp in d.host_ports()])
-            if usage is not None:
-                ports.append((bi, usage))
+        ports = self.daemons.add_in_flight(table, rows, idx, used)
         bins.add_nodes([nd.name for nd in nodes if nd is not None], alloc - used, used, table.cls[idx],
                        table.taint[idx], table.schedulable[idx], [nd.pods for nd in nodes if nd is not None], dom)
         self.touched: set[int] = set()
@@ -497,32 +463,12 @@ class Placement:
         return mask
 
     def daemon_overhead(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> IntArray:
-        key = (tmpl_index, reqs)
-        hit = self._ds.get(key)
-        if hit is None:
-            tmpl = self.templates[tmpl_index]
-            hit = np.zeros(len(self.dims), dtype=np.int64)
-            for d in self.daemon_pods:
-                if _daemon_fits(d, reqs, tmpl.taints, node=False):
-                    hit += self.vector(d.requests)
-            self._ds[key] = hit
-        return hit
+        """See :meth:`daemons.DaemonOverhead.on_claim`."""
+        return self.daemons.on_claim(tmpl_index, reqs)
 
     def daemon_ports(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> hostports.HostPortUsage | None:
-        """Host ports the DaemonSets that would run on a new NodeClaim hold there (Karpenter's
-        daemon overhead group), or None when they hold none. Shared: copy before adding to it."""
-        key = (tmpl_index, reqs)
-        if key in self._ds_ports:
-            return self._ds_ports[key]
-        tmpl = self.templates[tmpl_index]
-        usage: hostports.HostPortUsage | None = None
-        for d in self.daemon_pods:
-            ports = d.host_ports()
-            if ports and _daemon_fits(d, reqs, tmpl.taints, node=False):
-                usage = usage or hostports.HostPortUsage()
-                usage.add(_daemon_key(d), [hostports.host_port(*hp) for hp in ports])
-        self._ds_ports[key] = usage
-        return usage
+        """See :meth:`daemons.DaemonOverhead.ports_on_claim` (shared: copy before adding to it)."""
+        return self.daemons.ports_on_claim(tmpl_index, reqs)
 
     def finalize(self, b: int) -> results.NewNodeClaim | None:
         from karpy.provisioning import claims
@@ -530,23 +476,7 @@ class Placement:
         return claims.finalize(self, b)
 
 
-def _untolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: bool) -> Any:
-    effects = ("NoSchedule", "NoExecute") if prefer_ok else ("NoSchedule", "NoExecute", "PreferNoSchedule")
-    return taints_mod.first_untolerated(tolerations, taints, effects)
-
-
-def _daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequence[Any], *,
-                 node: bool) -> bool:
-    if _untolerated(dpod.tolerations, taints, prefer_ok=True) is not None:
-        return False
-    g = podgroups.make_group([dpod])
-    allow = frozenset() if node else wk.WELL_KNOWN_LABELS
-    return reqs.compatible(g.strict_requirements(), allow) is None
-
-
-def _daemon_key(d: pod_mod.Pod) -> str:
-    owner = d.metadata.controller
-    return f"DaemonSet {d.namespace}/{owner.name if owner is not None else d.name}"
+_untolerated = daemons.untolerated  # kept: other modules use it from here
 
 
 def _all_terms(g: podgroups.PodGroup) -> list[topology.Term]:
