@@ -12,17 +12,17 @@ limit as its request, and a ``hostNetwork`` pod's ports get ``hostPort = contain
 :attr:`Pod.requests` is the pod's effective request as the kube-scheduler computes it (see its
 docstring); it is computed once and cached, and like every mapping on these frozen models it must be
 treated as read-only. A pod hashes by ``(namespace, name, uid)``.
+Pods of equal specs share one parse (:mod:`karpy.api.pod_cache`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import fields, labels, meta, podspec, quantity
+from karpy.api import fields, labels, meta, pod_cache, podspec, quantity
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
@@ -34,61 +34,8 @@ MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 PODS_RESOURCE = "pods"
 
 
-
-_SPEC_CACHE: dict[str, dict[str, Any]] = {}
-"""Parsed spec fields (everything but ``nodeName``) by the spec's canonical JSON: replicas of one
-workload share one parse. The values are frozen models, safe to share."""
-_SPEC_CACHE_SIZE = 4096
-
-
-def _spec_key(spec: Mapping[str, Any]) -> str | None:
-    """The cache key of a spec: its canonical JSON without ``nodeName`` (``None``: not JSON data)."""
-    try:
-        return json.dumps({k: v for k, v in spec.items() if k != "nodeName"}, sort_keys=True,
-                          separators=(",", ":"))
-    except (TypeError, ValueError):
-        return None
-
-
-_STORED_SPECS: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[tuple[Any, ...], dict[str, Any], Pod]] = {}
-""":meth:`Pod.from_stored`'s parses by the identity of a spec's entries (but ``nodeName``): key ->
-(those entries, kept alive so that their ids stay theirs; the parsed spec fields; the first pod
-parsed from them, whose request the others share)."""
-
-_SPEC_FIELDS = ("scheduler_name", "priority", "priority_class_name", "containers", "init_containers", "overhead",
-                "node_selector", "node_affinity", "pod_affinity", "pod_anti_affinity", "tolerations",
-                "topology_spread_constraints", "volumes", "preemption_policy", "restart_policy", "host_network",
-                "termination_grace_period_seconds")
-"""The :class:`Pod` fields read from the spec, but ``node_name``."""
-_SPEC_FIELD_SET = frozenset(_SPEC_FIELDS)
-
-_CONDITIONS: dict[tuple[Any, ...], podspec.PodCondition] = {}
-"""Parsed pod conditions by their fields' text: equal conditions share one model (pods that started
-at the same time have equal conditions)."""
-_CONDITION_KEYS = ("type", "status", "reason", "message", "lastTransitionTime")
-_TEXT = (str, type(None))
-
-
-def read_status(status: fields.Fields) -> tuple[str, tuple[podspec.PodCondition, ...]]:
-    """``(phase, conditions)`` of a pod's ``status`` mapping, as :meth:`Pod.from_manifest` reads them."""
-    phase = status.str("phase", "Pending") or "Pending"
-    raw = status.data.get("conditions")
-    if not raw or type(raw) is not list:
-        return phase, tuple(podspec.PodCondition.parse(c) for c in status.items("conditions"))
-    if len(_CONDITIONS) >= 4 * _SPEC_CACHE_SIZE:
-        _CONDITIONS.clear()
-    out: list[podspec.PodCondition] = []
-    for i, c in enumerate(raw):
-        key = tuple(map(c.get, _CONDITION_KEYS)) if type(c) is dict else None  # all a condition reads
-        if key is None or not all(type(v) in _TEXT for v in key):
-            out.append(podspec.PodCondition.parse(fields.Fields(c, status.obj, f"{status.at('conditions')}[{i}]")))
-            continue
-        found = _CONDITIONS.get(key)
-        if found is None:
-            found = podspec.PodCondition.parse(fields.Fields(c, status.obj, f"{status.at('conditions')}[{i}]"))
-            _CONDITIONS[key] = found
-        out.append(found)
-    return phase, tuple(out)
+read_status = pod_cache.read_status
+"""Re-exported: :func:`karpy.api.pod_cache.read_status`."""
 
 
 def effective_requests(
@@ -294,8 +241,7 @@ class Pod:
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True)
         spec = f.sub("spec")
-        key = _spec_key(spec.data)
-        cached = _SPEC_CACHE.get(key) if key is not None else None
+        cached = pod_cache.cached_spec(pod_cache.spec_key(spec.data))
         if cached is None:
             return cls._parse(metadata, spec, f.sub("status"))
         phase, conditions = read_status(f.sub("status"))
@@ -315,29 +261,25 @@ class Pod:
         spec = d.get("spec") if isinstance(d, Mapping) else None
         if type(spec) is not dict:
             return cls.from_manifest(d)
-        names = tuple(k for k in spec if k != "nodeName")
-        values = tuple(spec[k] for k in names)
-        key = (names, tuple(map(id, values)))
-        hit = _STORED_SPECS.get(key)  # the entry keeps ``values`` alive: equal ids are the same objects
+        key, values = pod_cache.stored_key(spec)
+        hit = pod_cache.stored_spec(key)
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=True)
         phase, conditions = read_status(f.sub("status"))
         node_name = f.sub("spec").str("nodeName") or None
         if hit is None:
             first = cls.from_manifest(d)
-            hit = (values, {name: getattr(first, name) for name in _SPEC_FIELDS}, first)
-            if len(_STORED_SPECS) >= _SPEC_CACHE_SIZE:
-                _STORED_SPECS.clear()
-            _STORED_SPECS[key] = hit
+            hit = (values, {name: getattr(first, name) for name in pod_cache.SPEC_FIELDS}, first.requests)
+            pod_cache.remember_stored(key, hit)
         pod = cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **hit[1])
-        object.__setattr__(pod, "_requests", hit[2].requests)  # the same spec: one shared request mapping
+        object.__setattr__(pod, "_requests", hit[2])  # the same spec: one shared request mapping
         return pod
 
     def evolve(self, **changes: Any) -> Pod:
         """``dataclasses.replace(self, **changes)`` that keeps the cached request and host ports when
         ``changes`` leave the spec alone (``node_name``, metadata and status are not the spec)."""
         new = dataclasses.replace(self, **changes)
-        if not changes.keys() & _SPEC_FIELD_SET:
+        if not changes.keys() & pod_cache.SPEC_FIELD_SET:
             object.__setattr__(new, "_requests", self._requests)
             object.__setattr__(new, "_host_ports", self._host_ports)
         return new
@@ -420,11 +362,7 @@ class Pod:
             host_network=host_network,
             termination_grace_period_seconds=spec.int("terminationGracePeriodSeconds"),
         )
-        key = _spec_key(spec.data)
-        if key is not None:
-            if len(_SPEC_CACHE) >= _SPEC_CACHE_SIZE:
-                _SPEC_CACHE.clear()
-            _SPEC_CACHE[key] = parsed
+        pod_cache.remember_spec(pod_cache.spec_key(spec.data), parsed)
         return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **parsed)
 
     # -- writing ------------------------------------------------------------------------------

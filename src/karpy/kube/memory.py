@@ -43,11 +43,9 @@ Speed. Objects are indexed by kind and namespace, pods also by ``spec.nodeName``
 unbound pods), so ``list("Pod", field_selector="spec.nodeName=n")`` reads only that node's pods,
 and ``metadata.name=`` is a direct lookup. ``scanned`` counts the objects list filters examined.
 
-Watches. Notifications are queued at commit and delivered after the outer write finished, in
-write order; a handler that writes back does not recurse, its writes are delivered after the
-current ones. An exception from a handler is re-raised once the queue is drained. A
-:class:`karpy.kube.interface.Filtered` handler is not called for the events its filter does not
-want (what a write changed is worked out once per write, only when such a handler watches).
+Watches (:mod:`karpy.kube.memory_watch`). Synchronous and ordered: notifications are queued at
+commit and delivered after the outer write finished, in write order; a handler's own writes do not
+recurse; :class:`karpy.kube.interface.Filtered` handlers get only the events they want.
 """
 
 from __future__ import annotations
@@ -60,7 +58,16 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.kube import errors, interface, memory_eviction, memory_gc, memory_objects, memory_share, selectors
+from karpy.kube import (
+    errors,
+    interface,
+    memory_eviction,
+    memory_gc,
+    memory_objects,
+    memory_share,
+    memory_watch,
+    selectors,
+)
 
 Key = memory_gc.Key
 copy_obj = memory_objects.copy_obj
@@ -74,18 +81,6 @@ CHECK_SHARED = False
 
 
 SharedObjectMutatedError = memory_objects.SharedObjectMutatedError
-
-
-class _Watcher:
-    __slots__ = ("active", "handler", "only")
-
-    def __init__(self, handler: interface.WatchHandler) -> None:
-        self.only: interface.WatchFilter | None = None
-        if isinstance(handler, interface.Filtered):  # call the function itself, skip what it ignores
-            self.only = handler.watch_filter
-            handler = handler.fn
-        self.handler = handler
-        self.active = True
 
 
 class InMemoryCluster:
@@ -114,11 +109,8 @@ class InMemoryCluster:
         self._revision = 0
         self._objects: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
         self._idx = memory_gc.Indexes()
-        self._watchers: dict[str, list[_Watcher]] = {}
-        self._pending: collections.deque[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = \
-            collections.deque()
-        """Notifications to deliver: (kind, event type, object, the version it replaced)."""
-        self._draining = False
+        self._watches = memory_watch.Watches(self._lock)
+        """Watch handlers and the notifications queued for them (:mod:`karpy.kube.memory_watch`)."""
         self._removed: collections.deque[dict[str, Any]] = collections.deque()
 
     # ------------------------------------------------------------------------------------ reads
@@ -214,7 +206,7 @@ class InMemoryCluster:
         with self._lock:
             new = self._prepare_create(obj)
             self._commit(new, interface.ADDED)
-            self._drain()
+            self._watches.drain()
             return new
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +218,7 @@ class InMemoryCluster:
             new["metadata"] = dict(new.get("metadata") or {})
             memory_objects.restore_server_fields(old, new)
             result = self._replace(old, new)
-            self._drain()
+            self._watches.drain()
             return result
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -239,7 +231,7 @@ class InMemoryCluster:
             else:
                 new["status"] = copy_obj(obj["status"])
             result = self._replace(old, new)
-            self._drain()
+            self._watches.drain()
             return result
 
     def patch(self, kind: str, name: str, patch: dict[str, Any], namespace: str = "") -> dict[str, Any]:
@@ -252,7 +244,7 @@ class InMemoryCluster:
                 new["apiVersion"] = old["apiVersion"]
             memory_objects.restore_server_fields(old, new)
             result = self._replace(old, new)
-            self._drain()
+            self._watches.drain()
             return result
 
     def patch_status(
@@ -269,14 +261,14 @@ class InMemoryCluster:
                 else:
                     new["status"] = status
             result = self._replace(old, new)
-            self._drain()
+            self._watches.drain()
             return result
 
     def delete(self, kind: str, name: str, namespace: str = "") -> None:
         with self._lock:
             self._delete(self._require(kind, name, namespace))
             self._collect_garbage()
-            self._drain()
+            self._watches.drain()
 
     def evict(self, name: str, namespace: str) -> None:
         with self._lock:
@@ -290,22 +282,11 @@ class InMemoryCluster:
             )
             self._delete(pod)
             self._collect_garbage()
-            self._drain()
+            self._watches.drain()
 
     def watch(self, kind: str, handler: interface.WatchHandler) -> interface.Unsubscribe:
         """As :meth:`karpy.kube.interface.Cluster.watch`; ``kind="*"`` watches every kind."""
-        watcher = _Watcher(handler)
-        with self._lock:
-            self._watchers.setdefault(kind, []).append(watcher)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                watcher.active = False
-                watchers = self._watchers.get(kind, [])
-                if watcher in watchers:
-                    watchers.remove(watcher)
-
-        return unsubscribe
+        return self._watches.watch(kind, handler)
 
     # ---------------------------------------------------------------------------------- helpers
 
@@ -433,7 +414,7 @@ class InMemoryCluster:
         else:
             self._idx.add(obj)
         self._seals.seal(obj)
-        self._pending.append((kind, event_type, obj, old))
+        self._watches.notify(kind, event_type, obj, old)
 
     def _remove(self, obj: dict[str, Any]) -> None:
         kind, ns, name = interface.meta_key(obj)
@@ -446,7 +427,7 @@ class InMemoryCluster:
         final = dict(obj)
         final["metadata"] = dict(obj["metadata"])
         final["metadata"]["resourceVersion"] = str(self._revision)
-        self._pending.append((kind, interface.DELETED, final, None))
+        self._watches.notify(kind, interface.DELETED, final, None)
         self._removed.append(final)
 
     def verify_shared(self) -> None:
@@ -481,36 +462,6 @@ class InMemoryCluster:
             for name in by_ns.get(namespace, {})
         )
 
-    # ---------------------------------------------------------------------------------- watches
-
-    def _drain(self) -> None:
-        """Deliver queued notifications in order; re-entrant writes only append to the queue."""
-        if self._draining:
-            return
-        self._draining = True
-        failure: BaseException | None = None
-        try:
-            while self._pending:
-                kind, event_type, obj, old = self._pending.popleft()
-                changed: frozenset[str] | None = None
-                for watcher in (*self._watchers.get(kind, ()), *self._watchers.get("*", ())):
-                    if not watcher.active:
-                        continue
-                    if watcher.only is not None:
-                        if changed is None and old is not None and event_type == interface.MODIFIED:
-                            changed = interface.changed_parts(old, obj)
-                        if not watcher.only.wants(event_type, changed):
-                            continue
-                    try:
-                        watcher.handler(event_type, obj)
-                    except Exception as exc:  # deliver the rest, then report the first failure
-                        if failure is None:
-                            failure = exc
-        finally:
-            self._draining = False
-        if failure is not None:
-            raise failure
-
     def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
         """The ``pods/binding`` subresource: ``spec.nodeName`` and ``PodScheduled=True`` in ONE write.
 
@@ -538,7 +489,7 @@ class InMemoryCluster:
                                                  if c.get("type") != "PodScheduled")]
             new["status"] = status
             result = self._replace(old, new)
-            self._drain()
+            self._watches.drain()
             return result
 
 
