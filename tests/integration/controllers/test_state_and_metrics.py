@@ -243,7 +243,8 @@ def test_a_pod_status_write_re_reads_the_pod_as_a_full_parse_would() -> None:
     assert third.labels["tier"] == "front"
 
 
-def test_drift_is_asked_again_when_a_claim_s_labels_change_but_not_after_a_status_write() -> None:
+def _world_counting_drift_checks() -> tuple[Any, Any, list[str]]:
+    """A world with one launched claim, its drift marker, and the claims the cloud is asked about from now on."""
     w = b.make_world()
     w.cluster.create(b.nodepool_manifest())
     w.cluster.create(b.pending_pod("app"))
@@ -258,6 +259,11 @@ def test_drift_is_asked_again_when_a_claim_s_labels_change_but_not_after_a_statu
         return ask(claim)
 
     w.bridge.is_drifted = counting  # type: ignore[method-assign]
+    return w, marker, asked
+
+
+def test_drift_is_asked_again_when_a_claim_s_labels_change_but_not_after_a_status_write() -> None:
+    w, marker, asked = _world_counting_drift_checks()
     pools = {p.name: p for p in w.karpy.state.nodepools()}
     marker.mark(pools)
     assert asked == []  # cached since the last pass
@@ -276,20 +282,7 @@ def test_drift_is_asked_again_when_a_claim_s_labels_change_but_not_after_a_statu
 
 
 def test_drift_is_not_asked_again_after_a_nodepool_status_write_and_a_deleted_claim_is_forgotten() -> None:
-    w = b.make_world()
-    w.cluster.create(b.nodepool_manifest())
-    w.cluster.create(b.pending_pod("app"))
-    w.at(120.0)
-    assert w.karpy.disruption is not None
-    marker = w.karpy.disruption.drift_marker
-    asked: list[str] = []
-    ask = w.bridge.is_drifted
-
-    def counting(claim: nodeclaim.NodeClaim) -> str:
-        asked.append(claim.name)
-        return ask(claim)
-
-    w.bridge.is_drifted = counting  # type: ignore[method-assign]
+    w, marker, asked = _world_counting_drift_checks()
     (pool,) = w.cluster.list("NodePool")
     name = pool["metadata"]["name"]
     w.cluster.patch_status("NodePool", name, {"status": {"resources": {"cpu": "123"}}})
