@@ -64,7 +64,16 @@ def perf_counter() -> float:
 
 def rfc3339(ts: float) -> str:
     """Kubernetes' timestamp format, e.g. ``2026-01-01T00:00:05Z``."""
-    return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    last = _last_rfc3339[0]  # one tuple, read once: safe across threads
+    if last[0] == ts:  # writes come in bursts at one (virtual) time: format each time once
+        return last[1]
+    text = _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_rfc3339[0] = (ts, text)
+    return text
+
+
+_last_rfc3339: list[tuple[float, str]] = [(float("nan"), "")]
+"""The last time :func:`rfc3339` formatted, and its text (NaN equals nothing)."""
 
 
 def parse_rfc3339(text: str) -> float:

@@ -114,6 +114,10 @@ class SimulatedKubelet:
         """Pods that want to start or linger, as the watch last delivered them (shared, read-only)."""
         self._nodes_seen: dict[str, dict[str, Any]] = {}
         """Nodes as the watch last delivered them (shared, read-only)."""
+        self._node_pid: dict[str, str] = {}
+        """Node name -> its ``spec.providerID``, as the watch last delivered it."""
+        self._nodes_by_pid: dict[str, dict[str, None]] = {}
+        """``spec.providerID`` -> the names of the Nodes that carry it (in the order they appeared)."""
         self.start_failure = 0.0
         """Rate at which a bound pod fails to start (``spec.faults.pods.startFailure``)."""
         self.failure_rng = random.Random(0)
@@ -159,10 +163,7 @@ class SimulatedKubelet:
         """The instance is gone: cancel its registration, or fail its pods and delete its Node."""
         if self._launches.pop(provider_id, None) is not None:
             return
-        for n in self.cluster.list("Node"):
-            if (n.get("spec") or {}).get("providerID") != provider_id:
-                continue
-            name = interface.name_of(n)
+        for name in self._node_names(provider_id):
             self._dead.add(name)
             for p in self.cluster.list("Pod", field_selector=f"spec.nodeName={name}"):
                 if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -177,6 +178,14 @@ class SimulatedKubelet:
                     self.cluster.update_status(failed)
             with contextlib.suppress(errors.NotFound):
                 self.cluster.delete("Node", name)
+
+    def _node_names(self, provider_id: str) -> list[str]:
+        """The Nodes whose ``spec.providerID`` is ``provider_id``: from the watch's index once registered
+        (no scan of every Node per termination), else from a list."""
+        if self._manager is not None:
+            return list(self._nodes_by_pid.get(provider_id, ()))
+        return [interface.name_of(n) for n in self.cluster.list("Node")
+                if (n.get("spec") or {}).get("providerID") == provider_id]
 
     def lose_registration(self, provider_id: str) -> bool:
         """The instance's Node will never register (a broken bootstrap); True if it was pending."""
@@ -220,10 +229,24 @@ class SimulatedKubelet:
     def _map_node(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
         # Registration and removal matter; status churn does not (the kubelet's own timers
         # re-enqueue the node when it becomes Ready).
-        if event == interface.DELETED:
-            self._nodes_seen.pop(interface.name_of(obj), None)
+        name = interface.name_of(obj)
+        pid = "" if event == interface.DELETED else str((obj.get("spec") or {}).get("providerID") or "")
+        before = self._node_pid.get(name)
+        if before is not None and before != pid:
+            names = self._nodes_by_pid.get(before)
+            if names is not None:
+                names.pop(name, None)
+                if not names:
+                    del self._nodes_by_pid[before]
+        if pid:
+            self._node_pid[name] = pid
+            self._nodes_by_pid.setdefault(pid, {})[name] = None
         else:
-            self._nodes_seen[interface.name_of(obj)] = obj
+            self._node_pid.pop(name, None)
+        if event == interface.DELETED:
+            self._nodes_seen.pop(name, None)
+        else:
+            self._nodes_seen[name] = obj
         return (interface.name_of(obj),) if event in (interface.ADDED, interface.DELETED) else ()
 
     def _reconcile_node(self, key: str) -> float | None:
