@@ -254,21 +254,34 @@ class Filtered:
 def changed_parts(old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[str]:
     """The parts of an object a write changed, in :attr:`WatchFilter.ignore`'s terms."""
     out: set[str] = set()
-    for key in old.keys() | new.keys():
-        before, after = old.get(key), new.get(key)
-        if before is after:
-            continue
-        if key == "metadata" and isinstance(before, Mapping) and isinstance(after, Mapping):
-            if any(before.get(k) != after.get(k) for k in before.keys() | after.keys() if k != "resourceVersion"):
-                out.add(key)
-        elif key == STATUS and isinstance(before, Mapping) and isinstance(after, Mapping):
-            if _messages_only(before, after):
-                out.add(CONDITION_MESSAGES)
-            elif before != after:
-                out.add(key)
-        elif before != after:
+    for key, after in new.items():
+        before = old.get(key)
+        if before is not after and _part_changed(key, before, after, out):
             out.add(key)
-    return frozenset(out)
+    for key, before in old.items():  # parts the write removed (a missing part reads as None)
+        if before is not None and key not in new:
+            out.add(key)
+    return frozenset(out) if out else _NOTHING
+
+
+_NOTHING: frozenset[str] = frozenset()
+
+
+def _part_changed(key: str, before: Any, after: Any, out: set[str]) -> bool:
+    """Whether top-level part ``key`` changed from ``before`` to ``after`` (two different objects);
+    a status write that only rewords conditions' messages adds :data:`CONDITION_MESSAGES` to ``out``
+    instead."""
+    if key == "metadata" and isinstance(before, Mapping) and isinstance(after, Mapping):
+        for k, value in after.items():
+            if k != "resourceVersion":
+                was = before.get(k)
+                if was is not value and was != value:
+                    return True
+        return any(value is not None and k not in after and k != "resourceVersion" for k, value in before.items())
+    if key == STATUS and isinstance(before, Mapping) and isinstance(after, Mapping) and _messages_only(before, after):
+        out.add(CONDITION_MESSAGES)
+        return False
+    return bool(before != after)
 
 
 def _messages_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
@@ -296,9 +309,17 @@ def _messages_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
 
 def meta_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
     """``(kind, namespace, name)``; namespace is ``""`` for cluster-scoped kinds."""
-    kind = str(obj.get("kind", ""))
-    meta = obj.get("metadata") or {}
-    return kind, scoped_namespace(kind, meta.get("namespace")), str(meta.get("name", ""))
+    kind = obj.get("kind", "")
+    if type(kind) is not str:
+        kind = str(kind)
+    meta = obj.get("metadata") or _NO_META
+    info = KINDS.get(kind)  # scoped_namespace, inlined: this runs for every write and watch event
+    ns = (meta.get("namespace") or "default") if info is None or info.namespaced else ""
+    name = meta.get("name", "")
+    return kind, ns, name if type(name) is str else str(name)
+
+
+_NO_META: Mapping[str, Any] = {}
 
 
 def name_of(obj: Mapping[str, Any]) -> str:

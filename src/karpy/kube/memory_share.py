@@ -18,6 +18,7 @@ bounded (:attr:`Sharing.limit`); when full it starts afresh, which only loses sh
 
 from __future__ import annotations
 
+import operator
 import sys
 from typing import Any
 
@@ -85,6 +86,11 @@ class Sharing:
         self.limit = limit
         """How many distinct parts are remembered before the table starts afresh."""
         self._table: dict[int, Any] = {}
+        """Hash -> a stored part: lists (keyed by their items' identities) and mappings holding
+        anything but plain strings (keyed by their content)."""
+        self._texts: dict[int, dict[str, str]] = {}
+        """Hash of the items -> a stored mapping of plain strings to plain strings (labels, most
+        conditions): an equal mapping has the same types, no :func:`_same_types` walk needed."""
         self.shared = 0
         """How many parts were replaced by an equal one already stored (for tests and benchmarks)."""
 
@@ -95,57 +101,83 @@ class Sharing:
             try:  # a flat mapping (labels, a condition, an owner reference): its items are the key
                 key = hash(tuple(value.items()))
             except TypeError:  # holds mappings or lists
-                key = hash(_fingerprint(value))
-        elif kind is list:
+                return self._remember(self._table, hash(_fingerprint(value)), value)
+            found = self._texts.get(key)
+            if found is not None:
+                if found is not value and found == value:  # equal to plain strings: plain strings
+                    self.shared += 1
+                    return found
+                return value
+            if all(type(v) is str for v in value.values()) and all(type(k) is str for k in value):
+                return self._remember(self._texts, key, value)
+            return self._remember(self._table, key, value)
+        if kind is list:
             try:  # items already shared (compact shares a list's items first): their identities
                 key = hash(("l", *map(id, value)))
             except TypeError:
                 return value
-        else:
-            return value
-        table = self._table
+            found = self._table.get(key)
+            if type(found) is list and len(found) == len(value) and all(map(operator.is_, found, value)):
+                if found is not value:
+                    self.shared += 1
+                return found
+            return self._remember(self._table, key, value)
+        return value
+
+    def _remember(self, table: dict[int, Any], key: int, value: Any) -> Any:
+        """``value``, or the equal part of the same types that ``table`` holds under ``key``."""
         found = table.get(key)
         if found is not None:
             if found is not value and found == value and _same_types(found, value):
                 self.shared += 1
                 return found
             return value
-        if len(table) >= self.limit:
-            table.clear()
+        if len(self._table) + len(self._texts) >= self.limit:
+            self._table.clear()
+            self._texts.clear()
         table[key] = value
         return value
 
     def compact(self, kind: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
         """Share the parts of ``new`` (about to be stored, private to the store) that ``old`` (the
         version it replaces, if any) does not already hold."""
-        parts = PARTS.get(kind)
+        parts = _PARTS.get(kind)
         if parts is not None:
-            for section, names in parts.items():
-                part = new if not section else new.get(section)
+            share = self.share
+            for section, names in parts:
+                part = new.get(section) if section else new
                 if type(part) is not dict:
                     continue
-                before = old if not section or old is None else old.get(section)
+                before = (old.get(section) if section else old) if old is not None else None
                 if before is part:  # a section the write did not change: done when it was stored
                     continue
+                unchanged = before if type(before) is dict else _EMPTY
                 for name in names:
                     value = part.get(name)
-                    if value is None or (type(before) is dict and before.get(name) is value):
+                    if value is None or unchanged.get(name) is value:
                         continue
                     if type(value) is list and value and type(value[0]) is dict:  # share items, then the list
-                        value = [self.share(v) for v in value]
-                    part[name] = self.share(value)
-        strings = STRINGS.get(kind)
+                        value = [share(v) for v in value]
+                    part[name] = share(value)
+        strings = _STRINGS.get(kind)
         if strings is not None:
             intern = sys.intern
-            for section, names in strings.items():
-                part = new if not section else new.get(section)
-                before = old if not section or old is None else old.get(section)
-                if type(part) is not dict or before is part:
+            for section, names in strings:
+                part = new.get(section) if section else new
+                if type(part) is not dict:
+                    continue
+                before = (old.get(section) if section else old) if old is not None else None
+                if before is part:
                     continue  # a section the write did not change: already done
-                unchanged = before if type(before) is dict else {}
+                unchanged = before if type(before) is dict else _EMPTY
                 for name in names:
                     value = part.get(name)
                     if type(value) is str and unchanged.get(name) is not value:
                         text = intern(value)
                         if text is not value:
                             part[name] = text
+
+
+_PARTS = {kind: tuple(sections.items()) for kind, sections in PARTS.items()}
+_STRINGS = {kind: tuple(sections.items()) for kind, sections in STRINGS.items()}
+_EMPTY: dict[str, Any] = {}

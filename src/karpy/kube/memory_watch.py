@@ -52,6 +52,8 @@ class Watches:
     def __init__(self, lock: threading.RLock) -> None:
         self._lock = lock
         self._watchers: dict[str, list[_Watcher]] = {}
+        self._fanout: dict[str, tuple[_Watcher, ...]] = {}
+        """kind -> its watchers then the ``"*"`` ones, built on first use after a (un)subscription."""
         self._pending: collections.deque[Notification] = collections.deque()
         """Notifications to deliver, oldest first."""
         self._draining = False
@@ -61,6 +63,7 @@ class Watches:
         watcher = _Watcher(handler)
         with self._lock:
             self._watchers.setdefault(kind, []).append(watcher)
+            self._fanout.clear()
 
         def unsubscribe() -> None:
             with self._lock:
@@ -68,6 +71,7 @@ class Watches:
                 watchers = self._watchers.get(kind, [])
                 if watcher in watchers:
                     watchers.remove(watcher)
+                self._fanout.clear()
 
         return unsubscribe
 
@@ -82,16 +86,23 @@ class Watches:
         self._draining = True
         failure: BaseException | None = None
         try:
-            while self._pending:
-                kind, event_type, obj, old = self._pending.popleft()
+            pending = self._pending
+            fanout = self._fanout
+            while pending:
+                kind, event_type, obj, old = pending.popleft()
+                watchers = fanout.get(kind)
+                if watchers is None:
+                    watchers = fanout[kind] = (*self._watchers.get(kind, ()), *self._watchers.get("*", ()))
                 changed: frozenset[str] | None = None
-                for watcher in (*self._watchers.get(kind, ()), *self._watchers.get("*", ())):
+                before = old if event_type == interface.MODIFIED else None
+                for watcher in watchers:
                     if not watcher.active:
                         continue
-                    if watcher.only is not None:
-                        if changed is None and old is not None and event_type == interface.MODIFIED:
-                            changed = interface.changed_parts(old, obj)
-                        if not watcher.only.wants(event_type, changed):
+                    only = watcher.only
+                    if only is not None:
+                        if changed is None and before is not None:
+                            changed = interface.changed_parts(before, obj)
+                        if not only.wants(event_type, changed):
                             continue
                     try:
                         watcher.handler(event_type, obj)

@@ -96,3 +96,25 @@ def test_objects_written_at_one_time_share_one_timestamp_string() -> None:
     c = cluster.create(builders.node("c"))
     assert a["metadata"]["creationTimestamp"] is b["metadata"]["creationTimestamp"]
     assert c["metadata"]["creationTimestamp"] == "2026-01-01T00:00:01Z"
+
+
+def test_mappings_of_plain_strings_and_lists_of_shared_items_are_stored_once() -> None:
+    sharing = memory_share.Sharing()
+    labels = sharing.share({"app": "web", "tier": "front"})
+    assert sharing.share({"app": "web", "tier": "front"}) is labels
+    assert sharing.share({"app": "web", "tier": "back"}) is not labels
+    cond = sharing.share({"type": "Ready", "status": "True"})
+    items = sharing.share([cond, labels])
+    assert sharing.share([cond, labels]) is items  # the same items, by identity: the same list
+    assert sharing.share([labels, cond]) is not items  # order matters
+    assert sharing.share([cond]) is not items
+
+
+def test_a_string_mapping_is_never_taken_for_one_with_other_types() -> None:
+    sharing = memory_share.Sharing()
+    texts = sharing.share({"a": "1"})
+    for other in ({"a": 1}, {"a": True}, {"a": None}, {"a": ["1"]}):
+        got = sharing.share(other)
+        assert got is other
+        assert json.dumps(got) == json.dumps(other)
+    assert sharing.share({"a": "1"}) is texts

@@ -1,0 +1,76 @@
+"""``interface.changed_parts`` (run for every watched write) against a plain reference implementation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from karpy.kube import interface
+
+
+def _reference(old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[str]:
+    """What changed_parts means, written the obvious way (its first implementation)."""
+    out: set[str] = set()
+    for key in old.keys() | new.keys():
+        before, after = old.get(key), new.get(key)
+        if before is after:
+            continue
+        if key == "metadata" and isinstance(before, Mapping) and isinstance(after, Mapping):
+            if any(before.get(k) != after.get(k) for k in before.keys() | after.keys() if k != "resourceVersion"):
+                out.add(key)
+        elif key == interface.STATUS and isinstance(before, Mapping) and isinstance(after, Mapping):
+            if _reference_messages_only(before, after):
+                out.add(interface.CONDITION_MESSAGES)
+            elif before != after:
+                out.add(key)
+        elif before != after:
+            out.add(key)
+    return frozenset(out)
+
+
+def _reference_messages_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    if before.keys() != after.keys():
+        return False
+    for key, value in after.items():
+        old = before[key]
+        if value is old:
+            continue
+        if key != "conditions" or not isinstance(value, list) or not isinstance(old, list) or len(value) != len(old):
+            return False
+        for a, b in zip(old, value, strict=True):
+            if a is b:
+                continue
+            if not isinstance(a, Mapping) or not isinstance(b, Mapping) or a.keys() != b.keys() \
+                    or any(a[k] != b[k] for k in a if k != "message"):
+                return False
+    return before != after
+
+
+_values = st.one_of(st.none(), st.sampled_from(["a", "b", "1"]), st.integers(0, 2), st.booleans())
+_conditions = st.lists(st.fixed_dictionaries({"type": st.sampled_from(["Ready", "PodScheduled"])},
+                                             optional={"status": st.sampled_from(["True", "False"]),
+                                                       "message": st.sampled_from(["x", "y"])}), max_size=2)
+_metadata = st.dictionaries(st.sampled_from(["name", "labels", "resourceVersion", "uid", "finalizers"]),
+                            _values, max_size=4)
+_status = st.dictionaries(st.sampled_from(["phase", "conditions"]),
+                          st.one_of(_values, _conditions), max_size=2)
+_objects = st.fixed_dictionaries({}, optional={"metadata": _metadata, "status": _status, "spec": _values,
+                                               "kind": st.just("Pod")})
+
+
+@settings(max_examples=400, deadline=None)
+@given(old=_objects, new=_objects)
+def test_changed_parts_says_what_the_reference_says_for_any_two_versions(old: dict[str, Any],
+                                                                         new: dict[str, Any]) -> None:
+    assert interface.changed_parts(old, new) == _reference(old, new)
+
+
+@settings(max_examples=200, deadline=None)
+@given(old=_objects, status=_status, metadata=_metadata)
+def test_changed_parts_agrees_when_a_write_keeps_some_parts_as_the_same_objects(
+        old: dict[str, Any], status: dict[str, Any], metadata: dict[str, Any]) -> None:
+    for new in ({**old, "status": status}, {**old, "metadata": {**old.get("metadata", {}), **metadata}}, dict(old)):
+        assert interface.changed_parts(old, new) == _reference(old, new)
