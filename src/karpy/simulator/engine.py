@@ -423,7 +423,7 @@ class Simulation:
             "pods": self.cluster.objects("Pod"),
             "nodepools": self.cluster.objects("NodePool"),
         }
-        involved: dict[tuple[str, ...], dict[str, Any]] = {}  # one record per involved object, shared
+        involved: dict[tuple[Any, ...], dict[str, Any]] = {}  # one record per involved object, shared
         evs = [run_result.event_record(seq, t, obj, self.start, involved)
                for seq, t, obj in sorted(self._events.values(), key=lambda e: e[0])]
         return Result(

@@ -88,16 +88,24 @@ def karpenter_metrics(samples: Mapping[str, list[dict[str, Any]]]) -> dict[str, 
     return karpenter
 
 
+_INVOLVED = ("kind", "namespace", "name")
+
+
 def event_record(seq: int, t: float, obj: Mapping[str, Any], start: float,
-                 shared: dict[tuple[str, ...], dict[str, Any]] | None = None) -> dict[str, Any]:
+                 shared: dict[tuple[Any, ...], dict[str, Any]] | None = None) -> dict[str, Any]:
     """An Event as the simulator reports it: time, type, reason, involved object, message.
 
     ``shared``: records made with the same mapping share equal ``involvedObject`` dicts (read-only).
     """
     ref = obj.get("involvedObject") or {}
-    involved = {k: ref[k] for k in ("kind", "namespace", "name") if ref.get(k)}
-    if shared is not None:
-        involved = shared.setdefault(tuple(f"{k}={v}" for k, v in involved.items()), involved)
+    if shared is None:
+        involved = {k: ref[k] for k in _INVOLVED if ref.get(k)}
+    else:  # the key first: most events involve an object an earlier event did (a pod's retries)
+        key = tuple(ref.get(k) or "" for k in _INVOLVED)
+        found = shared.get(key)
+        if found is None:
+            found = shared[key] = {k: ref[k] for k in _INVOLVED if ref.get(k)}
+        involved = found
     last = str(obj.get("lastTimestamp") or obj.get("firstTimestamp") or "")
     return {
         "time": str(obj.get("firstTimestamp") or ""),
