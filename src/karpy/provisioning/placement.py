@@ -9,6 +9,7 @@ bins. What the DaemonSet pods take on a node is :mod:`karpy.provisioning.daemons
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,7 +83,10 @@ class Placement:
         for g in groups:
             total += self.vector(g.requests) * g.size
         self.demand = total.astype(np.float64)
-        self.daemons = daemons.DaemonOverhead(dims, tmpls, self.daemon_pods, self.vector)
+        # a function of the dimensions, not a bound method: the overhead must not point back at this
+        # placement (a cycle would keep every solve's bins and pod lists until the cyclic collector runs)
+        self.daemons = daemons.DaemonOverhead(dims, tmpls, self.daemon_pods,
+                                              functools.partial(resource_vector, len(self.dims), self.dim_index))
         self.bins = bins_mod.Bins(dims, keys, capacity=len(rows) + 64)
         self._add_existing()
         for tmpl in tmpls:
@@ -92,12 +96,7 @@ class Placement:
     # -- setup ------------------------------------------------------------------------------------
 
     def vector(self, resources: Any) -> IntArray:
-        v = np.zeros(len(self.dims), dtype=np.int64)
-        for name, amount in resources.items():
-            i = self.dim_index.get(name)
-            if i is not None:
-                v[i] = amount
-        return v
+        return resource_vector(len(self.dims), self.dim_index, resources)
 
     def _add_existing(self) -> None:
         """Existing nodes become the first bins, in the given order, from the table's arrays."""
@@ -474,6 +473,16 @@ class Placement:
         from karpy.provisioning import claims
 
         return claims.finalize(self, b)
+
+
+def resource_vector(size: int, index: dict[str, int], resources: Any) -> IntArray:
+    """``resources`` (name -> amount) as a vector of ``size`` dimensions, ``index`` giving each name's place."""
+    v = np.zeros(size, dtype=np.int64)
+    for name, amount in resources.items():
+        i = index.get(name)
+        if i is not None:
+            v[i] = amount
+    return v
 
 
 _untolerated = daemons.untolerated  # kept: other modules use it from here
