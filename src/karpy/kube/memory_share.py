@@ -140,44 +140,48 @@ class Sharing:
 
     def compact(self, kind: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
         """Share the parts of ``new`` (about to be stored, private to the store) that ``old`` (the
-        version it replaces, if any) does not already hold."""
-        parts = _PARTS.get(kind)
-        if parts is not None:
-            share = self.share
-            for section, names in parts:
-                part = new.get(section) if section else new
-                if type(part) is not dict:
+        version it replaces, if any) does not already hold, and intern its strings (:data:`PARTS`,
+        :data:`STRINGS`)."""
+        plan = _PLAN.get(kind)
+        if plan is None:
+            return
+        share = self.share
+        intern = sys.intern
+        for section, actions in plan:
+            part = new.get(section) if section else new
+            if type(part) is not dict:
+                continue
+            before = (old.get(section) if section else old) if old is not None else None
+            if before is part:  # a section the write did not change: done when it was stored
+                continue
+            unchanged = before if type(before) is dict else _EMPTY
+            for name, value in part.items():  # replacing values while iterating is allowed (no new keys)
+                action = actions.get(name)
+                if action is None or value is None or unchanged.get(name) is value:
                     continue
-                before = (old.get(section) if section else old) if old is not None else None
-                if before is part:  # a section the write did not change: done when it was stored
-                    continue
-                unchanged = before if type(before) is dict else _EMPTY
-                for name in names:
-                    value = part.get(name)
-                    if value is None or unchanged.get(name) is value:
-                        continue
+                if action is _SHARE:
                     if type(value) is list and value and type(value[0]) is dict:  # share items, then the list
                         value = [share(v) for v in value]
                     part[name] = share(value)
-        strings = _STRINGS.get(kind)
-        if strings is not None:
-            intern = sys.intern
-            for section, names in strings:
-                part = new.get(section) if section else new
-                if type(part) is not dict:
-                    continue
-                before = (old.get(section) if section else old) if old is not None else None
-                if before is part:
-                    continue  # a section the write did not change: already done
-                unchanged = before if type(before) is dict else _EMPTY
-                for name in names:
-                    value = part.get(name)
-                    if type(value) is str and unchanged.get(name) is not value:
-                        text = intern(value)
-                        if text is not value:
-                            part[name] = text
+                elif type(value) is str:
+                    text = intern(value)
+                    if text is not value:
+                        part[name] = text
 
 
-_PARTS = {kind: tuple(sections.items()) for kind, sections in PARTS.items()}
-_STRINGS = {kind: tuple(sections.items()) for kind, sections in STRINGS.items()}
+_SHARE = "share"
+_INTERN = "intern"
+
+
+def _plan() -> dict[str, tuple[tuple[str, dict[str, str]], ...]]:
+    """Per kind, per section: field -> what :meth:`Sharing.compact` does with it."""
+    plan: dict[str, dict[str, dict[str, str]]] = {}
+    for table, action in ((PARTS, _SHARE), (STRINGS, _INTERN)):
+        for kind, sections in table.items():
+            for section, names in sections.items():
+                plan.setdefault(kind, {}).setdefault(section, {}).update(dict.fromkeys(names, action))
+    return {kind: tuple(sections.items()) for kind, sections in plan.items()}
+
+
+_PLAN = _plan()
 _EMPTY: dict[str, Any] = {}
