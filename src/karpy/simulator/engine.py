@@ -345,7 +345,7 @@ class Simulation:
     # -------------------------------------------------------------------------------- loop
 
     def run(self) -> Result:
-        """Run to ``until`` and return the :class:`Result` (with :func:`gcpolicy.tuned`'s collector thresholds)."""
+        """Run to ``until`` and return the :class:`Result` (automatic garbage collection off meanwhile: :mod:`gcpolicy`)."""
         with gcpolicy.tuned():
             return self._run()
 
