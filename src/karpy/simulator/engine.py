@@ -345,7 +345,8 @@ class Simulation:
     # -------------------------------------------------------------------------------- loop
 
     def run(self) -> Result:
-        """Run to ``until`` and return the :class:`Result` (automatic garbage collection off meanwhile: :mod:`gcpolicy`)."""
+        """Run to ``until`` and return the :class:`Result` (no automatic garbage collection meanwhile:
+        :mod:`karpy.simulator.gcpolicy`)."""
         with gcpolicy.tuned():
             return self._run()
 
