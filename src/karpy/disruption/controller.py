@@ -66,6 +66,7 @@ from karpy.controllers import runtime, state
 from karpy.disruption import (
     budgets,
     candidates,
+    changes,
     consolidation,
     drift_marking,
     emptiness,
@@ -138,8 +139,11 @@ class DisruptionController:
             nodeclass_hash if nodeclass_hash is not None else self._nodeclass_hash)
         self.drift_marker = drift_marking.DriftMarker(
             cluster, clock, self.state, cloud, self.nodeclass_kinds, self.orchestrator.nodeclass_hash)
+        self.changes = changes.Changes(cluster, self.state)
+        """Which Nodes and NodeClaims changed since each reader last looked (so a pass costs what changed)."""
         self.observer = observation.Observer(cluster, clock, self.state, cloud, self.settings, instance_types,
-                                             self.orchestrator, self.drift_marker, self.recorder, metrics)
+                                             self.orchestrator, self.drift_marker, self.recorder, metrics,
+                                             self.changes)
         self.manager: runtime.Manager | None = None
         self.pending: Pending | None = None
         self.dropped: list[tuple[float, consolidation.Command, str]] = []
@@ -302,7 +306,7 @@ class DisruptionController:
 
     def disrupt_drifted(self, obs: Observation) -> bool:
         """Start a drift command if a drifted candidate can go; True when one started."""
-        drifted = [c for name, c in obs.candidates.items() if name in obs.drifted]
+        drifted = [obs.candidates[name] for name in sorted(obs.drifted) if name in obs.candidates]
         if not drifted:
             return False
         snap = self.snapshot(obs)
@@ -339,7 +343,7 @@ class DisruptionController:
 
     def disrupt_empty(self, obs: Observation) -> bool:
         """Delete the empty candidates the budgets allow; True when any was."""
-        eligible = [(c, obs.since.get(c.name)) for c in obs.candidates.values()
+        eligible = [(c, obs.since.get(c.name)) for c in self.observer.emptiable(obs)
                     if emptiness.is_consolidatable(c, obs.since.get(c.name), obs.now)]
         if not eligible:
             return False
