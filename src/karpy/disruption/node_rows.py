@@ -55,6 +55,8 @@ class Row:
     """The ``Unconsolidatable`` message this node stands for, if any."""
     under_after: float | None = None
     """A candidate of a NodePool consolidating underutilized nodes: its ``consolidateAfter``."""
+    initializing: bool = False
+    """A node with a NodeClaim, neither initialized nor deleting (consolidation waits for it)."""
 
 
 class NodeRows:
@@ -74,6 +76,7 @@ class NodeRows:
         self.since: dict[str, float | None] = {}
         self.empty: set[str] = set()
         self.timed: set[str] = set()
+        self.initializing: set[str] = set()
         self.claim_nodes: dict[str, set[str]] = {}
         """NodeClaim name -> the rows holding it."""
         self._by_pool: dict[str, set[str]] = {}
@@ -165,6 +168,9 @@ class NodeRows:
         row = Row(node=n, raw_node=raw_node, claim=claim, raw_claim=raw_claim, pods=pods, pool_name=pool_name,
                   disrupting=bool(pool_name) and (n.deleting or claim_deleting or not n.ready),
                   version=version, verdict=verdict, timed=timed)
+        if claim is not None:
+            initialized = n.labels.get(labels.INITIALIZED) == "true" or claim.is_true(nodeclaim.INITIALIZED)
+            row.initializing = not initialized and not (n.deleting or claim_deleting)
         if isinstance(verdict, str):
             if pool is not None and emptiness.emptiness_enabled(pool) and raw_claim is not None:
                 row.report = verdict
@@ -193,6 +199,8 @@ class NodeRows:
             self.claim_nodes.setdefault(row.claim.name, set()).add(name)
         if row.timed:
             self.timed.add(name)
+        if row.initializing:
+            self.initializing.add(name)
         if isinstance(row.verdict, str):
             self.why_not[name] = row.verdict
             self.candidates.pop(name, None)
@@ -215,6 +223,7 @@ class NodeRows:
         if row.claim is not None:
             _discard(self.claim_nodes, row.claim.name, name)
         self.timed.discard(name)
+        self.initializing.discard(name)
         self.why_not.pop(name, None)
         self.since.pop(name, None)
         self.empty.discard(name)

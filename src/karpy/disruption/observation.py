@@ -106,7 +106,8 @@ class Observer:
         """Nodes the last pass left out (queued for disruption, or replacements)."""
         self._reported: set[str] = set()
         """Nodes an ``Unconsolidatable`` message was written for since the last pass's reports."""
-        self._last: Observation | None = None
+        self.last: Observation | None = None
+        """The latest observation (:attr:`table` holds what it was read from)."""
 
     def observe(self, now: float) -> Observation:
         """Read the cluster: candidates, why the others are not, emptiness times, drift.
@@ -174,7 +175,7 @@ class Observer:
                 del obs.candidates[name]
                 del obs.since[name]
                 obs.why_not[name] = NOMINATED
-        self._last = obs
+        self.last = obs
         self._set_eligible(obs)
         return obs
 
@@ -190,7 +191,7 @@ class Observer:
     def underutilized(self, obs: Observation) -> list[candidates.Candidate]:
         """The candidates of NodePools consolidating underutilized nodes, past ``consolidateAfter``
         (in node order; read from the rows for the latest observation)."""
-        if obs is not self._last:
+        if obs is not self.last:
             return [c for c in obs.candidates.values()
                     if consolidation.consolidates_underutilized(c.nodepool) and self.past_consolidate_after(c, obs)]
         if obs.underutilized is None:
@@ -204,7 +205,7 @@ class Observer:
     def emptiable(self, obs: Observation) -> list[candidates.Candidate]:
         """The candidates of ``obs`` with nothing to move, of NodePools with emptiness, in node
         order (whether they have been empty long enough is :func:`emptiness.is_consolidatable`'s)."""
-        if obs is not self._last:
+        if obs is not self.last:
             return [c for c in obs.candidates.values()
                     if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods)]
         return [obs.candidates[name] for name in sorted(self.table.empty) if name in obs.candidates]
