@@ -3,7 +3,8 @@
 The disruption controller reads cluster state every few seconds; at 20,000 nodes a pass must cost
 what changed since the last one, not a walk over every node. :class:`Changes` watches Nodes,
 NodeClaims and Pods on the cluster and records, for each subscriber (:meth:`Changes.subscribe`),
-the names that may have changed:
+the names that may have changed (a subscriber that reads only NodeClaim marks is not told about
+Node names, nor about pods):
 
 * a Node event marks the Node and the NodeClaim its ``spec.providerID`` belongs to;
 * a NodeClaim event marks the NodeClaim and the Nodes it names (``status.nodeName``) or whose
@@ -51,13 +52,18 @@ class Changes:
     def __init__(self, cluster: interface.Cluster, cluster_state: state.ClusterState) -> None:
         self.state = cluster_state
         self._subscribers: list[Dirty] = []
+        self._node_readers: list[Dirty] = []
+        """Subscribers that read Node marks (only they are told about pods)."""
         for kind, handler in (("Node", self._on_node), ("NodeClaim", self._on_claim), ("Pod", self._on_pod)):
             cluster.watch(kind, self._guarded(handler))
 
-    def subscribe(self) -> Dirty:
-        """A new subscriber's marks (starting with ``everything``)."""
+    def subscribe(self, *, nodes: bool = True) -> Dirty:
+        """A new subscriber's marks (starting with ``everything``); ``nodes=False``: a subscriber
+        that reads only NodeClaim marks (its ``nodes`` are left empty)."""
         dirty = Dirty()
         self._subscribers.append(dirty)
+        if nodes:
+            self._node_readers.append(dirty)
         return dirty
 
     def _guarded(self, handler: Any) -> interface.WatchHandler:
@@ -74,15 +80,16 @@ class Changes:
     def _on_pod(self, obj: dict[str, Any]) -> None:
         node_name = (obj.get("spec") or {}).get("nodeName")
         if node_name:
-            for dirty in self._subscribers:
+            for dirty in self._node_readers:
                 dirty.nodes.add(str(node_name))
 
     def _on_node(self, obj: dict[str, Any]) -> None:
         name = interface.name_of(obj)
-        claim = self.state.nodeclaim_name_for_provider_id(str((obj.get("spec") or {}).get("providerID") or ""))
-        for dirty in self._subscribers:
+        for dirty in self._node_readers:
             dirty.nodes.add(name)
-            if claim:
+        claim = self.state.nodeclaim_name_for_provider_id(str((obj.get("spec") or {}).get("providerID") or ""))
+        if claim:
+            for dirty in self._subscribers:
                 dirty.claims.add(claim)
 
     def _on_claim(self, obj: dict[str, Any]) -> None:
@@ -94,4 +101,5 @@ class Changes:
             nodes.append(by_pid)
         for dirty in self._subscribers:
             dirty.claims.add(name)
+        for dirty in self._node_readers:
             dirty.nodes.update(nodes)

@@ -142,7 +142,7 @@ class DisruptionController:
         """Which Nodes and NodeClaims changed since each reader last looked (so a pass costs what changed)."""
         self.drift_marker = drift_marking.DriftMarker(
             cluster, clock, self.state, cloud, self.nodeclass_kinds, self.orchestrator.nodeclass_hash, self.changes)
-        self.claims = claim_tracker.ClaimTracker(self.state, self.changes.subscribe())
+        self.claims = claim_tracker.ClaimTracker(self.state, self.changes.subscribe(nodes=False))
         """NodeClaims' expiration times and which are launching."""
         self.observer = observation.Observer(cluster, clock, self.state, cloud, self.settings, instance_types,
                                              self.orchestrator, self.drift_marker, self.recorder, metrics,

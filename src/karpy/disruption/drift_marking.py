@@ -80,7 +80,7 @@ class DriftMarker:
         self.nodeclass_hash = nodeclass_hash
         self._drift_cache: dict[str, tuple[str, str, Any, Any, str | None]] = {}
         """NodeClaim -> (its resourceVersion, its Node's, its NodePool's version, what drift read, the reason)."""
-        self._dirty = changes_.subscribe() if changes_ is not None else None
+        self._dirty = changes_.subscribe(nodes=False) if changes_ is not None else None
         """Claims marked since the last pass (``None``: every pass looks at every claim)."""
         self._out: dict[str, str] = {}
         """NodeClaim -> drift reason, as the last pass left it."""
