@@ -11,10 +11,11 @@ writes, through the status subresource and only when they change:
 * ``status.nodes``: that number of NodeClaims.
 
 Once registered, the sums are kept per NodePool and only NodeClaims with an event since the last
-count are read again (no walk over every NodeClaim per count). Changes of NodeClaims are coalesced: a pool is recounted at most :data:`INTERVAL` seconds after the
-first change (Karpenter recounts every 5 s), so a burst of launches costs one status write. A
-NodePool whose counts were overwritten by someone else is recounted at once; its own writes do not
-wake it (nor the provisioner, which ignores status-only NodePool changes).
+count are read again (no walk over every NodeClaim per count). Changes of NodeClaims are
+coalesced: a pool is recounted at most :data:`INTERVAL` seconds after the first change
+(Karpenter recounts every 5 s), so a burst of launches costs one status write. A NodePool whose
+counts were overwritten by someone else is recounted at once; its own writes do not wake it (nor
+the provisioner, which ignores status-only NodePool changes).
 """
 
 from __future__ import annotations
