@@ -68,6 +68,8 @@ class NodeRows:
         self.rows: dict[str, Row] = {}
         self.order: list[str] = []
         """Row names, sorted."""
+        self.triples: list[tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]] = []
+        """(node, NodeClaim, pods) of each row, in :attr:`order` (the observation's ``nodes``)."""
         self.total: dict[str, int] = {}
         self.disrupting: dict[str, int] = {}
         self.candidates: dict[str, candidates.Candidate] = {}
@@ -182,10 +184,13 @@ class NodeRows:
             row.empty = emptiness.emptiness_enabled(cpool) and candidates.is_empty(verdict.pods)
             if consolidation.consolidates_underutilized(cpool):
                 row.under_after = cpool.disruption.consolidate_after
+        i = bisect.bisect_left(self.order, name)
         if old is not None:
             self._forget(name, old)
+            self.triples[i] = (n, claim, pods)
         else:
-            bisect.insort(self.order, name)
+            self.order.insert(i, name)
+            self.triples.insert(i, (n, claim, pods))
         self._add(name, row)
 
     def _add(self, name: str, row: Row) -> None:
@@ -235,6 +240,7 @@ class NodeRows:
         i = bisect.bisect_left(self.order, name)
         if i < len(self.order) and self.order[i] == name:
             del self.order[i]
+            del self.triples[i]
 
     def nodes_of(self, names: set[str]) -> set[str]:
         """Row names among ``names`` and the rows holding a NodeClaim named there."""

@@ -144,7 +144,7 @@ class Observer:
                 self._claim_objs.pop(name, None)
         obs.node_objs = dict(self._node_objs)
         obs.claim_objs = dict(self._claim_objs)
-        obs.nodes = [(r.node, r.claim, r.pods) for r in map(rows.__getitem__, table.order)]
+        obs.nodes = list(table.triples)
         obs.total = dict(table.total)
         obs.disrupting = dict(table.disrupting)
         for claim_name, reason in drifted_claims.items():

@@ -37,6 +37,7 @@ def plain_check(ctl: disruption.DisruptionController, obs: observation.Observati
     finally:
         candidates.candidate = counted
     assert fresh.order == table.order == sorted(n.name for n in ctl.state.nodes())
+    assert table.triples == [(r.node, r.claim, r.pods) for r in map(table.rows.__getitem__, table.order)]
     assert list(table.candidates) == sorted(table.candidates)
     # a kept candidate may hold an older object of its NodePool with the same spec (a status write
     # to the NodePool does not make its nodes' verdicts read again)
