@@ -5,6 +5,9 @@ builds, per pass: the NodePools, every Node with its NodeClaim and pods, the dis
 (:mod:`karpy.disruption.candidates`) and why the other nodes are not candidates, each candidate's
 emptiness time, the NodePools' node and disrupting counts, the drift reasons (kept up to date on
 the NodeClaims by :class:`karpy.disruption.drift_marking.DriftMarker`) and the nominated nodes.
+A pass costs what changed since the last one: the per-node reading is kept in
+:class:`karpy.disruption.node_rows.NodeRows` and re-read only for the nodes
+:class:`karpy.disruption.changes.Changes` marked (an observation gets copies of its maps).
 
 A caller may rely on:
 
