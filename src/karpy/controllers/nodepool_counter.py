@@ -10,10 +10,12 @@ writes, through the status subresource and only when they change:
   of NodeClaims;
 * ``status.nodes``: that number of NodeClaims.
 
-Changes of NodeClaims are coalesced: a pool is recounted at most :data:`INTERVAL` seconds after the
-first change (Karpenter recounts every 5 s), so a burst of launches costs one status write. A
-NodePool whose counts were overwritten by someone else is recounted at once; its own writes do not
-wake it (nor the provisioner, which ignores status-only NodePool changes).
+Once registered, the sums are kept per NodePool and only NodeClaims with an event since the last
+count are read again (no walk over every NodeClaim per count). Changes of NodeClaims are
+coalesced: a pool is recounted at most :data:`INTERVAL` seconds after the first change
+(Karpenter recounts every 5 s), so a burst of launches costs one status write. A NodePool whose
+counts were overwritten by someone else is recounted at once; its own writes do not wake it (nor
+the provisioner, which ignores status-only NodePool changes).
 """
 
 from __future__ import annotations
@@ -46,6 +48,17 @@ class NodePoolCounter:
         self.manager: runtime.Manager | None = None
         self._written: dict[str, tuple[Any, Any]] = {}
         """NodePool -> the (nodes, resources) this controller last wrote or found right."""
+        self._changed: set[str] = set()
+        """NodeClaims with an event since the sums were last brought up to date."""
+        self._all = True
+        """The sums are to be built from every NodeClaim (nothing counted yet)."""
+        self._claims: dict[str, tuple[str, dict[str, int]]] = {}
+        """NodeClaim -> (its NodePool, its capacity) as counted in the sums."""
+        self._sums: dict[str, dict[str, int]] = {}
+        """NodePool -> resource -> summed capacity of its claims."""
+        self._having: dict[str, dict[str, int]] = {}
+        """NodePool -> resource -> how many of its claims list that resource."""
+        self._count: dict[str, int] = {}
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(name=NAME, reconcile=self.reconcile,
@@ -63,13 +76,66 @@ class NodePoolCounter:
         return []
 
     def _on_nodeclaim(self, _event: str, obj: dict[str, Any]) -> list[str]:
+        self._changed.add(interface.name_of(obj))
         pool = interface.labels_of(obj).get(wk.NODEPOOL)
         if pool and self.manager is not None:
             self.manager.enqueue(NAME, pool, INTERVAL)  # coalesced: keeps the earliest due time
         return []
 
     def counts(self, pool: str) -> tuple[dict[str, int], int]:
-        """(resources in milli-units, number of NodeClaims) of NodePool ``pool`` now."""
+        """(resources in milli-units, number of NodeClaims) of NodePool ``pool`` now.
+
+        Once registered (its NodeClaim watch feeds it), from per-NodePool sums that re-read only
+        the NodeClaims with an event since the last count; else by a walk over every NodeClaim."""
+        if self.manager is None:
+            return self._walk(pool)
+        self._update()
+        total: dict[str, int] = dict.fromkeys(BASE_RESOURCES, 0)
+        total.update(self._sums.get(pool, {}))
+        count = self._count.get(pool, 0)
+        total[NODES] = count * ONE
+        return total, count
+
+    def _update(self) -> None:
+        if self._all:
+            self._all = False
+            self._changed.clear()
+            self._claims.clear()
+            self._sums.clear()
+            self._having.clear()
+            self._count.clear()
+            for claim in self.state.nodeclaims():
+                self._add(claim.name, claim.nodepool_name, claim.status.capacity)
+            return
+        changed, self._changed = self._changed, set()
+        for name in changed:
+            counted = self._claims.pop(name, None)
+            if counted is not None:
+                self._subtract(*counted)
+            current = self.state.nodeclaim(name)
+            if current is not None:
+                self._add(name, current.nodepool_name, current.status.capacity)
+
+    def _add(self, name: str, pool: str | None, capacity: dict[str, int]) -> None:
+        if not pool:
+            return
+        self._claims[name] = (pool, capacity)
+        self._count[pool] = self._count.get(pool, 0) + 1
+        sums, having = self._sums.setdefault(pool, {}), self._having.setdefault(pool, {})
+        for k, v in capacity.items():
+            sums[k] = sums.get(k, 0) + v
+            having[k] = having.get(k, 0) + 1
+
+    def _subtract(self, pool: str, capacity: dict[str, int]) -> None:
+        self._count[pool] -= 1
+        sums, having = self._sums[pool], self._having[pool]
+        for k, v in capacity.items():
+            sums[k] -= v
+            having[k] -= 1
+            if not having[k]:  # no claim lists it any more: gone from the sum, as from a fresh walk
+                del having[k], sums[k]
+
+    def _walk(self, pool: str) -> tuple[dict[str, int], int]:
         total: dict[str, int] = dict.fromkeys(BASE_RESOURCES, 0)
         count = 0
         for claim in self.state.nodeclaims():

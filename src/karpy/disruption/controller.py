@@ -66,6 +66,8 @@ from karpy.controllers import runtime, state
 from karpy.disruption import (
     budgets,
     candidates,
+    changes,
+    claim_tracker,
     consolidation,
     drift_marking,
     emptiness,
@@ -136,10 +138,15 @@ class DisruptionController:
         self.orchestrator = orchestrator.Orchestrator(
             cluster, clock, self.recorder, metrics,
             nodeclass_hash if nodeclass_hash is not None else self._nodeclass_hash)
+        self.changes = changes.Changes(cluster, self.state)
+        """Which Nodes and NodeClaims changed since each reader last looked (so a pass costs what changed)."""
         self.drift_marker = drift_marking.DriftMarker(
-            cluster, clock, self.state, cloud, self.nodeclass_kinds, self.orchestrator.nodeclass_hash)
+            cluster, clock, self.state, cloud, self.nodeclass_kinds, self.orchestrator.nodeclass_hash, self.changes)
+        self.claims = claim_tracker.ClaimTracker(self.state, self.changes.subscribe(nodes=False))
+        """NodeClaims' expiration times and which are launching."""
         self.observer = observation.Observer(cluster, clock, self.state, cloud, self.settings, instance_types,
-                                             self.orchestrator, self.drift_marker, self.recorder, metrics)
+                                             self.orchestrator, self.drift_marker, self.recorder, metrics,
+                                             self.changes)
         self.manager: runtime.Manager | None = None
         self.pending: Pending | None = None
         self.dropped: list[tuple[float, consolidation.Command, str]] = []
@@ -247,11 +254,9 @@ class DisruptionController:
         periodic drift re-check (the cloud's images change without the cluster changing).
         Consolidation needs no retry of its own: with nothing changed it would decide the same."""
         deadline = now + DRIFT_RECHECK
-        for claim in self.state.nodeclaims():
-            if claim.spec.expire_after is not None and claim.metadata.creation_timestamp is not None:
-                at = claim.metadata.creation_timestamp + claim.spec.expire_after
-                if at > now:
-                    deadline = min(deadline, at)
+        expiry = self.claims.next_expiry(now)
+        if expiry is not None:
+            deadline = min(deadline, expiry)
         for name, cand in obs.candidates.items():
             since = obs.since.get(name)
             after = cand.nodepool.disruption.consolidate_after
@@ -266,13 +271,7 @@ class DisruptionController:
     def expire(self, now: float) -> list[str]:
         """Delete every NodeClaim past its ``expireAfter``; returns their names."""
         expired: list[str] = []
-        for claim in self.state.nodeclaims():
-            if claim.metadata.deletion_timestamp is not None:
-                continue
-            if claim.spec.expire_after is None or claim.metadata.creation_timestamp is None:
-                continue
-            if now - claim.metadata.creation_timestamp < claim.spec.expire_after:
-                continue
+        for claim in self.claims.expired(now):
             try:
                 self.cluster.delete("NodeClaim", claim.name)
             except kube_errors.NotFound:
@@ -296,13 +295,14 @@ class DisruptionController:
 
     def unsettled(self, obs: Observation) -> str | None:
         """Why consolidation should wait, else None (see :func:`karpy.disruption.validation.unsettled`)."""
-        return validation.unsettled(obs, self.state, self.orchestrator)
+        rows = self.observer.table if obs is self.observer.last else None
+        return validation.unsettled(obs, self.state, self.orchestrator, self.claims, rows)
 
     # -------------------------------------------------------------------------------------- drift
 
     def disrupt_drifted(self, obs: Observation) -> bool:
         """Start a drift command if a drifted candidate can go; True when one started."""
-        drifted = [c for name, c in obs.candidates.items() if name in obs.drifted]
+        drifted = [obs.candidates[name] for name in sorted(obs.drifted) if name in obs.candidates]
         if not drifted:
             return False
         snap = self.snapshot(obs)
@@ -339,7 +339,7 @@ class DisruptionController:
 
     def disrupt_empty(self, obs: Observation) -> bool:
         """Delete the empty candidates the budgets allow; True when any was."""
-        eligible = [(c, obs.since.get(c.name)) for c in obs.candidates.values()
+        eligible = [(c, obs.since.get(c.name)) for c in self.observer.emptiable(obs)
                     if emptiness.is_consolidatable(c, obs.since.get(c.name), obs.now)]
         if not eligible:
             return False

@@ -46,6 +46,7 @@ REQUIREMENTS_DRIFTED = "RequirementsDrifted"
 
 _NODECLASS_HASHES = (wk.NODECLASS_HASH_AWS, wk.NODECLASS_HASH_AZURE)
 _POOL_VIEWS_MAX = 64
+_ANSWERS_MAX = 4096
 
 
 class PoolView(NamedTuple):
@@ -57,6 +58,9 @@ class PoolView(NamedTuple):
     requirements: reqs_mod.Requirements | None
     label_keys: tuple[str, ...]
     """The node label keys the requirements read: theirs, and the legacy keys that stand for them."""
+    answers: dict[tuple[tuple[str, str], ...], str | None]
+    """:func:`requirements_drift` by the node's labels on :attr:`label_keys` (nodes of one NodePool
+    share a few combinations of them; at most :data:`_ANSWERS_MAX` are remembered)."""
 
 
 _pool_views: dict[int, PoolView] = {}
@@ -75,7 +79,7 @@ def pool_view(pool: nodepool_mod.NodePool) -> PoolView:
         wanted = None
     keys = tuple(sorted({k for k in wanted} | {old for old, new in wk.NORMALIZED_LABELS.items() if new in wanted})
                  ) if wanted is not None else ()
-    view = PoolView(pool, pool.hash(), wanted, keys)
+    view = PoolView(pool, pool.hash(), wanted, keys, {})
     if len(_pool_views) >= _POOL_VIEWS_MAX:
         _pool_views.clear()
     _pool_views[id(pool)] = view
@@ -121,10 +125,16 @@ def requirements_drift(pool: nodepool_mod.NodePool, node_labels: Mapping[str, st
     if wanted is None:
         return None  # requirements karpy cannot read are not evidence of drift
     # only the keys the pool constrains are compared: the node's other labels cannot change the answer
-    have = reqs_mod.Requirements.from_labels({k: node_labels[k] for k in view.label_keys if k in node_labels})
-    if have.compatible(wanted, frozenset()) is not None:
-        return REQUIREMENTS_DRIFTED
-    return None
+    read = tuple((k, node_labels[k]) for k in view.label_keys if k in node_labels)
+    answers = view.answers
+    if read in answers:
+        return answers[read]
+    have = reqs_mod.Requirements.from_labels(dict(read))
+    answer = REQUIREMENTS_DRIFTED if have.compatible(wanted, frozenset()) is not None else None
+    if len(answers) >= _ANSWERS_MAX:
+        answers.clear()
+    answers[read] = answer
+    return answer
 
 
 def launched_under(claim: nodeclaim_mod.NodeClaim, pool: nodepool_mod.NodePool) -> bool:

@@ -14,6 +14,11 @@ about drift; the decision itself is :func:`karpy.disruption.drift.drift_reason` 
   :data:`DRIFT_RECHECK` seconds (a cloud's images change on their own); claims gone are forgotten;
 * writes the ``Drifted`` condition when it changed, and returns NodeClaim name -> reason.
 
+Given :class:`karpy.disruption.changes.Changes`, a pass looks only at the claims marked since the
+last one (their own events and their Nodes'), plus the claims it re-stamped, as long as no
+NodePool's version, NodeClass or re-check epoch changed (then it walks every claim): an unmarked
+claim's cached answer holds by the rule above.
+
 A caller may rely on: a NodeClass kind the API server does not serve counts as no NodeClass; a claim
 that is gone, or whose drift the cloud cannot tell, is not drifted.
 """
@@ -28,7 +33,7 @@ from karpy import clock as clock_mod
 from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import lifecycle, state
-from karpy.disruption import drift
+from karpy.disruption import changes, drift
 from karpy.kube import errors as kube_errors
 from karpy.kube import interface
 
@@ -66,7 +71,7 @@ class DriftMarker:
 
     def __init__(self, cluster: interface.Cluster, clock: clock_mod.Clock, cluster_state: state.ClusterState,
                  cloud: cp_interface.CloudProvider | None, nodeclass_kinds: Sequence[str],
-                 nodeclass_hash: NodeClassHash | None) -> None:
+                 nodeclass_hash: NodeClassHash | None, changes_: changes.Changes | None = None) -> None:
         self.cluster = cluster
         self.clock = clock
         self.state = cluster_state
@@ -75,65 +80,104 @@ class DriftMarker:
         self.nodeclass_hash = nodeclass_hash
         self._drift_cache: dict[str, tuple[str, str, Any, Any, str | None]] = {}
         """NodeClaim -> (its resourceVersion, its Node's, its NodePool's version, what drift read, the reason)."""
+        self._dirty = changes_.subscribe(nodes=False) if changes_ is not None else None
+        """Claims marked since the last pass (``None``: every pass looks at every claim)."""
+        self._out: dict[str, str] = {}
+        """NodeClaim -> drift reason, as the last pass left it."""
+        self._retry: set[str] = set()
+        """Claims re-stamped at the last pass: looked at again at the next."""
+        self._epoch: Any = None
+        self._versions: dict[str, Any] = {}
 
     def mark(self, pools: Mapping[str, nodepool.NodePool]) -> dict[str, str]:
-        """Set or clear the ``Drifted`` condition of every launched claim; NodeClaim -> reason."""
-        out: dict[str, str] = {}
+        """Set or clear the ``Drifted`` condition of every launched claim; NodeClaim -> reason.
+
+        With ``changes``, only the claims marked since the last pass are looked at again while
+        the NodePools' versions and the NodeClasses / re-check epoch stay the same (an unmarked
+        claim's cached answer holds: its object, its node's and its NodePool's are unchanged)."""
         # a cached answer holds while the claim, its node, its NodePool and the NodeClasses are
         # unchanged, and at most DRIFT_RECHECK seconds (the cloud's images change on their own)
         epoch = (self._cloud_epoch(), int(self.clock.now() // DRIFT_RECHECK))
         versions = {name: pool_version(pool) for name, pool in pools.items()}
         keys: dict[str, frozenset[str]] = {}
-        seen: dict[str, tuple[str, str, Any, Any, str | None]] = {}
-        for claim in self.state.nodeclaims():
-            pool = pools.get(claim.nodepool_name or "")
-            if pool is None or claim.metadata.deletion_timestamp is not None or not claim.status.provider_id:
+        claims: set[str] = set()
+        if self._dirty is None:
+            everything = True
+        else:
+            everything, _, claims = self._dirty.take()
+        if everything or epoch != self._epoch or versions != self._versions:
+            self._epoch, self._versions = epoch, versions
+            seen: dict[str, tuple[str, str, Any, Any, str | None]] = {}
+            self._retry = set()
+            for claim in self.state.nodeclaims():
+                entry = self._mark_one(claim, pools, versions, keys, epoch)
+                if entry is not None:
+                    seen[claim.name] = entry
+            self._drift_cache = seen  # claims gone, deleting or no longer of a NodePool are forgotten
+            self._out = {name: e[4] for name, e in seen.items() if e[4] is not None}
+            return dict(self._out)
+        retry, self._retry = self._retry, set()
+        for name in sorted(claims | retry):
+            current = self.state.nodeclaim(name)
+            entry = self._mark_one(current, pools, versions, keys, epoch) if current is not None else None
+            if entry is None:
+                self._drift_cache.pop(name, None)
+                self._out.pop(name, None)
                 continue
-            node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
-            # the same stored versions of the claim and its node as at the last pass (whose Drifted
-            # write, if any, made a new claim version): the same answer, nothing to write
-            claim_rv = _rv(self.state.raw("NodeClaim", claim.name))
-            node_rv = _rv(self.state.raw("Node", node_name)) if node_name else ""
-            cached = self._drift_cache.get(claim.name)
-            if cached is not None and cached[0] == claim_rv and cached[1] == node_rv and claim_rv \
-                    and cached[2] == versions[pool.name] and cached[3][-1] == epoch:
-                seen[claim.name] = cached
-                if cached[4] is not None:
-                    out[claim.name] = cached[4]
-                continue
-            if drift.needs_restamp(claim):
-                try:
-                    stamp = self.nodeclass_hash
-                    self.cluster.patch("NodeClaim", claim.name,
-                                       drift.restamp_patch(pool, stamp(pool) if stamp is not None else None))
-                except kube_errors.NotFound:
-                    continue
-                continue  # a re-stamped claim is not drifted by the hash; look again next loop
-            node_labels: Mapping[str, str] = {}
-            n = self.state.node(node_name) if node_name else None
-            if n is not None:
-                node_labels = n.labels
-            read = keys.get(pool.name)
-            if read is None:
-                read = keys[pool.name] = _label_keys_read(pool)
-            # what drift reads: the claim's spec, labels and annotations, the node's labels over the
-            # claim's on keys the NodePool's requirements name (a status write, a heartbeat, the node
-            # registering with the claim's labels or getting the initialized label change none of
-            # them), the NodePool's spec, the NodeClasses, the time
-            merged = {**claim.metadata.labels, **node_labels}
-            key = (claim.metadata.uid, claim.spec, claim.metadata.labels, claim.metadata.annotations,
-                   claim.status.provider_id, claim.status.image_id,
-                   tuple(sorted((k, v) for k, v in merged.items() if k in read)), epoch)
-            if cached is not None and cached[3] == key and cached[2] == versions[pool.name]:
-                reason = cached[4]
+            self._drift_cache[name] = entry
+            if entry[4] is not None:
+                self._out[name] = entry[4]
             else:
-                reason = drift.drift_reason(claim, pool, node_labels, self._cloud_drift(claim))
-            seen[claim.name] = (claim_rv, node_rv, versions[pool.name], key, reason)
-            if reason is not None:
-                out[claim.name] = reason
-            self._write_drifted(claim, reason)
-        self._drift_cache = seen  # claims gone, deleting or no longer of a NodePool are forgotten
-        return out
+                self._out.pop(name, None)
+        return dict(self._out)
+
+    def _mark_one(self, claim: nodeclaim.NodeClaim, pools: Mapping[str, nodepool.NodePool],
+                  versions: Mapping[str, Any], keys: dict[str, frozenset[str]],
+                  epoch: Any) -> tuple[str, str, Any, Any, str | None] | None:
+        """The drift cache entry of ``claim`` now (writing its ``Drifted`` condition when it
+        changed), or ``None`` when it has none (not launched, deleting, of no NodePool, re-stamped)."""
+        pool = pools.get(claim.nodepool_name or "")
+        if pool is None or claim.metadata.deletion_timestamp is not None or not claim.status.provider_id:
+            return None
+        node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
+        # the same stored versions of the claim and its node as at the last pass (whose Drifted
+        # write, if any, made a new claim version): the same answer, nothing to write
+        claim_rv = _rv(self.state.raw("NodeClaim", claim.name))
+        node_rv = _rv(self.state.raw("Node", node_name)) if node_name else ""
+        cached = self._drift_cache.get(claim.name)
+        if cached is not None and cached[0] == claim_rv and cached[1] == node_rv and claim_rv \
+                and cached[2] == versions[pool.name] and cached[3][-1] == epoch:
+            return cached
+        if drift.needs_restamp(claim):
+            try:
+                stamp = self.nodeclass_hash
+                self.cluster.patch("NodeClaim", claim.name,
+                                   drift.restamp_patch(pool, stamp(pool) if stamp is not None else None))
+            except kube_errors.NotFound:
+                return None
+            self._retry.add(claim.name)
+            return None  # a re-stamped claim is not drifted by the hash; look again next loop
+        node_labels: Mapping[str, str] = {}
+        n = self.state.node(node_name) if node_name else None
+        if n is not None:
+            node_labels = n.labels
+        read = keys.get(pool.name)
+        if read is None:
+            read = keys[pool.name] = _label_keys_read(pool)
+        # what drift reads: the claim's spec, labels and annotations, the node's labels over the
+        # claim's on keys the NodePool's requirements name (a status write, a heartbeat, the node
+        # registering with the claim's labels or getting the initialized label change none of
+        # them), the NodePool's spec, the NodeClasses, the time
+        merged = {**claim.metadata.labels, **node_labels}
+        key = (claim.metadata.uid, claim.spec, claim.metadata.labels, claim.metadata.annotations,
+               claim.status.provider_id, claim.status.image_id,
+               tuple(sorted((k, v) for k, v in merged.items() if k in read)), epoch)
+        if cached is not None and cached[3] == key and cached[2] == versions[pool.name]:
+            reason = cached[4]
+        else:
+            reason = drift.drift_reason(claim, pool, node_labels, self._cloud_drift(claim))
+        self._write_drifted(claim, reason)
+        return (claim_rv, node_rv, versions[pool.name], key, reason)
 
     def _cloud_epoch(self) -> int:
         """Changes whenever a NodeClass changes, so cached drift answers are recomputed. A NodeClass

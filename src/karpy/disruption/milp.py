@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, sparse
 
 from karpy.api import labels as wk
 from karpy.api import nodepool as nodepool_mod
@@ -79,6 +78,10 @@ def milp_pack(pods: Sequence[pod_mod.Pod], options: Sequence[BinOption], *, budg
     """
     if not pods:
         return []
+    # SciPy's optimizer is imported on first use: most runs never solve a MILP, and importing it
+    # costs about a third of a CPU second
+    from scipy import optimize, sparse
+
     accepts = [[o.accepts is None or o.accepts(p) for o in options] for p in pods]
     shapes: dict[tuple[Any, ...], list[pod_mod.Pod]] = {}
     shape_ok: dict[tuple[Any, ...], list[bool]] = {}

@@ -5,6 +5,9 @@ builds, per pass: the NodePools, every Node with its NodeClaim and pods, the dis
 (:mod:`karpy.disruption.candidates`) and why the other nodes are not candidates, each candidate's
 emptiness time, the NodePools' node and disrupting counts, the drift reasons (kept up to date on
 the NodeClaims by :class:`karpy.disruption.drift_marking.DriftMarker`) and the nominated nodes.
+A pass costs what changed since the last one: the per-node reading is kept in
+:class:`karpy.disruption.node_rows.NodeRows` and re-read only for the nodes
+:class:`karpy.disruption.changes.Changes` marked (an observation gets copies of its maps).
 
 A caller may rely on:
 
@@ -31,11 +34,11 @@ from karpy import clock as clock_mod
 from karpy import settings as settings_mod
 from karpy.api import errors as api_errors
 from karpy.api import fields as fields_mod
-from karpy.api import labels, node, nodeclaim, nodepool, pod, selectors
+from karpy.api import node, nodeclaim, nodepool, pod, selectors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import state
-from karpy.disruption import candidates, consolidation, drift_marking, emptiness, orchestrator
+from karpy.disruption import candidates, changes, consolidation, drift_marking, emptiness, node_rows, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface, memory_eviction
@@ -49,11 +52,7 @@ BUDGET_BLOCKED = "No allowed disruptions due to blocking budget"
 
 InstanceTypes = Callable[[Sequence[nodepool.NodePool]], Mapping[str, Sequence[instancetype.InstanceType]]]
 NodeRow = tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]
-_Row = tuple[tuple[str, str, int, Any], "candidates.Candidate | str", bool]
-
-
-def _rv(obj: dict[str, Any] | None) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "") if obj is not None else ""
+_Candidate = candidates.Candidate  # (the Observation field of that name hides the module in its body)
 
 
 @dataclass
@@ -77,6 +76,8 @@ class Observation:
     nominated: set[str] = field(default_factory=set)
     """Nodes and in-flight NodeClaims nominated for pending pods (cluster state's nominations)."""
     snapshot: snapshot_mod.ClusterSnapshot | None = None
+    underutilized: list[_Candidate] | None = None
+    """:meth:`Observer.underutilized`, once computed."""
 
 
 class Observer:
@@ -86,7 +87,7 @@ class Observer:
                  cloud: cp_interface.CloudProvider | None, settings: settings_mod.Settings,
                  instance_types: InstanceTypes | None, orchestrator_: orchestrator.Orchestrator,
                  drift_marker: drift_marking.DriftMarker, recorder: events.EventRecorder,
-                 metrics: metrics_mod.Metrics | None) -> None:
+                 metrics: metrics_mod.Metrics | None, changes_: changes.Changes) -> None:
         self.cluster = cluster
         self.clock = clock
         self.state = cluster_state
@@ -100,96 +101,84 @@ class Observer:
         self.last_pod_event: dict[str, float] = {}
         """Node name -> time of the last event of a non-daemon pod bound to it."""
         self._unconsolidatable: dict[str, str] = {}
-        self._rows: dict[str, _Row] = {}
-        """Node name -> the versions its last candidate verdict was computed from, and the verdict."""
-        self._last_pdbs: list[candidates.Pdb] = []
-
-    def _candidate(self, rows: dict[str, _Row], row: tuple[str, str, int, Any], n: node.Node,
-                   claim: nodeclaim.NodeClaim | None, pool: nodepool.NodePool | None, pods: list[pod.Pod],
-                   pdbs: list[candidates.Pdb], now: float, same_pdbs: bool) -> candidates.Candidate | str:
-        """:func:`candidates.candidate` of one node, computed again only when the Node, its NodeClaim,
-        its pods, its NodePool's spec or the PDBs changed, or a pod's do-not-disrupt duration may
-        have run out (a verdict that depends on the time is never reused)."""
-        cached = self._rows.get(n.name)
-        if cached is not None and same_pdbs and cached[0] == row and row[0] and not cached[2]:
-            result = cached[1]
-            if isinstance(result, candidates.Candidate) and pool is not None and result.nodepool is not pool:
-                result = candidates.Candidate(result.node, result.nodeclaim, pool, result.pods)  # a newer status
-            rows[n.name] = (row, result, False)
-            return result
-        result = candidates.candidate(n, claim, pool, pods, pdbs, now)
-        timed = any(p.metadata.annotations.get(labels.DO_NOT_DISRUPT) not in (None, "", "true") for p in pods)
-        rows[n.name] = (row, result, timed)
-        return result
+        self.table = node_rows.NodeRows(cluster_state, changes_.subscribe())
+        """Every node's row, re-read only where something changed."""
+        self._node_objs: dict[str, dict[str, Any]] = {}
+        self._claim_objs: dict[str, dict[str, Any]] = {}
+        self._excluded: set[str] = set()
+        """Nodes the last pass left out (queued for disruption, or replacements)."""
+        self._reported: set[str] = set()
+        """Nodes an ``Unconsolidatable`` message was written for since the last pass's reports."""
+        self.last: Observation | None = None
+        """The latest observation (:attr:`table` holds what it was read from)."""
 
     def observe(self, now: float) -> Observation:
-        """Read the cluster: candidates, why the others are not, emptiness times, drift."""
+        """Read the cluster: candidates, why the others are not, emptiness times, drift.
+
+        Only what changed since the last pass is read again (:mod:`karpy.disruption.node_rows`);
+        the maps handed out are copies, so an observation stays as it was read."""
         pools: dict[str, nodepool.NodePool] = {}
         pool_objs: dict[str, dict[str, Any]] = {}
         for p in self.state.nodepools():
             raw = self.state.raw("NodePool", p.name)
             if raw is not None:
                 pools[p.name], pool_objs[p.name] = p, raw
-        claims_by_node: dict[str, nodeclaim.NodeClaim] = {}
-        for c in self.state.nodeclaims():
-            if c.status.node_name:
-                claims_by_node[c.status.node_name] = c
         obs = Observation(now=now, pools=pools, pool_objs=pool_objs, node_objs={}, claim_objs={}, nodes=[])
         obs.nominated = self.state.nominated(now)
         pdbs = self._pdbs()
         queued = self.orchestrator.candidate_nodes()
         protected = self.orchestrator.protected_claims()
         drifted_claims = self.drift_marker.mark(pools)
-        same_pdbs, self._last_pdbs = pdbs == self._last_pdbs, pdbs
-        rows: dict[str, _Row] = {}
-        live: set[str] = set()
-        for n in self.state.nodes():
-            raw_node = self.state.raw("Node", n.name)
-            if raw_node is None:
+        table = self.table
+        changed = table.refresh(pools, pdbs, now, self.last_pod_event)
+        rows = table.rows
+        for name in changed:
+            row = rows.get(name)
+            if row is None:  # gone: forget what was kept for it
+                self.last_pod_event.pop(name, None)
+                self._unconsolidatable.pop(name, None)
+                self._node_objs.pop(name, None)
+                self._claim_objs.pop(name, None)
                 continue
-            live.add(n.name)
-            obs.node_objs[n.name] = raw_node
-            claim: nodeclaim.NodeClaim | None = self.state.nodeclaim_for_node(n.name) or claims_by_node.get(n.name)
-            pods, pods_serial = self.state.node_pods(n.name)
-            obs.nodes.append((n, claim, pods))
-            raw_claim = None
-            if claim is not None:
-                raw_claim = self.state.raw("NodeClaim", claim.name)
-                if raw_claim is not None:
-                    obs.claim_objs[n.name] = raw_claim
-                if claim.name in drifted_claims:
-                    obs.drifted[n.name] = drifted_claims[claim.name]
-            pool_name = n.labels.get(labels.NODEPOOL)
-            if pool_name:
-                obs.total[pool_name] = obs.total.get(pool_name, 0) + 1
-                claim_deleting = claim is not None and claim.metadata.deletion_timestamp is not None
-                if n.deleting or claim_deleting or not n.ready:
-                    obs.disrupting[pool_name] = obs.disrupting.get(pool_name, 0) + 1
-            if n.name in queued or (claim is not None and claim.name in protected):
-                continue
-            pool = pools.get(pool_name) if pool_name else None
-            row = (_rv(raw_node), _rv(raw_claim), pods_serial,
-                   drift_marking.pool_version(pool) if pool is not None else None)
-            result = self._candidate(rows, row, n, claim, pool, pods, pdbs, now, same_pdbs)
-            if isinstance(result, str):
-                obs.why_not[n.name] = result
-                if pool is not None and emptiness.emptiness_enabled(pool) and n.name in obs.claim_objs:
-                    self.report_unconsolidatable(n.name, obs, result)
-                continue
-            disabled = candidates.consolidation_disabled(result)
-            if disabled is not None and n.name in obs.claim_objs:
-                self.report_unconsolidatable(n.name, obs, disabled)
-            if n.name in obs.nominated or (claim is not None and claim.name in obs.nominated):
-                # Karpenter's StateNode.ValidateNodeDisruptable
-                obs.why_not[n.name] = NOMINATED
-                continue
-            obs.candidates[n.name] = result
-            obs.since[n.name] = emptiness.empty_since(result.nodeclaim, self.last_pod_event.get(n.name))
-        self._rows = rows  # nodes gone (or not reached this pass) are forgotten
-        for gone in set(self.last_pod_event) - live:
-            del self.last_pod_event[gone]
-        for gone in set(self._unconsolidatable) - live:
-            del self._unconsolidatable[gone]
+            self._node_objs[name] = row.raw_node
+            if row.raw_claim is not None:
+                self._claim_objs[name] = row.raw_claim
+            else:
+                self._claim_objs.pop(name, None)
+        obs.node_objs = dict(self._node_objs)
+        obs.claim_objs = dict(self._claim_objs)
+        obs.nodes = list(table.triples)
+        obs.total = dict(table.total)
+        obs.disrupting = dict(table.disrupting)
+        for claim_name, reason in drifted_claims.items():
+            for name in table.claim_nodes.get(claim_name, ()):
+                obs.drifted[name] = reason
+        excluded = {name for name in queued if name in rows}
+        for claim_name in protected:
+            excluded |= table.claim_nodes.get(claim_name, set())
+        obs.candidates = dict(table.candidates)
+        obs.why_not = dict(table.why_not)
+        obs.since = dict(table.since)
+        for name in excluded:
+            obs.candidates.pop(name, None)
+            obs.why_not.pop(name, None)
+            obs.since.pop(name, None)
+        # Unconsolidatable events, in node order, for every node whose message may differ from the
+        # one last reported: re-read nodes, nodes leaving or joining the queue, nodes another
+        # message was reported for since (the rest were reported already, or stand for none)
+        recheck = changed | (excluded ^ self._excluded) | self._reported
+        self._excluded = excluded
+        for name in sorted(recheck):
+            row = rows.get(name)
+            if row is not None and row.report is not None and name not in excluded:
+                self.report_unconsolidatable(name, obs, row.report)
+        self._reported = set()
+        for name in sorted(table.nodes_of(obs.nominated)):
+            if name in obs.candidates:  # Karpenter's StateNode.ValidateNodeDisruptable
+                del obs.candidates[name]
+                del obs.since[name]
+                obs.why_not[name] = NOMINATED
+        self.last = obs
         self._set_eligible(obs)
         return obs
 
@@ -203,17 +192,34 @@ class Observer:
         return since is None or obs.now - since >= after
 
     def underutilized(self, obs: Observation) -> list[candidates.Candidate]:
-        return [c for c in obs.candidates.values()
-                if consolidation.consolidates_underutilized(c.nodepool) and self.past_consolidate_after(c, obs)]
+        """The candidates of NodePools consolidating underutilized nodes, past ``consolidateAfter``
+        (in node order; read from the rows for the latest observation)."""
+        if obs is not self.last:
+            return [c for c in obs.candidates.values()
+                    if consolidation.consolidates_underutilized(c.nodepool) and self.past_consolidate_after(c, obs)]
+        if obs.underutilized is None:
+            rows, now = self.table.rows, obs.now
+            obs.underutilized = [
+                c for name, c in obs.candidates.items()
+                if (after := rows[name].under_after) is not None
+                and ((since := obs.since.get(name)) is None or now - since >= after)]
+        return list(obs.underutilized)
+
+    def emptiable(self, obs: Observation) -> list[candidates.Candidate]:
+        """The candidates of ``obs`` with nothing to move, of NodePools with emptiness, in node
+        order (whether they have been empty long enough is :func:`emptiness.is_consolidatable`'s)."""
+        if obs is not self.last:
+            return [c for c in obs.candidates.values()
+                    if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods)]
+        return [obs.candidates[name] for name in sorted(self.table.empty) if name in obs.candidates]
 
     def _set_eligible(self, obs: Observation) -> None:
         if self.metrics is None:
             return
-        empty = sum(1 for c in obs.candidates.values()
-                    if emptiness.is_consolidatable(c, obs.since.get(c.name), obs.now))
+        empty = sum(1 for c in self.emptiable(obs) if emptiness.is_consolidatable(c, obs.since.get(c.name), obs.now))
         gauge = self.metrics.disruption_eligible_nodes
         gauge.labels(reason="empty").set(empty)
-        gauge.labels(reason="drifted").set(sum(1 for name in obs.candidates if name in obs.drifted))
+        gauge.labels(reason="drifted").set(sum(1 for name in obs.drifted if name in obs.candidates))
         gauge.labels(reason="underutilized").set(len(self.underutilized(obs)))
 
     # ------------------------------------------------------------------------------ snapshot
@@ -325,5 +331,6 @@ class Observer:
         if node_obj is None or claim_obj is None:
             return
         self._unconsolidatable[node_name] = why
+        self._reported.add(node_name)
         self.recorder.normal(node_obj, "Unconsolidatable", why)
         self.recorder.normal(claim_obj, "Unconsolidatable", why)

@@ -254,17 +254,24 @@ class ClusterSnapshot:
         return out
 
     def pods_to_reschedule(self, names: Iterable[str]) -> list[pod_mod.Pod]:
-        """The reschedulable pods of the nodes ``names`` (unknown names are ignored)."""
-        wanted = set(names)
+        """The reschedulable pods of the nodes ``names`` (unknown names are ignored), in the
+        snapshot's node order."""
+        position: dict[str, int] | None = self.__dict__.get("_position")
+        if position is None:  # a snapshot's nodes never change: looked up, not scanned, per call
+            position = {info.name: i for i, info in enumerate(self.nodes)}
+            object.__setattr__(self, "_position", position)
         out: list[pod_mod.Pod] = []
-        for info in self.nodes:
-            if info.name in wanted:
-                out.extend(info.reschedulable_pods())
+        for i in sorted({position[name] for name in names if name in position}):
+            out.extend(self.nodes[i].reschedulable_pods())
         return out
 
     def deleting_nodes(self) -> list[str]:
         """Names of the nodes being deleted (their pods are going to need a place too)."""
-        return [info.name for info in self.nodes if info.deleting]
+        deleting: list[str] | None = self.__dict__.get("_deleting")
+        if deleting is None:
+            deleting = [info.name for info in self.nodes if info.deleting]
+            object.__setattr__(self, "_deleting", deleting)
+        return list(deleting)
 
     def usage_without(self, names: Iterable[str]) -> dict[str, quantity.ResourceList]:
         """NodePool usage once the nodes ``names`` are gone (their capacity freed, floor 0)."""

@@ -231,11 +231,13 @@ class PodStartupRecorder:
         self._seen: set[str] = set()
 
     def handle(self, event: str, obj: dict[str, Any]) -> None:
+        if event != interface.DELETED and (obj.get("status") or {}).get("phase") != "Running":
+            return  # most events (created, unschedulable, bound) need no key at all
         uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
         if event == interface.DELETED:
             self._seen.discard(uid)
             return
-        if uid in self._seen or (obj.get("status") or {}).get("phase") != "Running":
+        if uid in self._seen:
             return
         self._seen.add(uid)
         created = (obj.get("metadata") or {}).get("creationTimestamp")

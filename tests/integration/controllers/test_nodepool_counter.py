@@ -65,3 +65,22 @@ def test_a_count_written_into_status_starts_no_provisioning_pass_and_is_correcte
     run.run_until(400)
     assert pool_status(run)["nodes"] == 1  # the counter put the truth back
     assert passes() == before  # neither write woke the provisioner
+
+
+def test_the_kept_sums_count_what_a_walk_over_every_nodeclaim_counts(monkeypatch: Any) -> None:
+    compared: list[tuple[dict[str, int], int]] = []
+    kept = nodepool_counter.NodePoolCounter.counts
+
+    def checked(self: nodepool_counter.NodePoolCounter, pool: str) -> tuple[dict[str, int], int]:
+        out = kept(self, pool)
+        assert self.manager is not None  # registered: the sums are kept from its NodeClaim watch
+        assert out == self._walk(pool)
+        compared.append(out)
+        return out
+
+    monkeypatch.setattr(nodepool_counter.NodePoolCounter, "counts", checked)
+    run = h.Run(h.build([h.NODECLASS, h.nodepool(("fake-it-1", "fake-it-2"), disruption_=QUIET),
+                         h.deployment("web", 4, "1000m"), h.deployment("db", 2, "1500m")],
+                        [h.scale("4m", "web", 1), h.scale("8m", "db", 0), h.scale("9m", "web", 0)]))
+    run.run_until(900)
+    assert any(count > 0 for _, count in compared) and compared[-1][1] == 0

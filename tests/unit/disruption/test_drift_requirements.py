@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from karpy.api import nodeclaim, nodepool
 from karpy.disruption import drift
 from karpy.provisioning import nodelabels
@@ -95,3 +98,26 @@ def test_labels_the_nodepool_does_not_constrain_do_not_change_the_requirements_v
     assert drift.requirements_drift(_pool(REQS), wrong_arch) == drift.REQUIREMENTS_DRIFTED
     legacy = {**noisy, "example.com/legacy": "yes"}  # DoesNotExist no longer holds
     assert drift.requirements_drift(_pool(REQS), legacy) == drift.REQUIREMENTS_DRIFTED
+
+
+def _plain_requirements_drift(pool: nodepool.NodePool, node_labels: dict[str, str]) -> str | None:
+    view = drift.pool_view(pool)
+    assert view.requirements is not None
+    have = reqs_mod.Requirements.from_labels({k: node_labels[k] for k in view.label_keys if k in node_labels})
+    return drift.REQUIREMENTS_DRIFTED if have.compatible(view.requirements, frozenset()) is not None else None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.fixed_dictionaries({}, optional={
+    "example.com/team": st.sampled_from(["a", "b"]),
+    "example.com/generation": st.sampled_from(["3", "4", "5", "x"]),
+    "example.com/slots": st.sampled_from(["1", "2", "3"]),
+    "example.com/tier": st.sampled_from(["0", "2", "batch"]),
+    "example.com/legacy": st.just("yes"),
+    "example.com/flavour": st.sampled_from(["vanilla", "mint", "lemon"]),
+    "kubernetes.io/arch": st.sampled_from(["amd64", "arm64"]),
+    "other.io/label": st.sampled_from(["p", "q"])}), max_size=12))
+def test_remembered_requirements_answers_are_what_a_fresh_comparison_gives(labels: list[dict[str, str]]) -> None:
+    pool = _pool(REQS)
+    for node_labels in labels + labels:  # the second round is answered from what was remembered
+        assert drift.requirements_drift(pool, node_labels) == _plain_requirements_drift(pool, node_labels)

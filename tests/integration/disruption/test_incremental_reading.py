@@ -1,0 +1,102 @@
+"""The disruption controller's incremental reading of the cluster gives, at every pass, what a
+fresh walk over every Node and NodeClaim gives (the example scenarios: scale-out, spot
+interruptions, commitments, AKS NAP, with consolidation, drift and expiration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from karpy.disruption import (
+    candidates,
+    changes,
+    consolidation,
+    drift_marking,
+    emptiness,
+    node_rows,
+    observation,
+    validation,
+)
+from karpy.disruption import controller as disruption
+from karpy.simulator import engine, scenario
+
+_CANDIDATE = candidates.candidate
+EXAMPLES = sorted(p for p in (Path(__file__).parents[3] / "examples").glob("*.yaml") if "whatif" not in p.name)
+
+
+def plain_check(ctl: disruption.DisruptionController, obs: observation.Observation, *, drift: bool = True) -> None:
+    """Assert that ``obs`` (just read by ``ctl``) and what ``ctl`` keeps are what a fresh walk gives;
+    ``drift``: also compare drift reasons with a marker without a cache (it asks the cloud again)."""
+    observer, table = ctl.observer, ctl.observer.table
+    fresh = node_rows.NodeRows(ctl.state, changes.Dirty())
+    counted, candidates.candidate = candidates.candidate, _CANDIDATE  # a test may count the controller's calls
+    try:
+        fresh.refresh(obs.pools, observer._pdbs(), obs.now, observer.last_pod_event)
+    finally:
+        candidates.candidate = counted
+    assert fresh.order == table.order == sorted(n.name for n in ctl.state.nodes())
+    assert table.triples == [(r.node, r.claim, r.pods) for r in map(table.rows.__getitem__, table.order)]
+    assert list(table.candidates) == sorted(table.candidates)
+    # a kept candidate may hold an older object of its NodePool with the same spec (a status write
+    # to the NodePool does not make its nodes' verdicts read again)
+    for name, c in fresh.candidates.items():
+        kept = table.candidates.get(name)
+        assert kept is not None, name
+        assert (c.node, c.nodeclaim, c.pods) == (kept.node, kept.nodeclaim, kept.pods), name
+        assert drift_marking.pool_version(c.nodepool) == drift_marking.pool_version(kept.nodepool), name
+    assert list(fresh.candidates) == list(table.candidates)
+    assert fresh.why_not == table.why_not
+    assert fresh.since == table.since
+    assert fresh.total == table.total and fresh.disrupting == table.disrupting
+    assert fresh.empty == table.empty and fresh.initializing == table.initializing
+    assert {k: (r.report, r.under_after, r.disrupting) for k, r in fresh.rows.items()} == \
+        {k: (r.report, r.under_after, r.disrupting) for k, r in table.rows.items()}
+    assert [(n.name, c.name if c else None, [p.key for p in pods]) for n, c, pods in obs.nodes] == \
+        [(r.node.name, r.claim.name if r.claim else None, [p.key for p in r.pods]) for r in fresh.rows.values()]
+    assert list(obs.candidates) == sorted(obs.candidates)
+    # what the controller derives from the rows
+    plain_under = [c for c in obs.candidates.values()
+                   if consolidation.consolidates_underutilized(c.nodepool) and observer.past_consolidate_after(c, obs)]
+    assert observer.underutilized(obs) == plain_under
+    plain_empty = [c for c in obs.candidates.values()
+                   if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods)]
+    assert observer.emptiable(obs) == plain_empty
+    assert validation.unsettled(obs, ctl.state, ctl.orchestrator, ctl.claims, table) == \
+        validation.unsettled(obs, ctl.state, ctl.orchestrator)
+    # drift: a marker without a cache computes the same reasons (and so writes nothing)
+    if drift:
+        _plain_drift(ctl, obs)
+    # claims: expirations and launching claims as a walk over every NodeClaim finds them
+    now = obs.now
+    claims = ctl.state.nodeclaims()
+    ats = [c.metadata.creation_timestamp + c.spec.expire_after for c in claims
+           if c.spec.expire_after is not None and c.metadata.creation_timestamp is not None]
+    assert ctl.claims.next_expiry(now) == min((at for at in ats if at > now), default=None)
+    assert ctl.claims.launching() == [c.name for c in claims if c.metadata.deletion_timestamp is None
+                                      and not ctl.state.node_name_for_provider_id(c.status.provider_id)]
+
+
+def _plain_drift(ctl: disruption.DisruptionController, obs: observation.Observation) -> None:
+    plain_marker = drift_marking.DriftMarker(ctl.cluster, ctl.clock, ctl.state, ctl.cloud, ctl.nodeclass_kinds,
+                                             ctl.orchestrator.nodeclass_hash)
+    by_claim = plain_marker.mark(obs.pools)
+    assert obs.drifted == {name: reason for claim, reason in by_claim.items()
+                           for name in ctl.observer.table.claim_nodes.get(claim, ())}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_pass_reads_what_a_fresh_walk_reads(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    passes = []
+    original = disruption.DisruptionController.observe
+
+    def checked(self: disruption.DisruptionController, now: float) -> Any:
+        obs = original(self, now)  # checked by the conftest's fixture; drift is compared here
+        _plain_drift(self, obs)
+        passes.append(now)
+        return obs
+
+    monkeypatch.setattr(disruption.DisruptionController, "observe", checked)
+    engine.Simulation(scenario.load_text(path.read_text(), source=str(path)), until=1200.0).run()
+    assert passes
