@@ -126,6 +126,8 @@ class KubeScheduler:
         self._used: dict[str, tuple[node.Node, Sequence[pod.Pod], tuple[dict[str, int], set[unschedulable.Port]]]] = {}
         self._existing: dict[str, tuple[node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]] = {}
         """Node -> (model, pod models, what the core is given, free cpu/memory/pods), reused while both stay."""
+        self._explained: unschedulable.NodeMemo = {}
+        """Node -> its reasons per pod signature, reused while the node and its pods stay (Explainer's memo)."""
 
     # ------------------------------------------------------------------------------ wiring
 
@@ -202,6 +204,7 @@ class KubeScheduler:
             self._used.pop(name, None)
             self._nodes.pop(name, None)
             self._reqs.pop(name, None)
+            self._explained.pop(name, None)
             moved = self.queue.node_deleted()
         else:
             self._node_objs[name] = obj
@@ -227,8 +230,8 @@ class KubeScheduler:
         return self._pod_entry(obj)[1]
 
     def _pod_entry(self, obj: Mapping[str, Any]) -> tuple[str, pod.Pod | None, tuple[Any, ...]]:
-        uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
         md = obj.get("metadata") or {}
+        uid = str(md.get("uid") or "") or "/".join(interface.meta_key(obj))
         rv = str(md.get("resourceVersion", ""))
         parts = (obj.get("spec"), md.get("labels"), md.get("annotations"))
         hit = self._pods.get(uid)
@@ -302,7 +305,6 @@ class KubeScheduler:
         if not due:
             self._forget()
             return self._next(now)
-        pending_objs = [self._pending[k] for k in due]
         self.runs += 1
         by_node: dict[str, list[pod.Pod]] = {}
         for name in sorted(self._bound):
@@ -312,13 +314,15 @@ class KubeScheduler:
             model_n = self._node(n)
             if model_n is not None:
                 nodes.append(model_n)
-        pending: list[pod.Pod] = []
-        raw_by_key: dict[str, Mapping[str, Any]] = {}
-        for p in pending_objs:
-            model = self._pod(p)
+        tried: list[tuple[pod.Pod, scheduling_queue.PodKey, Mapping[str, Any]]] = []
+        raw_by_key: dict[str, tuple[scheduling_queue.PodKey, Mapping[str, Any]]] = {}
+        for k in due:
+            p = self._pending[k]
+            model = self._pod_entry(p)[1]
             if model is not None:
-                pending.append(model)
-                raw_by_key[model.key] = p
+                tried.append((model, k, p))
+                raw_by_key[model.key] = (k, p)
+        pending = [t[0] for t in tried]
         volume_errors: dict[str, str] = {}
         unconstrained: dict[str, pod.Pod] = {}
         if volumetopology.needs_volumes(pending):
@@ -326,9 +330,9 @@ class KubeScheduler:
             pending, volume_errors = volumetopology.apply(pending, volumetopology.Volumes.of(
                 self.cluster.list("PersistentVolumeClaim"), self.cluster.list("PersistentVolume"),
                 self.cluster.list("StorageClass")))
-            for pod_key in sorted(volume_errors):
-                text = unschedulable.volume_message(volume_errors[pod_key], len(nodes))
-                self._failed(raw_by_key[pod_key], unconstrained[pod_key], text,
+            for model_key in sorted(volume_errors):
+                text = unschedulable.volume_message(volume_errors[model_key], len(nodes))
+                self._failed(*raw_by_key[model_key], unconstrained[model_key], text,
                              frozenset({scheduling_queue.VOLUME_BINDING}), now)
             if not pending:
                 self._forget()
@@ -343,23 +347,34 @@ class KubeScheduler:
         if usable:  # no node a pod could use: every pod fails, no need to ask the core
             placed_on = core.Scheduler(existing=[u[2] for u in usable], cache=self.scheduling_cache).solve(
                 pending).existing
-        placed: set[str] = set()
+        placed: set[scheduling_queue.PodKey] = set()
         for node_name in sorted(placed_on):
             for model in placed_on[node_name]:
-                bound = self._bind(raw_by_key[model.key], model, node_name)
+                pod_key, obj = raw_by_key[model.key]
+                bound = self._bind(obj, model, node_name)
                 if bound is not None:
-                    placed.add(model.key)
+                    placed.add(pod_key)
                     by_node[node_name] = [*by_node.get(node_name, ()), bound]
         explainer: unschedulable.Explainer | None = None
-        for model in pending:
-            pod_key = model.key
+        plugins: dict[frozenset[str], frozenset[str]] = {}
+        # With volumes the models tried are the ones volumetopology made (same pods, same order).
+        for model, pod_key, obj in tried if not unconstrained else [(m, *raw_by_key[m.key]) for m in pending]:
             if pod_key in placed:
                 continue
             if explainer is None:
-                explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage)
-            without = unconstrained.get(pod_key)
-            text, reasons = explainer.explain(model, without, None if without is not None else self._signature(model))
-            self._failed(raw_by_key[pod_key], without or model, text, scheduling_queue.plugins_of(reasons), now)
+                explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage, self._explained)
+            without = unconstrained.get(model.key) if unconstrained else None
+            if without is None:
+                sig = self._signature(model)
+                text, reasons = explainer.explain(model, None, sig)
+            else:
+                text, reasons = explainer.explain(model, without)
+                model, sig = without, self._signature(without)
+            rejectors = plugins.get(reasons)
+            if rejectors is None:
+                rejectors = plugins[reasons] = scheduling_queue.plugins_of(reasons)
+            self.queue.failed(pod_key, model, sig, rejectors, now)
+            self._mark_unschedulable(obj, pod_key, text)
         self._forget()
         return self._next(now)
 
@@ -368,13 +383,13 @@ class KubeScheduler:
         at = self.queue.next_due(now)
         return None if at is None else at - now
 
-    def _failed(self, obj: Mapping[str, Any], model: pod.Pod, message: str, rejectors: frozenset[str],
-                now: float) -> None:
-        """The pod was tried and fits nowhere: into the queue's unschedulable pool; its condition
-        and a FailedScheduling event as kube-scheduler's handleSchedulingFailure writes them."""
-        key = (interface.namespace_of(obj), interface.name_of(obj))
+    def _failed(self, key: scheduling_queue.PodKey, obj: Mapping[str, Any], model: pod.Pod, message: str,
+                rejectors: frozenset[str], now: float) -> None:
+        """The pod (``key``: namespace, name) was tried and fits nowhere: into the queue's
+        unschedulable pool; its condition and a FailedScheduling event as kube-scheduler's
+        handleSchedulingFailure writes them."""
         self.queue.failed(key, model, self._signature(model), rejectors, now)
-        self._mark_unschedulable(obj, message)
+        self._mark_unschedulable(obj, key, message)
 
     def _pods_on(self, name: str) -> list[pod.Pod]:
         """Models of the pods bound to node ``name`` (the same list while none of them changed)."""
@@ -450,14 +465,15 @@ class KubeScheduler:
         hit = self._pods.get(uid)
         return hit[1] if hit is not None and hit[1] is not None else model
 
-    def _mark_unschedulable(self, obj: Mapping[str, Any], message: str) -> None:
-        """PodScheduled=False/Unschedulable with ``message``, written only when it changes, and a
-        FailedScheduling event for this try (the recorder folds repeats into a series)."""
+    def _mark_unschedulable(self, obj: Mapping[str, Any], key: scheduling_queue.PodKey, message: str) -> None:
+        """PodScheduled=False/Unschedulable with ``message`` on pod ``key`` (namespace, name),
+        written only when it changes, and a FailedScheduling event for this try (the recorder
+        folds repeats into a series)."""
         current = _condition(obj, "PodScheduled")
-        unchanged = current is not None and current.get("status") == "False" and \
-            current.get("reason") == UNSCHEDULABLE and current.get("message") == message
+        unchanged = current is not None and current.get("message") == message and \
+            current.get("status") == "False" and current.get("reason") == UNSCHEDULABLE
         if not unchanged:
-            name, ns = interface.name_of(obj), interface.namespace_of(obj)
+            ns, name = key
             ts = clock_mod.rfc3339(self.clock.now())
             keep_since = current is not None and current.get("status") == "False"
             cond = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": message,

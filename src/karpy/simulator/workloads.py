@@ -72,9 +72,10 @@ def random_suffix(rng: random.Random, length: int = _SUFFIX) -> str:
 def generate_name(base: str, rng: random.Random, taken: Iterable[str] = ()) -> str:
     """``<base>-<5 random chars>`` as ``metadata.generateName`` would give, avoiding ``taken``.
 
-    The base is cut so the name stays within 63 characters, as the API server does.
+    The base is cut so the name stays within 63 characters, as the API server does. A set
+    ``taken`` is read as is (not copied: a ReplicaSet creating thousands of pods passes its growing set).
     """
-    used = set(taken)
+    used = taken if isinstance(taken, (set, frozenset)) else set(taken)
     prefix = base[: _MAX_NAME - _SUFFIX - 1] + "-"
     while True:
         name = prefix + random_suffix(rng)
@@ -136,6 +137,19 @@ def is_pod_ready(pod: Mapping[str, Any]) -> bool:
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
             return cond.get("status") == "True"
     return False
+
+
+def _counts_alike(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Two versions of a pod that a ReplicaSet's tally counts alike: the same labels, controller
+    owner uid, activeness and readiness (most pod writes are status writes that change none)."""
+    bmd, amd = before.get("metadata", {}), after.get("metadata", {})
+    if bmd.get("labels") is not amd.get("labels") and bmd.get("labels") != amd.get("labels"):
+        return False
+    if bmd.get("ownerReferences") is not amd.get("ownerReferences"):
+        bref, aref = controller_ref(before), controller_ref(after)
+        if (bref or {}).get("uid") != (aref or {}).get("uid"):
+            return False
+    return is_active(before) == is_active(after) and is_pod_ready(before) == is_pod_ready(after)
 
 
 def creation_time(obj: Mapping[str, Any]) -> float:
@@ -259,9 +273,16 @@ class ReplicaSetController:
         assert self._owned is not None
         md = obj.get("metadata") or {}
         ns, name = md.get("namespace") or "", str(md.get("name"))
-        before = self._owner_of.pop((ns, name), None)
         ref = controller_ref(obj)
         after = (ns, str(ref.get("name"))) if ref is not None and ref.get("kind") == "ReplicaSet" else None
+        owner = self._owner_of.get((ns, name)) if event == interface.MODIFIED else None
+        if owner is not None and owner == after:
+            pods = self._owned.get(owner)
+            prev = None if pods is None else pods.get(name)
+            if pods is not None and prev is not None and _counts_alike(prev, obj):
+                pods[name] = obj  # counted as before: only the indexed object changes (a status write)
+                return
+        before = self._owner_of.pop((ns, name), None)
         self._tallies.uncount((ns, name))
         if before is not None and (before != after or event == interface.DELETED):
             pods = self._owned.get(before)
