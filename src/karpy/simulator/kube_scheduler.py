@@ -43,20 +43,18 @@ and does not wake itself. Deterministic: pods and nodes are handled in name orde
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.api import errors as api_errors
 from karpy.api import labels, node, pod
 from karpy.controllers import runtime
 from karpy.kube import errors, events, interface, memory
 from karpy.provisioning import results, reuse
 from karpy.provisioning import scheduler as core
-from karpy.scheduling import requirements, volumetopology
-from karpy.simulator import scheduling_queue, unschedulable
+from karpy.scheduling import volumetopology
+from karpy.simulator import scheduler_models, scheduling_queue, unschedulable
 
 log = logging.getLogger("karpy.simulator.kube_scheduler")
 
@@ -100,19 +98,12 @@ class KubeScheduler:
         self.bound = 0
         self.scheduling_cache = reuse.SchedulingCache()
         """Kept between passes (existing nodes as arrays): see karpy.provisioning.reuse."""
-        self.queue = scheduling_queue.Queue(self._node_reqs)
+        self.models = scheduler_models.Models()
+        """The pods' and nodes' models (karpy.simulator.scheduler_models)."""
+        self.queue = scheduling_queue.Queue(self.models.node_reqs)
         """Backoff, the unschedulable pool and queueing hints (karpy.simulator.scheduling_queue)."""
         self._manager: runtime.Manager | None = None
         self._last_run: float | None = None
-        self._pods: dict[str, tuple[str, pod.Pod | None, tuple[Any, ...]]] = {}
-        """Pod uid -> (resourceVersion, model, the spec/labels/annotations parsed)."""
-        self._sigs: dict[str, tuple[pod.Pod, Hashable]] = {}
-        self._sig_ids: dict[Hashable, int] = {}
-        """Distinct signatures seen -> a number standing for each (few: pods of a workload share one)."""
-        self._binding: tuple[str, pod.Pod, str] | None = None
-        """(uid, pending model, node) while that pod's binding is written: its bound model is the same."""
-        self._nodes: dict[str, tuple[str, node.Node | None]] = {}
-        self._reqs: dict[str, tuple[Mapping[str, str], requirements.Requirements]] = {}
         # What the watches told: pending pods, bound (non-terminal) pods by node, nodes.
         self._watching = False
         self._pending: dict[tuple[str, str], dict[str, Any]] = {}
@@ -165,13 +156,13 @@ class KubeScheduler:
             if not on_node:
                 del self._bound[was_on]
                 self._anti.pop(was_on, None)
-            moved = self.queue.scheduled_pod_removed(lambda: self._pod(old))
+            moved = self.queue.scheduled_pod_removed(lambda: self.models.pod_model(old))
         if keep_bound:
             self._bound.setdefault(bound_to, {})[key] = obj
             self._bound_at[key] = bound_to
             self._node_pods.pop(bound_to, None)
             if was_on != bound_to:
-                moved = self.queue.scheduled_pod_added(lambda: self._pod(obj)) or moved
+                moved = self.queue.scheduled_pod_added(lambda: self.models.pod_model(obj)) or moved
         if live and not bound_to and is_pending(obj):
             self._pending[key] = obj
         else:
@@ -202,90 +193,19 @@ class KubeScheduler:
             self._node_objs.pop(name, None)
             self._existing.pop(name, None)
             self._used.pop(name, None)
-            self._nodes.pop(name, None)
-            self._reqs.pop(name, None)
+            self.models.drop_node(name)
             self._explained.pop(name, None)
             moved = self.queue.node_deleted()
         else:
             self._node_objs[name] = obj
             moved = False
             if self.queue.pooled():
-                before = self._nodes.get(name)
-                new = self._node(obj)
-                old = before[1] if before is not None and event != interface.ADDED else None
+                old = self.models.last_node(name) if event != interface.ADDED else None
+                new = self.models.node_model(obj)
                 if new is not None and (old is None or old is not new):
                     moved = self.queue.node_changed(old, new)
         if moved:
             self._wake()
-
-    # ------------------------------------------------------------------------------ models
-
-    def _pod(self, obj: Mapping[str, Any]) -> pod.Pod | None:
-        """The pod's model, parsed again only when its spec, labels or annotations changed.
-
-        The cluster never changes a stored object in place (a write stores new dicts for what it
-        changes), so an unchanged ``spec`` / ``labels`` / ``annotations`` object means unchanged
-        content: status updates (the kubelet's) cost no parse.
-        """
-        return self._pod_entry(obj)[1]
-
-    def _pod_entry(self, obj: Mapping[str, Any]) -> tuple[str, pod.Pod | None, tuple[Any, ...]]:
-        md = obj.get("metadata") or {}
-        uid = str(md.get("uid") or "") or "/".join(interface.meta_key(obj))
-        rv = str(md.get("resourceVersion", ""))
-        parts = (obj.get("spec"), md.get("labels"), md.get("annotations"))
-        hit = self._pods.get(uid)
-        if hit is not None and (hit[0] == rv or all(a is b for a, b in zip(hit[2], parts, strict=True))):
-            return hit
-        binding = self._binding
-        model: pod.Pod | None
-        if binding is not None and binding[0] == uid and hit is not None and \
-                hit[2][1] is parts[1] and hit[2][2] is parts[2]:
-            # Our own binding: only spec.nodeName changed.
-            model = dataclasses.replace(binding[1], node_name=binding[2])
-        else:
-            try:
-                model = pod.Pod.from_stored(obj)  # stored objects are never changed in place
-            except api_errors.ValidationError as exc:
-                log.warning("kube-scheduler: cannot read pod %s: %s", uid, exc)
-                model = None
-        entry = (rv, model, parts)
-        self._pods[uid] = entry
-        return entry
-
-    def _signature(self, model: pod.Pod) -> Hashable:
-        """:func:`karpy.simulator.unschedulable.signature`, kept while the model stays the same object."""
-        uid = model.metadata.uid or model.key
-        hit = self._sigs.get(uid)
-        if hit is not None and hit[0] is model:
-            return hit[1]
-        full = unschedulable.signature(model)
-        sig = self._sig_ids.setdefault(full, len(self._sig_ids))  # a small int: cheap to hash, pass after pass
-        self._sigs[uid] = (model, sig)
-        return sig
-
-    def _node(self, obj: Mapping[str, Any]) -> node.Node | None:
-        name = interface.name_of(obj)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        hit = self._nodes.get(name)
-        if hit is not None and hit[0] == rv:
-            return hit[1]
-        try:
-            model: node.Node | None = node.Node.from_manifest(obj)
-        except api_errors.ValidationError as exc:
-            log.warning("kube-scheduler: cannot read node %s: %s", name, exc)
-            model = None
-        self._nodes[name] = (rv, model)
-        return model
-
-    def _node_reqs(self, n: node.Node) -> requirements.Requirements:
-        """The node's labels as requirements, cached while its labels stay the same."""
-        hit = self._reqs.get(n.name)
-        if hit is not None and (hit[0] is n.labels or hit[0] == n.labels):
-            return hit[1]
-        reqs = requirements.Requirements.from_labels(n.labels)
-        self._reqs[n.name] = (n.labels, reqs)
-        return reqs
 
     # ----------------------------------------------------------------------------- reconcile
 
@@ -311,17 +231,19 @@ class KubeScheduler:
             by_node[name] = self._pods_on(name)
         nodes: list[node.Node] = []
         for n in (self._node_objs[k] for k in sorted(self._node_objs)):
-            model_n = self._node(n)
+            model_n = self.models.node_model(n)
             if model_n is not None:
                 nodes.append(model_n)
-        tried: list[tuple[pod.Pod, scheduling_queue.PodKey, Mapping[str, Any]]] = []
+        tried: list[tuple[pod.Pod, scheduling_queue.PodKey, Mapping[str, Any], scheduler_models.PodEntry | None]] = []
         raw_by_key: dict[str, tuple[scheduling_queue.PodKey, Mapping[str, Any]]] = {}
+        pending_objs = self._pending
         for k in due:
-            p = self._pending[k]
-            model = self._pod_entry(p)[1]
+            p = pending_objs[k]
+            parsed = self.models.pod_entry(p)
+            model = parsed.model
             if model is not None:
-                tried.append((model, k, p))
-                raw_by_key[model.key] = (k, p)
+                tried.append((model, k, p, parsed))
+                raw_by_key[parsed.key] = (k, p)
         pending = [t[0] for t in tried]
         volume_errors: dict[str, str] = {}
         unconstrained: dict[str, pod.Pod] = {}
@@ -358,18 +280,19 @@ class KubeScheduler:
         explainer: unschedulable.Explainer | None = None
         plugins: dict[frozenset[str], frozenset[str]] = {}
         # With volumes the models tried are the ones volumetopology made (same pods, same order).
-        for model, pod_key, obj in tried if not unconstrained else [(m, *raw_by_key[m.key]) for m in pending]:
+        for model, pod_key, obj, entry in tried if not unconstrained else \
+                [(m, *raw_by_key[m.key], None) for m in pending]:
             if pod_key in placed:
                 continue
             if explainer is None:
-                explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage, self._explained)
+                explainer = unschedulable.Explainer(nodes, by_node, self.models.node_reqs, self._usage, self._explained)
             without = unconstrained.get(model.key) if unconstrained else None
             if without is None:
-                sig = self._signature(model)
+                sig = self.models.signature(model) if entry is None else self.models.entry_signature(entry, model)
                 text, reasons = explainer.explain(model, None, sig)
             else:
                 text, reasons = explainer.explain(model, without)
-                model, sig = without, self._signature(without)
+                model, sig = without, self.models.signature(without)
             rejectors = plugins.get(reasons)
             if rejectors is None:
                 rejectors = plugins[reasons] = scheduling_queue.plugins_of(reasons)
@@ -388,14 +311,14 @@ class KubeScheduler:
         """The pod (``key``: namespace, name) was tried and fits nowhere: into the queue's
         unschedulable pool; its condition and a FailedScheduling event as kube-scheduler's
         handleSchedulingFailure writes them."""
-        self.queue.failed(key, model, self._signature(model), rejectors, now)
+        self.queue.failed(key, model, self.models.signature(model), rejectors, now)
         self._mark_unschedulable(obj, key, message)
 
     def _pods_on(self, name: str) -> list[pod.Pod]:
         """Models of the pods bound to node ``name`` (the same list while none of them changed)."""
         models = self._node_pods.get(name)
         if models is None:
-            models = [m for m in (self._pod(p) for p in self._bound[name].values()) if m is not None]
+            models = [m for m in (self.models.pod_model(p) for p in self._bound[name].values()) if m is not None]
             self._node_pods[name] = models
             anti = sum(1 for m in models if _required_anti(m))
             if anti:
@@ -432,24 +355,21 @@ class KubeScheduler:
         return used
 
     def _forget(self) -> None:
-        live_count = len(self._pending) + len(self._bound_at)
-        if len(self._pods) > 2 * live_count + 1000:
-            live = {interface.uid_of(p) for p in self._pending.values()}
-            live.update(interface.uid_of(p) for pods in self._bound.values() for p in pods.values())
-            self._pods = {k: v for k, v in self._pods.items() if k in live}
-        if len(self._sigs) > len(self._pending) + 1000:
-            pending = {interface.uid_of(p) for p in self._pending.values()}
-            self._sigs = {k: v for k, v in self._sigs.items() if k in pending}
+        self.models.forget(
+            lambda: [*(interface.uid_of(p) for p in self._pending.values()),
+                     *(interface.uid_of(p) for pods in self._bound.values() for p in pods.values())],
+            lambda: (interface.uid_of(p) for p in self._pending.values()),
+            len(self._pending) + len(self._bound_at), len(self._pending))
 
     def _bind(self, obj: Mapping[str, Any], model: pod.Pod, node_name: str) -> pod.Pod | None:
         """Bind in one write (the pods/binding subresource); the bound pod's model, or None if it vanished."""
         name, ns = interface.name_of(obj), interface.namespace_of(obj)
         uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
-        self._binding = (uid, model, node_name)
+        self.models.binding = (uid, model, node_name)
         try:
             if isinstance(self.cluster, memory.InMemoryCluster):
                 stored = self.cluster.bind(name, ns, node_name)
-                self._pod_entry(stored)  # the bound pod's model: the pending one with its node
+                self.models.pod_entry(stored)  # the bound pod's model: the pending one with its node
             else:  # a cluster without the binding subresource: the same content in two writes
                 self.cluster.patch("Pod", name, {"spec": {"nodeName": node_name}}, ns)
                 ts = clock_mod.rfc3339(self.clock.now())
@@ -460,10 +380,9 @@ class KubeScheduler:
         except (errors.NotFound, errors.Conflict):
             return None
         finally:
-            self._binding = None
+            self.models.binding = None
         self.bound += 1
-        hit = self._pods.get(uid)
-        return hit[1] if hit is not None and hit[1] is not None else model
+        return self.models.bound_model(uid) or model
 
     def _mark_unschedulable(self, obj: Mapping[str, Any], key: scheduling_queue.PodKey, message: str) -> None:
         """PodScheduled=False/Unschedulable with ``message`` on pod ``key`` (namespace, name),
