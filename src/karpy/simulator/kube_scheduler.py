@@ -158,13 +158,17 @@ class KubeScheduler:
                 self._anti.pop(was_on, None)
             moved = self.queue.scheduled_pod_removed(lambda: self.models.pod_model(old))
         if keep_bound:
-            self._bound.setdefault(bound_to, {})[key] = obj
+            on_node = self._bound.setdefault(bound_to, {})
+            before = on_node.get(key)
+            on_node[key] = obj
             self._bound_at[key] = bound_to
-            self._node_pods.pop(bound_to, None)
+            if before is None or not scheduler_models.same_model(before, obj):
+                self._node_pods.pop(bound_to, None)  # a status write (the kubelet's) keeps the models
             if was_on != bound_to:
                 moved = self.queue.scheduled_pod_added(lambda: self.models.pod_model(obj)) or moved
         if live and not bound_to and is_pending(obj):
             self._pending[key] = obj
+            self.queue.arrived(key)
         else:
             self._pending.pop(key, None)
             self.queue.forget(key)
@@ -221,7 +225,8 @@ class KubeScheduler:
                 self._track_pod(interface.ADDED, p)
             self.queue.move_all()  # no watch: any pass may follow a change
         queue = self.queue
-        due = [k for k in sorted(self._pending) if queue.due(k, now)]
+        pending_objs = self._pending
+        due = sorted(k for k in queue.take_due(now) if k in pending_objs)
         if not due:
             self._forget()
             return self._next(now)
@@ -236,7 +241,6 @@ class KubeScheduler:
                 nodes.append(model_n)
         tried: list[tuple[pod.Pod, scheduling_queue.PodKey, Mapping[str, Any], scheduler_models.PodEntry | None]] = []
         raw_by_key: dict[str, tuple[scheduling_queue.PodKey, Mapping[str, Any]]] = {}
-        pending_objs = self._pending
         for k in due:
             p = pending_objs[k]
             parsed = self.models.pod_entry(p)

@@ -27,6 +27,14 @@ from karpy.simulator import unschedulable
 log = logging.getLogger("karpy.simulator.kube_scheduler")
 
 
+def same_model(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Two stored versions of a pod that :meth:`Models.pod_model` gives the same model for: the same
+    ``spec``, labels and annotations objects (a status write)."""
+    bmd, amd = before.get("metadata") or {}, after.get("metadata") or {}
+    return before.get("spec") is after.get("spec") and bmd.get("labels") is amd.get("labels") and \
+        bmd.get("annotations") is amd.get("annotations") and bmd.get("uid") == amd.get("uid")
+
+
 class PodEntry:
     """A pod's model and the parts of the stored pod it was parsed from (the same objects mean the
     same content); ``sig`` (its signature number) is worked out on first use and ``key``
