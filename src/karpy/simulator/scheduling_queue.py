@@ -172,10 +172,13 @@ class Queue:
         """Pods :meth:`arrived` and never tried: due at once."""
         self._ready: set[PodKey] = set()
         """Pods whose wait is over (found by :meth:`take_due` / :meth:`next_due`) until tried again."""
-        self._heap: list[tuple[float, int, PodKey, _Entry]] = []
-        """(when the wait ends, tie-break, pod, its entry then): one per change of an entry's wait;
-        a record whose entry was replaced, forgotten or whose wait changed is stale and skipped."""
-        self._seq = 0
+        self._waits: dict[float, list[tuple[PodKey, _Entry]]] = {}
+        """When a wait ends -> (pod, its entry then): one record per change of an entry's wait (pods
+        failing together share a time); a record whose entry was replaced, forgotten or whose wait
+        changed is stale and skipped."""
+        self._times: list[float] = []
+        """The keys of ``_waits`` as a heap."""
+        self._records = 0
         self.moved = 0
         """Pods an event moved out of the pool (for tests and figures)."""
 
@@ -246,32 +249,49 @@ class Queue:
     def next_due(self, now: float) -> float | None:
         """The earliest time after ``now`` at which a waiting pod becomes due, if any."""
         self._pop_until(now)
-        heap = self._heap
-        while heap:
-            at, _, key, entry = heap[0]
-            if self._entries.get(key) is entry and self._wait_end(entry) == at:
-                return at
-            heapq.heappop(heap)
+        times, waits = self._times, self._waits
+        while times:
+            at = times[0]
+            records = waits[at]
+            while records:
+                key, entry = records[-1]
+                if self._entries.get(key) is entry and self._wait_end(entry) == at:
+                    return at
+                records.pop()
+                self._records -= 1
+            heapq.heappop(times)
+            del waits[at]
         return None
 
     def _pop_until(self, now: float) -> None:
         """Records whose wait ended by ``now``: their pods (leaving the pool if flushed) are due."""
-        heap = self._heap
-        while heap and heap[0][0] <= now:
-            at, _, key, entry = heapq.heappop(heap)
-            if self._entries.get(key) is entry and self._wait_end(entry) == at:
-                self._leave_pool(key, entry)
-                self._ready.add(key)
+        times, waits, entries = self._times, self._waits, self._entries
+        while times and times[0] <= now:
+            at = heapq.heappop(times)
+            records = waits.pop(at)
+            self._records -= len(records)
+            for key, entry in records:
+                if entries.get(key) is entry and self._wait_end(entry) == at:
+                    self._leave_pool(key, entry)
+                    self._ready.add(key)
 
     def _push(self, key: PodKey, entry: _Entry) -> None:
-        self._seq += 1
-        heap = self._heap
-        if len(heap) > 2 * len(self._entries) + 1000:
+        if self._records > 2 * len(self._entries) + 1000:
             # Mostly stale records (pods tried again or moved before a flush): one per entry again.
-            heap[:] = [(self._wait_end(e), i, k, e) for i, (k, e) in enumerate(self._entries.items())
-                       if e is not entry]
-            heapq.heapify(heap)
-        heapq.heappush(heap, (self._wait_end(entry), self._seq, key, entry))
+            self._waits, self._times, self._records = {}, [], 0
+            for k, e in self._entries.items():
+                if e is not entry:
+                    self._record(k, e)
+        self._record(key, entry)
+
+    def _record(self, key: PodKey, entry: _Entry) -> None:
+        at = self._wait_end(entry)
+        records = self._waits.get(at)
+        if records is None:
+            records = self._waits[at] = []
+            heapq.heappush(self._times, at)
+        records.append((key, entry))
+        self._records += 1
 
     def _wait_end(self, entry: _Entry) -> float:
         """When the entry's pod becomes due without an event: its backoff over and, while it is in
