@@ -44,6 +44,7 @@ and does not wake itself. Deterministic: pods and nodes are handled in name orde
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -333,12 +334,22 @@ class KubeScheduler:
 
     def _existing_node(self, n: node.Node, pods: list[pod.Pod]) -> tuple[
             node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]:
-        """What the core is told about node ``n`` holding ``pods``, built again only when either changed."""
+        """What the core is told about node ``n`` holding ``pods``, built again only when either
+        changed; when ``pods`` only adds pods to the list last seen, only those are subtracted."""
         hit = self._existing.get(n.name)
-        if hit is not None and hit[0] is n and hit[1] is pods:
-            return hit
-        free = {d: n.allocatable.get(d, 0) for d in _FLOOR_DIMS}
-        for p in pods:
+        added: Sequence[pod.Pod] = pods
+        if hit is not None and hit[0] is n:
+            if hit[1] is pods:
+                return hit
+            before = hit[1]
+            if len(pods) >= len(before) and all(map(operator.is_, before, pods)):
+                added = pods[len(before):]
+        if added is pods:
+            free = {d: n.allocatable.get(d, 0) for d in _FLOOR_DIMS}
+        else:
+            assert hit is not None
+            free = dict(hit[3])
+        for p in added:
             req = p.requests
             for d in _FLOOR_DIMS:
                 free[d] -= req.get(d, 0)

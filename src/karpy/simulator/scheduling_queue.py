@@ -97,12 +97,21 @@ class _Group:
         return self._reqs
 
 
-@dataclass
 class _Entry:
-    attempts: int
-    failed_at: float
-    group: Hashable | None
-    """The pool group it waits in; ``None`` once an event (or having no rejector) moved it back."""
+    """A pod's failed attempts, when it last failed, its pool group and when its wait ends."""
+
+    __slots__ = ("attempts", "failed_at", "group", "wait_end")
+
+    def __init__(self, attempts: int, failed_at: float, group: Hashable | None) -> None:
+        self.attempts = attempts
+        self.failed_at = failed_at
+        self.group = group
+        """The pool group it waits in; ``None`` once an event (or having no rejector) moved it back."""
+        self.wait_end = failed_at + backoff(attempts)
+        """When the pod becomes due without an event: its backoff over and, while it is in the
+        pool, its flush (a wait only ever shortens: an event moves it out of the pool)."""
+        if group is not None:
+            self.wait_end = max(self.wait_end, Queue._flush_at(self))
 
 
 def _schedulable(n: node.Node) -> bool:
@@ -227,6 +236,7 @@ class Queue:
             if not group.keys:
                 del self._pool[entry.group]
         entry.group = None
+        entry.wait_end = entry.failed_at + backoff(entry.attempts)
 
     def due(self, key: PodKey, now: float) -> bool:
         """Whether the pod is tried in a pass at ``now``: never tried yet, or moved back (by an
@@ -255,7 +265,7 @@ class Queue:
             records = waits[at]
             while records:
                 key, entry = records[-1]
-                if self._entries.get(key) is entry and self._wait_end(entry) == at:
+                if self._entries.get(key) is entry and entry.wait_end == at:
                     return at
                 records.pop()
                 self._records -= 1
@@ -271,7 +281,7 @@ class Queue:
             records = waits.pop(at)
             self._records -= len(records)
             for key, entry in records:
-                if entries.get(key) is entry and self._wait_end(entry) == at:
+                if entries.get(key) is entry and entry.wait_end == at:
                     self._leave_pool(key, entry)
                     self._ready.add(key)
 
@@ -285,21 +295,13 @@ class Queue:
         self._record(key, entry)
 
     def _record(self, key: PodKey, entry: _Entry) -> None:
-        at = self._wait_end(entry)
+        at = entry.wait_end
         records = self._waits.get(at)
         if records is None:
             records = self._waits[at] = []
             heapq.heappush(self._times, at)
         records.append((key, entry))
         self._records += 1
-
-    def _wait_end(self, entry: _Entry) -> float:
-        """When the entry's pod becomes due without an event: its backoff over and, while it is in
-        the pool, its flush (an entry's wait only ever shortens: an event moving it out of the pool)."""
-        at = entry.failed_at + backoff(entry.attempts)
-        if entry.group is not None:
-            at = max(at, self._flush_at(entry))
-        return at
 
     @staticmethod
     def _flush_at(entry: _Entry) -> float:
@@ -319,6 +321,7 @@ class Queue:
             for key in group.keys:
                 entry = self._entries[key]
                 entry.group = None
+                entry.wait_end = entry.failed_at + backoff(entry.attempts)
                 self._push(key, entry)
             self.moved += len(group.keys)
         return bool(moved)
