@@ -61,6 +61,8 @@ class Models:
         self._sigs: dict[str, tuple[pod.Pod, Hashable]] = {}
         self._sig_ids: dict[Hashable, int] = {}
         """Distinct signatures seen -> a number standing for each (few: pods of a workload share one)."""
+        self._spec_sigs: dict[tuple[int, str], tuple[Any, Hashable]] = {}
+        """(id of a stored spec, namespace) -> (that spec, its pods' signature number)."""
         self.binding: tuple[str, pod.Pod, str] | None = None
         """(uid, pending model, node) while that pod's binding is written: its bound model is the same."""
         self._nodes: dict[str, tuple[str, node.Node | None]] = {}
@@ -107,10 +109,22 @@ class Models:
         return None if hit is None else hit.model
 
     def entry_signature(self, entry: PodEntry, model: pod.Pod) -> Hashable:
-        """:meth:`signature` of ``entry``'s model (``model``), worked out once per model."""
+        """:meth:`signature` of ``entry``'s model (``model``), worked out once per model, and once
+        per stored ``spec`` object and namespace: replicas of one template share their stored spec
+        (the signature reads nothing else)."""
         sig = entry.sig
         if sig is None:
-            sig = entry.sig = self.signature(model)
+            spec = entry.spec
+            key = (id(spec), model.namespace)
+            hit = self._spec_sigs.get(key)
+            if hit is not None and hit[0] is spec:
+                sig = hit[1]
+            else:
+                sig = self.signature(model)
+                if len(self._spec_sigs) >= 10_000:
+                    self._spec_sigs.clear()
+                self._spec_sigs[key] = (spec, sig)
+            entry.sig = sig
         return sig
 
     def signature(self, model: pod.Pod) -> Hashable:

@@ -250,3 +250,18 @@ def test_a_bound_pods_status_write_keeps_its_nodes_pod_models_and_a_label_change
     cluster.patch("Pod", "web", {"metadata": {"labels": {"app": "web"}}}, "default")
     again = ks._pods_on("n1")
     assert again is not models and [m.labels for m in again] == [{"app": "web"}]
+
+
+def test_pods_sharing_a_stored_spec_get_the_signature_their_own_models_give() -> None:
+    models = kube_scheduler.scheduler_models.Models()
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+                            "nodeSelector": {"zone": "a"}}
+    other_spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
+    objs = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": ns, "uid": f"u{i}"},
+             "spec": s} for i, (ns, s) in enumerate([("default", spec), ("default", spec), ("other", spec),
+                                                      ("default", other_spec)])]
+    plain = kube_scheduler.scheduler_models.Models()
+    for obj in objs:
+        entry = models.pod_entry(obj)
+        assert entry.model is not None
+        assert models.entry_signature(entry, entry.model) == plain.signature(pod.Pod.from_stored(obj))
