@@ -20,7 +20,14 @@ from hypothesis import strategies as st
 from karpy import clock
 from karpy.api import node, pod
 from karpy.kube import interface, memory
-from karpy.simulator import kube_scheduler, replicaset_index, scheduling_queue, unschedulable, workloads
+from karpy.simulator import (
+    kube_scheduler,
+    replicaset_index,
+    scheduler_models,
+    scheduling_queue,
+    unschedulable,
+    workloads,
+)
 
 TAINTS = [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
           {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
@@ -253,14 +260,14 @@ def test_a_bound_pods_status_write_keeps_its_nodes_pod_models_and_a_label_change
 
 
 def test_pods_sharing_a_stored_spec_get_the_signature_their_own_models_give() -> None:
-    models = kube_scheduler.scheduler_models.Models()
+    models = scheduler_models.Models()
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
                             "nodeSelector": {"zone": "a"}}
     other_spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
     objs = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": ns, "uid": f"u{i}"},
              "spec": s} for i, (ns, s) in enumerate([("default", spec), ("default", spec), ("other", spec),
                                                       ("default", other_spec)])]
-    plain = kube_scheduler.scheduler_models.Models()
+    plain = scheduler_models.Models()
     for obj in objs:
         entry = models.pod_entry(obj)
         assert entry.model is not None
