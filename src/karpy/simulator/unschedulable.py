@@ -84,6 +84,7 @@ class Explainer:
         self._answers: list[dict[Hashable, tuple[str, ...]]] | None = None
         """Per node (as ``nodes``), the memo's signature -> reasons (made valid on first use)."""
         self._cache: dict[Any, tuple[str, frozenset[str]]] = {}
+        self._facts: dict[int, tuple[node.Node, tuple[str, bool, list[Any]]]] = {}
         self._own_reqs: requirements.Requirements | None = None
 
     def message(self, p: pod.Pod, without_volumes: pod.Pod | None = None) -> str:
@@ -109,15 +110,16 @@ class Explainer:
             tally: dict[tuple[str, ...], int] = {}
             greq = podgroups.make_group([p]).strict_requirements()
             reasons_of = self._reasons
+            facts = _PodFacts(p, greq)
             if self._memo is None or without_volumes is not None:  # a volume pod's own reqs: not memoised
                 for n in self.nodes:
-                    r = reasons_of(p, n, greq)
+                    r = reasons_of(facts, n)
                     tally[r] = tally.get(r, 0) + 1
             else:
                 for n, answers in zip(self.nodes, self._node_answers(), strict=True):
                     r = answers.get(sig)  # type: ignore[assignment]
                     if r is None:
-                        r = answers[sig] = reasons_of(p, n, greq)
+                        r = answers[sig] = reasons_of(facts, n)
                     tally[r] = tally.get(r, 0) + 1
             counts: dict[str, int] = {}
             for r, times in tally.items():
@@ -149,34 +151,58 @@ class Explainer:
             used = self._used[n.name] = self._usage_of(n, self._by_node.get(n.name, ()))
         return used
 
-    def _reasons(self, p: pod.Pod, n: node.Node, greq: requirements.Requirements) -> tuple[str, ...]:
+    def _node_facts(self, n: node.Node) -> tuple[str, bool, list[Any]]:
+        """(name, cordoned or being deleted, hard taints with not-ready's), once per node and explainer."""
+        facts = self._facts.get(id(n))
+        if facts is None or facts[0] is not n:
+            node_taints: list[Any] = list(n.taints)
+            if not n.ready:
+                node_taints.append(NOT_READY_TAINT)
+            facts = self._facts[id(n)] = (n, (n.name, n.unschedulable or n.deleting, node_taints))
+        return facts[1]
+
+    def _reasons(self, p: _PodFacts, n: node.Node) -> tuple[str, ...]:
         """The node's reasons to reject ``p``: the first failing filter in kube-scheduler's order."""
-        if n.unschedulable or n.deleting:
+        name, blocked, node_taints = self._node_facts(n)
+        if blocked:
             return ("node(s) were unschedulable",)
-        node_taints: list[Any] = list(n.taints)
-        if not n.ready:
-            node_taints.append(NOT_READY_TAINT)
         bad = taints.first_untolerated(p.tolerations, node_taints, ("NoSchedule", "NoExecute"))
         if bad is not None:
             return (f"node(s) had untolerated taint {_taint_text(bad)}",)
-        node_reqs = self.reqs.get(n.name)
+        node_reqs = self.reqs.get(name)
         if node_reqs is None:
-            node_reqs = self.reqs[n.name] = self._node_reqs(n)
-        if node_reqs.compatible(greq, frozenset()) is not None:
+            node_reqs = self.reqs[name] = self._node_reqs(n)
+        if node_reqs.compatible(p.greq, frozenset()) is not None:
             own = self._own_reqs
             if own is not None and node_reqs.compatible(own, frozenset()) is None:
                 return ("node(s) had volume node affinity conflict",)
             return ("node(s) didn't match Pod's node affinity/selector",)
         free, used = self._usage(n)
-        if any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports()):
+        if p.host_ports and any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports):
             return ("node(s) didn't have free ports for the requested pod ports",)
-        short = sorted(k for k, v in p.requests.items() if v > 0 and v > free.get(k, 0))
+        short = [k for k, v in p.needs if v > free.get(k, 0)]
         if short:
             return tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
+        return p.otherwise
+
+
+class _PodFacts:
+    """What :meth:`Explainer._reasons` reads of a pod, worked out once per message."""
+
+    __slots__ = ("greq", "host_ports", "needs", "otherwise", "tolerations")
+
+    def __init__(self, p: pod.Pod, greq: requirements.Requirements) -> None:
+        self.tolerations = p.tolerations
+        self.greq = greq
+        self.host_ports = p.host_ports()
+        self.needs = sorted((k, v) for k, v in p.requests.items() if v > 0)
+        """Positive requests in name order (the order kube-scheduler lists what is short)."""
         if p.topology_spread_constraints:
-            return ("node(s) didn't match pod topology spread constraints",)
-        if p.pod_anti_affinity is not None and p.pod_anti_affinity.required:
-            return ("node(s) didn't match pod anti-affinity rules",)
-        if p.pod_affinity is not None and p.pod_affinity.required:
-            return ("node(s) didn't match pod affinity rules",)
-        return ("node(s) had no room left once the other pending pods were placed",)
+            self.otherwise: tuple[str, ...] = ("node(s) didn't match pod topology spread constraints",)
+        elif p.pod_anti_affinity is not None and p.pod_anti_affinity.required:
+            self.otherwise = ("node(s) didn't match pod anti-affinity rules",)
+        elif p.pod_affinity is not None and p.pod_affinity.required:
+            self.otherwise = ("node(s) didn't match pod affinity rules",)
+        else:
+            self.otherwise = ("node(s) had no room left once the other pending pods were placed",)
+        """The reason on a node every filter above passes."""
