@@ -34,7 +34,10 @@ bound pods by node and nodes from its watches (it never lists every pod). What i
 scheduling core about a node (its model, its pods' models, free capacity, the
 :class:`karpy.provisioning.results.ExistingNode`) is built again only when that node or one of its
 pods changed; otherwise the core gets the very same objects, pass after pass (read-only), so a
-cache keyed on them stays valid. The message is :mod:`karpy.simulator.unschedulable`'s.
+cache keyed on them stays valid (a bound pod's status write, the kubelet's, keeps its node's pod
+models). Pod and node models are :mod:`karpy.simulator.scheduler_models`' (parsed again only when
+what they read changed); the message is :mod:`karpy.simulator.unschedulable`'s, each node's reasons
+per pod signature kept from pass to pass while the node and its pods stay.
 
 Nodes that are not Ready count as having the ``node.kubernetes.io/not-ready`` taint. A pod is
 written only when its binding or condition changes, so a run that changes nothing writes nothing
