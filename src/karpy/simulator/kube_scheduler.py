@@ -230,7 +230,7 @@ class KubeScheduler:
             self.queue.move_all()  # no watch: any pass may follow a change
         queue = self.queue
         pending_objs = self._pending
-        due = sorted(k for k in queue.take_due(now) if k in pending_objs)
+        due = sorted(filter(pending_objs.__contains__, queue.take_due(now)))
         if not due:
             self._forget()
             return self._next(now)

@@ -180,10 +180,17 @@ class Explainer:
         free, used = self._usage(n)
         if p.host_ports and any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports):
             return ("node(s) didn't have free ports for the requested pod ports",)
-        short = [k for k, v in p.needs if v > free.get(k, 0)]
+        short = tuple([k for k, v in p.needs if v > free.get(k, 0)])
         if short:
-            return tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
+            text = _SHORT.get(short)
+            if text is None:
+                text = _SHORT[short] = tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
+            return text
         return p.otherwise
+
+
+_SHORT: dict[tuple[str, ...], tuple[str, ...]] = {}
+"""Resources a node is short of -> kube-scheduler's reasons (few distinct: one set per resource mix)."""
 
 
 class _PodFacts:
