@@ -65,8 +65,10 @@ class Models:
         """(id of a stored spec, namespace) -> (that spec, its pods' signature number)."""
         self.binding: tuple[str, pod.Pod, str] | None = None
         """(uid, pending model, node) while that pod's binding is written: its bound model is the same."""
-        self._nodes: dict[str, tuple[str, node.Node | None]] = {}
-        self._reqs: dict[str, tuple[Mapping[str, str], requirements.Requirements]] = {}
+        self._nodes: dict[str, tuple[str, node.Node | None, Any]] = {}
+        """Node name -> (resourceVersion, model, the stored labels object it was parsed from)."""
+        self._reqs: dict[str, tuple[Mapping[str, str], requirements.Requirements, Any]] = {}
+        """Node name -> (model labels, their requirements, the stored labels object they came from)."""
 
     # ------------------------------------------------------------------------------- pods
 
@@ -164,7 +166,7 @@ class Models:
         except api_errors.ValidationError as exc:
             log.warning("kube-scheduler: cannot read node %s: %s", name, exc)
             model = None
-        self._nodes[name] = (rv, model)
+        self._nodes[name] = (rv, model, (obj.get("metadata") or {}).get("labels"))
         return model
 
     def last_node(self, name: str) -> node.Node | None:
@@ -174,11 +176,15 @@ class Models:
 
     def node_reqs(self, n: node.Node) -> requirements.Requirements:
         """The node's labels as requirements, cached while its labels stay the same."""
+        parsed = self._nodes.get(n.name)
+        stored = parsed[2] if parsed is not None and parsed[1] is n else None
         hit = self._reqs.get(n.name)
-        if hit is not None and (hit[0] is n.labels or hit[0] == n.labels):
+        # The same stored labels object means the same labels (stored objects never change in place).
+        if hit is not None and (hit[0] is n.labels or (stored is not None and hit[2] is stored)
+                                or hit[0] == n.labels):
             return hit[1]
         reqs = requirements.Requirements.from_labels(n.labels)
-        self._reqs[n.name] = (n.labels, reqs)
+        self._reqs[n.name] = (n.labels, reqs, stored)
         return reqs
 
     def drop_node(self, name: str) -> None:

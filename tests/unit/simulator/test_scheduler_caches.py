@@ -272,3 +272,23 @@ def test_pods_sharing_a_stored_spec_get_the_signature_their_own_models_give() ->
         entry = models.pod_entry(obj)
         assert entry.model is not None
         assert models.entry_signature(entry, entry.model) == plain.signature(pod.Pod.from_stored(obj))
+
+
+def test_a_nodes_label_requirements_follow_its_labels_across_status_writes_and_relabels() -> None:
+    vclock = clock.VirtualClock()
+    cluster = memory.InMemoryCluster(vclock)
+    models = scheduler_models.Models()
+    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"zone": "a"}},
+                    "status": {"allocatable": {"cpu": "1"}}})
+    first = models.node_model(cluster.get("Node", "n1"))
+    assert first is not None
+    reqs = models.node_reqs(first)
+    cluster.patch_status("Node", "n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    ready = models.node_model(cluster.get("Node", "n1"))
+    assert ready is not None and ready is not first
+    assert models.node_reqs(ready) is reqs
+    cluster.patch("Node", "n1", {"metadata": {"labels": {"zone": "b"}}})
+    moved = models.node_model(cluster.get("Node", "n1"))
+    assert moved is not None
+    from karpy.scheduling import requirements
+    assert models.node_reqs(moved) == requirements.Requirements.from_labels({"zone": "b"})
