@@ -34,7 +34,10 @@ bound pods by node and nodes from its watches (it never lists every pod). What i
 scheduling core about a node (its model, its pods' models, free capacity, the
 :class:`karpy.provisioning.results.ExistingNode`) is built again only when that node or one of its
 pods changed; otherwise the core gets the very same objects, pass after pass (read-only), so a
-cache keyed on them stays valid. The message is :mod:`karpy.simulator.unschedulable`'s.
+cache keyed on them stays valid (a bound pod's status write, the kubelet's, keeps its node's pod
+models). Pod and node models are :mod:`karpy.simulator.scheduler_models`' (parsed again only when
+what they read changed); the message is :mod:`karpy.simulator.unschedulable`'s, each node's reasons
+per pod signature kept from pass to pass while the node and its pods stay.
 
 Nodes that are not Ready count as having the ``node.kubernetes.io/not-ready`` taint. A pod is
 written only when its binding or condition changes, so a run that changes nothing writes nothing
@@ -43,20 +46,19 @@ and does not wake itself. Deterministic: pods and nodes are handled in name orde
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Hashable, Mapping, Sequence
+import operator
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.api import errors as api_errors
 from karpy.api import labels, node, pod
 from karpy.controllers import runtime
 from karpy.kube import errors, events, interface, memory
 from karpy.provisioning import results, reuse
 from karpy.provisioning import scheduler as core
-from karpy.scheduling import requirements, volumetopology
-from karpy.simulator import scheduling_queue, unschedulable
+from karpy.scheduling import volumetopology
+from karpy.simulator import scheduler_models, scheduling_queue, unschedulable
 
 log = logging.getLogger("karpy.simulator.kube_scheduler")
 
@@ -100,19 +102,12 @@ class KubeScheduler:
         self.bound = 0
         self.scheduling_cache = reuse.SchedulingCache()
         """Kept between passes (existing nodes as arrays): see karpy.provisioning.reuse."""
-        self.queue = scheduling_queue.Queue(self._node_reqs)
+        self.models = scheduler_models.Models()
+        """The pods' and nodes' models (karpy.simulator.scheduler_models)."""
+        self.queue = scheduling_queue.Queue(self.models.node_reqs)
         """Backoff, the unschedulable pool and queueing hints (karpy.simulator.scheduling_queue)."""
         self._manager: runtime.Manager | None = None
         self._last_run: float | None = None
-        self._pods: dict[str, tuple[str, pod.Pod | None, tuple[Any, ...]]] = {}
-        """Pod uid -> (resourceVersion, model, the spec/labels/annotations parsed)."""
-        self._sigs: dict[str, tuple[pod.Pod, Hashable]] = {}
-        self._sig_ids: dict[Hashable, int] = {}
-        """Distinct signatures seen -> a number standing for each (few: pods of a workload share one)."""
-        self._binding: tuple[str, pod.Pod, str] | None = None
-        """(uid, pending model, node) while that pod's binding is written: its bound model is the same."""
-        self._nodes: dict[str, tuple[str, node.Node | None]] = {}
-        self._reqs: dict[str, tuple[Mapping[str, str], requirements.Requirements]] = {}
         # What the watches told: pending pods, bound (non-terminal) pods by node, nodes.
         self._watching = False
         self._pending: dict[tuple[str, str], dict[str, Any]] = {}
@@ -126,6 +121,8 @@ class KubeScheduler:
         self._used: dict[str, tuple[node.Node, Sequence[pod.Pod], tuple[dict[str, int], set[unschedulable.Port]]]] = {}
         self._existing: dict[str, tuple[node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]] = {}
         """Node -> (model, pod models, what the core is given, free cpu/memory/pods), reused while both stay."""
+        self._explained: unschedulable.NodeMemo = {}
+        """Node -> its reasons per pod signature, reused while the node and its pods stay (Explainer's memo)."""
 
     # ------------------------------------------------------------------------------ wiring
 
@@ -163,15 +160,19 @@ class KubeScheduler:
             if not on_node:
                 del self._bound[was_on]
                 self._anti.pop(was_on, None)
-            moved = self.queue.scheduled_pod_removed(lambda: self._pod(old))
+            moved = self.queue.scheduled_pod_removed(lambda: self.models.pod_model(old))
         if keep_bound:
-            self._bound.setdefault(bound_to, {})[key] = obj
+            on_node = self._bound.setdefault(bound_to, {})
+            before = on_node.get(key)
+            on_node[key] = obj
             self._bound_at[key] = bound_to
-            self._node_pods.pop(bound_to, None)
+            if before is None or not scheduler_models.same_model(before, obj):
+                self._node_pods.pop(bound_to, None)  # a status write (the kubelet's) keeps the models
             if was_on != bound_to:
-                moved = self.queue.scheduled_pod_added(lambda: self._pod(obj)) or moved
+                moved = self.queue.scheduled_pod_added(lambda: self.models.pod_model(obj)) or moved
         if live and not bound_to and is_pending(obj):
             self._pending[key] = obj
+            self.queue.arrived(key)
         else:
             self._pending.pop(key, None)
             self.queue.forget(key)
@@ -200,89 +201,19 @@ class KubeScheduler:
             self._node_objs.pop(name, None)
             self._existing.pop(name, None)
             self._used.pop(name, None)
-            self._nodes.pop(name, None)
-            self._reqs.pop(name, None)
+            self.models.drop_node(name)
+            self._explained.pop(name, None)
             moved = self.queue.node_deleted()
         else:
             self._node_objs[name] = obj
             moved = False
             if self.queue.pooled():
-                before = self._nodes.get(name)
-                new = self._node(obj)
-                old = before[1] if before is not None and event != interface.ADDED else None
+                old = self.models.last_node(name) if event != interface.ADDED else None
+                new = self.models.node_model(obj)
                 if new is not None and (old is None or old is not new):
                     moved = self.queue.node_changed(old, new)
         if moved:
             self._wake()
-
-    # ------------------------------------------------------------------------------ models
-
-    def _pod(self, obj: Mapping[str, Any]) -> pod.Pod | None:
-        """The pod's model, parsed again only when its spec, labels or annotations changed.
-
-        The cluster never changes a stored object in place (a write stores new dicts for what it
-        changes), so an unchanged ``spec`` / ``labels`` / ``annotations`` object means unchanged
-        content: status updates (the kubelet's) cost no parse.
-        """
-        return self._pod_entry(obj)[1]
-
-    def _pod_entry(self, obj: Mapping[str, Any]) -> tuple[str, pod.Pod | None, tuple[Any, ...]]:
-        uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
-        md = obj.get("metadata") or {}
-        rv = str(md.get("resourceVersion", ""))
-        parts = (obj.get("spec"), md.get("labels"), md.get("annotations"))
-        hit = self._pods.get(uid)
-        if hit is not None and (hit[0] == rv or all(a is b for a, b in zip(hit[2], parts, strict=True))):
-            return hit
-        binding = self._binding
-        model: pod.Pod | None
-        if binding is not None and binding[0] == uid and hit is not None and \
-                hit[2][1] is parts[1] and hit[2][2] is parts[2]:
-            # Our own binding: only spec.nodeName changed.
-            model = dataclasses.replace(binding[1], node_name=binding[2])
-        else:
-            try:
-                model = pod.Pod.from_stored(obj)  # stored objects are never changed in place
-            except api_errors.ValidationError as exc:
-                log.warning("kube-scheduler: cannot read pod %s: %s", uid, exc)
-                model = None
-        entry = (rv, model, parts)
-        self._pods[uid] = entry
-        return entry
-
-    def _signature(self, model: pod.Pod) -> Hashable:
-        """:func:`karpy.simulator.unschedulable.signature`, kept while the model stays the same object."""
-        uid = model.metadata.uid or model.key
-        hit = self._sigs.get(uid)
-        if hit is not None and hit[0] is model:
-            return hit[1]
-        full = unschedulable.signature(model)
-        sig = self._sig_ids.setdefault(full, len(self._sig_ids))  # a small int: cheap to hash, pass after pass
-        self._sigs[uid] = (model, sig)
-        return sig
-
-    def _node(self, obj: Mapping[str, Any]) -> node.Node | None:
-        name = interface.name_of(obj)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        hit = self._nodes.get(name)
-        if hit is not None and hit[0] == rv:
-            return hit[1]
-        try:
-            model: node.Node | None = node.Node.from_manifest(obj)
-        except api_errors.ValidationError as exc:
-            log.warning("kube-scheduler: cannot read node %s: %s", name, exc)
-            model = None
-        self._nodes[name] = (rv, model)
-        return model
-
-    def _node_reqs(self, n: node.Node) -> requirements.Requirements:
-        """The node's labels as requirements, cached while its labels stay the same."""
-        hit = self._reqs.get(n.name)
-        if hit is not None and (hit[0] is n.labels or hit[0] == n.labels):
-            return hit[1]
-        reqs = requirements.Requirements.from_labels(n.labels)
-        self._reqs[n.name] = (n.labels, reqs)
-        return reqs
 
     # ----------------------------------------------------------------------------- reconcile
 
@@ -298,27 +229,30 @@ class KubeScheduler:
                 self._track_pod(interface.ADDED, p)
             self.queue.move_all()  # no watch: any pass may follow a change
         queue = self.queue
-        due = [k for k in sorted(self._pending) if queue.due(k, now)]
+        pending_objs = self._pending
+        due = sorted(filter(pending_objs.__contains__, queue.take_due(now)))
         if not due:
             self._forget()
             return self._next(now)
-        pending_objs = [self._pending[k] for k in due]
         self.runs += 1
         by_node: dict[str, list[pod.Pod]] = {}
         for name in sorted(self._bound):
             by_node[name] = self._pods_on(name)
         nodes: list[node.Node] = []
         for n in (self._node_objs[k] for k in sorted(self._node_objs)):
-            model_n = self._node(n)
+            model_n = self.models.node_model(n)
             if model_n is not None:
                 nodes.append(model_n)
-        pending: list[pod.Pod] = []
-        raw_by_key: dict[str, Mapping[str, Any]] = {}
-        for p in pending_objs:
-            model = self._pod(p)
+        tried: list[tuple[pod.Pod, scheduling_queue.PodKey, Mapping[str, Any], scheduler_models.PodEntry | None]] = []
+        raw_by_key: dict[str, tuple[scheduling_queue.PodKey, Mapping[str, Any]]] = {}
+        for k in due:
+            p = pending_objs[k]
+            parsed = self.models.pod_entry(p)
+            model = parsed.model
             if model is not None:
-                pending.append(model)
-                raw_by_key[model.key] = p
+                tried.append((model, k, p, parsed))
+                raw_by_key[parsed.key] = (k, p)
+        pending = [t[0] for t in tried]
         volume_errors: dict[str, str] = {}
         unconstrained: dict[str, pod.Pod] = {}
         if volumetopology.needs_volumes(pending):
@@ -326,9 +260,9 @@ class KubeScheduler:
             pending, volume_errors = volumetopology.apply(pending, volumetopology.Volumes.of(
                 self.cluster.list("PersistentVolumeClaim"), self.cluster.list("PersistentVolume"),
                 self.cluster.list("StorageClass")))
-            for pod_key in sorted(volume_errors):
-                text = unschedulable.volume_message(volume_errors[pod_key], len(nodes))
-                self._failed(raw_by_key[pod_key], unconstrained[pod_key], text,
+            for model_key in sorted(volume_errors):
+                text = unschedulable.volume_message(volume_errors[model_key], len(nodes))
+                self._failed(*raw_by_key[model_key], unconstrained[model_key], text,
                              frozenset({scheduling_queue.VOLUME_BINDING}), now)
             if not pending:
                 self._forget()
@@ -343,23 +277,35 @@ class KubeScheduler:
         if usable:  # no node a pod could use: every pod fails, no need to ask the core
             placed_on = core.Scheduler(existing=[u[2] for u in usable], cache=self.scheduling_cache).solve(
                 pending).existing
-        placed: set[str] = set()
+        placed: set[scheduling_queue.PodKey] = set()
         for node_name in sorted(placed_on):
             for model in placed_on[node_name]:
-                bound = self._bind(raw_by_key[model.key], model, node_name)
+                pod_key, obj = raw_by_key[model.key]
+                bound = self._bind(obj, model, node_name)
                 if bound is not None:
-                    placed.add(model.key)
+                    placed.add(pod_key)
                     by_node[node_name] = [*by_node.get(node_name, ()), bound]
         explainer: unschedulable.Explainer | None = None
-        for model in pending:
-            pod_key = model.key
+        plugins: dict[frozenset[str], frozenset[str]] = {}
+        # With volumes the models tried are the ones volumetopology made (same pods, same order).
+        for model, pod_key, obj, entry in tried if not unconstrained else \
+                [(m, *raw_by_key[m.key], None) for m in pending]:
             if pod_key in placed:
                 continue
             if explainer is None:
-                explainer = unschedulable.Explainer(nodes, by_node, self._node_reqs, self._usage)
-            without = unconstrained.get(pod_key)
-            text, reasons = explainer.explain(model, without, None if without is not None else self._signature(model))
-            self._failed(raw_by_key[pod_key], without or model, text, scheduling_queue.plugins_of(reasons), now)
+                explainer = unschedulable.Explainer(nodes, by_node, self.models.node_reqs, self._usage, self._explained)
+            without = unconstrained.get(model.key) if unconstrained else None
+            if without is None:
+                sig = self.models.signature(model) if entry is None else self.models.entry_signature(entry, model)
+                text, reasons = explainer.explain(model, None, sig)
+            else:
+                text, reasons = explainer.explain(model, without)
+                model, sig = without, self.models.signature(without)
+            rejectors = plugins.get(reasons)
+            if rejectors is None:
+                rejectors = plugins[reasons] = scheduling_queue.plugins_of(reasons)
+            self.queue.failed(pod_key, model, sig, rejectors, now)
+            self._mark_unschedulable(obj, pod_key, text)
         self._forget()
         return self._next(now)
 
@@ -368,19 +314,19 @@ class KubeScheduler:
         at = self.queue.next_due(now)
         return None if at is None else at - now
 
-    def _failed(self, obj: Mapping[str, Any], model: pod.Pod, message: str, rejectors: frozenset[str],
-                now: float) -> None:
-        """The pod was tried and fits nowhere: into the queue's unschedulable pool; its condition
-        and a FailedScheduling event as kube-scheduler's handleSchedulingFailure writes them."""
-        key = (interface.namespace_of(obj), interface.name_of(obj))
-        self.queue.failed(key, model, self._signature(model), rejectors, now)
-        self._mark_unschedulable(obj, message)
+    def _failed(self, key: scheduling_queue.PodKey, obj: Mapping[str, Any], model: pod.Pod, message: str,
+                rejectors: frozenset[str], now: float) -> None:
+        """The pod (``key``: namespace, name) was tried and fits nowhere: into the queue's
+        unschedulable pool; its condition and a FailedScheduling event as kube-scheduler's
+        handleSchedulingFailure writes them."""
+        self.queue.failed(key, model, self.models.signature(model), rejectors, now)
+        self._mark_unschedulable(obj, key, message)
 
     def _pods_on(self, name: str) -> list[pod.Pod]:
         """Models of the pods bound to node ``name`` (the same list while none of them changed)."""
         models = self._node_pods.get(name)
         if models is None:
-            models = [m for m in (self._pod(p) for p in self._bound[name].values()) if m is not None]
+            models = [m for m in (self.models.pod_model(p) for p in self._bound[name].values()) if m is not None]
             self._node_pods[name] = models
             anti = sum(1 for m in models if _required_anti(m))
             if anti:
@@ -391,12 +337,22 @@ class KubeScheduler:
 
     def _existing_node(self, n: node.Node, pods: list[pod.Pod]) -> tuple[
             node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]:
-        """What the core is told about node ``n`` holding ``pods``, built again only when either changed."""
+        """What the core is told about node ``n`` holding ``pods``, built again only when either
+        changed; when ``pods`` only adds pods to the list last seen, only those are subtracted."""
         hit = self._existing.get(n.name)
-        if hit is not None and hit[0] is n and hit[1] is pods:
-            return hit
-        free = {d: n.allocatable.get(d, 0) for d in _FLOOR_DIMS}
-        for p in pods:
+        added: Sequence[pod.Pod] = pods
+        if hit is not None and hit[0] is n:
+            if hit[1] is pods:
+                return hit
+            before = hit[1]
+            if len(pods) >= len(before) and all(map(operator.is_, before, pods)):
+                added = pods[len(before):]
+        if added is pods:
+            free = {d: n.allocatable.get(d, 0) for d in _FLOOR_DIMS}
+        else:
+            assert hit is not None
+            free = dict(hit[3])
+        for p in added:
             req = p.requests
             for d in _FLOOR_DIMS:
                 free[d] -= req.get(d, 0)
@@ -417,24 +373,21 @@ class KubeScheduler:
         return used
 
     def _forget(self) -> None:
-        live_count = len(self._pending) + len(self._bound_at)
-        if len(self._pods) > 2 * live_count + 1000:
-            live = {interface.uid_of(p) for p in self._pending.values()}
-            live.update(interface.uid_of(p) for pods in self._bound.values() for p in pods.values())
-            self._pods = {k: v for k, v in self._pods.items() if k in live}
-        if len(self._sigs) > len(self._pending) + 1000:
-            pending = {interface.uid_of(p) for p in self._pending.values()}
-            self._sigs = {k: v for k, v in self._sigs.items() if k in pending}
+        self.models.forget(
+            lambda: [*(interface.uid_of(p) for p in self._pending.values()),
+                     *(interface.uid_of(p) for pods in self._bound.values() for p in pods.values())],
+            lambda: (interface.uid_of(p) for p in self._pending.values()),
+            len(self._pending) + len(self._bound_at), len(self._pending))
 
     def _bind(self, obj: Mapping[str, Any], model: pod.Pod, node_name: str) -> pod.Pod | None:
         """Bind in one write (the pods/binding subresource); the bound pod's model, or None if it vanished."""
         name, ns = interface.name_of(obj), interface.namespace_of(obj)
         uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
-        self._binding = (uid, model, node_name)
+        self.models.binding = (uid, model, node_name)
         try:
             if isinstance(self.cluster, memory.InMemoryCluster):
                 stored = self.cluster.bind(name, ns, node_name)
-                self._pod_entry(stored)  # the bound pod's model: the pending one with its node
+                self.models.pod_entry(stored)  # the bound pod's model: the pending one with its node
             else:  # a cluster without the binding subresource: the same content in two writes
                 self.cluster.patch("Pod", name, {"spec": {"nodeName": node_name}}, ns)
                 ts = clock_mod.rfc3339(self.clock.now())
@@ -445,19 +398,19 @@ class KubeScheduler:
         except (errors.NotFound, errors.Conflict):
             return None
         finally:
-            self._binding = None
+            self.models.binding = None
         self.bound += 1
-        hit = self._pods.get(uid)
-        return hit[1] if hit is not None and hit[1] is not None else model
+        return self.models.bound_model(uid) or model
 
-    def _mark_unschedulable(self, obj: Mapping[str, Any], message: str) -> None:
-        """PodScheduled=False/Unschedulable with ``message``, written only when it changes, and a
-        FailedScheduling event for this try (the recorder folds repeats into a series)."""
+    def _mark_unschedulable(self, obj: Mapping[str, Any], key: scheduling_queue.PodKey, message: str) -> None:
+        """PodScheduled=False/Unschedulable with ``message`` on pod ``key`` (namespace, name),
+        written only when it changes, and a FailedScheduling event for this try (the recorder
+        folds repeats into a series)."""
         current = _condition(obj, "PodScheduled")
-        unchanged = current is not None and current.get("status") == "False" and \
-            current.get("reason") == UNSCHEDULABLE and current.get("message") == message
+        unchanged = current is not None and current.get("message") == message and \
+            current.get("status") == "False" and current.get("reason") == UNSCHEDULABLE
         if not unchanged:
-            name, ns = interface.name_of(obj), interface.namespace_of(obj)
+            ns, name = key
             ts = clock_mod.rfc3339(self.clock.now())
             keep_since = current is not None and current.get("status") == "False"
             cond = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": message,

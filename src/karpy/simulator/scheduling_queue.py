@@ -39,11 +39,15 @@ with no event, as the real queue does. A pod left in the pool longer than 5 minu
 The queue keeps, per pod, its failed attempts and when it last failed, and groups the pods in the
 pool by what the hints read (namespace, requests, tolerations, node selector and affinity, pod
 (anti-)affinity, spread constraints, host ports: the caller's *signature*) and by rejectors, so
-an event costs one hint per group, not per pod. Pure: nothing here reads or writes the cluster.
+an event costs one hint per group, not per pod. It also keeps when each pod's wait ends in a heap,
+so finding the pods due (:meth:`Queue.take_due`) and the next wake-up (:meth:`Queue.next_due`)
+costs what became due, not a look at every waiting pod. Pure: nothing here reads or writes the
+cluster.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -93,12 +97,21 @@ class _Group:
         return self._reqs
 
 
-@dataclass
 class _Entry:
-    attempts: int
-    failed_at: float
-    group: Hashable | None
-    """The pool group it waits in; ``None`` once an event (or having no rejector) moved it back."""
+    """A pod's failed attempts, when it last failed, its pool group and when its wait ends."""
+
+    __slots__ = ("attempts", "failed_at", "group", "wait_end")
+
+    def __init__(self, attempts: int, failed_at: float, group: Hashable | None) -> None:
+        self.attempts = attempts
+        self.failed_at = failed_at
+        self.group = group
+        """The pool group it waits in; ``None`` once an event (or having no rejector) moved it back."""
+        self.wait_end = failed_at + backoff(attempts)
+        """When the pod becomes due without an event: its backoff over and, while it is in the
+        pool, its flush (a wait only ever shortens: an event moves it out of the pool)."""
+        if group is not None:
+            self.wait_end = max(self.wait_end, Queue._flush_at(self))
 
 
 def _schedulable(n: node.Node) -> bool:
@@ -164,6 +177,17 @@ class Queue:
         self._node_reqs = node_reqs
         self._entries: dict[PodKey, _Entry] = {}
         self._pool: dict[Hashable, _Group] = {}
+        self._fresh: set[PodKey] = set()
+        """Pods :meth:`arrived` and never tried: due at once."""
+        self._ready: set[PodKey] = set()
+        """Pods whose wait is over (found by :meth:`take_due` / :meth:`next_due`) until tried again."""
+        self._waits: dict[float, list[tuple[PodKey, _Entry]]] = {}
+        """When a wait ends -> (pod, its entry then): one record per change of an entry's wait (pods
+        failing together share a time); a record whose entry was replaced, forgotten or whose wait
+        changed is stale and skipped."""
+        self._times: list[float] = []
+        """The keys of ``_waits`` as a heap."""
+        self._records = 0
         self.moved = 0
         """Pods an event moved out of the pool (for tests and figures)."""
 
@@ -171,6 +195,11 @@ class Queue:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def arrived(self, key: PodKey) -> None:
+        """A pending pod was seen; one never tried is due at once (:meth:`take_due`)."""
+        if key not in self._entries:
+            self._fresh.add(key)
 
     def failed(self, key: PodKey, model: pod.Pod, signature: Hashable, rejectors: frozenset[str],
                now: float) -> None:
@@ -186,12 +215,17 @@ class Queue:
             if group is None:
                 group = self._pool[group_key] = _Group(model, rejectors)
             group.keys.add(key)
-        self._entries[key] = _Entry(attempts, now, group_key)
+        self._entries[key] = new = _Entry(attempts, now, group_key)
+        self._fresh.discard(key)
+        self._ready.discard(key)
+        self._push(key, new)
 
     def forget(self, key: PodKey) -> None:
         """The pod is no longer pending (bound, deleted, finished)."""
         entry = self._entries.pop(key, None)
         self._leave_pool(key, entry)
+        self._fresh.discard(key)
+        self._ready.discard(key)
 
     def _leave_pool(self, key: PodKey, entry: _Entry | None) -> None:
         if entry is None or entry.group is None:
@@ -202,6 +236,7 @@ class Queue:
             if not group.keys:
                 del self._pool[entry.group]
         entry.group = None
+        entry.wait_end = entry.failed_at + backoff(entry.attempts)
 
     def due(self, key: PodKey, now: float) -> bool:
         """Whether the pod is tried in a pass at ``now``: never tried yet, or moved back (by an
@@ -215,16 +250,58 @@ class Queue:
             self._leave_pool(key, entry)
         return now >= entry.failed_at + backoff(entry.attempts)
 
+    def take_due(self, now: float) -> list[PodKey]:
+        """Every pod :meth:`due` at ``now`` among those :meth:`arrived` (in no order; a pod stays
+        due until it is tried again or forgotten), in time proportional to those that are due."""
+        self._pop_until(now)
+        return [*self._fresh, *self._ready]
+
     def next_due(self, now: float) -> float | None:
         """The earliest time after ``now`` at which a waiting pod becomes due, if any."""
-        best: float | None = None
-        for entry in self._entries.values():
-            at = entry.failed_at + backoff(entry.attempts)
-            if entry.group is not None:
-                at = max(at, self._flush_at(entry))
-            if at > now and (best is None or at < best):
-                best = at
-        return best
+        self._pop_until(now)
+        times, waits = self._times, self._waits
+        while times:
+            at = times[0]
+            records = waits[at]
+            while records:
+                key, entry = records[-1]
+                if self._entries.get(key) is entry and entry.wait_end == at:
+                    return at
+                records.pop()
+                self._records -= 1
+            heapq.heappop(times)
+            del waits[at]
+        return None
+
+    def _pop_until(self, now: float) -> None:
+        """Records whose wait ended by ``now``: their pods (leaving the pool if flushed) are due."""
+        times, waits, entries = self._times, self._waits, self._entries
+        while times and times[0] <= now:
+            at = heapq.heappop(times)
+            records = waits.pop(at)
+            self._records -= len(records)
+            for key, entry in records:
+                if entries.get(key) is entry and entry.wait_end == at:
+                    self._leave_pool(key, entry)
+                    self._ready.add(key)
+
+    def _push(self, key: PodKey, entry: _Entry) -> None:
+        if self._records > 2 * len(self._entries) + 1000:
+            # Mostly stale records (pods tried again or moved before a flush): one per entry again.
+            self._waits, self._times, self._records = {}, [], 0
+            for k, e in self._entries.items():
+                if e is not entry:
+                    self._record(k, e)
+        self._record(key, entry)
+
+    def _record(self, key: PodKey, entry: _Entry) -> None:
+        at = entry.wait_end
+        records = self._waits.get(at)
+        if records is None:
+            records = self._waits[at] = []
+            heapq.heappush(self._times, at)
+        records.append((key, entry))
+        self._records += 1
 
     @staticmethod
     def _flush_at(entry: _Entry) -> float:
@@ -242,7 +319,10 @@ class Queue:
         for gk in moved:
             group = self._pool.pop(gk)
             for key in group.keys:
-                self._entries[key].group = None
+                entry = self._entries[key]
+                entry.group = None
+                entry.wait_end = entry.failed_at + backoff(entry.attempts)
+                self._push(key, entry)
             self.moved += len(group.keys)
         return bool(moved)
 

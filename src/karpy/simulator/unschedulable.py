@@ -11,7 +11,6 @@ what is left of a node once its pods run. Pure: nothing here reads or writes the
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -55,22 +54,37 @@ def signature(p: pod.Pod) -> Hashable:
             p.topology_spread_constraints, p.host_ports())
 
 
+NodeMemo = dict[str, tuple[node.Node, Sequence[pod.Pod], dict[Hashable, tuple[str, ...]]]]
+"""Node name -> (its model, its pods, signature -> that node's reasons): :class:`Explainer`'s
+per-node answers, kept by the caller from pass to pass."""
+
+
 class Explainer:
-    """kube-scheduler's ``0/N nodes are available: ...`` message for pods that fit nowhere."""
+    """kube-scheduler's ``0/N nodes are available: ...`` message for pods that fit nowhere.
+
+    ``memo`` (optional, kept by the caller between explainers): a node's reasons for a signature
+    are reused while the node's model and its pod list are the very same objects (both are
+    read-only), so a pass costs one look-up per unchanged node and signature. What is left of a
+    node (:func:`usage`) is worked out only for nodes a pod gets past the taint and affinity
+    filters on.
+    """
 
     def __init__(self, nodes: Sequence[node.Node], by_node: Mapping[str, Sequence[pod.Pod]],
                  node_reqs: Callable[[node.Node], requirements.Requirements],
-                 usage_of: Callable[[node.Node, Sequence[pod.Pod]], tuple[dict[str, int], set[Port]]] | None = None
-                 ) -> None:
+                 usage_of: Callable[[node.Node, Sequence[pod.Pod]], tuple[dict[str, int], set[Port]]] | None = None,
+                 memo: NodeMemo | None = None) -> None:
         self.nodes = nodes
-        self.free: dict[str, dict[str, int]] = {}
-        self.ports: dict[str, set[Port]] = {}
+        self._by_node = by_node
+        self._usage_of = usage_of or usage
+        self._used: dict[str, tuple[dict[str, int], set[Port]]] = {}
         self._node_reqs = node_reqs
         self.reqs: dict[str, requirements.Requirements] = {}
         """Node -> its labels as requirements, filled as a message needs them."""
-        for n in nodes:
-            self.free[n.name], self.ports[n.name] = (usage_of or usage)(n, by_node.get(n.name, ()))
+        self._memo = memo
+        self._answers: list[dict[Hashable, tuple[str, ...]]] | None = None
+        """Per node (as ``nodes``), the memo's signature -> reasons (made valid on first use)."""
         self._cache: dict[Any, tuple[str, frozenset[str]]] = {}
+        self._facts: dict[int, tuple[node.Node, tuple[str, bool, list[Any]]]] = {}
         self._own_reqs: requirements.Requirements | None = None
 
     def message(self, p: pod.Pod, without_volumes: pod.Pod | None = None) -> str:
@@ -84,8 +98,8 @@ class Explainer:
         nodes). ``sig``: :func:`signature` of ``p`` when the caller has it."""
         if sig is None:
             sig = signature(p)
-        sig = (without_volumes is not None, sig)
-        hit = self._cache.get(sig)
+        key = (without_volumes is not None, sig)
+        hit = self._cache.get(key)
         if hit is not None:
             return hit
         self._own_reqs = (podgroups.make_group([without_volumes]).strict_requirements()
@@ -93,43 +107,109 @@ class Explainer:
         if not self.nodes:
             out = ("no nodes available to schedule pods", frozenset[str]())
         else:
-            counts: collections.Counter[str] = collections.Counter()
+            tally: dict[tuple[str, ...], int] = {}
             greq = podgroups.make_group([p]).strict_requirements()
-            for n in self.nodes:
-                counts.update(self._reasons(p, n, greq))
+            reasons_of = self._reasons
+            facts = _PodFacts(p, greq)
+            if self._memo is None or without_volumes is not None:  # a volume pod's own reqs: not memoised
+                for n in self.nodes:
+                    r = reasons_of(facts, n)
+                    tally[r] = tally.get(r, 0) + 1
+            else:
+                for n, answers in zip(self.nodes, self._node_answers(), strict=True):
+                    r = answers.get(sig)  # type: ignore[assignment]
+                    if r is None:
+                        r = answers[sig] = reasons_of(facts, n)
+                    tally[r] = tally.get(r, 0) + 1
+            counts: dict[str, int] = {}
+            for r, times in tally.items():
+                for reason in r:
+                    counts[reason] = counts.get(reason, 0) + times
             parts = sorted(f"{count} {reason}" for reason, count in counts.items())
             out = (f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}.", frozenset(counts))
-        self._cache[sig] = out
+        self._cache[key] = out
         return out
 
-    def _reasons(self, p: pod.Pod, n: node.Node, greq: requirements.Requirements) -> Iterable[str]:
-        if n.unschedulable or n.deleting:
+    def _node_answers(self) -> list[dict[Hashable, tuple[str, ...]]]:
+        answers = self._answers
+        if answers is None:
+            memo = self._memo
+            assert memo is not None
+            answers = []
+            for n in self.nodes:
+                pods = self._by_node.get(n.name, ())
+                entry = memo.get(n.name)
+                if entry is None or entry[0] is not n or entry[1] is not pods:
+                    entry = memo[n.name] = (n, pods, {})
+                answers.append(entry[2])
+            self._answers = answers
+        return answers
+
+    def _usage(self, n: node.Node) -> tuple[dict[str, int], set[Port]]:
+        used = self._used.get(n.name)
+        if used is None:
+            used = self._used[n.name] = self._usage_of(n, self._by_node.get(n.name, ()))
+        return used
+
+    def _node_facts(self, n: node.Node) -> tuple[str, bool, list[Any]]:
+        """(name, cordoned or being deleted, hard taints with not-ready's), once per node and explainer."""
+        facts = self._facts.get(id(n))
+        if facts is None or facts[0] is not n:
+            node_taints: list[Any] = list(n.taints)
+            if not n.ready:
+                node_taints.append(NOT_READY_TAINT)
+            facts = self._facts[id(n)] = (n, (n.name, n.unschedulable or n.deleting, node_taints))
+        return facts[1]
+
+    def _reasons(self, p: _PodFacts, n: node.Node) -> tuple[str, ...]:
+        """The node's reasons to reject ``p``: the first failing filter in kube-scheduler's order."""
+        name, blocked, node_taints = self._node_facts(n)
+        if blocked:
             return ("node(s) were unschedulable",)
-        node_taints: list[Any] = list(n.taints)
-        if not n.ready:
-            node_taints.append(NOT_READY_TAINT)
         bad = taints.first_untolerated(p.tolerations, node_taints, ("NoSchedule", "NoExecute"))
         if bad is not None:
             return (f"node(s) had untolerated taint {_taint_text(bad)}",)
-        node_reqs = self.reqs.get(n.name)
+        node_reqs = self.reqs.get(name)
         if node_reqs is None:
-            node_reqs = self.reqs[n.name] = self._node_reqs(n)
-        if node_reqs.compatible(greq, frozenset()) is not None:
+            node_reqs = self.reqs[name] = self._node_reqs(n)
+        if node_reqs.compatible(p.greq, frozenset()) is not None:
             own = self._own_reqs
             if own is not None and node_reqs.compatible(own, frozenset()) is None:
                 return ("node(s) had volume node affinity conflict",)
             return ("node(s) didn't match Pod's node affinity/selector",)
-        used = self.ports[n.name]
-        if any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports()):
+        free, used = self._usage(n)
+        if p.host_ports and any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports):
             return ("node(s) didn't have free ports for the requested pod ports",)
-        free = self.free[n.name]
-        short = sorted(k for k, v in p.requests.items() if v > 0 and v > free.get(k, 0))
+        short = tuple([k for k, v in p.needs if v > free.get(k, 0)])
         if short:
-            return tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
+            text = _SHORT.get(short)
+            if text is None:
+                text = _SHORT[short] = tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
+            return text
+        return p.otherwise
+
+
+_SHORT: dict[tuple[str, ...], tuple[str, ...]] = {}
+"""Resources a node is short of -> kube-scheduler's reasons (few distinct: one set per resource mix)."""
+
+
+class _PodFacts:
+    """What :meth:`Explainer._reasons` reads of a pod, worked out once per message."""
+
+    __slots__ = ("greq", "host_ports", "needs", "otherwise", "tolerations")
+
+    def __init__(self, p: pod.Pod, greq: requirements.Requirements) -> None:
+        self.tolerations = p.tolerations
+        self.greq = greq
+        self.host_ports = p.host_ports()
+        self.needs = sorted((k, v) for k, v in p.requests.items() if v > 0)
+        """Positive requests in name order (the order kube-scheduler lists what is short)."""
         if p.topology_spread_constraints:
-            return ("node(s) didn't match pod topology spread constraints",)
-        if p.pod_anti_affinity is not None and p.pod_anti_affinity.required:
-            return ("node(s) didn't match pod anti-affinity rules",)
-        if p.pod_affinity is not None and p.pod_affinity.required:
-            return ("node(s) didn't match pod affinity rules",)
-        return ("node(s) had no room left once the other pending pods were placed",)
+            self.otherwise: tuple[str, ...] = ("node(s) didn't match pod topology spread constraints",)
+        elif p.pod_anti_affinity is not None and p.pod_anti_affinity.required:
+            self.otherwise = ("node(s) didn't match pod anti-affinity rules",)
+        elif p.pod_affinity is not None and p.pod_affinity.required:
+            self.otherwise = ("node(s) didn't match pod affinity rules",)
+        else:
+            self.otherwise = ("node(s) had no room left once the other pending pods were placed",)
+        """The reason on a node every filter above passes."""

@@ -44,7 +44,7 @@ from karpy.api import meta
 from karpy.api import workloads as api_workloads
 from karpy.controllers import runtime
 from karpy.kube import errors, interface
-from karpy.simulator import replicaset_tally
+from karpy.simulator import replicaset_index
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The characters Kubernetes uses for generated name suffixes (no vowels, no ambiguous digits)."""
@@ -72,9 +72,10 @@ def random_suffix(rng: random.Random, length: int = _SUFFIX) -> str:
 def generate_name(base: str, rng: random.Random, taken: Iterable[str] = ()) -> str:
     """``<base>-<5 random chars>`` as ``metadata.generateName`` would give, avoiding ``taken``.
 
-    The base is cut so the name stays within 63 characters, as the API server does.
+    The base is cut so the name stays within 63 characters, as the API server does. A set
+    ``taken`` is read as is (not copied: a ReplicaSet creating thousands of pods passes its growing set).
     """
-    used = set(taken)
+    used = taken if isinstance(taken, (set, frozenset)) else set(taken)
     prefix = base[: _MAX_NAME - _SUFFIX - 1] + "-"
     while True:
         name = prefix + random_suffix(rng)
@@ -249,30 +250,11 @@ class ReplicaSetController:
     def __init__(self, cluster: interface.Cluster, rng: random.Random) -> None:
         self.cluster = cluster
         self.rng = rng
+        self._index = replicaset_index.PodIndex(is_active, is_pod_ready, controller_ref)
         self._owned: dict[tuple[str, str], dict[str, dict[str, Any]]] | None = None
         """(namespace, ReplicaSet name) -> pod name -> pod, fed by a watch once registered."""
-        self._owner_of: dict[tuple[str, str], tuple[str, str]] = {}
-        self._tallies = replicaset_tally.Tallies(is_active, is_pod_ready, controller_ref)
+        self._tallies = self._index.tallies
         self._models: dict[tuple[str, str], tuple[str, api_workloads.ReplicaSet]] = {}
-
-    def _index_pod(self, event: str, obj: dict[str, Any]) -> None:
-        assert self._owned is not None
-        md = obj.get("metadata") or {}
-        ns, name = md.get("namespace") or "", str(md.get("name"))
-        before = self._owner_of.pop((ns, name), None)
-        ref = controller_ref(obj)
-        after = (ns, str(ref.get("name"))) if ref is not None and ref.get("kind") == "ReplicaSet" else None
-        self._tallies.uncount((ns, name))
-        if before is not None and (before != after or event == interface.DELETED):
-            pods = self._owned.get(before)
-            if pods is not None:
-                pods.pop(name, None)
-                if not pods:
-                    del self._owned[before]
-        if after is not None and event != interface.DELETED:
-            self._owned.setdefault(after, {})[name] = obj
-            self._owner_of[(ns, name)] = after
-            self._tallies.count(after, (ns, name), obj, str((ref or {}).get("uid") or ""))
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(
@@ -283,10 +265,10 @@ class ReplicaSetController:
 
     def register(self, manager: runtime.Manager) -> None:
         """Register the controller; from now on its pods are found through an owner index."""
-        self._owned = {}
-        manager.cluster.watch("Pod", interface.Filtered(self._index_pod, interface.MESSAGES_ONLY))
+        self._owned = self._index.owned
+        manager.cluster.watch("Pod", interface.Filtered(self._index.index, interface.MESSAGES_ONLY))
         for p in manager.cluster.list("Pod"):
-            self._index_pod(interface.ADDED, p)
+            self._index.index(interface.ADDED, p)
         manager.register(self.controller())
 
     def owned_pods(self, rs: Mapping[str, Any]) -> list[dict[str, Any]]:
