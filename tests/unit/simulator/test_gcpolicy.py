@@ -46,6 +46,27 @@ def test_the_callers_state_comes_back_when_the_block_raises(collector_state: Non
     assert gc.isenabled()
 
 
+def test_what_the_block_allocated_leaves_the_young_generation_without_being_walked(collector_state: None) -> None:
+    gc.enable()
+    with gcpolicy.tuned():
+        kept = [[i] for i in range(50_000)]
+        assert gc.get_count()[0] >= 50_000  # nothing collected inside: all of it is young
+    assert gc.get_count()[0] < 1_000  # promoted on the way out: the next young collection has little to walk
+    assert len(kept) == 50_000
+
+
+def test_objects_the_caller_froze_stay_frozen(collector_state: None) -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gcpolicy.tuned():
+            kept = [[i] for i in range(1_000)]
+        assert gc.get_freeze_count() == frozen
+        assert len(kept) == 1_000
+    finally:
+        gc.unfreeze()
+
+
 def _cyclic_garbage_of_a_run(pods: int) -> int:
     """Objects the cyclic collector finds after a run of ``pods`` benchmark-mix pods (the run's world
     still referenced: only what the run itself left)."""
