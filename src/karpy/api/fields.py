@@ -116,8 +116,11 @@ class Fields:
         return value
 
     def str_list(self, key: builtins.str) -> builtins.list[builtins.str]:
+        value = self.list(key)
+        if all(type(v) is builtins.str for v in value):  # the common case: nothing to convert
+            return builtins.list(value)
         out: builtins.list[builtins.str] = []
-        for i, v in enumerate(self.list(key)):
+        for i, v in enumerate(value):
             if v is None or isinstance(v, Mapping | list | bool):
                 raise errors.ValidationError.single(self.obj, f"{self.at(key)}[{i}]", "a string", v)
             out.append(str(v))

@@ -129,6 +129,13 @@ class ObjectMeta:
             deletion_timestamp=_timestamp(f, "deletionTimestamp"),
         )
 
+    def with_resource_version(self, resource_version: str) -> ObjectMeta:
+        """This metadata with another ``resourceVersion`` (``dataclasses.replace`` without its
+        generic overhead: a status write changes nothing else)."""
+        return ObjectMeta(self.name, self.namespace, self.uid, self.labels, self.annotations, self.finalizers,
+                          self.owner_references, resource_version, self.generation, self.creation_timestamp,
+                          self.deletion_timestamp)
+
     @property
     def key(self) -> str:
         """``namespace/name`` for namespaced objects, ``name`` otherwise."""

@@ -80,8 +80,11 @@ def truncate(message: str) -> str:
 
 def set_condition(status: dict[str, Any], type_: str, value: str, now: float, reason: str = "",
                   message: str = "") -> None:
-    """Put condition ``type_`` into a status dict; an unchanged status keeps its transition time."""
-    conditions = [dict(c) for c in status.get("conditions") or ()]
+    """Put condition ``type_`` into a status dict; an unchanged status keeps its transition time.
+
+    ``status["conditions"]`` becomes a new list; the other conditions' dicts are not copied (they
+    are never changed, only replaced), and a condition that would not change stays the same dict."""
+    conditions = list(status.get("conditions") or ())
     new: dict[str, Any] = {"type": type_, "status": value,
                            "reason": reason or (type_ if value == "True" else "AwaitingReconciliation"),
                            "lastTransitionTime": clock_mod.rfc3339(now)}
@@ -91,7 +94,8 @@ def set_condition(status: dict[str, Any], type_: str, value: str, now: float, re
         if c.get("type") == type_:
             if c.get("status") == value and c.get("lastTransitionTime"):
                 new["lastTransitionTime"] = c["lastTransitionTime"]
-            conditions[i] = new
+            if new != c:
+                conditions[i] = new
             break
     else:
         conditions.append(new)
@@ -339,7 +343,9 @@ class Lifecycle:
                                          f"{self.settings.registration_ttl:g}s of its creation")
                 return None
             return deadline - now
-        node = self.cluster.get("Node", node_name)
+        node = self.state.raw("Node", node_name)
+        if node is None:
+            node = self.cluster.get("Node", node_name)
         if not ownership.may_adopt(node, claim.nodepool_name):  # never take a Node karpy did not launch
             self._event(claim, events.WARNING, ownership.REASON_FOREIGN_NODE,
                         f"Node {node_name} has provider ID {claim.status.provider_id} but was not launched by "
@@ -370,8 +376,15 @@ class Lifecycle:
         The NodeClaim's annotations (its NodePool's template annotations, such as
         ``karpenter.sh/do-not-disrupt``, plus the hash annotations) win over the Node's, as
         Karpenter's registration assigns them."""
+        try:  # the watch-fed copy first (copy the levels a write changes), a fresh read when stale
+            self.cluster.update(self._adopted(dict(node), claim))
+        except kube_errors.Conflict:
+            self.cluster.update(self._adopted(self.cluster.get("Node", interface.name_of(node)), claim))
+
+    def _adopted(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> dict[str, Any]:
+        """``node`` (a private top level; its nested dicts are not changed) as :meth:`_adopt` writes it."""
         claim_obj = self.state.raw("NodeClaim", claim.name) or claim.to_manifest()
-        meta = node.setdefault("metadata", {})
+        node["metadata"] = meta = dict(node.get("metadata") or {})
         claim_annotations = interface.annotations_of(claim_obj)
         if claim_annotations:
             meta["annotations"] = {**(meta.get("annotations") or {}), **claim_annotations}
@@ -391,7 +404,7 @@ class Lifecycle:
             ref["blockOwnerDeletion"] = True
             refs.append(ref)
         meta["ownerReferences"] = refs
-        spec = node.setdefault("spec", {})
+        node["spec"] = spec = dict(node.get("spec") or {})
         taints = [dict(t) for t in spec.get("taints") or ()]
         unregistered = {"key": wk.TAINT_UNREGISTERED, "effect": "NoExecute"}
         if any(_same_taint(t, unregistered) for t in taints):
@@ -401,7 +414,7 @@ class Lifecycle:
                 if not any(_same_taint(d, x) for x in taints):
                     taints.append(d)
             spec["taints"] = taints
-        self.cluster.update(node)
+        return node
 
     # ------------------------------------------------------------------------- initialization
 

@@ -16,7 +16,6 @@ nothing, it is a full parse.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,8 +26,8 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 
 PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-    "Node": node_mod.Node.from_manifest,
-    "NodeClaim": nodeclaim_mod.NodeClaim.from_manifest,
+    "Node": node_mod.Node.from_stored,
+    "NodeClaim": nodeclaim_mod.NodeClaim.from_stored,
     "Pod": pod_mod.Pod.from_stored,
     "NodePool": nodepool_mod.NodePool.from_manifest,
     "DaemonSet": workloads.DaemonSet.from_manifest,
@@ -61,10 +60,11 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
         status = obj.get("status")
         metadata = _same_metadata(obj, before, model.metadata)
         return nodeclaim_mod.NodeClaim(
-            metadata=metadata if metadata is not None else meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False),
+            metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
+                f.sub("metadata"), namespaced=False, shared=True),
             spec=model.spec,
             status=model.status if status is not None and status is before.get("status")
-            else nodeclaim_mod.NodeClaimStatus.parse(f.sub("status")))
+            else nodeclaim_mod.NodeClaimStatus.parse(f.sub("status"), shared=True))
     return PARSERS[kind](obj)
 
 
@@ -90,7 +90,7 @@ def _same_metadata(obj: Mapping[str, Any], before: Mapping[str, Any], parsed: me
         if key != "resourceVersion" and old.get(key, _MISSING) is not value:
             return None
     rv = md.get("resourceVersion")
-    return dataclasses.replace(parsed, resource_version=str(rv) if rv else "")
+    return parsed.with_resource_version(str(rv) if rv else "")
 
 
 _MISSING = object()
