@@ -76,6 +76,10 @@ def effective_requests(
     return total
 
 
+_STATUS_FIELDS = frozenset({"metadata", "node_name", "phase", "conditions"})
+"""What :meth:`Pod.evolve` changes without ``dataclasses.replace`` (it passes every other field on)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Pod:
     """A pod. Build one with :meth:`from_manifest`, :meth:`from_template` or the constructor."""
@@ -278,7 +282,16 @@ class Pod:
     def evolve(self, **changes: Any) -> Pod:
         """``dataclasses.replace(self, **changes)`` that keeps the cached request and host ports when
         ``changes`` leave the spec alone (``node_name``, metadata and status are not the spec)."""
-        new = dataclasses.replace(self, **changes)
+        if changes.keys() <= _STATUS_FIELDS:  # a status write or a binding: no generic replace
+            new = Pod(changes.get("metadata", self.metadata), changes.get("node_name", self.node_name),
+                      self.scheduler_name, self.priority, self.priority_class_name, self.containers,
+                      self.init_containers, self.overhead, self.node_selector, self.node_affinity,
+                      self.pod_affinity, self.pod_anti_affinity, self.tolerations,
+                      self.topology_spread_constraints, self.volumes, self.preemption_policy,
+                      changes.get("phase", self.phase), changes.get("conditions", self.conditions),
+                      self.restart_policy, self.host_network, self.termination_grace_period_seconds)
+        else:
+            new = dataclasses.replace(self, **changes)
         if not changes.keys() & pod_cache.SPEC_FIELD_SET:
             object.__setattr__(new, "_requests", self._requests)
             object.__setattr__(new, "_host_ports", self._host_ports)

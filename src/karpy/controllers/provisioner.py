@@ -103,23 +103,25 @@ def _requirement_terms(claim: results.NewNodeClaim) -> list[dict[str, Any]]:
 
 
 def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool, pool_obj: dict[str, Any],
-                       nodeclass_hash: tuple[str, str] | None = None) -> dict[str, Any]:
+                       nodeclass_hash: tuple[str, str] | None = None, pool_hash: str | None = None
+                       ) -> dict[str, Any]:
     """The ``karpenter.sh/v1`` NodeClaim for one of the scheduler's new claims.
 
     ``generateName: <nodepool>-``; labels are a concrete value per custom requirement key
     (:func:`karpy.provisioning.nodelabels.custom_labels`), the template labels and
     ``karpenter.sh/nodepool``;
     annotations the template annotations plus ``karpenter.sh/nodepool-hash`` (and its version) and,
-    when given, the NodeClass hash ``(annotation, value)`` and its version; an ownerReference to the NodePool; the
+    when given, the NodeClass hash ``(annotation, value)`` and its version (``pool_hash``: ``pool.hash()``
+    when the caller has it already); an ownerReference to the NodePool; the
     ``karpenter.sh/termination`` finalizer; spec from the claim and the NodePool template.
     """
     spec_t = pool.template.spec
-    labels = nodelabels.custom_labels(claim.requirements, {k for t in claim.instance_types for k in t.labels})
+    labels = nodelabels.custom_labels(claim.requirements, set().union(*(t.labels for t in claim.instance_types)))
     labels.update(pool.template.labels)
     labels.update(claim.labels)
     labels[wk.NODEPOOL] = pool.name
     annotations = dict(pool.template.annotations)
-    annotations[wk.NODEPOOL_HASH] = pool.hash()
+    annotations[wk.NODEPOOL_HASH] = pool.hash() if pool_hash is None else pool_hash
     annotations[wk.NODEPOOL_HASH_VERSION] = nodepool_mod.HASH_VERSION
     if nodeclass_hash is not None:
         annotations[nodeclass_hash[0]] = nodeclass_hash[1]
@@ -303,9 +305,10 @@ class Provisioner:
         self.last_results = res
         by_name = {p.name: p for p in pools}
         hashes: dict[str, tuple[str, str] | None] = {}
+        pool_hashes: dict[str, str] = {}
         planned: dict[str, str] = {}
         for claim in res.new_claims:
-            created = self._create(claim, by_name, hashes)
+            created = self._create(claim, by_name, hashes, pool_hashes)
             if created is not None:
                 planned.update((p.key, created) for p in claim.pods)
         # Karpenter's NominateNodeForPod: the targets are not disrupted for the nomination window,
@@ -335,7 +338,7 @@ class Provisioner:
             return volumetopology.Volumes()
 
     def _create(self, claim: results.NewNodeClaim, pools: dict[str, nodepool_mod.NodePool],
-                hashes: dict[str, tuple[str, str] | None]) -> str | None:
+                hashes: dict[str, tuple[str, str] | None], pool_hashes: dict[str, str]) -> str | None:
         """Create the NodeClaim of ``claim``; its name, or None when it could not be created."""
         pool = pools.get(claim.nodepool)
         pool_obj = self.state.raw("NodePool", claim.nodepool)
@@ -344,8 +347,10 @@ class Provisioner:
             return None
         if pool.name not in hashes:
             hashes[pool.name] = self._nodeclass_hash(pool)
+            pool_hashes[pool.name] = pool.hash()  # one per run: the pool does not change within it
         try:
-            created = self.cluster.create(nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name]))
+            created = self.cluster.create(nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name],
+                                                             pool_hashes[pool.name]))
         except Exception as exc:  # e.g. the API server refused it; the pods stay pending
             log.warning("provisioner: cannot create a NodeClaim for NodePool %s: %s", pool.name, exc)
             for p in claim.pods:

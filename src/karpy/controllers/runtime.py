@@ -97,7 +97,9 @@ class Manager:
     def _watch_handler(self, name: str, mapper: Mapper) -> Callable[[str, dict[str, Any]], None]:
         def handle(event: str, obj: dict[str, Any]) -> None:
             try:
-                keys = list(mapper(event, obj))
+                keys = mapper(event, obj)
+                if type(keys) is not tuple:  # a generator may fail half-way: map all before enqueuing
+                    keys = list(keys)
             except Exception:  # a bad object must not break the watch
                 log.exception("controller %s: cannot map %s event", name, event)
                 return

@@ -170,3 +170,24 @@ def test_any_mix_of_shared_and_new_parts_parses_as_from_manifest(cpu: str, zone:
     expected = _outcome(nodeclaim_mod.NodeClaim.from_manifest, copy.deepcopy(other))
     assert _outcome(nodeclaim_mod.NodeClaim.from_stored, other) == expected
     assert _outcome(nodeclaim_mod.NodeClaim.from_stored, other) == expected
+
+
+def test_a_model_seen_as_its_manifest_reads_as_the_manifest_and_parses_back_to_the_model() -> None:
+    model = nodeclaim_mod.NodeClaim.from_manifest(_claim("m"))
+    view = nodeclaim_mod.Manifest(model)
+    assert dict(view) == model.to_manifest() and len(view) == len(model.to_manifest())
+    assert nodeclaim_mod.NodeClaim.from_manifest(view) is model
+    assert nodeclaim_mod.NodeClaim.from_manifest(view) == nodeclaim_mod.NodeClaim.from_manifest(model.to_manifest())
+
+
+def test_the_labels_requirements_decide_are_the_same_from_the_cache_and_fresh() -> None:
+    from karpy.controllers import inflight
+    from karpy.scheduling import requirements as reqs_mod
+
+    claim = nodeclaim_mod.NodeClaim.from_stored(_claim("d"))
+    fresh = reqs_mod.Requirements.from_node_selector_requirements(claim.spec.requirements).labels()
+    assert inflight.decided_labels(claim.spec.requirements) == fresh
+    assert inflight.decided_labels(claim.spec.requirements) == fresh  # remembered
+    assert inflight.claim_labels(claim) == {**fresh, **claim.labels}
+    as_list = list(claim.spec.requirements)  # mutable: never remembered by identity
+    assert inflight.decided_labels(as_list) == fresh  # type: ignore[arg-type]
