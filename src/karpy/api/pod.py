@@ -269,7 +269,7 @@ class Pod:
         hit = pod_cache.stored_spec(key)
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=True)
-        phase, conditions = read_status(f.sub("status"))
+        phase, conditions = read_status(f.sub("status"), shared=True)
         node_name = f.sub("spec").str("nodeName") or None
         if hit is None:
             first = cls.from_manifest(d)
@@ -306,7 +306,7 @@ class Pod:
         """
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=stored)
-        phase, conditions = read_status(f.sub("status"))
+        phase, conditions = read_status(f.sub("status"), shared=stored)
         return self.evolve(metadata=metadata, phase=phase, conditions=conditions)
 
     @classmethod

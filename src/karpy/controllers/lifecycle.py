@@ -124,6 +124,23 @@ def _settle_conditions(status: dict[str, Any], now: float) -> None:
         set_condition(status, nodeclaim_mod.READY, "Unknown", now)
 
 
+_ABSENT = object()
+
+
+def _merge_patch_says(old: Mapping[str, Any], new: Mapping[str, Any], patch: Mapping[str, Any]) -> bool:
+    """Merging ``patch`` (``new``'s entries that are not ``old``'s own) into ``old`` gives ``new``:
+    nothing was removed, nothing is null (a merge patch's "remove"), and no mapping would be merged
+    into an existing one (which would keep entries the new mapping dropped)."""
+    if any(k not in new for k in old):
+        return False
+    return all(v is not None and (type(v) is not dict or (old.get(k) is None and _no_nulls(v)))
+               for k, v in patch.items())
+
+
+def _no_nulls(value: Mapping[str, Any]) -> bool:
+    return all(v is not None and (type(v) is not dict or _no_nulls(v)) for v in value.values())
+
+
 def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return a.get("key") == b.get("key") and (a.get("effect") or "NoSchedule") == (b.get("effect") or "NoSchedule")
 
@@ -214,14 +231,29 @@ class Lifecycle:
 
     def _write_status(self, name: str, mutate: Callable[[dict[str, Any], float], None]) -> dict[str, Any]:
         """Mutate the NodeClaim's status and write it (optimistic: the watch-fed copy first, a fresh
-        read when that copy was stale)."""
+        read when that copy was stale).
+
+        From the watch-fed copy the write is a merge patch of the changed status fields with the
+        copy's resourceVersion (Karpenter's optimistic-lock status patch): the fields it leaves
+        alone (capacity, allocatable after launch) are neither copied nor looked at again. When a
+        merge patch could not say it (a field removed or set to null, a mapping that would be
+        merged into an existing one) the whole status is written, as from a fresh read."""
         cached = self.state.raw("NodeClaim", name)
         if cached is not None:
-            obj = dict(cached)  # shared: copy the levels a write may touch
-            obj["metadata"] = dict(cached.get("metadata") or {})
-            obj["status"] = dict(cached.get("status") or {})
+            old = cached.get("status") or {}
+            status = dict(old)  # shared: mutate a copy of the one level a write changes
+            now = self.clock.now()
+            mutate(status, now)
+            _settle_conditions(status, now)
+            patch = {k: v for k, v in status.items() if old.get(k, _ABSENT) is not v}
             try:
-                return self._mutate_and_write(obj, mutate)
+                if _merge_patch_says(old, status, patch):
+                    return self.cluster.patch_status("NodeClaim", name, {
+                        "metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]}, "status": patch})
+                obj = dict(cached)
+                obj["metadata"] = dict(cached.get("metadata") or {})
+                obj["status"] = status
+                return self.cluster.update_status(obj)
             except kube_errors.Conflict:
                 pass
         return self._mutate_and_write(self.cluster.get("NodeClaim", name), mutate)

@@ -42,7 +42,7 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
     if kind == "Pod" and _only_node_name_changed(spec, before.get("spec")):
         f = meta.reader("Pod", obj)  # a binding: everything but spec.nodeName is the parsed spec
         metadata = _same_metadata(obj, before, model.metadata)
-        phase, conditions = pod_mod.read_status(f.sub("status"))
+        phase, conditions = pod_mod.read_status(f.sub("status"), shared=True)
         return model.evolve(
             metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
                 f.sub("metadata"), namespaced=True, shared=True),
@@ -53,7 +53,7 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
         metadata = _same_metadata(obj, before, model.metadata)
         if metadata is None:
             return model.refreshed(obj, stored=True)
-        phase, conditions = pod_mod.read_status(meta.reader("Pod", obj).sub("status"))
+        phase, conditions = pod_mod.read_status(meta.reader("Pod", obj).sub("status"), shared=True)
         return model.evolve(metadata=metadata, phase=phase, conditions=conditions)
     if kind == "NodeClaim":
         f = meta.reader(nodeclaim_mod.KIND, obj)

@@ -108,3 +108,21 @@ def test_evolving_status_fields_equals_dataclasses_replace_field_for_field() -> 
             assert getattr(fast, f.name) is getattr(slow, f.name), f.name
     # every init field is passed on by position: a new field must be added to evolve's fast path
     assert len([f for f in dataclasses.fields(pod.Pod) if f.init]) == 21
+
+
+def test_stored_conditions_read_once_per_list_equal_a_fresh_read() -> None:
+    from karpy.api import fields, pod_cache
+
+    conds = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+              "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    status = fields.Fields({"phase": "Pending", "conditions": conds}, "Pod shop/a", "status")
+    plain = pod_cache.read_status(status)
+    assert pod_cache.read_status(status, shared=True) == plain
+    assert pod_cache.read_status(status, shared=True) == plain  # remembered by the list
+    other = fields.Fields({"phase": "Pending", "conditions": [dict(conds[0], status="True")]}, "Pod shop/a", "status")
+    assert pod_cache.read_status(other, shared=True) == pod_cache.read_status(other)
+    assert pod_cache.read_status(other, shared=True)[1][0].status == "True"
+    bad = fields.Fields({"conditions": [{"status": "True"}]}, "Pod shop/a", "status")  # no type
+    for _ in range(2):
+        with pytest.raises(errors.ValidationError):
+            pod_cache.read_status(bad, shared=True)
