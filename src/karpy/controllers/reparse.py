@@ -5,8 +5,9 @@
 that never changes an object in place (the in-memory cluster; a watch that hands out new dicts)
 keeps the dicts a write did not touch, so identity says "unchanged":
 
-* the same ``spec`` dict: a Pod's spec models and a NodeClaim's spec are reused; a NodeClaim's
-  ``status`` likewise; a Pod spec that differs only by ``nodeName`` (a binding) keeps the rest;
+* the same ``spec`` dict: a Pod's spec models, a NodeClaim's spec and a Node's spec fields are
+  reused; a NodeClaim's ``status`` and a Node's status fields likewise; a Pod spec that differs only
+  by ``nodeName`` (a binding) keeps the rest;
 * a ``metadata`` dict whose every entry but ``resourceVersion`` is the same object as before (a
   status write): the metadata model is reused with the new resourceVersion.
 
@@ -39,6 +40,8 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
     """``obj``'s model, reusing the parts of ``model`` (parsed from ``before``) whose dicts ``obj``
     still holds (see the module docstring)."""
     spec = obj.get("spec")
+    if kind == "Node":  # heartbeats and condition changes: the spec (and often the metadata) is the same
+        return node_mod.Node.from_stored(obj, (before, model), _same_metadata(obj, before, model.metadata))
     if kind == "Pod" and _only_node_name_changed(spec, before.get("spec")):
         f = meta.reader("Pod", obj)  # a binding: everything but spec.nodeName is the parsed spec
         metadata = _same_metadata(obj, before, model.metadata)

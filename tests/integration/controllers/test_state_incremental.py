@@ -82,3 +82,30 @@ def test_the_state_holds_one_model_per_stored_object_and_drops_deleted_ones() ->
     for i in range(3):
         cluster.delete("Pod", f"p{i}", "default")
     assert st.held()["Pod"] == 2 and [p.name for p in st.pending_pods()] == ["p3", "p4"]
+
+
+def test_each_node_write_re_reads_the_node_as_a_full_parse_would() -> None:
+    from karpy.api import node as node_mod
+
+    cluster, st = _state()
+    cluster.create({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "n1", "labels": {"karpenter.sh/nodepool": "default"}},
+                    "spec": {"providerID": "kwok://n1", "taints": [{"key": "t", "effect": "NoSchedule"}]},
+                    "status": {"capacity": {"cpu": "4"}, "allocatable": {"cpu": "3900m"},
+                               "conditions": [{"type": "Ready", "status": "False"}]}})
+    first = st.node("n1")
+    writes = [
+        lambda: cluster.patch_status("Node", "n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        lambda: cluster.patch("Node", "n1", {"metadata": {"labels": {"karpenter.sh/initialized": "true"}}}),
+        lambda: cluster.patch("Node", "n1", {"spec": {"taints": None, "unschedulable": True}}),
+        lambda: cluster.patch_status("Node", "n1", {"status": {"allocatable": {"cpu": "3800m"}}}),
+    ]
+    previous = first
+    for write in writes:
+        write()
+        model = st.node("n1")
+        assert model == node_mod.Node.from_manifest(cluster.get("Node", "n1"))
+        assert model is not previous
+        previous = model
+    assert first is not None and previous is not None
+    assert previous.ready and previous.unschedulable and previous.taints == () and previous.allocatable["cpu"] == 3800
