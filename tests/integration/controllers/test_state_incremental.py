@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from karpy import clock
@@ -94,7 +95,7 @@ def test_each_node_write_re_reads_the_node_as_a_full_parse_would() -> None:
                     "status": {"capacity": {"cpu": "4"}, "allocatable": {"cpu": "3900m"},
                                "conditions": [{"type": "Ready", "status": "False"}]}})
     first = st.node("n1")
-    writes = [
+    writes: list[Callable[[], object]] = [
         lambda: cluster.patch_status("Node", "n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
         lambda: cluster.patch("Node", "n1", {"metadata": {"labels": {"karpenter.sh/initialized": "true"}}}),
         lambda: cluster.patch("Node", "n1", {"spec": {"taints": None, "unschedulable": True}}),
