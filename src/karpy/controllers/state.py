@@ -43,7 +43,7 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.api import quantity, workloads
 from karpy.cloudprovider import instancetype
-from karpy.controllers import inflight, reparse
+from karpy.controllers import inflight, provisionable, reparse
 from karpy.controllers import nominations as nominations_mod
 from karpy.kube import interface
 from karpy.provisioning import results, templates
@@ -51,7 +51,9 @@ from karpy.provisioning import results, templates
 log = logging.getLogger("karpy.controllers.state")
 
 KINDS = ("Node", "NodeClaim", "Pod", "NodePool", "DaemonSet", "PodDisruptionBudget")
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+TERMINAL_PHASES = provisionable.TERMINAL_PHASES
+is_provisionable = provisionable.is_provisionable
+"""Re-exported: :func:`karpy.controllers.provisionable.is_provisionable`."""
 
 def object_key(obj: Mapping[str, Any]) -> str:
     """``namespace/name`` for namespaced kinds, ``name`` otherwise."""
@@ -61,25 +63,6 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def is_provisionable(obj: Mapping[str, Any]) -> bool:
-    """A raw pod Karpenter would provision for (see the module docstring)."""
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    if spec.get("nodeName") or interface.is_terminating(obj):
-        return False
-    if status.get("phase") in TERMINAL_PHASES:
-        return False
-    for ref in interface.owner_references(obj):
-        if ref.get("controller") and ref.get("kind") in ("DaemonSet", "Node"):
-            return False
-    if pod_mod.MIRROR_POD_ANNOTATION in interface.annotations_of(obj):
-        return False
-    for c in status.get("conditions") or ():
-        if c.get("type") == "PodScheduled":
-            return bool(c.get("status") == "False" and c.get("reason") == "Unschedulable")
-    return False
 
 
 class ClusterState:
@@ -110,6 +93,10 @@ class ClusterState:
         """Keys of the pods :func:`is_provisionable` holds for, kept on every Pod event."""
         self._pending_keys: list[str] | None = None
         """``_provisionable`` sorted, until it changes."""
+        self._keys: dict[str, list[str] | None] = {k: None for k in KINDS}
+        """Per kind, the stored keys sorted, until an object is added or removed."""
+        self._models: dict[str, list[Any] | None] = {k: None for k in KINDS}
+        """Per kind, :meth:`_all`'s answer, until any event of the kind."""
         self._unsubscribe: list[interface.Unsubscribe] = []
         self.parses = 0
         """How many objects were parsed so far (to check the once-per-version rule)."""
@@ -151,8 +138,11 @@ class ClusterState:
             return
         key = object_key(obj)
         old = store.get(key)
+        self._models[kind] = None
         if old is not None:
             self._unindex(kind, key, old)
+        if old is None or event == interface.DELETED:
+            self._keys[kind] = None
         if event == interface.DELETED:
             store.pop(key, None)
             self._parsed[kind].pop(key, None)
@@ -259,13 +249,29 @@ class ClusterState:
         bad = self._bad.get((kind, key))
         return bad[1] if bad is not None else None
 
+    def _sorted_keys(self, kind: str) -> list[str]:
+        """The stored keys of ``kind``, sorted (kept until an object is added or removed; shared)."""
+        keys = self._keys[kind]
+        if keys is None:
+            keys = self._keys[kind] = sorted(self._objects[kind])
+        return keys
+
     def _all(self, kind: str) -> list[Any]:
-        out = []
-        for key in sorted(self._objects[kind]):
-            model = self.parsed(kind, key)
-            if model is not None:
-                out.append(model)
-        return out
+        """Every parsable model of ``kind`` by key (the list is kept until the next event of the kind)."""
+        models = self._models[kind]
+        if models is None:
+            store, parsed = self._objects[kind], self._parsed[kind]
+            models = []
+            for key in self._sorted_keys(kind):
+                cached = parsed.get(key)
+                if cached is not None and cached[0] is store[key]:  # parsed from this very object
+                    models.append(cached[1])
+                    continue
+                model = self.parsed(kind, key)
+                if model is not None:
+                    models.append(model)
+            self._models[kind] = models
+        return list(models)
 
     # ------------------------------------------------------------------------------ raw reads
 
@@ -274,7 +280,10 @@ class ClusterState:
         return self._objects.get(kind, {}).get(key)
 
     def raws(self, kind: str) -> list[dict[str, Any]]:
-        return [self._objects[kind][k] for k in sorted(self._objects.get(kind, {}))]
+        if kind not in self._objects:
+            return []
+        store = self._objects[kind]
+        return [store[k] for k in self._sorted_keys(kind)]
 
     # ---------------------------------------------------------------------------- typed reads
 

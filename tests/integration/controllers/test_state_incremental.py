@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st_
 
 from karpy import clock
 from karpy.controllers import state
@@ -110,3 +114,39 @@ def test_each_node_write_re_reads_the_node_as_a_full_parse_would() -> None:
         previous = model
     assert first is not None and previous is not None
     assert previous.ready and previous.unschedulable and previous.taints == () and previous.allocatable["cpu"] == 3800
+
+
+_OPS = st_.lists(st_.tuples(st_.sampled_from(["create", "label", "status", "delete", "bad"]),
+                            st_.sampled_from(["a", "b", "c", "d"])), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_OPS)
+def test_the_kept_lists_and_keys_answer_what_a_fresh_sorted_parse_answers(ops: list[tuple[str, str]]) -> None:
+    from karpy.api import errors as api_errors
+    from karpy.api import nodeclaim as nodeclaim_mod
+    from karpy.kube import errors
+
+    cluster, st = _state()
+    for op, name in ops:
+        try:
+            if op == "create":
+                cluster.create(_launched_claim(name))
+            elif op == "label":
+                cluster.patch("NodeClaim", name, {"metadata": {"labels": {"n": str(len(ops))}}})
+            elif op == "status":
+                cluster.patch_status("NodeClaim", name, {"status": {"imageID": op + name}})
+            elif op == "bad":
+                cluster.patch_status("NodeClaim", name, {"status": {"capacity": {"cpu": "lots"}}})
+            else:
+                cluster.delete("NodeClaim", name)
+        except errors.KubeError:
+            continue
+        expected = []
+        for obj in sorted(cluster.list("NodeClaim"), key=lambda o: o["metadata"]["name"]):
+            with contextlib.suppress(api_errors.ValidationError):
+                expected.append(nodeclaim_mod.NodeClaim.from_manifest(obj))
+        assert st.nodeclaims() == expected
+        assert st.nodeclaims() == expected  # kept
+        assert [o["metadata"]["name"] for o in st.raws("NodeClaim")] == sorted(
+            o["metadata"]["name"] for o in cluster.list("NodeClaim"))
