@@ -135,7 +135,20 @@ def parse_requirements(f: fields.Fields) -> tuple[selectors.NodeSelectorRequirem
     return tuple(selectors.NodeSelectorRequirement.parse(r) for r in f.items("requirements"))
 
 
+_EXPIRE_AFTER: dict[str, float | None] = {}
+"""``expireAfter`` texts already read (a cluster has a few: its NodePools')."""
+
+
 def read_expire_after(f: fields.Fields) -> float | None:
+    raw = f.data.get("expireAfter")
+    if type(raw) is str:
+        if raw in _EXPIRE_AFTER:
+            return _EXPIRE_AFTER[raw]
+        value = duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
+        if len(_EXPIRE_AFTER) >= 1024:
+            _EXPIRE_AFTER.clear()
+        _EXPIRE_AFTER[raw] = value  # only texts that read: a bad one raises every time
+        return value
     return duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
 
 

@@ -265,16 +265,16 @@ class Pod:
         spec = d.get("spec") if isinstance(d, Mapping) else None
         if type(spec) is not dict:
             return cls.from_manifest(d)
-        key, values = pod_cache.stored_key(spec)
-        hit = pod_cache.stored_spec(key)
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=True)
         phase, conditions = read_status(f.sub("status"), shared=True)
         node_name = f.sub("spec").str("nodeName") or None
-        if hit is None:
+
+        def parse(key: pod_cache.StoredKey, values: tuple[Any, ...]) -> pod_cache.StoredSpec:
             first = cls.from_manifest(d)
-            hit = (values, {name: getattr(first, name) for name in pod_cache.SPEC_FIELDS}, first.requests)
-            pod_cache.remember_stored(key, hit)
+            return values, {name: getattr(first, name) for name in pod_cache.SPEC_FIELDS}, first.requests
+
+        hit = pod_cache.stored_spec_of(spec, parse)
         pod = cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **hit[1])
         object.__setattr__(pod, "_requests", hit[2])  # the same spec: one shared request mapping
         return pod

@@ -14,7 +14,7 @@ every Pod parser reads ``status``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from karpy.api import fields, podspec, quantity, stored
@@ -82,6 +82,25 @@ def stored_spec(key: StoredKey) -> StoredSpec | None:
     """What :func:`remember_stored` kept under ``key`` (the entry keeps the values alive: equal ids
     are the same objects), or None."""
     return _STORED_SPECS.get(key)
+
+
+_SPEC_DICTS: stored.ByIdentity[StoredSpec] = stored.ByIdentity(SPEC_CACHE_SIZE)
+"""What :func:`stored_spec` answered for a stored spec dict, by the dict's identity: replicas of one
+template that are not bound yet hold the very same spec dict."""
+
+
+def stored_spec_of(spec: dict[str, Any], parse: Callable[[StoredKey, tuple[Any, ...]], StoredSpec]) -> StoredSpec:
+    """The parse of stored ``spec`` (all but ``nodeName``): by the dict's identity, else by its
+    entries' (:func:`stored_key`), else ``parse(key, values)``, remembered under both."""
+    def by_entries() -> StoredSpec:
+        key, values = stored_key(spec)
+        hit = stored_spec(key)
+        if hit is None:
+            hit = parse(key, values)
+            remember_stored(key, hit)
+        return hit
+
+    return _SPEC_DICTS.get(spec, by_entries)
 
 
 def remember_stored(key: StoredKey, hit: StoredSpec) -> None:

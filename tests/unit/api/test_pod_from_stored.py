@@ -126,3 +126,13 @@ def test_stored_conditions_read_once_per_list_equal_a_fresh_read() -> None:
     for _ in range(2):
         with pytest.raises(errors.ValidationError):
             pod_cache.read_status(bad, shared=True)
+
+
+def test_pods_holding_one_spec_dict_parse_as_from_manifest_bound_or_not() -> None:
+    spec = _spec()
+    a = _manifest("a", spec)
+    b = _manifest("b", spec)  # the very same dict, as the store keeps replicas' specs
+    bound = _manifest("c", {**spec, "nodeName": "n1"})
+    for m in (a, b, bound, a):
+        assert pod.Pod.from_stored(m) == pod.Pod.from_manifest(copy.deepcopy(m))
+    assert pod.Pod.from_stored(b).requests is pod.Pod.from_stored(a).requests

@@ -191,3 +191,14 @@ def test_the_labels_requirements_decide_are_the_same_from_the_cache_and_fresh() 
     assert inflight.claim_labels(claim) == {**fresh, **claim.labels}
     as_list = list(claim.spec.requirements)  # mutable: never remembered by identity
     assert inflight.decided_labels(as_list) == fresh  # type: ignore[arg-type]
+
+
+def test_an_expire_after_text_reads_the_same_every_time_and_a_bad_one_always_fails() -> None:
+    for text, seconds in (("720h", 720 * 3600.0), ("Never", None), ("30m", 1800.0)):
+        f = fields.Fields({"expireAfter": text}, "NodeClaim x", "spec")
+        assert nodeclaim_mod.read_expire_after(f) == seconds
+        assert nodeclaim_mod.read_expire_after(f) == seconds
+    bad = fields.Fields({"expireAfter": "soon"}, "NodeClaim x", "spec")
+    for _ in range(2):
+        with pytest.raises(errors.ValidationError):
+            nodeclaim_mod.read_expire_after(bad)
