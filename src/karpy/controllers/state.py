@@ -51,6 +51,7 @@ from karpy.provisioning import results, templates
 log = logging.getLogger("karpy.controllers.state")
 
 KINDS = ("Node", "NodeClaim", "Pod", "NodePool", "DaemonSet", "PodDisruptionBudget")
+_NAMESPACED = frozenset(k for k in KINDS if interface.is_namespaced(k))
 TERMINAL_PHASES = provisionable.TERMINAL_PHASES
 is_provisionable = provisionable.is_provisionable
 """Re-exported: :func:`karpy.controllers.provisionable.is_provisionable`."""
@@ -93,10 +94,8 @@ class ClusterState:
         """Keys of the pods :func:`is_provisionable` holds for, kept on every Pod event."""
         self._pending_keys: list[str] | None = None
         """``_provisionable`` sorted, until it changes."""
-        self._keys: dict[str, list[str] | None] = {k: None for k in KINDS}
-        """Per kind, the stored keys sorted, until an object is added or removed."""
-        self._models: dict[str, list[Any] | None] = {k: None for k in KINDS}
-        """Per kind, :meth:`_all`'s answer, until any event of the kind."""
+        self._keys: dict[str, list[str] | None] = {k: None for k in KINDS}  # sorted, until an add/remove
+        self._models: dict[str, list[Any] | None] = {k: None for k in KINDS}  # _all's, until an event
         self._unsubscribe: list[interface.Unsubscribe] = []
         self.parses = 0
         """How many objects were parsed so far (to check the once-per-version rule)."""
@@ -136,7 +135,9 @@ class ClusterState:
         store = self._objects.get(kind)
         if store is None:
             return
-        key = object_key(obj)
+        md = obj.get("metadata") or {}  # object_key(obj), for the kinds watched here
+        name = str(md.get("name", ""))
+        key = f"{md.get('namespace') or 'default'}/{name}" if kind in _NAMESPACED else name
         old = store.get(key)
         self._models[kind] = None
         if old is not None:
@@ -209,13 +210,19 @@ class ClusterState:
 
     def parsed(self, kind: str, key: str) -> Any:
         """The model of ``kind``/``key`` (``None`` when absent or unparsable), parsed once per version."""
-        obj = self._objects.get(kind, {}).get(key)
+        store = self._objects.get(kind)
+        obj = store.get(key) if store is not None else None
         if obj is None:
             return None
         parsed = self._parsed[kind]
         cached = parsed.get(key)
         if cached is not None and cached[0] is obj:  # the stored object is replaced on every change
             return cached[1]
+        return self._parse(kind, key, obj, cached)
+
+    def _parse(self, kind: str, key: str, obj: dict[str, Any], cached: tuple[Mapping[str, Any], Any] | None) -> Any:
+        """:meth:`parsed` once the model kept for ``key`` (``cached``) is not ``obj``'s."""
+        parsed = self._parsed[kind]
         rv = _rv(obj)
         if cached is not None and rv and _rv(cached[0]) == rv:
             parsed[key] = (obj, cached[1])
@@ -239,8 +246,7 @@ class ClusterState:
         return model
 
     def held(self) -> dict[str, int]:
-        """How many parsed models the state keeps per kind: at most one per stored object (an
-        object's model goes with the object)."""
+        """How many parsed models the state keeps per kind: at most one per stored object."""
         return {kind: len(models) for kind, models in self._parsed.items()}
 
     def parse_error(self, kind: str, key: str) -> str | None:
@@ -277,13 +283,12 @@ class ClusterState:
 
     def raw(self, kind: str, key: str) -> dict[str, Any] | None:
         """The stored object (shared, read-only: copy before changing it)."""
-        return self._objects.get(kind, {}).get(key)
+        store = self._objects.get(kind)
+        return store.get(key) if store is not None else None
 
     def raws(self, kind: str) -> list[dict[str, Any]]:
-        if kind not in self._objects:
-            return []
-        store = self._objects[kind]
-        return [store[k] for k in self._sorted_keys(kind)]
+        store = self._objects.get(kind)
+        return [store[k] for k in self._sorted_keys(kind)] if store is not None else []
 
     # ---------------------------------------------------------------------------- typed reads
 
