@@ -111,11 +111,14 @@ def _condition(status: Mapping[str, Any], type_: str) -> str | None:
 
 def _settle_conditions(status: dict[str, Any], now: float) -> None:
     """Every lifecycle condition is present (Unknown until known) and Ready follows the others."""
+    have: dict[Any, str] = {}
+    for c in status.get("conditions") or ():  # one pass; the first of a type counts, as _condition reads
+        have.setdefault(c.get("type"), str(c.get("status")))
+    parts = []
     for type_ in (nodeclaim_mod.LAUNCHED, nodeclaim_mod.REGISTERED, nodeclaim_mod.INITIALIZED):
-        if _condition(status, type_) is None:
+        if type_ not in have:
             set_condition(status, type_, "Unknown", now)
-    parts = [_condition(status, t) for t in
-             (nodeclaim_mod.LAUNCHED, nodeclaim_mod.REGISTERED, nodeclaim_mod.INITIALIZED)]
+        parts.append(have.get(type_, "Unknown"))
     if all(p == "True" for p in parts):
         set_condition(status, nodeclaim_mod.READY, "True", now)
     elif any(p == "False" for p in parts):

@@ -317,12 +317,12 @@ def choose(cands: Sequence[Candidate], pools: CapacityPools, now: float
     every candidate when nothing has capacity.
     """
     order = {ct: i for i, ct in enumerate(CAPACITY_TYPE_PREFERENCE)}
-    by_type: dict[str, list[Candidate]] = {}
-    for c in cands:
-        by_type.setdefault(c.offering.capacity_type, []).append(c)
-    for ct in sorted(by_type, key=lambda t: (order.get(t, len(order)), t)):
+    present = {c.offering.capacity_type for c in cands}
+    for ct in sorted(present, key=lambda t: (order.get(t, len(order)), t)):
         failed: list[errors.OfferingKey] = []
-        for c in by_type[ct]:
+        for c in cands:  # in order: the first of this type with capacity wins (usually the first)
+            if c.offering.capacity_type != ct:
+                continue
             if pools.has_capacity(c.key, now):
                 return c, failed
             failed.append(c.key)
