@@ -202,3 +202,18 @@ def test_an_expire_after_text_reads_the_same_every_time_and_a_bad_one_always_fai
     for _ in range(2):
         with pytest.raises(errors.ValidationError):
             nodeclaim_mod.read_expire_after(bad)
+
+
+def test_metadata_timestamps_and_shared_labels_read_again_as_the_first_time() -> None:
+    md = {"name": "a", "labels": {"app": "web"}, "creationTimestamp": "2026-01-01T00:00:07Z"}
+    first = meta.ObjectMeta.parse(fields.Fields(md, "Pod a", "metadata"), namespaced=True, shared=True)
+    again = meta.ObjectMeta.parse(fields.Fields(md, "Pod a", "metadata"), namespaced=True, shared=True)
+    plain = meta.ObjectMeta.parse(fields.Fields(copy.deepcopy(md), "Pod a", "metadata"), namespaced=True)
+    assert first == again == plain and again.labels is md["labels"]
+    bad = {"name": "b", "creationTimestamp": "yesterday"}
+    for _ in range(2):
+        with pytest.raises(errors.ValidationError):
+            meta.ObjectMeta.parse(fields.Fields(bad, "Pod b", "metadata"), namespaced=True)
+    numbers = {"name": "c", "labels": {"n": 1}}  # not only strings: converted, never handed out as is
+    got = meta.ObjectMeta.parse(fields.Fields(numbers, "Pod c", "metadata"), namespaced=True, shared=True)
+    assert got.labels == {"n": "1"} and got.labels is not numbers["labels"]
