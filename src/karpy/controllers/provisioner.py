@@ -30,8 +30,9 @@ capacity the pending pods need and asks for it. What a caller may rely on:
 * **Events.** ``Nominated`` (Normal) on each placed pod, ``Pod should schedule on:
   nodeclaim/<name>`` (``, node/<name>`` once the claim has a node; ``node/<name>`` alone for a
   node karpy does not manage); ``FailedScheduling`` (Warning) ``Failed to schedule pod,
-  <explanation>`` on each pod the core could not place. While such pods remain, the provisioner
-  looks again every :data:`RETRY_UNSCHEDULABLE` seconds (offerings come back, limits change).
+  <explanation>`` on each pod the core could not place. While such pods remain, or when a NodeClaim
+  could not be created, the provisioner looks again every :data:`RETRY_UNSCHEDULABLE` seconds
+  (offerings come back, limits change, the API server answers again).
   As Karpenter's recorder, a pod gets one FailedScheduling per 5 minutes, and Nominated events
   go through a token bucket (5 per second, burst 10; Karpenter's PodNominationRateLimiter).
 """
@@ -172,6 +173,8 @@ class Provisioner:
         self._batch_start: float | None = None
         self._last_trigger: float | None = None
         self._batch_uids: set[str] = set()
+        self._create_failed = False
+        """A NodeClaim create failed in the current run (its pods need another look)."""
         self._deduped: dict[tuple[str, str], float] = {}
         self._tokens = float(NOMINATION_BURST)
         self._tokens_at: float | None = None
@@ -252,8 +255,11 @@ class Provisioner:
             return due - now
         self._batch_start = self._last_trigger = None
         self._batch_uids.clear()
+        self._create_failed = False
         res = self.provision()
-        return RETRY_UNSCHEDULABLE if res.errors else None
+        # pods left pending by a failed NodeClaim create get no new event to trigger a batch: look
+        # again, as Karpenter requeues provisionable pods
+        return RETRY_UNSCHEDULABLE if res.errors or self._create_failed else None
 
     # ---------------------------------------------------------------------------- scheduling
 
@@ -352,6 +358,7 @@ class Provisioner:
             created = self.cluster.create(nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name],
                                                              pool_hashes[pool.name]))
         except Exception as exc:  # e.g. the API server refused it; the pods stay pending
+            self._create_failed = True
             log.warning("provisioner: cannot create a NodeClaim for NodePool %s: %s", pool.name, exc)
             for p in claim.pods:
                 self._pod_event(p.key, events.WARNING, REASON_FAILED_SCHEDULING,
