@@ -14,23 +14,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpy.api import pod as pod_mod
-from karpy.kube import interface
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_NOT_PROVISIONED_OWNERS = ("DaemonSet", "Node")
 
 
 def is_provisionable(obj: Mapping[str, Any]) -> bool:
     """A raw pod Karpenter would provision for (see the module docstring)."""
     spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    if spec.get("nodeName") or interface.is_terminating(obj):
+    if spec.get("nodeName"):  # the common case first: bound pods
         return False
+    md = obj.get("metadata") or {}  # interface.is_terminating / owner_references / annotations_of, inlined
+    if md.get("deletionTimestamp"):
+        return False
+    status = obj.get("status") or {}
     if status.get("phase") in TERMINAL_PHASES:
         return False
-    for ref in interface.owner_references(obj):
-        if ref.get("controller") and ref.get("kind") in ("DaemonSet", "Node"):
+    for ref in md.get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") in _NOT_PROVISIONED_OWNERS:
             return False
-    if pod_mod.MIRROR_POD_ANNOTATION in interface.annotations_of(obj):
+    if pod_mod.MIRROR_POD_ANNOTATION in (md.get("annotations") or {}):
         return False
     for c in status.get("conditions") or ():
         if c.get("type") == "PodScheduled":
