@@ -253,6 +253,6 @@ def reader(kind: str, d: Mapping[str, Any]) -> fields.Fields:
 
     Raises :class:`errors.ValidationError` when ``d`` is not a mapping.
     """
-    if not isinstance(d, Mapping):
+    if type(d) is not dict and not isinstance(d, Mapping):
         raise errors.ValidationError.single(kind or "object", "(root)", "a mapping", d)
-    return fields.Fields(d, object_name(kind, d))
+    return fields.Fields(d, lambda: object_name(kind, d))  # named only when a message needs it

@@ -217,3 +217,18 @@ def test_metadata_timestamps_and_shared_labels_read_again_as_the_first_time() ->
     numbers = {"name": "c", "labels": {"n": 1}}  # not only strings: converted, never handed out as is
     got = meta.ObjectMeta.parse(fields.Fields(numbers, "Pod c", "metadata"), namespaced=True, shared=True)
     assert got.labels == {"n": "1"} and got.labels is not numbers["labels"]
+
+
+def test_a_reader_names_its_object_only_when_a_message_needs_it() -> None:
+    calls: list[int] = []
+
+    def name() -> str:
+        calls.append(1)
+        return "NodeClaim lazy"
+
+    f = fields.Fields({"spec": {"expireAfter": "720h", "n": "x"}}, name)
+    assert f.sub("spec").str("expireAfter") == "720h" and calls == []
+    with pytest.raises(errors.ValidationError, match="NodeClaim lazy"):
+        f.sub("spec").int("n")
+    assert f.obj == "NodeClaim lazy" and len(calls) == 1
+    assert meta.reader("Pod", {"metadata": {"name": "a", "namespace": "b"}}).obj == "Pod b/a"
