@@ -262,7 +262,7 @@ class Pod:
         in the store) reuses that parse without encoding it, and the model's labels and annotations
         are ``d``'s own mappings when they hold only strings.
         """
-        spec = d.get("spec") if isinstance(d, Mapping) else None
+        spec = d.get("spec") if type(d) is dict or isinstance(d, Mapping) else None
         if type(spec) is not dict:
             return cls.from_manifest(d)
         f = meta.reader("Pod", d)
