@@ -102,17 +102,10 @@ def set_condition(status: dict[str, Any], type_: str, value: str, now: float, re
     status["conditions"] = conditions
 
 
-def _condition(status: Mapping[str, Any], type_: str) -> str | None:
-    for c in status.get("conditions") or ():
-        if c.get("type") == type_:
-            return str(c.get("status"))
-    return None
-
-
 def _settle_conditions(status: dict[str, Any], now: float) -> None:
     """Every lifecycle condition is present (Unknown until known) and Ready follows the others."""
     have: dict[Any, str] = {}
-    for c in status.get("conditions") or ():  # one pass; the first of a type counts, as _condition reads
+    for c in status.get("conditions") or ():  # one pass; the first condition of a type counts
         have.setdefault(c.get("type"), str(c.get("status")))
     parts = []
     for type_ in (nodeclaim_mod.LAUNCHED, nodeclaim_mod.REGISTERED, nodeclaim_mod.INITIALIZED):
