@@ -8,25 +8,36 @@ and found. Parsers in :mod:`karpy.api` use it instead of indexing dicts by hand.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from karpy.api import errors
 
 
 class Fields:
-    """Read fields of one mapping at ``path`` inside object ``obj``."""
+    """Read fields of one mapping at ``path`` inside object ``obj``.
 
-    __slots__ = ("data", "obj", "path")
+    ``obj`` may be given as a function that names the object: it is called only when a message
+    needs the name (a valid object is read without ever naming it)."""
 
-    def __init__(self, data: Any, obj: str, path: str = "") -> None:
+    __slots__ = ("_obj", "data", "path")
+
+    def __init__(self, data: Any, obj: str | Callable[[], str], path: str = "") -> None:
         if data is None:
             data = {}
-        if not isinstance(data, Mapping):
-            raise errors.ValidationError.single(obj, path or "(root)", "a mapping", data)
+        self._obj = obj
+        if type(data) is not dict and not isinstance(data, Mapping):
+            raise errors.ValidationError.single(self.obj, path or "(root)", "a mapping", data)
         self.data: Mapping[str, Any] = data
-        self.obj = obj
         self.path = path
+
+    @property
+    def obj(self) -> str:
+        """The name of the object read, for messages (e.g. ``Pod default/web``)."""
+        name = self._obj
+        if type(name) is not str:
+            name = self._obj = name()  # type: ignore[operator]
+        return name
 
     def at(self, key: str | int) -> str:
         """The field path of ``key`` below this mapping."""
@@ -46,7 +57,7 @@ class Fields:
 
     def sub(self, key: str) -> Fields:
         """The nested mapping at ``key`` (an empty one when absent)."""
-        return Fields(self.data.get(key), self.obj, self.at(key))
+        return Fields(self.data.get(key), self._obj, self.at(key))
 
     def str(self, key: str, default: str | None = None, *, required: bool = False) -> str | None:
         value = self.data.get(key)
@@ -116,8 +127,11 @@ class Fields:
         return value
 
     def str_list(self, key: builtins.str) -> builtins.list[builtins.str]:
+        value = self.list(key)
+        if all(type(v) is builtins.str for v in value):  # the common case: nothing to convert
+            return builtins.list(value)
         out: builtins.list[builtins.str] = []
-        for i, v in enumerate(self.list(key)):
+        for i, v in enumerate(value):
             if v is None or isinstance(v, Mapping | list | bool):
                 raise errors.ValidationError.single(self.obj, f"{self.at(key)}[{i}]", "a string", v)
             out.append(str(v))
@@ -127,4 +141,4 @@ class Fields:
         """Each element of the list at ``key`` as a mapping reader, with ``key[i]`` paths."""
         path = self.at(key)
         for i, v in enumerate(self.list(key)):
-            yield Fields(v, self.obj, f"{path}[{i}]")
+            yield Fields(v, self._obj, f"{path}[{i}]")

@@ -56,10 +56,26 @@ class OwnerReference:
         return out
 
 
+_TIMES: dict[str, float] = {}
+"""RFC 3339 texts already read: objects created or changed in the same second share their text."""
+
+
 def _timestamp(f: fields.Fields, key: str) -> float | None:
     value = f.raw(key)
     if value is None:
         return None
+    if type(value) is str:
+        when = _TIMES.get(value)
+        if when is None:
+            when = _read_timestamp(f, key, value)
+            if len(_TIMES) >= 16384:
+                _TIMES.clear()
+            _TIMES[value] = when  # only texts that read: a bad one raises every time
+        return when
+    return _read_timestamp(f, key, value)
+
+
+def _read_timestamp(f: fields.Fields, key: str, value: Any) -> float:
     if isinstance(value, bool):
         raise f.fail(key, "an RFC 3339 timestamp", value)
     if isinstance(value, int | float):
@@ -129,6 +145,13 @@ class ObjectMeta:
             deletion_timestamp=_timestamp(f, "deletionTimestamp"),
         )
 
+    def with_resource_version(self, resource_version: str) -> ObjectMeta:
+        """This metadata with another ``resourceVersion`` (``dataclasses.replace`` without its
+        generic overhead: a status write changes nothing else)."""
+        return ObjectMeta(self.name, self.namespace, self.uid, self.labels, self.annotations, self.finalizers,
+                          self.owner_references, resource_version, self.generation, self.creation_timestamp,
+                          self.deletion_timestamp)
+
     @property
     def key(self) -> str:
         """``namespace/name`` for namespaced objects, ``name`` otherwise."""
@@ -186,12 +209,24 @@ def _owners(f: fields.Fields, shared: bool) -> tuple[OwnerReference, ...]:
     return owners
 
 
+_STRING_MAPS: dict[int, Any] = {}
+"""Stored mappings known to hold only strings, by identity (the entry keeps the mapping alive):
+replicas of one workload share their labels in the store."""
+
+
 def _str_map(f: fields.Fields, key: str, shared: bool) -> Mapping[str, str]:
     """``f.str_map(key)``, or with ``shared`` the mapping itself when it holds only strings."""
     if shared:
         value = f.data.get(key)
-        if type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items()):
-            return value
+        if type(value) is dict:
+            known = _STRING_MAPS.get(id(value))
+            if known is value:
+                return known
+            if all(type(k) is str and type(v) is str for k, v in value.items()):
+                if len(_STRING_MAPS) >= 8192:
+                    _STRING_MAPS.clear()
+                _STRING_MAPS[id(value)] = value
+                return value
     return f.str_map(key)
 
 
@@ -218,6 +253,6 @@ def reader(kind: str, d: Mapping[str, Any]) -> fields.Fields:
 
     Raises :class:`errors.ValidationError` when ``d`` is not a mapping.
     """
-    if not isinstance(d, Mapping):
+    if type(d) is not dict and not isinstance(d, Mapping):
         raise errors.ValidationError.single(kind or "object", "(root)", "a mapping", d)
-    return fields.Fields(d, object_name(kind, d))
+    return fields.Fields(d, lambda: object_name(kind, d))  # named only when a message needs it

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock
-from karpy.api import fields, meta, quantity
+from karpy.api import fields, meta, quantity, stored
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -101,19 +101,55 @@ class Node:
 
     @classmethod
     def from_manifest(cls, d: Mapping[str, Any]) -> Node:
+        return cls._parse(d, shared=False)
+
+    @classmethod
+    def from_stored(cls, d: Mapping[str, Any], before: tuple[Mapping[str, Any], Node] | None = None,
+                    metadata: meta.ObjectMeta | None = None) -> Node:
+        """:meth:`from_manifest` of a stored object (never changed in place; the model may share
+        its mappings, read-only): equal to it, with the parts stored Nodes share (taints, capacity,
+        allocatable) parsed once (:mod:`karpy.api.stored`).
+
+        ``before``: the stored version ``d`` replaced and its model; the fields of a ``spec`` or
+        ``status`` that is still the very same dict are taken from that model. ``metadata``: ``d``'s
+        metadata already read (the caller saw that only its resourceVersion changed)."""
+        return cls._parse(d, shared=True, before=before, metadata=metadata)
+
+    @classmethod
+    def _parse(cls, d: Mapping[str, Any], *, shared: bool, before: tuple[Mapping[str, Any], Node] | None = None,
+               metadata: meta.ObjectMeta | None = None) -> Node:
         f = meta.reader("Node", d)
-        spec = f.sub("spec")
-        status = f.sub("status")
-        conditions: dict[str, str] = {}
-        for c in status.items("conditions"):
-            conditions[c.req_str("type")] = c.str("status", "Unknown") or "Unknown"
+        old, prior = before if before is not None else (None, None)
+        raw_spec, raw_status = d.get("spec"), d.get("status")
+        if prior is not None and old is not None and raw_spec is not None and raw_spec is old.get("spec"):
+            provider_id, taints, unschedulable = prior.provider_id, prior.taints, prior.unschedulable
+        else:
+            spec = f.sub("spec")
+            provider_id = spec.str("providerID", "") or ""
+            taints = stored.items(spec, "taints", Taint.parse) if shared else \
+                tuple(Taint.parse(t) for t in spec.items("taints"))
+            unschedulable = bool(spec.bool("unschedulable", False))
+        if prior is not None and old is not None and raw_status is not None and raw_status is old.get("status"):
+            capacity, allocatable, conditions = prior.capacity, prior.allocatable, prior.conditions
+        else:
+            status = f.sub("status")
+            conditions = {}
+            for c in status.items("conditions"):
+                conditions[c.req_str("type")] = c.str("status", "Unknown") or "Unknown"
+            if shared:
+                capacity = stored.resource_list(status, "capacity")
+                allocatable = stored.resource_list(status, "allocatable")
+            else:
+                capacity = quantity.read_list(status, "capacity")
+                allocatable = quantity.read_list(status, "allocatable")
         return cls(
-            metadata=meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False),
-            provider_id=spec.str("providerID", "") or "",
-            taints=tuple(Taint.parse(t) for t in spec.items("taints")),
-            unschedulable=bool(spec.bool("unschedulable", False)),
-            capacity=quantity.read_list(status, "capacity"),
-            allocatable=quantity.read_list(status, "allocatable"),
+            metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
+                f.sub("metadata"), namespaced=False, shared=shared),
+            provider_id=provider_id,
+            taints=taints,
+            unschedulable=unschedulable,
+            capacity=capacity,
+            allocatable=allocatable,
             conditions=conditions,
         )
 

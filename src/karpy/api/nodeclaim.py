@@ -15,12 +15,12 @@ forms go through :mod:`karpy.api.conversion` first) and raises
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock
-from karpy.api import duration, fields, labels, meta, node, quantity, selectors
+from karpy.api import duration, fields, labels, meta, node, quantity, selectors, stored
 
 API_VERSION = "karpenter.sh/v1"
 KIND = "NodeClaim"
@@ -135,7 +135,20 @@ def parse_requirements(f: fields.Fields) -> tuple[selectors.NodeSelectorRequirem
     return tuple(selectors.NodeSelectorRequirement.parse(r) for r in f.items("requirements"))
 
 
+_EXPIRE_AFTER: dict[str, float | None] = {}
+"""``expireAfter`` texts already read (a cluster has a few: its NodePools')."""
+
+
 def read_expire_after(f: fields.Fields) -> float | None:
+    raw = f.data.get("expireAfter")
+    if type(raw) is str:
+        if raw in _EXPIRE_AFTER:
+            return _EXPIRE_AFTER[raw]
+        value = duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
+        if len(_EXPIRE_AFTER) >= 1024:
+            _EXPIRE_AFTER.clear()
+        _EXPIRE_AFTER[raw] = value  # only texts that read: a bad one raises every time
+        return value
     return duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
 
 
@@ -163,6 +176,21 @@ class NodeClaimSpec:
             resources_requests=quantity.read_list(f.sub("resources"), "requests"),
             taints=parse_taints(f, "taints"),
             startup_taints=parse_taints(f, "startupTaints"),
+            node_class_ref=ref,
+            expire_after=read_expire_after(f),
+            termination_grace_period=read_termination_grace_period(f),
+        )
+
+    @staticmethod
+    def parse_stored(f: fields.Fields) -> NodeClaimSpec:
+        """:meth:`parse` of a stored spec (never changed in place): the parts it shares with other
+        stored NodeClaims (requirements, taints, requests) are parsed once (:mod:`karpy.api.stored`)."""
+        ref = NodeClassRef.parse(f.sub("nodeClassRef")) if f.has("nodeClassRef") else None
+        return NodeClaimSpec(
+            requirements=stored.items(f, "requirements", selectors.NodeSelectorRequirement.parse),
+            resources_requests=stored.resource_list(f.sub("resources"), "requests"),
+            taints=stored.items(f, "taints", node.Taint.parse),
+            startup_taints=stored.items(f, "startupTaints", node.Taint.parse),
             node_class_ref=ref,
             expire_after=read_expire_after(f),
             termination_grace_period=read_termination_grace_period(f),
@@ -198,7 +226,9 @@ class NodeClaimStatus:
     last_pod_event_time: float | None = None
 
     @staticmethod
-    def parse(f: fields.Fields) -> NodeClaimStatus:
+    def parse(f: fields.Fields, *, shared: bool = False) -> NodeClaimStatus:
+        """Read ``status``; ``shared``: a stored status (never changed in place), whose resource
+        lists and conditions are parsed once per mapping (:mod:`karpy.api.stored`)."""
         lpe = f.raw("lastPodEventTime")
         last: float | None = None
         if isinstance(lpe, str):
@@ -214,9 +244,9 @@ class NodeClaimStatus:
             provider_id=f.str("providerID", "") or "",
             image_id=f.str("imageID", "") or "",
             node_name=f.str("nodeName", "") or "",
-            capacity=quantity.read_list(f, "capacity"),
-            allocatable=quantity.read_list(f, "allocatable"),
-            conditions=parse_conditions(f),
+            capacity=stored.resource_list(f, "capacity") if shared else quantity.read_list(f, "capacity"),
+            allocatable=stored.resource_list(f, "allocatable") if shared else quantity.read_list(f, "allocatable"),
+            conditions=stored.items(f, "conditions", Condition.parse) if shared else parse_conditions(f),
             last_pod_event_time=last,
         )
 
@@ -272,11 +302,24 @@ class NodeClaim:
 
     @classmethod
     def from_manifest(cls, d: Mapping[str, Any]) -> NodeClaim:
+        if type(d) is Manifest:  # a model seen as its manifest: from_manifest(to_manifest(x)) == x
+            return d.model
         f = meta.reader(KIND, d)
         return cls(
             metadata=meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False),
             spec=NodeClaimSpec.parse(f.sub("spec")),
             status=NodeClaimStatus.parse(f.sub("status")),
+        )
+
+    @classmethod
+    def from_stored(cls, d: Mapping[str, Any]) -> NodeClaim:
+        """:meth:`from_manifest` of a stored object (never changed in place; the model may share
+        its mappings, read-only): equal to it, with the parts stored NodeClaims share parsed once."""
+        f = meta.reader(KIND, d)
+        return cls(
+            metadata=meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False, shared=True),
+            spec=NodeClaimSpec.parse_stored(f.sub("spec")),
+            status=NodeClaimStatus.parse(f.sub("status"), shared=True),
         )
 
     def to_manifest(self) -> dict[str, Any]:
@@ -290,3 +333,30 @@ class NodeClaim:
         if status:
             out["status"] = status
         return out
+
+
+class Manifest(Mapping[str, Any]):
+    """A NodeClaim model seen as its manifest, read-only: the mapping :meth:`NodeClaim.to_manifest`
+    gives, rendered on first read. :meth:`NodeClaim.from_manifest` of it is the model itself, read
+    from nothing (as ``from_manifest(to_manifest(x)) == x``): hand it to code that parses what it is
+    given (the simulated kubelet told of a launch) instead of rendering the model to be parsed back."""
+
+    __slots__ = ("_rendered", "model")
+
+    def __init__(self, model: NodeClaim) -> None:
+        self.model = model
+        self._rendered: dict[str, Any] | None = None
+
+    def _data(self) -> dict[str, Any]:
+        if self._rendered is None:
+            self._rendered = self.model.to_manifest()
+        return self._rendered
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())

@@ -76,6 +76,10 @@ def effective_requests(
     return total
 
 
+_STATUS_FIELDS = frozenset({"metadata", "node_name", "phase", "conditions"})
+"""What :meth:`Pod.evolve` changes without ``dataclasses.replace`` (it passes every other field on)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Pod:
     """A pod. Build one with :meth:`from_manifest`, :meth:`from_template` or the constructor."""
@@ -258,19 +262,19 @@ class Pod:
         in the store) reuses that parse without encoding it, and the model's labels and annotations
         are ``d``'s own mappings when they hold only strings.
         """
-        spec = d.get("spec") if isinstance(d, Mapping) else None
+        spec = d.get("spec") if type(d) is dict or isinstance(d, Mapping) else None
         if type(spec) is not dict:
             return cls.from_manifest(d)
-        key, values = pod_cache.stored_key(spec)
-        hit = pod_cache.stored_spec(key)
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=True)
-        phase, conditions = read_status(f.sub("status"))
+        phase, conditions = read_status(f.sub("status"), shared=True)
         node_name = f.sub("spec").str("nodeName") or None
-        if hit is None:
+
+        def parse(key: pod_cache.StoredKey, values: tuple[Any, ...]) -> pod_cache.StoredSpec:
             first = cls.from_manifest(d)
-            hit = (values, {name: getattr(first, name) for name in pod_cache.SPEC_FIELDS}, first.requests)
-            pod_cache.remember_stored(key, hit)
+            return values, {name: getattr(first, name) for name in pod_cache.SPEC_FIELDS}, first.requests
+
+        hit = pod_cache.stored_spec_of(spec, parse)
         pod = cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **hit[1])
         object.__setattr__(pod, "_requests", hit[2])  # the same spec: one shared request mapping
         return pod
@@ -278,7 +282,16 @@ class Pod:
     def evolve(self, **changes: Any) -> Pod:
         """``dataclasses.replace(self, **changes)`` that keeps the cached request and host ports when
         ``changes`` leave the spec alone (``node_name``, metadata and status are not the spec)."""
-        new = dataclasses.replace(self, **changes)
+        if changes.keys() <= _STATUS_FIELDS:  # a status write or a binding: no generic replace
+            new = Pod(changes.get("metadata", self.metadata), changes.get("node_name", self.node_name),
+                      self.scheduler_name, self.priority, self.priority_class_name, self.containers,
+                      self.init_containers, self.overhead, self.node_selector, self.node_affinity,
+                      self.pod_affinity, self.pod_anti_affinity, self.tolerations,
+                      self.topology_spread_constraints, self.volumes, self.preemption_policy,
+                      changes.get("phase", self.phase), changes.get("conditions", self.conditions),
+                      self.restart_policy, self.host_network, self.termination_grace_period_seconds)
+        else:
+            new = dataclasses.replace(self, **changes)
         if not changes.keys() & pod_cache.SPEC_FIELD_SET:
             object.__setattr__(new, "_requests", self._requests)
             object.__setattr__(new, "_host_ports", self._host_ports)
@@ -293,7 +306,7 @@ class Pod:
         """
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=stored)
-        phase, conditions = read_status(f.sub("status"))
+        phase, conditions = read_status(f.sub("status"), shared=stored)
         return self.evolve(metadata=metadata, phase=phase, conditions=conditions)
 
     @classmethod

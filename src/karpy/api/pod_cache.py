@@ -14,10 +14,10 @@ every Pod parser reads ``status``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from karpy.api import fields, podspec, quantity
+from karpy.api import fields, podspec, quantity, stored
 
 SPEC_CACHE_SIZE = 4096
 """Entries kept by each spec cache before it starts afresh."""
@@ -84,6 +84,25 @@ def stored_spec(key: StoredKey) -> StoredSpec | None:
     return _STORED_SPECS.get(key)
 
 
+_SPEC_DICTS: stored.ByIdentity[StoredSpec] = stored.ByIdentity(SPEC_CACHE_SIZE)
+"""What :func:`stored_spec` answered for a stored spec dict, by the dict's identity: replicas of one
+template that are not bound yet hold the very same spec dict."""
+
+
+def stored_spec_of(spec: dict[str, Any], parse: Callable[[StoredKey, tuple[Any, ...]], StoredSpec]) -> StoredSpec:
+    """The parse of stored ``spec`` (all but ``nodeName``): by the dict's identity, else by its
+    entries' (:func:`stored_key`), else ``parse(key, values)``, remembered under both."""
+    def by_entries() -> StoredSpec:
+        key, values = stored_key(spec)
+        hit = stored_spec(key)
+        if hit is None:
+            hit = parse(key, values)
+            remember_stored(key, hit)
+        return hit
+
+    return _SPEC_DICTS.get(spec, by_entries)
+
+
 def remember_stored(key: StoredKey, hit: StoredSpec) -> None:
     """Remember a stored spec's parse under ``key`` (from :func:`stored_key`)."""
     if len(_STORED_SPECS) >= SPEC_CACHE_SIZE:
@@ -91,12 +110,24 @@ def remember_stored(key: StoredKey, hit: StoredSpec) -> None:
     _STORED_SPECS[key] = hit
 
 
-def read_status(status: fields.Fields) -> tuple[str, tuple[podspec.PodCondition, ...]]:
-    """``(phase, conditions)`` of a pod's ``status`` mapping, as :meth:`Pod.from_manifest` reads them."""
+_STORED_CONDITIONS: stored.ByIdentity[tuple[podspec.PodCondition, ...]] = stored.ByIdentity(4 * SPEC_CACHE_SIZE)
+"""Parsed condition lists of stored pods by the list's identity: the store keeps one list for equal
+lists (pods started together), and a write that leaves the conditions alone keeps the list."""
+
+
+def read_status(status: fields.Fields, *, shared: bool = False) -> tuple[str, tuple[podspec.PodCondition, ...]]:
+    """``(phase, conditions)`` of a pod's ``status`` mapping, as :meth:`Pod.from_manifest` reads them.
+    ``shared``: a stored status (never changed in place), whose condition list is read once."""
     phase = status.str("phase", "Pending") or "Pending"
     raw = status.data.get("conditions")
     if not raw or type(raw) is not list:
         return phase, tuple(podspec.PodCondition.parse(c) for c in status.items("conditions"))
+    if shared:
+        return phase, _STORED_CONDITIONS.get(raw, lambda: _conditions(status, raw))
+    return phase, _conditions(status, raw)
+
+
+def _conditions(status: fields.Fields, raw: list[Any]) -> tuple[podspec.PodCondition, ...]:
     if len(_CONDITIONS) >= 4 * SPEC_CACHE_SIZE:
         _CONDITIONS.clear()
     out: list[podspec.PodCondition] = []
@@ -110,4 +141,4 @@ def read_status(status: fields.Fields) -> tuple[str, tuple[podspec.PodCondition,
             found = podspec.PodCondition.parse(fields.Fields(c, status.obj, f"{status.at('conditions')}[{i}]"))
             _CONDITIONS[key] = found
         out.append(found)
-    return phase, tuple(out)
+    return tuple(out)

@@ -85,16 +85,32 @@ def parse_decimal(value: str | int | float) -> Decimal:
     return number * (Decimal(10) ** exponent)
 
 
+_MILLI_CACHE: dict[str, int] = {}
+""":func:`parse_milli` of quantity texts already read: a cluster repeats few distinct texts
+(``"4"``, ``"16Gi"``, ``"110"``), and the Decimal arithmetic is the cost of reading them."""
+MILLI_CACHE_SIZE = 16384
+
+
 def parse_milli(value: str | int | float) -> int:
     """A quantity in milli-units, rounded up (``"1500m"`` -> ``1500``, ``"1Ki"`` -> ``1024000``).
 
     Raises :class:`QuantityError` for a negative amount or one above :data:`MAX_MILLI`."""
+    text = type(value) is str
+    if text:
+        hit = _MILLI_CACHE.get(value)  # type: ignore[arg-type]
+        if hit is not None:
+            return hit
     number = parse_decimal(value)
     if number < 0:
         raise QuantityError(f"expected a non-negative quantity, found {value!r}")
     if number > MAX_MILLI // MILLI:
         raise QuantityError(f"expected a quantity of at most {MAX_MILLI // MILLI}, found {value!r}")
-    return int((number * MILLI).to_integral_value(rounding=ROUND_CEILING))
+    milli = int((number * MILLI).to_integral_value(rounding=ROUND_CEILING))
+    if text:  # only texts that parsed are remembered: a bad one raises every time
+        if len(_MILLI_CACHE) >= MILLI_CACHE_SIZE:
+            _MILLI_CACHE.clear()
+        _MILLI_CACHE[value] = milli  # type: ignore[index]
+    return milli
 
 
 def parse_list(values: Mapping[str, str | int | float] | None) -> ResourceList:

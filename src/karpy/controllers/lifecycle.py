@@ -80,8 +80,11 @@ def truncate(message: str) -> str:
 
 def set_condition(status: dict[str, Any], type_: str, value: str, now: float, reason: str = "",
                   message: str = "") -> None:
-    """Put condition ``type_`` into a status dict; an unchanged status keeps its transition time."""
-    conditions = [dict(c) for c in status.get("conditions") or ()]
+    """Put condition ``type_`` into a status dict; an unchanged status keeps its transition time.
+
+    ``status["conditions"]`` becomes a new list; the other conditions' dicts are not copied (they
+    are never changed, only replaced), and a condition that would not change stays the same dict."""
+    conditions = list(status.get("conditions") or ())
     new: dict[str, Any] = {"type": type_, "status": value,
                            "reason": reason or (type_ if value == "True" else "AwaitingReconciliation"),
                            "lastTransitionTime": clock_mod.rfc3339(now)}
@@ -91,33 +94,47 @@ def set_condition(status: dict[str, Any], type_: str, value: str, now: float, re
         if c.get("type") == type_:
             if c.get("status") == value and c.get("lastTransitionTime"):
                 new["lastTransitionTime"] = c["lastTransitionTime"]
-            conditions[i] = new
+            if new != c:
+                conditions[i] = new
             break
     else:
         conditions.append(new)
     status["conditions"] = conditions
 
 
-def _condition(status: Mapping[str, Any], type_: str) -> str | None:
-    for c in status.get("conditions") or ():
-        if c.get("type") == type_:
-            return str(c.get("status"))
-    return None
-
-
 def _settle_conditions(status: dict[str, Any], now: float) -> None:
     """Every lifecycle condition is present (Unknown until known) and Ready follows the others."""
+    have: dict[Any, str] = {}
+    for c in status.get("conditions") or ():  # one pass; the first condition of a type counts
+        have.setdefault(c.get("type"), str(c.get("status")))
+    parts = []
     for type_ in (nodeclaim_mod.LAUNCHED, nodeclaim_mod.REGISTERED, nodeclaim_mod.INITIALIZED):
-        if _condition(status, type_) is None:
+        if type_ not in have:
             set_condition(status, type_, "Unknown", now)
-    parts = [_condition(status, t) for t in
-             (nodeclaim_mod.LAUNCHED, nodeclaim_mod.REGISTERED, nodeclaim_mod.INITIALIZED)]
+        parts.append(have.get(type_, "Unknown"))
     if all(p == "True" for p in parts):
         set_condition(status, nodeclaim_mod.READY, "True", now)
     elif any(p == "False" for p in parts):
         set_condition(status, nodeclaim_mod.READY, "False", now, "NotReady")
     else:
         set_condition(status, nodeclaim_mod.READY, "Unknown", now)
+
+
+_ABSENT = object()
+
+
+def _merge_patch_says(old: Mapping[str, Any], new: Mapping[str, Any], patch: Mapping[str, Any]) -> bool:
+    """Merging ``patch`` (``new``'s entries that are not ``old``'s own) into ``old`` gives ``new``:
+    nothing was removed, nothing is null (a merge patch's "remove"), and no mapping would be merged
+    into an existing one (which would keep entries the new mapping dropped)."""
+    if any(k not in new for k in old):
+        return False
+    return all(v is not None and (type(v) is not dict or (old.get(k) is None and _no_nulls(v)))
+               for k, v in patch.items())
+
+
+def _no_nulls(value: Mapping[str, Any]) -> bool:
+    return all(v is not None and (type(v) is not dict or _no_nulls(v)) for v in value.values())
 
 
 def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -210,14 +227,29 @@ class Lifecycle:
 
     def _write_status(self, name: str, mutate: Callable[[dict[str, Any], float], None]) -> dict[str, Any]:
         """Mutate the NodeClaim's status and write it (optimistic: the watch-fed copy first, a fresh
-        read when that copy was stale)."""
+        read when that copy was stale).
+
+        From the watch-fed copy the write is a merge patch of the changed status fields with the
+        copy's resourceVersion (Karpenter's optimistic-lock status patch): the fields it leaves
+        alone (capacity, allocatable after launch) are neither copied nor looked at again. When a
+        merge patch could not say it (a field removed or set to null, a mapping that would be
+        merged into an existing one) the whole status is written, as from a fresh read."""
         cached = self.state.raw("NodeClaim", name)
         if cached is not None:
-            obj = dict(cached)  # shared: copy the levels a write may touch
-            obj["metadata"] = dict(cached.get("metadata") or {})
-            obj["status"] = dict(cached.get("status") or {})
+            old = cached.get("status") or {}
+            status = dict(old)  # shared: mutate a copy of the one level a write changes
+            now = self.clock.now()
+            mutate(status, now)
+            _settle_conditions(status, now)
+            patch = {k: v for k, v in status.items() if old.get(k, _ABSENT) is not v}
             try:
-                return self._mutate_and_write(obj, mutate)
+                if _merge_patch_says(old, status, patch):
+                    return self.cluster.patch_status("NodeClaim", name, {
+                        "metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]}, "status": patch})
+                obj = dict(cached)
+                obj["metadata"] = dict(cached.get("metadata") or {})
+                obj["status"] = status
+                return self.cluster.update_status(obj)
             except kube_errors.Conflict:
                 pass
         return self._mutate_and_write(self.cluster.get("NodeClaim", name), mutate)
@@ -339,7 +371,9 @@ class Lifecycle:
                                          f"{self.settings.registration_ttl:g}s of its creation")
                 return None
             return deadline - now
-        node = self.cluster.get("Node", node_name)
+        node = self.state.raw("Node", node_name)
+        if node is None:
+            node = self.cluster.get("Node", node_name)
         if not ownership.may_adopt(node, claim.nodepool_name):  # never take a Node karpy did not launch
             self._event(claim, events.WARNING, ownership.REASON_FOREIGN_NODE,
                         f"Node {node_name} has provider ID {claim.status.provider_id} but was not launched by "
@@ -370,8 +404,15 @@ class Lifecycle:
         The NodeClaim's annotations (its NodePool's template annotations, such as
         ``karpenter.sh/do-not-disrupt``, plus the hash annotations) win over the Node's, as
         Karpenter's registration assigns them."""
+        try:  # the watch-fed copy first (copy the levels a write changes), a fresh read when stale
+            self.cluster.update(self._adopted(dict(node), claim))
+        except kube_errors.Conflict:
+            self.cluster.update(self._adopted(self.cluster.get("Node", interface.name_of(node)), claim))
+
+    def _adopted(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> dict[str, Any]:
+        """``node`` (a private top level; its nested dicts are not changed) as :meth:`_adopt` writes it."""
         claim_obj = self.state.raw("NodeClaim", claim.name) or claim.to_manifest()
-        meta = node.setdefault("metadata", {})
+        node["metadata"] = meta = dict(node.get("metadata") or {})
         claim_annotations = interface.annotations_of(claim_obj)
         if claim_annotations:
             meta["annotations"] = {**(meta.get("annotations") or {}), **claim_annotations}
@@ -391,7 +432,7 @@ class Lifecycle:
             ref["blockOwnerDeletion"] = True
             refs.append(ref)
         meta["ownerReferences"] = refs
-        spec = node.setdefault("spec", {})
+        node["spec"] = spec = dict(node.get("spec") or {})
         taints = [dict(t) for t in spec.get("taints") or ()]
         unregistered = {"key": wk.TAINT_UNREGISTERED, "effect": "NoExecute"}
         if any(_same_taint(t, unregistered) for t in taints):
@@ -401,7 +442,7 @@ class Lifecycle:
                 if not any(_same_taint(d, x) for x in taints):
                     taints.append(d)
             spec["taints"] = taints
-        self.cluster.update(node)
+        return node
 
     # ------------------------------------------------------------------------- initialization
 

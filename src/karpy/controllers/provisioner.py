@@ -30,8 +30,9 @@ capacity the pending pods need and asks for it. What a caller may rely on:
 * **Events.** ``Nominated`` (Normal) on each placed pod, ``Pod should schedule on:
   nodeclaim/<name>`` (``, node/<name>`` once the claim has a node; ``node/<name>`` alone for a
   node karpy does not manage); ``FailedScheduling`` (Warning) ``Failed to schedule pod,
-  <explanation>`` on each pod the core could not place. While such pods remain, the provisioner
-  looks again every :data:`RETRY_UNSCHEDULABLE` seconds (offerings come back, limits change).
+  <explanation>`` on each pod the core could not place. While such pods remain, or when a NodeClaim
+  could not be created, the provisioner looks again every :data:`RETRY_UNSCHEDULABLE` seconds
+  (offerings come back, limits change, the API server answers again).
   As Karpenter's recorder, a pod gets one FailedScheduling per 5 minutes, and Nominated events
   go through a token bucket (5 per second, burst 10; Karpenter's PodNominationRateLimiter).
 """
@@ -103,23 +104,25 @@ def _requirement_terms(claim: results.NewNodeClaim) -> list[dict[str, Any]]:
 
 
 def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool, pool_obj: dict[str, Any],
-                       nodeclass_hash: tuple[str, str] | None = None) -> dict[str, Any]:
+                       nodeclass_hash: tuple[str, str] | None = None, pool_hash: str | None = None
+                       ) -> dict[str, Any]:
     """The ``karpenter.sh/v1`` NodeClaim for one of the scheduler's new claims.
 
     ``generateName: <nodepool>-``; labels are a concrete value per custom requirement key
     (:func:`karpy.provisioning.nodelabels.custom_labels`), the template labels and
     ``karpenter.sh/nodepool``;
     annotations the template annotations plus ``karpenter.sh/nodepool-hash`` (and its version) and,
-    when given, the NodeClass hash ``(annotation, value)`` and its version; an ownerReference to the NodePool; the
+    when given, the NodeClass hash ``(annotation, value)`` and its version (``pool_hash``: ``pool.hash()``
+    when the caller has it already); an ownerReference to the NodePool; the
     ``karpenter.sh/termination`` finalizer; spec from the claim and the NodePool template.
     """
     spec_t = pool.template.spec
-    labels = nodelabels.custom_labels(claim.requirements, {k for t in claim.instance_types for k in t.labels})
+    labels = nodelabels.custom_labels(claim.requirements, set().union(*(t.labels for t in claim.instance_types)))
     labels.update(pool.template.labels)
     labels.update(claim.labels)
     labels[wk.NODEPOOL] = pool.name
     annotations = dict(pool.template.annotations)
-    annotations[wk.NODEPOOL_HASH] = pool.hash()
+    annotations[wk.NODEPOOL_HASH] = pool.hash() if pool_hash is None else pool_hash
     annotations[wk.NODEPOOL_HASH_VERSION] = nodepool_mod.HASH_VERSION
     if nodeclass_hash is not None:
         annotations[nodeclass_hash[0]] = nodeclass_hash[1]
@@ -170,6 +173,8 @@ class Provisioner:
         self._batch_start: float | None = None
         self._last_trigger: float | None = None
         self._batch_uids: set[str] = set()
+        self._create_failed = False
+        """A NodeClaim create failed in the current run (its pods need another look)."""
         self._deduped: dict[tuple[str, str], float] = {}
         self._tokens = float(NOMINATION_BURST)
         self._tokens_at: float | None = None
@@ -250,8 +255,11 @@ class Provisioner:
             return due - now
         self._batch_start = self._last_trigger = None
         self._batch_uids.clear()
+        self._create_failed = False
         res = self.provision()
-        return RETRY_UNSCHEDULABLE if res.errors else None
+        # pods left pending by a failed NodeClaim create get no new event to trigger a batch: look
+        # again, as Karpenter requeues provisionable pods
+        return RETRY_UNSCHEDULABLE if res.errors or self._create_failed else None
 
     # ---------------------------------------------------------------------------- scheduling
 
@@ -303,9 +311,10 @@ class Provisioner:
         self.last_results = res
         by_name = {p.name: p for p in pools}
         hashes: dict[str, tuple[str, str] | None] = {}
+        pool_hashes: dict[str, str] = {}
         planned: dict[str, str] = {}
         for claim in res.new_claims:
-            created = self._create(claim, by_name, hashes)
+            created = self._create(claim, by_name, hashes, pool_hashes)
             if created is not None:
                 planned.update((p.key, created) for p in claim.pods)
         # Karpenter's NominateNodeForPod: the targets are not disrupted for the nomination window,
@@ -335,7 +344,7 @@ class Provisioner:
             return volumetopology.Volumes()
 
     def _create(self, claim: results.NewNodeClaim, pools: dict[str, nodepool_mod.NodePool],
-                hashes: dict[str, tuple[str, str] | None]) -> str | None:
+                hashes: dict[str, tuple[str, str] | None], pool_hashes: dict[str, str]) -> str | None:
         """Create the NodeClaim of ``claim``; its name, or None when it could not be created."""
         pool = pools.get(claim.nodepool)
         pool_obj = self.state.raw("NodePool", claim.nodepool)
@@ -344,9 +353,12 @@ class Provisioner:
             return None
         if pool.name not in hashes:
             hashes[pool.name] = self._nodeclass_hash(pool)
+            pool_hashes[pool.name] = pool.hash()  # one per run: the pool does not change within it
         try:
-            created = self.cluster.create(nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name]))
+            created = self.cluster.create(nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name],
+                                                             pool_hashes[pool.name]))
         except Exception as exc:  # e.g. the API server refused it; the pods stay pending
+            self._create_failed = True
             log.warning("provisioner: cannot create a NodeClaim for NodePool %s: %s", pool.name, exc)
             for p in claim.pods:
                 self._pod_event(p.key, events.WARNING, REASON_FAILED_SCHEDULING,

@@ -5,8 +5,9 @@
 that never changes an object in place (the in-memory cluster; a watch that hands out new dicts)
 keeps the dicts a write did not touch, so identity says "unchanged":
 
-* the same ``spec`` dict: a Pod's spec models and a NodeClaim's spec are reused; a NodeClaim's
-  ``status`` likewise; a Pod spec that differs only by ``nodeName`` (a binding) keeps the rest;
+* the same ``spec`` dict: a Pod's spec models, a NodeClaim's spec and a Node's spec fields are
+  reused; a NodeClaim's ``status`` and a Node's status fields likewise; a Pod spec that differs only
+  by ``nodeName`` (a binding) keeps the rest;
 * a ``metadata`` dict whose every entry but ``resourceVersion`` is the same object as before (a
   status write): the metadata model is reused with the new resourceVersion.
 
@@ -16,7 +17,6 @@ nothing, it is a full parse.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,8 +27,8 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 
 PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-    "Node": node_mod.Node.from_manifest,
-    "NodeClaim": nodeclaim_mod.NodeClaim.from_manifest,
+    "Node": node_mod.Node.from_stored,
+    "NodeClaim": nodeclaim_mod.NodeClaim.from_stored,
     "Pod": pod_mod.Pod.from_stored,
     "NodePool": nodepool_mod.NodePool.from_manifest,
     "DaemonSet": workloads.DaemonSet.from_manifest,
@@ -40,10 +40,12 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
     """``obj``'s model, reusing the parts of ``model`` (parsed from ``before``) whose dicts ``obj``
     still holds (see the module docstring)."""
     spec = obj.get("spec")
+    if kind == "Node":  # heartbeats and condition changes: the spec (and often the metadata) is the same
+        return node_mod.Node.from_stored(obj, (before, model), _same_metadata(obj, before, model.metadata))
     if kind == "Pod" and _only_node_name_changed(spec, before.get("spec")):
         f = meta.reader("Pod", obj)  # a binding: everything but spec.nodeName is the parsed spec
         metadata = _same_metadata(obj, before, model.metadata)
-        phase, conditions = pod_mod.read_status(f.sub("status"))
+        phase, conditions = pod_mod.read_status(f.sub("status"), shared=True)
         return model.evolve(
             metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
                 f.sub("metadata"), namespaced=True, shared=True),
@@ -54,17 +56,18 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
         metadata = _same_metadata(obj, before, model.metadata)
         if metadata is None:
             return model.refreshed(obj, stored=True)
-        phase, conditions = pod_mod.read_status(meta.reader("Pod", obj).sub("status"))
+        phase, conditions = pod_mod.read_status(meta.reader("Pod", obj).sub("status"), shared=True)
         return model.evolve(metadata=metadata, phase=phase, conditions=conditions)
     if kind == "NodeClaim":
         f = meta.reader(nodeclaim_mod.KIND, obj)
         status = obj.get("status")
         metadata = _same_metadata(obj, before, model.metadata)
         return nodeclaim_mod.NodeClaim(
-            metadata=metadata if metadata is not None else meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False),
+            metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
+                f.sub("metadata"), namespaced=False, shared=True),
             spec=model.spec,
             status=model.status if status is not None and status is before.get("status")
-            else nodeclaim_mod.NodeClaimStatus.parse(f.sub("status")))
+            else nodeclaim_mod.NodeClaimStatus.parse(f.sub("status"), shared=True))
     return PARSERS[kind](obj)
 
 
@@ -90,7 +93,7 @@ def _same_metadata(obj: Mapping[str, Any], before: Mapping[str, Any], parsed: me
         if key != "resourceVersion" and old.get(key, _MISSING) is not value:
             return None
     rv = md.get("resourceVersion")
-    return dataclasses.replace(parsed, resource_version=str(rv) if rv else "")
+    return parsed.with_resource_version(str(rv) if rv else "")
 
 
 _MISSING = object()

@@ -97,7 +97,9 @@ class Manager:
     def _watch_handler(self, name: str, mapper: Mapper) -> Callable[[str, dict[str, Any]], None]:
         def handle(event: str, obj: dict[str, Any]) -> None:
             try:
-                keys = list(mapper(event, obj))
+                keys = mapper(event, obj)
+                if type(keys) is not tuple:  # a generator may fail half-way: map all before enqueuing
+                    keys = list(keys)
             except Exception:  # a bad object must not break the watch
                 log.exception("controller %s: cannot map %s event", name, event)
                 return
@@ -107,11 +109,14 @@ class Manager:
         return handle
 
     def enqueue(self, controller: str, key: str, after: float = 0.0) -> None:
-        due = self.clock.now() + max(0.0, after)
-        current = self._due.get((controller, key))
+        due = self.clock.now()
+        if after > 0.0:  # a negative (or NaN) delay is "now"
+            due += after
+        item = (controller, key)
+        current = self._due.get(item)
         if current is not None and current <= due:
             return
-        self._due[(controller, key)] = due
+        self._due[item] = due
         self._seq += 1
         heapq.heappush(self._queue, (due, self._seq, controller, key))
 

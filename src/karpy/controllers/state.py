@@ -43,7 +43,7 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.api import quantity, workloads
 from karpy.cloudprovider import instancetype
-from karpy.controllers import inflight, reparse
+from karpy.controllers import inflight, provisionable, reparse
 from karpy.controllers import nominations as nominations_mod
 from karpy.kube import interface
 from karpy.provisioning import results, templates
@@ -51,7 +51,10 @@ from karpy.provisioning import results, templates
 log = logging.getLogger("karpy.controllers.state")
 
 KINDS = ("Node", "NodeClaim", "Pod", "NodePool", "DaemonSet", "PodDisruptionBudget")
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_NAMESPACED = frozenset(k for k in KINDS if interface.is_namespaced(k))
+TERMINAL_PHASES = provisionable.TERMINAL_PHASES
+is_provisionable = provisionable.is_provisionable
+"""Re-exported: :func:`karpy.controllers.provisionable.is_provisionable`."""
 
 def object_key(obj: Mapping[str, Any]) -> str:
     """``namespace/name`` for namespaced kinds, ``name`` otherwise."""
@@ -61,25 +64,6 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def is_provisionable(obj: Mapping[str, Any]) -> bool:
-    """A raw pod Karpenter would provision for (see the module docstring)."""
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    if spec.get("nodeName") or interface.is_terminating(obj):
-        return False
-    if status.get("phase") in TERMINAL_PHASES:
-        return False
-    for ref in interface.owner_references(obj):
-        if ref.get("controller") and ref.get("kind") in ("DaemonSet", "Node"):
-            return False
-    if pod_mod.MIRROR_POD_ANNOTATION in interface.annotations_of(obj):
-        return False
-    for c in status.get("conditions") or ():
-        if c.get("type") == "PodScheduled":
-            return bool(c.get("status") == "False" and c.get("reason") == "Unschedulable")
-    return False
 
 
 class ClusterState:
@@ -110,6 +94,8 @@ class ClusterState:
         """Keys of the pods :func:`is_provisionable` holds for, kept on every Pod event."""
         self._pending_keys: list[str] | None = None
         """``_provisionable`` sorted, until it changes."""
+        self._keys: dict[str, list[str] | None] = {k: None for k in KINDS}  # sorted, until an add/remove
+        self._models: dict[str, list[Any] | None] = {k: None for k in KINDS}  # _all's, until an event
         self._unsubscribe: list[interface.Unsubscribe] = []
         self.parses = 0
         """How many objects were parsed so far (to check the once-per-version rule)."""
@@ -149,10 +135,15 @@ class ClusterState:
         store = self._objects.get(kind)
         if store is None:
             return
-        key = object_key(obj)
+        md = obj.get("metadata") or {}  # object_key(obj), for the kinds watched here
+        name = str(md.get("name", ""))
+        key = f"{md.get('namespace') or 'default'}/{name}" if kind in _NAMESPACED else name
         old = store.get(key)
+        self._models[kind] = None
         if old is not None:
             self._unindex(kind, key, old)
+        if old is None or event == interface.DELETED:
+            self._keys[kind] = None
         if event == interface.DELETED:
             store.pop(key, None)
             self._parsed[kind].pop(key, None)
@@ -219,13 +210,19 @@ class ClusterState:
 
     def parsed(self, kind: str, key: str) -> Any:
         """The model of ``kind``/``key`` (``None`` when absent or unparsable), parsed once per version."""
-        obj = self._objects.get(kind, {}).get(key)
+        store = self._objects.get(kind)
+        obj = store.get(key) if store is not None else None
         if obj is None:
             return None
         parsed = self._parsed[kind]
         cached = parsed.get(key)
         if cached is not None and cached[0] is obj:  # the stored object is replaced on every change
             return cached[1]
+        return self._parse(kind, key, obj, cached)
+
+    def _parse(self, kind: str, key: str, obj: dict[str, Any], cached: tuple[Mapping[str, Any], Any] | None) -> Any:
+        """:meth:`parsed` once the model kept for ``key`` (``cached``) is not ``obj``'s."""
+        parsed = self._parsed[kind]
         rv = _rv(obj)
         if cached is not None and rv and _rv(cached[0]) == rv:
             parsed[key] = (obj, cached[1])
@@ -249,8 +246,7 @@ class ClusterState:
         return model
 
     def held(self) -> dict[str, int]:
-        """How many parsed models the state keeps per kind: at most one per stored object (an
-        object's model goes with the object)."""
+        """How many parsed models the state keeps per kind: at most one per stored object."""
         return {kind: len(models) for kind, models in self._parsed.items()}
 
     def parse_error(self, kind: str, key: str) -> str | None:
@@ -259,22 +255,40 @@ class ClusterState:
         bad = self._bad.get((kind, key))
         return bad[1] if bad is not None else None
 
+    def _sorted_keys(self, kind: str) -> list[str]:
+        """The stored keys of ``kind``, sorted (kept until an object is added or removed; shared)."""
+        keys = self._keys[kind]
+        if keys is None:
+            keys = self._keys[kind] = sorted(self._objects[kind])
+        return keys
+
     def _all(self, kind: str) -> list[Any]:
-        out = []
-        for key in sorted(self._objects[kind]):
-            model = self.parsed(kind, key)
-            if model is not None:
-                out.append(model)
-        return out
+        """Every parsable model of ``kind`` by key (the list is kept until the next event of the kind)."""
+        models = self._models[kind]
+        if models is None:
+            store, parsed = self._objects[kind], self._parsed[kind]
+            models = []
+            for key in self._sorted_keys(kind):
+                cached = parsed.get(key)
+                if cached is not None and cached[0] is store[key]:  # parsed from this very object
+                    models.append(cached[1])
+                    continue
+                model = self.parsed(kind, key)
+                if model is not None:
+                    models.append(model)
+            self._models[kind] = models
+        return list(models)
 
     # ------------------------------------------------------------------------------ raw reads
 
     def raw(self, kind: str, key: str) -> dict[str, Any] | None:
         """The stored object (shared, read-only: copy before changing it)."""
-        return self._objects.get(kind, {}).get(key)
+        store = self._objects.get(kind)
+        return store.get(key) if store is not None else None
 
     def raws(self, kind: str) -> list[dict[str, Any]]:
-        return [self._objects[kind][k] for k in sorted(self._objects.get(kind, {}))]
+        store = self._objects.get(kind)
+        return [store[k] for k in self._sorted_keys(kind)] if store is not None else []
 
     # ---------------------------------------------------------------------------- typed reads
 

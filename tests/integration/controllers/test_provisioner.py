@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from karpy import settings
 from karpy.api import labels, nodepool
 from karpy.cloudprovider.fake import instancetypes
@@ -207,3 +209,24 @@ def test_the_node_planned_for_a_pending_pod_is_nominated_and_not_disrupted_while
     assert w.events("Nominated")  # and the pod was told where it goes
     w.cluster.delete("Pod", "web", "default")
     assert w.karpy.state.nominated(w.clock.now()) == set()
+
+
+def test_pods_left_pending_by_a_failed_nodeclaim_create_are_provisioned_on_the_retry() -> None:
+    from karpy.kube import errors as kube_errors
+
+    w = b.make_world()
+    w.cluster.create(b.nodepool_manifest())
+    create = w.cluster.create
+    failures: list[Exception] = [kube_errors.InternalError("the API server is down")]
+
+    def failing_create(obj: dict[str, Any]) -> dict[str, Any]:
+        if obj.get("kind") == "NodeClaim" and failures:
+            raise failures.pop()
+        return create(obj)
+
+    w.cluster.create = failing_create  # type: ignore[method-assign]
+    w.cluster.create(b.pending_pod("web"))
+    w.at(5.0)
+    assert w.nodeclaims() == [] and not failures  # the create failed; no new pod event will come
+    w.at(5.0 + provisioner.RETRY_UNSCHEDULABLE + 5.0)
+    assert len(w.nodeclaims()) == 1

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st_
 
 from karpy import clock
 from karpy.controllers import state
@@ -82,3 +87,66 @@ def test_the_state_holds_one_model_per_stored_object_and_drops_deleted_ones() ->
     for i in range(3):
         cluster.delete("Pod", f"p{i}", "default")
     assert st.held()["Pod"] == 2 and [p.name for p in st.pending_pods()] == ["p3", "p4"]
+
+
+def test_each_node_write_re_reads_the_node_as_a_full_parse_would() -> None:
+    from karpy.api import node as node_mod
+
+    cluster, st = _state()
+    cluster.create({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "n1", "labels": {"karpenter.sh/nodepool": "default"}},
+                    "spec": {"providerID": "kwok://n1", "taints": [{"key": "t", "effect": "NoSchedule"}]},
+                    "status": {"capacity": {"cpu": "4"}, "allocatable": {"cpu": "3900m"},
+                               "conditions": [{"type": "Ready", "status": "False"}]}})
+    first = st.node("n1")
+    writes: list[Callable[[], object]] = [
+        lambda: cluster.patch_status("Node", "n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        lambda: cluster.patch("Node", "n1", {"metadata": {"labels": {"karpenter.sh/initialized": "true"}}}),
+        lambda: cluster.patch("Node", "n1", {"spec": {"taints": None, "unschedulable": True}}),
+        lambda: cluster.patch_status("Node", "n1", {"status": {"allocatable": {"cpu": "3800m"}}}),
+    ]
+    previous = first
+    for write in writes:
+        write()
+        model = st.node("n1")
+        assert model == node_mod.Node.from_manifest(cluster.get("Node", "n1"))
+        assert model is not previous
+        previous = model
+    assert first is not None and previous is not None
+    assert previous.ready and previous.unschedulable and previous.taints == () and previous.allocatable["cpu"] == 3800
+
+
+_OPS = st_.lists(st_.tuples(st_.sampled_from(["create", "label", "status", "delete", "bad"]),
+                            st_.sampled_from(["a", "b", "c", "d"])), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_OPS)
+def test_the_kept_lists_and_keys_answer_what_a_fresh_sorted_parse_answers(ops: list[tuple[str, str]]) -> None:
+    from karpy.api import errors as api_errors
+    from karpy.api import nodeclaim as nodeclaim_mod
+    from karpy.kube import errors
+
+    cluster, st = _state()
+    for op, name in ops:
+        try:
+            if op == "create":
+                cluster.create(_launched_claim(name))
+            elif op == "label":
+                cluster.patch("NodeClaim", name, {"metadata": {"labels": {"n": str(len(ops))}}})
+            elif op == "status":
+                cluster.patch_status("NodeClaim", name, {"status": {"imageID": op + name}})
+            elif op == "bad":
+                cluster.patch_status("NodeClaim", name, {"status": {"capacity": {"cpu": "lots"}}})
+            else:
+                cluster.delete("NodeClaim", name)
+        except errors.KubeError:
+            continue
+        expected = []
+        for obj in sorted(cluster.list("NodeClaim"), key=lambda o: o["metadata"]["name"]):
+            with contextlib.suppress(api_errors.ValidationError):
+                expected.append(nodeclaim_mod.NodeClaim.from_manifest(obj))
+        assert st.nodeclaims() == expected
+        assert st.nodeclaims() == expected  # kept
+        assert [o["metadata"]["name"] for o in st.raws("NodeClaim")] == sorted(
+            o["metadata"]["name"] for o in cluster.list("NodeClaim"))

@@ -91,3 +91,48 @@ def test_evolve_keeps_the_cached_request_unless_the_spec_changes() -> None:
     assert running.requests is a.requests and running.phase == "Running"
     bigger = a.evolve(overhead={"cpu": 100})
     assert bigger.requests is not a.requests and bigger.requests["cpu"] == a.requests["cpu"] + 100
+
+
+def test_evolving_status_fields_equals_dataclasses_replace_field_for_field() -> None:
+    import dataclasses
+
+    a = pod.Pod.from_stored(_manifest("a", {**_spec(), "priority": 5, "priorityClassName": "high",
+                                            "nodeSelector": {"d": "e"}, "hostNetwork": True,
+                                            "terminationGracePeriodSeconds": 3, "restartPolicy": "Never"}))
+    changes: dict[str, Any] = {"phase": "Running", "node_name": "n1", "conditions": (),
+                               "metadata": a.metadata.with_resource_version("9")}
+    fast = a.evolve(**changes)
+    slow = dataclasses.replace(a, **changes)
+    for f in dataclasses.fields(pod.Pod):
+        if f.init:
+            assert getattr(fast, f.name) is getattr(slow, f.name), f.name
+    # every init field is passed on by position: a new field must be added to evolve's fast path
+    assert len([f for f in dataclasses.fields(pod.Pod) if f.init]) == 21
+
+
+def test_stored_conditions_read_once_per_list_equal_a_fresh_read() -> None:
+    from karpy.api import fields, pod_cache
+
+    conds = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+              "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    status = fields.Fields({"phase": "Pending", "conditions": conds}, "Pod shop/a", "status")
+    plain = pod_cache.read_status(status)
+    assert pod_cache.read_status(status, shared=True) == plain
+    assert pod_cache.read_status(status, shared=True) == plain  # remembered by the list
+    other = fields.Fields({"phase": "Pending", "conditions": [dict(conds[0], status="True")]}, "Pod shop/a", "status")
+    assert pod_cache.read_status(other, shared=True) == pod_cache.read_status(other)
+    assert pod_cache.read_status(other, shared=True)[1][0].status == "True"
+    bad = fields.Fields({"conditions": [{"status": "True"}]}, "Pod shop/a", "status")  # no type
+    for _ in range(2):
+        with pytest.raises(errors.ValidationError):
+            pod_cache.read_status(bad, shared=True)
+
+
+def test_pods_holding_one_spec_dict_parse_as_from_manifest_bound_or_not() -> None:
+    spec = _spec()
+    a = _manifest("a", spec)
+    b = _manifest("b", spec)  # the very same dict, as the store keeps replicas' specs
+    bound = _manifest("c", {**spec, "nodeName": "n1"})
+    for m in (a, b, bound, a):
+        assert pod.Pod.from_stored(m) == pod.Pod.from_manifest(copy.deepcopy(m))
+    assert pod.Pod.from_stored(b).requests is pod.Pod.from_stored(a).requests

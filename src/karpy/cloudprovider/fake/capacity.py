@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from karpy.api import labels, meta, nodeclaim, nodeclass, quantity, selectors
 from karpy.cloudprovider import errors, instancetype
@@ -128,6 +129,27 @@ class CapacityPools:
         out = {k for k, until in self.insufficient_until.items() if now < until}
         out.update(k for k, limit in self.limits.items() if self.running.get(k, 0) >= limit)
         return frozenset(out)
+
+
+_HASHES: dict[int, tuple[Any, str]] = {}
+"""Hashes by the identity of the frozen model hashed (the entry keeps it alive): the NodeClass of a
+stored version is parsed once, and every launch and drift check asks for its hash."""
+
+
+def _hash_once(model: Any, compute: Callable[[], str]) -> str:
+    hit = _HASHES.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    value = compute()
+    if len(_HASHES) >= 1024:
+        _HASHES.clear()
+    _HASHES[id(model)] = (model, value)
+    return value
+
+
+def nodeclass_hash(nc: NodeClass) -> str:
+    """``nc.hash()``, computed once per NodeClass model (models are frozen)."""
+    return _hash_once(nc, nc.hash)
 
 
 def hash_annotation(nc: NodeClass) -> str:
@@ -295,12 +317,12 @@ def choose(cands: Sequence[Candidate], pools: CapacityPools, now: float
     every candidate when nothing has capacity.
     """
     order = {ct: i for i, ct in enumerate(CAPACITY_TYPE_PREFERENCE)}
-    by_type: dict[str, list[Candidate]] = {}
-    for c in cands:
-        by_type.setdefault(c.offering.capacity_type, []).append(c)
-    for ct in sorted(by_type, key=lambda t: (order.get(t, len(order)), t)):
+    present = {c.offering.capacity_type for c in cands}
+    for ct in sorted(present, key=lambda t: (order.get(t, len(order)), t)):
         failed: list[errors.OfferingKey] = []
-        for c in by_type[ct]:
+        for c in cands:  # in order: the first of this type with capacity wins (usually the first)
+            if c.offering.capacity_type != ct:
+                continue
             if pools.has_capacity(c.key, now):
                 return c, failed
             failed.append(c.key)
@@ -334,7 +356,9 @@ def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | 
         return azure_image(family, AZURE_DEFAULT_IMAGE_VERSION, node_labels)
     selector = ""
     if isinstance(nc, nodeclass.EC2NodeClass):
-        selector = nodeclass.stable_hash([t.to_dict() for t in nc.ami_selector_terms])
+        terms = nc.ami_selector_terms
+        selector = _hash_once(terms, lambda: nodeclass.stable_hash([t.to_dict() for t in terms])) \
+            if type(terms) is tuple else nodeclass.stable_hash([t.to_dict() for t in terms])
     digest = hashlib.sha256(f"{region}/{selector}".encode()).hexdigest()
     if fmt == "aws":
         return f"ami-{digest[:17]}"

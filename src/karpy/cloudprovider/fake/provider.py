@@ -166,7 +166,7 @@ class SimulatedCloud:
         md = claim.metadata
         annotations = dict(md.annotations)
         if nc is not None:
-            annotations[capacity.hash_annotation(nc)] = nc.hash()
+            annotations[capacity.hash_annotation(nc)] = capacity.nodeclass_hash(nc)
         return dataclasses.replace(
             claim,
             metadata=dataclasses.replace(md, labels={**md.labels, **inst.labels}, annotations=annotations),
@@ -217,7 +217,7 @@ class SimulatedCloud:
         nc = self._lookup(ref.name) if ref is not None else None
         if nc is not None:
             have = claim.metadata.annotations.get(capacity.hash_annotation(nc))
-            if have is not None and have != nc.hash():
+            if have is not None and have != capacity.nodeclass_hash(nc):
                 return "NodeClassDrift"
         reason = "AMIDrift" if self.provider_format == "aws" else "ImageDrift"
         if isinstance(nc, nodeclass.EC2NodeClass) and nc.status.amis:
