@@ -69,3 +69,15 @@ def test_changed_parts_agrees_when_a_write_keeps_some_parts_as_the_same_objects(
         old: dict[str, Any], status: dict[str, Any], metadata: dict[str, Any]) -> None:
     for new in ({**old, "status": status}, {**old, "metadata": {**old.get("metadata", {}), **metadata}}, dict(old)):
         assert interface.changed_parts(old, new) == _reference(old, new)
+
+
+@settings(max_examples=200, deadline=None)
+@given(old=_objects, conditions=st.lists(st.fixed_dictionaries({"type": st.just("PodScheduled"),
+                                                                 "message": st.sampled_from(["x", "y"])}),
+                                          min_size=1, max_size=2))
+def test_a_write_that_only_rewords_conditions_says_so_as_the_reference_does(
+        old: dict[str, Any], conditions: list[dict[str, Any]]) -> None:
+    before = {**old, "status": {"phase": "Pending", "conditions": conditions}}
+    reworded = [{**c, "message": c["message"] + "!"} for c in conditions]
+    after = {**before, "status": {"phase": "Pending", "conditions": reworded}}
+    assert interface.changed_parts(before, after) == _reference(before, after) == {interface.CONDITION_MESSAGES}
