@@ -288,12 +288,19 @@ class Observer:
 
     def _pdbs(self) -> list[candidates.Pdb]:
         out: list[candidates.Pdb] = []
-        by_ns: dict[str, list[dict[str, Any]]] = {}
         raws = self.state.raws("PodDisruptionBudget")
         if not raws:
             return out
+        # Pods grouped by their stored labels object (replicas of one template share it): each budget's
+        # selector is matched once per distinct labels object, not once per pod.
+        by_ns: dict[str, dict[int, tuple[Any, list[dict[str, Any]]]]] = {}
         for p in self.state.raws("Pod"):
-            by_ns.setdefault(interface.namespace_of(p) or "default", []).append(p)
+            pod_labels = interface.labels_of(p)
+            groups = by_ns.setdefault(interface.namespace_of(p) or "default", {})
+            group = groups.get(id(pod_labels))
+            if group is None:
+                group = groups[id(pod_labels)] = (pod_labels, [])
+            group[1].append(p)
 
         def lookup(namespace: str, ref: Any) -> dict[str, Any] | None:
             try:
@@ -307,7 +314,10 @@ class Observer:
             try:
                 selector = selectors.LabelSelector.parse(
                     fields_mod.Fields(spec.get("selector") or {}, "PodDisruptionBudget", "spec.selector"))
-                _, _, allowed = memory_eviction.disruptions_allowed(obj, by_ns.get(ns, []), lookup)
+                query = memory_eviction.pod_query(obj)
+                selected = [] if query is None else [
+                    p for pod_labels, group in by_ns.get(ns, {}).values() if query.matches(pod_labels) for p in group]
+                _, _, allowed = memory_eviction.disruptions_allowed(obj, selected, lookup)
             except (api_errors.ValidationError, kube_errors.KubeError):
                 continue
             out.append(candidates.Pdb(ns, interface.name_of(obj), selector, allowed))

@@ -4,11 +4,13 @@ interruptions, commitments, AKS NAP, with consolidation, drift and expiration)."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from karpy.api import errors as api_errors
 from karpy.disruption import (
     candidates,
     changes,
@@ -20,6 +22,8 @@ from karpy.disruption import (
     validation,
 )
 from karpy.disruption import controller as disruption
+from karpy.kube import errors as kube_errors
+from karpy.kube import interface, memory_eviction
 from karpy.simulator import engine, scenario
 
 _CANDIDATE = candidates.candidate
@@ -76,6 +80,31 @@ def plain_check(ctl: disruption.DisruptionController, obs: observation.Observati
     assert ctl.claims.next_expiry(now) == min((at for at in ats if at > now), default=None)
     assert ctl.claims.launching() == [c.name for c in claims if c.metadata.deletion_timestamp is None
                                       and not ctl.state.node_name_for_provider_id(c.status.provider_id)]
+    # budgets: pods grouped by their labels object give what matching every pod of the namespace gives
+    assert [(b.namespace, b.name, b.disruptions_allowed) for b in observer._pdbs()] == plain_pdbs(ctl)
+
+
+def plain_pdbs(ctl: disruption.DisruptionController) -> list[tuple[str, str, int]]:
+    """Each readable budget's disruptions allowed, every pod of its namespace matched one by one."""
+    cluster = ctl.observer.cluster
+
+    def lookup(namespace: str, ref: Any) -> dict[str, Any] | None:
+        try:
+            return cluster.get(str(ref.get("kind", "")), str(ref.get("name", "")), namespace)
+        except kube_errors.KubeError:
+            return None
+
+    pods = ctl.state.raws("Pod")
+    out: list[tuple[str, str, int]] = []
+    for obj in ctl.state.raws("PodDisruptionBudget"):
+        ns = interface.namespace_of(obj) or "default"
+        in_ns = [p for p in pods if (interface.namespace_of(p) or "default") == ns]
+        try:
+            _, _, allowed = memory_eviction.disruptions_allowed(obj, in_ns, lookup)
+        except (api_errors.ValidationError, kube_errors.KubeError):
+            continue
+        out.append((ns, interface.name_of(obj), allowed))
+    return out
 
 
 def _plain_drift(ctl: disruption.DisruptionController, obs: observation.Observation) -> None:
@@ -100,3 +129,67 @@ def test_every_pass_reads_what_a_fresh_walk_reads(path: Path, monkeypatch: pytes
     monkeypatch.setattr(disruption.DisruptionController, "observe", checked)
     engine.Simulation(scenario.load_text(path.read_text(), source=str(path)), until=1200.0).run()
     assert passes
+
+
+def _deployment(name: str, namespace: str, replicas: int, labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"deployment": name}},
+                     "template": {"metadata": {"labels": {"deployment": name, **labels}},
+                                  "spec": {"containers": [{"name": "c", "image": "c", "resources": {
+                                      "requests": {"cpu": "700m", "memory": "512Mi"}}}]}}}}
+
+
+def _pdb(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def test_budgets_over_pods_grouped_by_labels_allow_what_matching_every_pod_allows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Budgets of every form over two namespaces, replicas of several templates, a bare pod without labels:
+    at every pass (the conftest compares them) and with some budget exhausted and some not."""
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "karpy.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "pdbs"},
+         "spec": {"cloud": {"provider": "aws", "region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"]},
+                  "settings": {"clusterName": "pdbs"}, "until": "20m", "seed": 3, "steps": [
+                      {"at": "6m", "scale": {"kind": "Deployment", "namespace": "shop", "name": "web", "replicas": 2}},
+                      {"at": "6m", "scale": {"kind": "Deployment", "namespace": "default", "name": "api",
+                                             "replicas": 1}}]}},
+        {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+         "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "KarpenterNodeRole-pdbs",
+                  "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "pdbs"}}],
+                  "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "pdbs"}}]}},
+        {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+         "spec": {"disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"},
+                  "template": {"spec": {
+                      "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                      "requirements": [
+                          {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                          {"key": "node.kubernetes.io/instance-type", "operator": "In",
+                           "values": ["m5.large", "m5.xlarge"]}]}}}},
+        _deployment("web", "shop", 6, {"tier": "front"}),
+        _deployment("worker", "shop", 4, {"tier": "back"}),
+        _deployment("api", "default", 5, {"tier": "front"}),
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare", "namespace": "shop"},
+         "spec": {"containers": [{"name": "c", "image": "c", "resources": {"requests": {"cpu": "100m"}}}]}},
+        _pdb("web", "shop", {"maxUnavailable": 1, "selector": {"matchLabels": {"deployment": "web"}}}),
+        _pdb("front", "shop", {"minAvailable": "50%", "selector": {"matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["front", "back"]}]}}),
+        _pdb("everything", "shop", {"maxUnavailable": 0, "selector": {}}),
+        _pdb("nothing", "shop", {"maxUnavailable": 1}),
+        _pdb("api", "default", {"minAvailable": 3, "selector": {"matchLabels": {"tier": "front"}}}),
+    ]
+    seen: list[list[tuple[str, str, int]]] = []
+    original = disruption.DisruptionController.observe
+
+    def recorded(self: disruption.DisruptionController, now: float) -> Any:
+        obs = original(self, now)  # the conftest's fixture compares the budgets with plain_pdbs
+        seen.append(plain_pdbs(self))
+        return obs
+
+    monkeypatch.setattr(disruption.DisruptionController, "observe", recorded)
+    text = "\n---\n".join(json.dumps(d) for d in docs)
+    engine.Simulation(scenario.load_text(text, source="pdbs")).run()
+    allowed = {(ns, name, n) for budgets in seen for ns, name, n in budgets}
+    assert any(n == 0 for _, _, n in allowed) and any(n > 0 for _, _, n in allowed), allowed
+    assert {name for _, name, _ in allowed} == {"web", "front", "everything", "nothing", "api"}
