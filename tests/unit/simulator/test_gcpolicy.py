@@ -60,9 +60,11 @@ def test_objects_the_caller_froze_stay_frozen(collector_state: None) -> None:
     try:
         frozen = gc.get_freeze_count()
         with gcpolicy.tuned():
-            kept = [[i] for i in range(1_000)]
-        assert gc.get_freeze_count() == frozen
-        assert len(kept) == 1_000
+            kept = [[i] for i in range(5_000)]
+        # frozen objects may still die by reference count meanwhile (a few); unfreezing the caller's would
+        # empty the permanent generation, freezing the block's would add its 5,000 lists
+        assert frozen - 2_500 < gc.get_freeze_count() < frozen + 2_500
+        assert len(kept) == 5_000
     finally:
         gc.unfreeze()
 
