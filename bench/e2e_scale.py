@@ -18,8 +18,9 @@ under 2 GB peak memory (checked from 100,000 pods up).
 
 Run: ``python bench/e2e_scale.py [--counts 1000,10000] [--big]`` (``--big`` adds 100,000 pods, long),
 ``--profile`` prints the cProfile hot spots of each run (``--profile-out FILE`` with ``--one N``
-keeps them for pstats); ``--trace`` prints wall, CPU seconds and peak memory every 10 simulated
-seconds (where a big run spends its time and memory: the first solve, nodes registering...).
+keeps them for pstats); ``--pdbs`` adds a PodDisruptionBudget (``maxUnavailable: 1``) per Deployment
+(what budgets cost the disruption controller's passes); ``--trace`` prints wall, CPU seconds and peak
+memory every 10 simulated seconds (where a big run spends its time and memory: the first solve, nodes registering...).
 """
 
 from __future__ import annotations
@@ -92,8 +93,13 @@ def deployments(n: int, seed: int = 42) -> list[dict[str, Any]]:
     return out
 
 
-def scenario_text(n: int, until: str = "3m") -> str:
+def scenario_text(n: int, until: str = "3m", pdbs: bool = False) -> str:
+    """The scenario; ``pdbs``: also a PodDisruptionBudget (``maxUnavailable: 1``) per Deployment."""
     deps = deployments(n)
+    budgets = [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": d["metadata"]["name"], "namespace": "default"},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"deployment": d["metadata"]["name"]}}}}
+               for d in deps] if pdbs else []
     steps = [{"at": "10s", "scale": {"kind": "Deployment", "namespace": "default", "name": d["metadata"]["name"],
                                      "replicas": d.pop("_replicas")}} for d in deps]
     docs: list[dict[str, Any]] = [
@@ -113,6 +119,7 @@ def scenario_text(n: int, until: str = "3m") -> str:
                  {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
                  {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["2"]}]}}}},
         *deps,
+        *budgets,
     ]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
@@ -133,8 +140,9 @@ def _tracer(start: float) -> engine.Progress:
     return progress
 
 
-def run_one(n: int, profile: bool, profile_out: str | None = None, trace: bool = False) -> dict[str, Any]:
-    text = scenario_text(n)
+def run_one(n: int, profile: bool, profile_out: str | None = None, trace: bool = False,
+            pdbs: bool = False) -> dict[str, Any]:
+    text = scenario_text(n, pdbs=pdbs)
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
         profiler.enable()
@@ -185,10 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile-out", help="with --one --profile: also write the cProfile data to this file")
     ap.add_argument("--trace", action="store_true",
                     help="print wall, CPU seconds and peak memory every 10 simulated seconds (stderr)")
+    ap.add_argument("--pdbs", action="store_true",
+                    help="a PodDisruptionBudget (maxUnavailable: 1) per Deployment: what budgets cost the loop")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        r = run_one(args.one, args.profile, args.profile_out, args.trace)
+        r = run_one(args.one, args.profile, args.profile_out, args.trace, args.pdbs)
         print(_line(r), flush=True)
         return 0 if r["all_running_at"] is not None else 1
     counts = [int(c) for c in args.counts.split(",")] + ([100_000] if args.big else [])
@@ -196,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'targets':>7} {'cpu-s':>7}", flush=True)
     for n in counts:
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--profile"] if args.profile else []) \
-            + (["--trace"] if args.trace else [])
+            + (["--trace"] if args.trace else []) + (["--pdbs"] if args.pdbs else [])
         subprocess.run(cmd, check=False)
     return 0
 
