@@ -52,6 +52,7 @@ BUDGET_BLOCKED = "No allowed disruptions due to blocking budget"
 
 InstanceTypes = Callable[[Sequence[nodepool.NodePool]], Mapping[str, Sequence[instancetype.InstanceType]]]
 NodeRow = tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]
+_NO_LABELS: dict[str, str] = {}
 _Candidate = candidates.Candidate  # (the Observation field of that name hides the module in its body)
 
 
@@ -295,7 +296,7 @@ class Observer:
         # selector is matched once per distinct labels object, not once per pod.
         by_ns: dict[str, dict[int, tuple[Any, list[dict[str, Any]]]]] = {}
         for p in self.state.raws("Pod"):
-            pod_labels = interface.labels_of(p)
+            pod_labels = interface.labels_of(p) or _NO_LABELS  # pods without labels: one group, not one each
             groups = by_ns.setdefault(interface.namespace_of(p) or "default", {})
             group = groups.get(id(pod_labels))
             if group is None:

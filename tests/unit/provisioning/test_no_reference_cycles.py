@@ -11,20 +11,16 @@ from collections.abc import Iterator
 import pytest
 
 from karpy.api import labels as wk
+from karpy.simulator import gcpolicy
 
 from . import builders as b
 
 
 @pytest.fixture
 def no_automatic_collection() -> Iterator[None]:
-    was_enabled = gc.isenabled()
     gc.collect()
-    gc.disable()
-    try:
+    with gcpolicy.tuned():  # the simulator's own switch: no automatic collection, the state restored after
         yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _garbage_after(run: object) -> list[str]:
