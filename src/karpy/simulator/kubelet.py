@@ -247,7 +247,7 @@ class SimulatedKubelet:
             self._nodes_seen.pop(name, None)
         else:
             self._nodes_seen[name] = obj
-        return (interface.name_of(obj),) if event in (interface.ADDED, interface.DELETED) else ()
+        return (name,) if event in (interface.ADDED, interface.DELETED) else ()
 
     def _reconcile_node(self, key: str) -> float | None:
         if key.startswith(_LAUNCH):
