@@ -47,7 +47,6 @@ and does not wake itself. Deterministic: pods and nodes are handled in name orde
 from __future__ import annotations
 
 import logging
-import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -286,7 +285,6 @@ class KubeScheduler:
                     placed.add(pod_key)
                     by_node[node_name] = [*by_node.get(node_name, ()), bound]
         explainer: unschedulable.Explainer | None = None
-        plugins: dict[frozenset[str], frozenset[str]] = {}
         # With volumes the models tried are the ones volumetopology made (same pods, same order).
         for model, pod_key, obj, entry in tried if not unconstrained else \
                 [(m, *raw_by_key[m.key], None) for m in pending]:
@@ -296,15 +294,13 @@ class KubeScheduler:
                 explainer = unschedulable.Explainer(nodes, by_node, self.models.node_reqs, self._usage, self._explained)
             without = unconstrained.get(model.key) if unconstrained else None
             if without is None:
-                sig = self.models.signature(model) if entry is None else self.models.entry_signature(entry, model)
+                assert entry is not None  # without volumes the pods tried are the entries
+                sig = self.models.entry_signature(entry, model)
                 text, reasons = explainer.explain(model, None, sig)
             else:
                 text, reasons = explainer.explain(model, without)
                 model, sig = without, self.models.signature(without)
-            rejectors = plugins.get(reasons)
-            if rejectors is None:
-                rejectors = plugins[reasons] = scheduling_queue.plugins_of(reasons)
-            self.queue.failed(pod_key, model, sig, rejectors, now)
+            self.queue.failed(pod_key, model, sig, scheduling_queue.plugins_of(reasons), now)
             self._mark_unschedulable(obj, pod_key, text)
         self._forget()
         return self._next(now)
@@ -338,21 +334,12 @@ class KubeScheduler:
     def _existing_node(self, n: node.Node, pods: list[pod.Pod]) -> tuple[
             node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]:
         """What the core is told about node ``n`` holding ``pods``, built again only when either
-        changed; when ``pods`` only adds pods to the list last seen, only those are subtracted."""
+        changed."""
         hit = self._existing.get(n.name)
-        added: Sequence[pod.Pod] = pods
-        if hit is not None and hit[0] is n:
-            if hit[1] is pods:
-                return hit
-            before = hit[1]
-            if len(pods) >= len(before) and all(map(operator.is_, before, pods)):
-                added = pods[len(before):]
-        if added is pods:
-            free = {d: n.allocatable.get(d, 0) for d in _FLOOR_DIMS}
-        else:
-            assert hit is not None
-            free = dict(hit[3])
-        for p in added:
+        if hit is not None and hit[0] is n and hit[1] is pods:
+            return hit
+        free = {d: n.allocatable.get(d, 0) for d in _FLOOR_DIMS}
+        for p in pods:
             req = p.requests
             for d in _FLOOR_DIMS:
                 free[d] -= req.get(d, 0)

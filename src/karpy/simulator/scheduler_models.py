@@ -13,7 +13,6 @@ small number. Pure: nothing here reads or writes the cluster.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
@@ -65,9 +64,9 @@ class Models:
         """(id of a stored spec, namespace) -> (that spec, its pods' signature number)."""
         self.binding: tuple[str, pod.Pod, str] | None = None
         """(uid, pending model, node) while that pod's binding is written: its bound model is the same."""
-        self._nodes: dict[str, tuple[str, node.Node | None, Any]] = {}
+        self._nodes: dict[str, tuple[str, node.Node | None]] = {}
         """Node name -> (resourceVersion, model, the stored labels object it was parsed from)."""
-        self._reqs: dict[str, tuple[Mapping[str, str], requirements.Requirements, Any]] = {}
+        self._reqs: dict[str, tuple[Mapping[str, str], requirements.Requirements]] = {}
         """Node name -> (model labels, their requirements, the stored labels object they came from)."""
 
     # ------------------------------------------------------------------------------- pods
@@ -94,7 +93,7 @@ class Models:
         if binding is not None and binding[0] == uid and hit is not None and \
                 hit.labels is pod_labels and hit.annotations is annotations:
             # Our own binding: only spec.nodeName changed.
-            model = dataclasses.replace(binding[1], node_name=binding[2])
+            model = binding[1].evolve(node_name=binding[2])  # keeps the parsed requests and ports
         else:
             try:
                 model = pod.Pod.from_stored(obj)  # stored objects are never changed in place
@@ -166,7 +165,7 @@ class Models:
         except api_errors.ValidationError as exc:
             log.warning("kube-scheduler: cannot read node %s: %s", name, exc)
             model = None
-        self._nodes[name] = (rv, model, (obj.get("metadata") or {}).get("labels"))
+        self._nodes[name] = (rv, model)
         return model
 
     def last_node(self, name: str) -> node.Node | None:
@@ -176,15 +175,11 @@ class Models:
 
     def node_reqs(self, n: node.Node) -> requirements.Requirements:
         """The node's labels as requirements, cached while its labels stay the same."""
-        parsed = self._nodes.get(n.name)
-        stored = parsed[2] if parsed is not None and parsed[1] is n else None
         hit = self._reqs.get(n.name)
-        # The same stored labels object means the same labels (stored objects never change in place).
-        if hit is not None and (hit[0] is n.labels or (stored is not None and hit[2] is stored)
-                                or hit[0] == n.labels):
+        if hit is not None and (hit[0] is n.labels or hit[0] == n.labels):
             return hit[1]
         reqs = requirements.Requirements.from_labels(n.labels)
-        self._reqs[n.name] = (n.labels, reqs, stored)
+        self._reqs[n.name] = (n.labels, reqs)
         return reqs
 
     def drop_node(self, name: str) -> None:

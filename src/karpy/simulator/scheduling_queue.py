@@ -118,15 +118,8 @@ def _schedulable(n: node.Node) -> bool:
     return not n.unschedulable and not n.deleting
 
 
-def _hard_taints(n: node.Node) -> list[node.Taint]:
-    out = list(n.taints)
-    if not n.ready:
-        out.append(unschedulable.NOT_READY_TAINT)
-    return out
-
-
 def _tolerates(p: pod.Pod, n: node.Node) -> bool:
-    return taints.first_untolerated(p.tolerations, _hard_taints(n), _HARD) is None
+    return taints.first_untolerated(p.tolerations, unschedulable.hard_taints(n), _HARD) is None
 
 
 def _fits(p: pod.Pod, n: node.Node) -> bool:
@@ -238,20 +231,9 @@ class Queue:
         entry.group = None
         entry.wait_end = entry.failed_at + backoff(entry.attempts)
 
-    def due(self, key: PodKey, now: float) -> bool:
-        """Whether the pod is tried in a pass at ``now``: never tried yet, or moved back (by an
-        event, or flushed from the pool) and its backoff over."""
-        entry = self._entries.get(key)
-        if entry is None:
-            return True
-        if entry.group is not None:
-            if now < self._flush_at(entry):
-                return False
-            self._leave_pool(key, entry)
-        return now >= entry.failed_at + backoff(entry.attempts)
-
     def take_due(self, now: float) -> list[PodKey]:
-        """Every pod :meth:`due` at ``now`` among those :meth:`arrived` (in no order; a pod stays
+        """Every pod due at ``now`` among those :meth:`arrived` - never tried, or moved back (by an
+        event, or flushed from the pool) with its backoff over - (in no order; a pod stays
         due until it is tried again or forgotten), in time proportional to those that are due."""
         self._pop_until(now)
         return [*self._fresh, *self._ready]
@@ -348,7 +330,8 @@ class Queue:
                 elif plugin in (INTER_POD_AFFINITY, VOLUME_BINDING):
                     queue = labels_changed
                 elif plugin == POD_TOPOLOGY_SPREAD:
-                    queue = labels_changed or old is None or _hard_taints(old) != _hard_taints(new)
+                    queue = labels_changed or old is None or \
+                        unschedulable.hard_taints(old) != unschedulable.hard_taints(new)
                 else:
                     queue = True
                 if queue:

@@ -21,6 +21,15 @@ from karpy.scheduling import requirements, taints, volumetopology
 NOT_READY_TAINT = node.Taint(key=labels.TAINT_NOT_READY, effect="NoSchedule")
 
 
+def hard_taints(n: node.Node) -> list[node.Taint]:
+    """The node's taints plus ``node.kubernetes.io/not-ready:NoSchedule`` when it is not Ready (as the
+    node lifecycle controller taints it)."""
+    out = list(n.taints)
+    if not n.ready:
+        out.append(NOT_READY_TAINT)
+    return out
+
+
 def _taint_text(t: Any) -> str:
     return "{" + f"{t.key}: {t.value}" + "}"
 
@@ -84,7 +93,7 @@ class Explainer:
         self._answers: list[dict[Hashable, tuple[str, ...]]] | None = None
         """Per node (as ``nodes``), the memo's signature -> reasons (made valid on first use)."""
         self._cache: dict[Any, tuple[str, frozenset[str]]] = {}
-        self._facts: dict[int, tuple[node.Node, tuple[str, bool, list[Any]]]] = {}
+        self._facts: dict[str, tuple[node.Node, tuple[str, bool, list[Any]]]] = {}
         self._own_reqs: requirements.Requirements | None = None
 
     def message(self, p: pod.Pod, without_volumes: pod.Pod | None = None) -> str:
@@ -153,12 +162,9 @@ class Explainer:
 
     def _node_facts(self, n: node.Node) -> tuple[str, bool, list[Any]]:
         """(name, cordoned or being deleted, hard taints with not-ready's), once per node and explainer."""
-        facts = self._facts.get(id(n))
+        facts = self._facts.get(n.name)
         if facts is None or facts[0] is not n:
-            node_taints: list[Any] = list(n.taints)
-            if not n.ready:
-                node_taints.append(NOT_READY_TAINT)
-            facts = self._facts[id(n)] = (n, (n.name, n.unschedulable or n.deleting, node_taints))
+            facts = self._facts[n.name] = (n, (n.name, n.unschedulable or n.deleting, hard_taints(n)))
         return facts[1]
 
     def _reasons(self, p: _PodFacts, n: node.Node) -> tuple[str, ...]:
