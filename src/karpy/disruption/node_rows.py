@@ -25,9 +25,7 @@ from karpy.api import labels, node, nodeclaim, nodepool, pod
 from karpy.controllers import state
 from karpy.disruption import candidates, changes, consolidation, drift_marking, emptiness
 
-
-def _rv(obj: Mapping[str, Any] | None) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "") if obj is not None else ""
+_rv = drift_marking._rv  # one resourceVersion reader for the disruption package
 
 
 @dataclass(slots=True)
@@ -86,7 +84,8 @@ class NodeRows:
         """NodeClaim name -> its ``status.nodeName`` (parsed claims only)."""
         self._status_claims: dict[str, set[str]] = {}
         self._pool_versions: dict[str, Any] = {}
-        self._pdbs: list[candidates.Pdb] | None = None
+        self._blocking: list[tuple[str, str, Any]] | None = None
+        """The budgets that allowed no disruption last pass (a verdict reads only those, in order)."""
         self._sorted = True
 
     def refresh(self, pools: Mapping[str, nodepool.NodePool], pdbs: list[candidates.Pdb], now: float,
@@ -101,6 +100,7 @@ class NodeRows:
             nodes = set(self.rows) | {n.name for n in self.state.nodes()}
         else:
             for name in claims:
+                nodes |= self.claim_nodes.get(name, set())  # the rows holding it now (it may have left them)
                 c = self.state.nodeclaim(name)
                 self._set_status_node(name, (c.status.node_name or "") if c is not None else "")
         versions = {name: drift_marking.pool_version(p) for name, p in pools.items()}
@@ -108,10 +108,13 @@ class NodeRows:
             if versions.get(name) != self._pool_versions.get(name):
                 nodes |= self._by_pool.get(name, set())
         self._pool_versions = versions
-        same_pdbs = pdbs == self._pdbs
+        # a verdict reads only the budgets that allow no disruption (blocking_pdb): a count moving
+        # between positive values re-reads nothing
+        blocking = [(b.namespace, b.name, b.selector) for b in pdbs if b.disruptions_allowed <= 0]
+        same_pdbs = blocking == self._blocking
         if not same_pdbs:
             nodes = nodes | set(self.rows)
-        self._pdbs = pdbs
+        self._blocking = blocking
         nodes |= self.timed
         for name in sorted(nodes):
             self._refresh(name, pools, pdbs, same_pdbs, now, last_pod_event)

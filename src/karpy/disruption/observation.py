@@ -312,6 +312,8 @@ class Observer:
         for obj in raws:
             ns = interface.namespace_of(obj) or "default"
             spec = obj.get("spec") or {}
+            if spec.get("selector") is None:  # policy/v1: no selector selects no pod, so it blocks nothing
+                continue
             try:
                 selector = selectors.LabelSelector.parse(
                     fields_mod.Fields(spec.get("selector") or {}, "PodDisruptionBudget", "spec.selector"))
