@@ -15,7 +15,7 @@ forms go through :mod:`karpy.api.conversion` first) and raises
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,8 +302,6 @@ class NodeClaim:
 
     @classmethod
     def from_manifest(cls, d: Mapping[str, Any]) -> NodeClaim:
-        if type(d) is Manifest:  # a model seen as its manifest: from_manifest(to_manifest(x)) == x
-            return d.model
         f = meta.reader(KIND, d)
         return cls(
             metadata=meta.ObjectMeta.parse(f.sub("metadata"), namespaced=False),
@@ -335,28 +333,3 @@ class NodeClaim:
         return out
 
 
-class Manifest(Mapping[str, Any]):
-    """A NodeClaim model seen as its manifest, read-only: the mapping :meth:`NodeClaim.to_manifest`
-    gives, rendered on first read. :meth:`NodeClaim.from_manifest` of it is the model itself, read
-    from nothing (as ``from_manifest(to_manifest(x)) == x``): hand it to code that parses what it is
-    given (the simulated kubelet told of a launch) instead of rendering the model to be parsed back."""
-
-    __slots__ = ("_rendered", "model")
-
-    def __init__(self, model: NodeClaim) -> None:
-        self.model = model
-        self._rendered: dict[str, Any] | None = None
-
-    def _data(self) -> dict[str, Any]:
-        if self._rendered is None:
-            self._rendered = self.model.to_manifest()
-        return self._rendered
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data())
-
-    def __len__(self) -> int:
-        return len(self._data())

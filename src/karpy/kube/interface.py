@@ -161,7 +161,9 @@ class Cluster(Protocol):
     def patch_status(
         self, kind: str, name: str, patch: dict[str, Any], namespace: str = ""
     ) -> dict[str, Any]:
-        """Apply a JSON merge patch to ``status`` only (the ``/status`` subresource)."""
+        """Apply a JSON merge patch to ``status`` only (the ``/status`` subresource). A
+        ``metadata.resourceVersion`` in the patch is a precondition (``Conflict`` when stale, as the API
+        server's optimistic lock); other metadata in it is ignored."""
         ...
 
     def delete(self, kind: str, name: str, namespace: str = "") -> None:

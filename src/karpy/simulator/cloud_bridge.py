@@ -51,7 +51,7 @@ class CloudBridge:
                 provider_id=pid, instance_type=inst.instance_type, zone=inst.zone,
                 capacity_type=inst.capacity_type, capacity=dict(inst.capacity),
                 allocatable=dict(inst.allocatable), labels=dict(inst.labels), node_name=inst.hostname)
-            self.kubelet.instance_launched(nodeclaim.Manifest(launched), info)  # no render-and-parse
+            self.kubelet.instance_launched(launched, info)  # no render-and-parse
             self._live.add(pid)
             self.launched += 1
         return launched

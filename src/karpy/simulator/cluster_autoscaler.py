@@ -287,7 +287,7 @@ class ClusterAutoscaler:
                 capacity=dict(inst.capacity), allocatable=dict(inst.allocatable),
                 labels={k: v for k, v in inst.labels.items() if k != labels.NODEPOOL}, node_name=inst.hostname,
                 karpenter=False)
-            self.kubelet.instance_launched(launched.to_manifest(), info)
+            self.kubelet.instance_launched(launched, info)
             self.bridge.adopted(pid)
         self._upcoming = [u for u in self._upcoming if u.provider_id != "failed"]
 

@@ -145,13 +145,13 @@ class SimulatedKubelet:
 
     # --------------------------------------------------------------------------- cloud API
 
-    def instance_launched(self, claim: Mapping[str, Any], instance: InstanceInfo) -> str:
+    def instance_launched(self, claim: Mapping[str, Any] | nodeclaim.NodeClaim, instance: InstanceInfo) -> str:
         """Schedule the instance's Node registration; returns the name the Node will have.
 
-        Raises :class:`karpy.api.errors.ValidationError` at once when ``claim`` is not a valid
-        NodeClaim.
+        ``claim``: the launched NodeClaim, as its model (no render and parse back) or its manifest;
+        raises :class:`karpy.api.errors.ValidationError` at once when a manifest is not a valid NodeClaim.
         """
-        parsed = nodeclaim.NodeClaim.from_manifest(claim)
+        parsed = claim if isinstance(claim, nodeclaim.NodeClaim) else nodeclaim.NodeClaim.from_manifest(claim)
         address = self._new_address()
         name = instance.node_name or self._node_name(parsed.name, instance, address)
         self._launches[instance.provider_id] = _Launch(parsed, instance, name, address)

@@ -85,7 +85,7 @@ class ProviderBridge:
             self._live[pid] = (price, now)
             self.launched += 1
         if self.kubelet is not None:
-            self.kubelet.instance_launched(launched.to_manifest(), info)
+            self.kubelet.instance_launched(launched, info)
         return launched
 
     def delete(self, claim: nodeclaim.NodeClaim) -> None:

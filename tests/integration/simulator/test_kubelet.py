@@ -7,6 +7,7 @@ import re
 import pytest
 
 from karpy import clock
+from karpy.api import nodeclaim
 from karpy.kube import errors
 
 from . import conftest
@@ -185,3 +186,15 @@ def test_a_pre_existing_node_is_created_exactly_as_given(world: conftest.World) 
     node = world.node("existing")
     assert node["metadata"]["labels"] == given["metadata"]["labels"]
     assert node["spec"] == given["spec"]
+
+
+def test_a_launch_told_as_the_model_registers_the_same_node_as_one_told_as_the_manifest() -> None:
+    manifest = conftest.nodeclaim("default-abcde", taints=[POOL_TAINT], startup_taints=[STARTUP_TAINT])
+    nodes = []
+    for claim in (manifest, nodeclaim.NodeClaim.from_manifest(manifest)):
+        w = conftest.make_world(jitter=0.0)
+        name = w.kubelet.instance_launched(claim, conftest.instance())
+        conftest.run_until(w.manager, w.clock, w.t0 + 60)
+        node = w.node(name)
+        nodes.append({k: node[k] for k in ("spec", "status")} | {"labels": node["metadata"]["labels"]})
+    assert nodes[0] == nodes[1]

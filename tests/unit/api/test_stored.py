@@ -172,14 +172,6 @@ def test_any_mix_of_shared_and_new_parts_parses_as_from_manifest(cpu: str, zone:
     assert _outcome(nodeclaim_mod.NodeClaim.from_stored, other) == expected
 
 
-def test_a_model_seen_as_its_manifest_reads_as_the_manifest_and_parses_back_to_the_model() -> None:
-    model = nodeclaim_mod.NodeClaim.from_manifest(_claim("m"))
-    view = nodeclaim_mod.Manifest(model)
-    assert dict(view) == model.to_manifest() and len(view) == len(model.to_manifest())
-    assert nodeclaim_mod.NodeClaim.from_manifest(view) is model
-    assert nodeclaim_mod.NodeClaim.from_manifest(view) == nodeclaim_mod.NodeClaim.from_manifest(model.to_manifest())
-
-
 def test_the_labels_requirements_decide_are_the_same_from_the_cache_and_fresh() -> None:
     from karpy.controllers import inflight
     from karpy.scheduling import requirements as reqs_mod
