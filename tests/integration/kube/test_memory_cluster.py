@@ -384,3 +384,17 @@ def test_copy_all_copies_deeply_and_keeps_what_the_originals_share_shared() -> N
     assert ca == a and cb == b
     assert ca["spec"] is cb["spec"] and ca["spec"] is not spec
     assert ca["spec"]["containers"][0] is not spec["containers"][0]
+
+
+def test_a_status_patch_with_a_stale_resource_version_conflicts_and_a_current_one_applies() -> None:
+    cluster, _ = builders.new_cluster()
+    created = cluster.create(builders.pod("p", phase="Pending"))
+    stale = created["metadata"]["resourceVersion"]
+    cluster.patch_status("Pod", "p", {"status": {"phase": "Running"}}, "default")  # a new version
+    with pytest.raises(errors.Conflict):
+        cluster.patch_status("Pod", "p", {"metadata": {"resourceVersion": stale},
+                                          "status": {"phase": "Failed"}}, "default")
+    current = cluster.get("Pod", "p", "default")["metadata"]["resourceVersion"]
+    done = cluster.patch_status("Pod", "p", {"metadata": {"resourceVersion": current},
+                                             "status": {"phase": "Succeeded"}}, "default")
+    assert done["status"]["phase"] == "Succeeded"
