@@ -320,7 +320,7 @@ class Observer:
                 query = memory_eviction.pod_query(obj)
                 selected = [] if query is None else [
                     p for pod_labels, group in by_ns.get(ns, {}).values() if query.matches(pod_labels) for p in group]
-                _, _, allowed = memory_eviction.disruptions_allowed(obj, selected, lookup)
+                _, _, allowed = memory_eviction.allowed_among(obj, selected, lookup)
             except (api_errors.ValidationError, kube_errors.KubeError):
                 continue
             out.append(candidates.Pdb(ns, interface.name_of(obj), selector, allowed))

@@ -127,15 +127,18 @@ def disruptions_allowed(
     pdb: Mapping[str, Any], namespace_pods: Iterable[Mapping[str, Any]], lookup: OwnerLookup
 ) -> tuple[int, int, int]:
     """``(healthy, desired_healthy, disruptions_allowed)`` for one budget right now."""
-    namespace = str((pdb.get("metadata") or {}).get("namespace") or "default")
     query = pod_query(pdb)
-    matching = [
-        p
-        for p in namespace_pods
-        if query is not None
-        and query.matches(interface.labels_of(p))
-        and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
-    ]
+    selected = [] if query is None else [p for p in namespace_pods if query.matches(interface.labels_of(p))]
+    return allowed_among(pdb, selected, lookup)
+
+
+def allowed_among(
+    pdb: Mapping[str, Any], selected: Iterable[Mapping[str, Any]], lookup: OwnerLookup
+) -> tuple[int, int, int]:
+    """:func:`disruptions_allowed` over ``selected``, the pods of its namespace its selector already
+    matched (a caller that matched them by group)."""
+    namespace = str((pdb.get("metadata") or {}).get("namespace") or "default")
+    matching = [p for p in selected if (p.get("status") or {}).get("phase") not in TERMINAL_PHASES]
     live = [p for p in matching if not interface.is_terminating(p)]
     healthy = sum(1 for p in live if is_healthy(p))
     desired = desired_healthy(pdb, expected_count(live, namespace, lookup))
