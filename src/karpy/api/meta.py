@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock
-from karpy.api import errors, fields
+from karpy.api import errors, fields, stored
 
 DEFAULT_NAMESPACE = "default"
 
@@ -190,7 +190,7 @@ class ObjectMeta:
         return out
 
 
-_OWNERS: dict[int, tuple[Any, tuple[OwnerReference, ...]]] = {}
+_OWNERS: stored.ByIdentity[tuple[OwnerReference, ...]] = stored.ByIdentity(4096)
 """Parsed ``ownerReferences`` of shared (stored) metadata by the identity of the list, which the
 entry keeps alive: pods of one workload hold one stored list."""
 
@@ -199,18 +199,11 @@ def _owners(f: fields.Fields, shared: bool) -> tuple[OwnerReference, ...]:
     raw = f.data.get("ownerReferences")
     if not shared or type(raw) is not list or not raw:
         return tuple(OwnerReference.parse(o) for o in f.items("ownerReferences"))
-    hit = _OWNERS.get(id(raw))
-    if hit is not None and hit[0] is raw:
-        return hit[1]
-    owners = tuple(OwnerReference.parse(o) for o in f.items("ownerReferences"))
-    if len(_OWNERS) >= 4096:
-        _OWNERS.clear()
-    _OWNERS[id(raw)] = (raw, owners)
-    return owners
+    return _OWNERS.get(raw, lambda: tuple(OwnerReference.parse(o) for o in f.items("ownerReferences")))
 
 
-_STRING_MAPS: dict[int, Any] = {}
-"""Stored mappings known to hold only strings, by identity (the entry keeps the mapping alive):
+_STRING_MAPS: stored.ByIdentity[bool] = stored.ByIdentity(8192)
+"""Whether a stored mapping holds only strings, by identity (the entry keeps the mapping alive):
 replicas of one workload share their labels in the store."""
 
 
@@ -218,15 +211,9 @@ def _str_map(f: fields.Fields, key: str, shared: bool) -> Mapping[str, str]:
     """``f.str_map(key)``, or with ``shared`` the mapping itself when it holds only strings."""
     if shared:
         value = f.data.get(key)
-        if type(value) is dict:
-            known = _STRING_MAPS.get(id(value))
-            if known is value:
-                return known
-            if all(type(k) is str and type(v) is str for k, v in value.items()):
-                if len(_STRING_MAPS) >= 8192:
-                    _STRING_MAPS.clear()
-                _STRING_MAPS[id(value)] = value
-                return value
+        if type(value) is dict and _STRING_MAPS.get(
+                value, lambda: all(type(k) is str and type(v) is str for k, v in value.items())):
+            return value
     return f.str_map(key)
 
 

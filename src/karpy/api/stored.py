@@ -47,6 +47,10 @@ class ByIdentity(Generic[T]):
         self._entries[id(part)] = (part, value)
         return value
 
+    def clear(self) -> None:
+        """Forget every parse (only loses reuse)."""
+        self._entries.clear()
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -17,32 +17,29 @@ from collections.abc import Mapping, Sequence
 
 from karpy.api import labels as wk
 from karpy.api import nodeclaim as nodeclaim_mod
-from karpy.api import quantity, selectors
+from karpy.api import quantity, selectors, stored
 from karpy.cloudprovider import instancetype
 from karpy.scheduling import requirements as reqs_mod
 
-_DECIDED: dict[int, tuple[tuple[selectors.NodeSelectorRequirement, ...], dict[str, str]]] = {}
+DECIDED_CACHE_SIZE = 4096
+_DECIDED: stored.ByIdentity[dict[str, str]] = stored.ByIdentity(DECIDED_CACHE_SIZE)
 """The labels a requirements tuple decides, by the tuple's identity (the entry keeps it alive; it
 is immutable): NodeClaims parsed from one stored requirements list share one tuple."""
-DECIDED_CACHE_SIZE = 4096
 
 
 def decided_labels(requirements: tuple[selectors.NodeSelectorRequirement, ...]) -> Mapping[str, str]:
     """The labels ``requirements`` decide (one value each); none when karpy cannot read them.
     Read-only: shared by every caller with the same tuple."""
-    hit = _DECIDED.get(id(requirements))
-    if hit is not None and hit[0] is requirements:
-        return hit[1]
-    labels: dict[str, str] = {}
-    # hand-written requirements karpy cannot read: keep the labels only
-    with contextlib.suppress(ValueError):
-        labels = reqs_mod.Requirements.from_node_selector_requirements(requirements).labels()
-    if type(requirements) is not tuple:  # a mutable sequence: its identity says nothing
+    def decide() -> dict[str, str]:
+        labels: dict[str, str] = {}
+        # hand-written requirements karpy cannot read: keep the labels only
+        with contextlib.suppress(ValueError):
+            labels = reqs_mod.Requirements.from_node_selector_requirements(requirements).labels()
         return labels
-    if len(_DECIDED) >= DECIDED_CACHE_SIZE:
-        _DECIDED.clear()
-    _DECIDED[id(requirements)] = (requirements, labels)
-    return labels
+
+    if type(requirements) is not tuple:  # a mutable sequence: its identity says nothing
+        return decide()
+    return _DECIDED.get(requirements, decide)
 
 
 def claim_labels(claim: nodeclaim_mod.NodeClaim) -> dict[str, str]:

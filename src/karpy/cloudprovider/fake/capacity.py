@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import labels, meta, nodeclaim, nodeclass, quantity, selectors
+from karpy.api import labels, meta, nodeclaim, nodeclass, quantity, selectors, stored
 from karpy.cloudprovider import errors, instancetype
 from karpy.cloudprovider.azure import images as azure_images
 from karpy.scheduling import requirement
@@ -131,20 +131,13 @@ class CapacityPools:
         return frozenset(out)
 
 
-_HASHES: dict[int, tuple[Any, str]] = {}
+_HASHES: stored.ByIdentity[str] = stored.ByIdentity(1024)
 """Hashes by the identity of the frozen model hashed (the entry keeps it alive): the NodeClass of a
 stored version is parsed once, and every launch and drift check asks for its hash."""
 
 
 def _hash_once(model: Any, compute: Callable[[], str]) -> str:
-    hit = _HASHES.get(id(model))
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    value = compute()
-    if len(_HASHES) >= 1024:
-        _HASHES.clear()
-    _HASHES[id(model)] = (model, value)
-    return value
+    return _HASHES.get(model, compute)
 
 
 def nodeclass_hash(nc: NodeClass) -> str:
