@@ -48,7 +48,7 @@ NodePool whose budget holds nodes back. Gauges
 ``karpenter_voluntary_disruption_eligible_nodes{reason}`` are set every loop.
 
 Use :func:`new` to build and :func:`register` to start it on a Manager
-(:func:`karpy.controllers.register_all` does both).
+(:func:`karpy.operator.register_all` does both).
 """
 
 from __future__ import annotations
