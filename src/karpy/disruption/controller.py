@@ -295,8 +295,8 @@ class DisruptionController:
 
     def unsettled(self, obs: Observation) -> str | None:
         """Why consolidation should wait, else None (see :func:`karpy.disruption.validation.unsettled`)."""
-        rows = self.observer.table if obs is self.observer.last else None
-        return validation.unsettled(obs, self.state, self.orchestrator, self.claims, rows)
+        self.observer.require_latest(obs, "unsettled")
+        return validation.unsettled(obs, self.state, self.orchestrator, self.claims, self.observer.table)
 
     # -------------------------------------------------------------------------------------- drift
 
