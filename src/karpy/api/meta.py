@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock
-from karpy.api import errors, fields, stored
+from karpy.api import errors, fields, parse_cache, stored
 
 DEFAULT_NAMESPACE = "default"
 
@@ -56,7 +56,7 @@ class OwnerReference:
         return out
 
 
-_TIMES: dict[str, float] = {}
+_TIMES: parse_cache.ParseCache[float] = parse_cache.ParseCache(16384)
 """RFC 3339 texts already read: objects created or changed in the same second share their text."""
 
 
@@ -67,10 +67,7 @@ def _timestamp(f: fields.Fields, key: str) -> float | None:
     if type(value) is str:
         when = _TIMES.get(value)
         if when is None:
-            when = _read_timestamp(f, key, value)
-            if len(_TIMES) >= 16384:
-                _TIMES.clear()
-            _TIMES[value] = when  # only texts that read: a bad one raises every time
+            when = _TIMES.remember(value, _read_timestamp(f, key, value))
         return when
     return _read_timestamp(f, key, value)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock
-from karpy.api import duration, fields, labels, meta, node, quantity, selectors, stored
+from karpy.api import duration, fields, labels, meta, node, parse_cache, quantity, selectors, stored
 
 API_VERSION = "karpenter.sh/v1"
 KIND = "NodeClaim"
@@ -135,7 +135,7 @@ def parse_requirements(f: fields.Fields) -> tuple[selectors.NodeSelectorRequirem
     return tuple(selectors.NodeSelectorRequirement.parse(r) for r in f.items("requirements"))
 
 
-_EXPIRE_AFTER: dict[str, float | None] = {}
+_EXPIRE_AFTER: parse_cache.ParseCache[float | None] = parse_cache.ParseCache(1024)
 """``expireAfter`` texts already read (a cluster has a few: its NodePools')."""
 
 
@@ -144,11 +144,8 @@ def read_expire_after(f: fields.Fields) -> float | None:
     if type(raw) is str:
         if raw in _EXPIRE_AFTER:
             return _EXPIRE_AFTER[raw]
-        value = duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
-        if len(_EXPIRE_AFTER) >= 1024:
-            _EXPIRE_AFTER.clear()
-        _EXPIRE_AFTER[raw] = value  # only texts that read: a bad one raises every time
-        return value
+        # only texts that read are remembered: a bad one raises every time
+        return _EXPIRE_AFTER.remember(raw, duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True))
     return duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
 
 
