@@ -44,7 +44,7 @@ def record(out: pathlib.Path, until: str | None, with_until: list[str]) -> None:
 
 
 def _first_difference(a: bytes, b: bytes) -> str:
-    for number, (line_a, line_b) in enumerate(zip(a.splitlines(), b.splitlines()), start=1):
+    for number, (line_a, line_b) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), start=1):
         if line_a != line_b:
             return f"line {number}: {line_a[:200]!r} != {line_b[:200]!r}"
     return f"one is a prefix of the other ({len(a)} vs {len(b)} bytes)"
