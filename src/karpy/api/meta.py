@@ -56,8 +56,9 @@ class OwnerReference:
         return out
 
 
-_TIMES: parse_cache.ParseCache[float] = parse_cache.ParseCache(16384)
+_TIMES: dict[str, float] = {}
 """RFC 3339 texts already read: objects created or changed in the same second share their text."""
+TIMES_SIZE = 16384
 
 
 def _timestamp(f: fields.Fields, key: str) -> float | None:
@@ -67,7 +68,7 @@ def _timestamp(f: fields.Fields, key: str) -> float | None:
     if type(value) is str:
         when = _TIMES.get(value)
         if when is None:
-            when = _TIMES.remember(value, _read_timestamp(f, key, value))
+            when = parse_cache.remember(_TIMES, TIMES_SIZE, value, _read_timestamp(f, key, value))
         return when
     return _read_timestamp(f, key, value)
 

@@ -135,8 +135,9 @@ def parse_requirements(f: fields.Fields) -> tuple[selectors.NodeSelectorRequirem
     return tuple(selectors.NodeSelectorRequirement.parse(r) for r in f.items("requirements"))
 
 
-_EXPIRE_AFTER: parse_cache.ParseCache[float | None] = parse_cache.ParseCache(1024)
+_EXPIRE_AFTER: dict[str, float | None] = {}
 """``expireAfter`` texts already read (a cluster has a few: its NodePools')."""
+EXPIRE_AFTER_SIZE = 1024
 
 
 def read_expire_after(f: fields.Fields) -> float | None:
@@ -145,7 +146,8 @@ def read_expire_after(f: fields.Fields) -> float | None:
         if raw in _EXPIRE_AFTER:
             return _EXPIRE_AFTER[raw]
         # only texts that read are remembered: a bad one raises every time
-        return _EXPIRE_AFTER.remember(raw, duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True))
+        value = duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
+        return parse_cache.remember(_EXPIRE_AFTER, EXPIRE_AFTER_SIZE, raw, value)
     return duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
 
 

@@ -85,10 +85,10 @@ def parse_decimal(value: str | int | float) -> Decimal:
     return number * (Decimal(10) ** exponent)
 
 
-MILLI_CACHE_SIZE = 16384
-_MILLI_CACHE: parse_cache.ParseCache[int] = parse_cache.ParseCache(MILLI_CACHE_SIZE)
+_MILLI_CACHE: dict[str, int] = {}
 """:func:`parse_milli` of quantity texts already read: a cluster repeats few distinct texts
 (``"4"``, ``"16Gi"``, ``"110"``), and the Decimal arithmetic is the cost of reading them."""
+MILLI_CACHE_SIZE = 16384
 
 
 def parse_milli(value: str | int | float) -> int:
@@ -107,7 +107,7 @@ def parse_milli(value: str | int | float) -> int:
         raise QuantityError(f"expected a quantity of at most {MAX_MILLI // MILLI}, found {value!r}")
     milli = int((number * MILLI).to_integral_value(rounding=ROUND_CEILING))
     if text:  # only texts that parsed are remembered: a bad one raises every time
-        _MILLI_CACHE.remember(value, milli)  # type: ignore[arg-type]
+        parse_cache.remember(_MILLI_CACHE, MILLI_CACHE_SIZE, value, milli)  # type: ignore[arg-type]
     return milli
 
 

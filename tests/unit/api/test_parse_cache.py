@@ -1,5 +1,5 @@
-"""ParseCache: the one bounded cache of successful parses by text behind quantities, timestamps and
-``expireAfter``."""
+"""parse_cache.remember: the one rule of the bounded caches of successful parses by text behind
+quantities, timestamps and ``expireAfter``."""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ import pytest
 from karpy.api import fields, meta, nodeclaim, parse_cache, quantity
 
 
-def test_a_full_cache_is_emptied_before_the_next_entry_and_lookups_are_plain_dict_lookups() -> None:
-    cache: parse_cache.ParseCache[int] = parse_cache.ParseCache(2)
-    assert cache.remember("a", 1) == 1
-    cache.remember("b", 2)
-    assert cache.get("a") == 1 and "b" in cache
-    cache.remember("c", 3)
-    assert dict(cache) == {"c": 3}
+def test_a_full_cache_is_emptied_before_the_next_entry() -> None:
+    cache: dict[str, int] = {}
+    assert parse_cache.remember(cache, 2, "a", 1) == 1
+    parse_cache.remember(cache, 2, "b", 2)
+    assert cache == {"a": 1, "b": 2}
+    parse_cache.remember(cache, 2, "c", 3)
+    assert cache == {"c": 3}
 
 
 def test_a_cache_of_no_entries_is_refused_with_the_size_found() -> None:
     with pytest.raises(ValueError, match="size must be a positive number of entries, found 0"):
-        parse_cache.ParseCache(0)
+        parse_cache.remember({}, 0, "a", 1)
 
 
 def test_the_three_parsers_remember_what_parsed_and_never_what_failed() -> None:
@@ -37,6 +37,4 @@ def test_the_three_parsers_remember_what_parsed_and_never_what_failed() -> None:
 
     assert nodeclaim.read_expire_after(fields.Fields({"expireAfter": "Never"}, "NodePool")) is None
     assert "Never" in nodeclaim._EXPIRE_AFTER and nodeclaim._EXPIRE_AFTER["Never"] is None
-    for cache in (quantity._MILLI_CACHE, meta._TIMES, nodeclaim._EXPIRE_AFTER):
-        assert isinstance(cache, parse_cache.ParseCache)
-    assert (quantity._MILLI_CACHE.size, meta._TIMES.size, nodeclaim._EXPIRE_AFTER.size) == (16384, 16384, 1024)
+    assert (quantity.MILLI_CACHE_SIZE, meta.TIMES_SIZE, nodeclaim.EXPIRE_AFTER_SIZE) == (16384, 16384, 1024)
