@@ -395,7 +395,8 @@ class KubeCluster:
             body["status"] = patch["status"]
         return self._patch(kind, name, body, namespace, "status")
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+    def delete(self, kind: str, name: str, namespace: str = "", *, uid: str | None = None,
+               grace_period_seconds: int | None = None) -> None:
         ns = interface.scoped_namespace(kind, namespace)
         res = paths.resource_for(kind)
         data = self._send(
@@ -403,7 +404,8 @@ class KubeCluster:
             res,
             ns,
             name,
-            body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+            body={"apiVersion": "v1", "kind": "DeleteOptions",
+                  **delete_options(uid=uid, grace_period_seconds=grace_period_seconds)},
             what=f"DELETE {kind} {_ref(ns, name)}",
         )
         self._after_delete(kind, ns, name, data, res)
@@ -421,14 +423,14 @@ class KubeCluster:
         if last is not None:
             inf.apply_local(interface.DELETED, informer.trim(last, kind, res.api_version))
 
-    def evict(self, name: str, namespace: str) -> None:
+    def evict(self, name: str, namespace: str, *, uid: str | None = None) -> None:
         ns = interface.scoped_namespace("Pod", namespace)
         res = paths.resource_for("Pod")
         body = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": ns},
-            "deleteOptions": {"propagationPolicy": "Background"},
+            "deleteOptions": delete_options(uid=uid),
         }
         self._send("POST", res, ns, name, "eviction", body=body, what=f"EVICT Pod {ns}/{name}", retry=False)
         inf = self._informers.get("Pod")
@@ -442,6 +444,17 @@ class KubeCluster:
                 inf.apply_local(interface.DELETED, last)
             return
         inf.apply_local(interface.MODIFIED, informer.trim(fresh, "Pod", res.api_version))
+
+
+def delete_options(*, uid: str | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:
+    """The DeleteOptions fields of a DELETE or an Eviction: background propagation, the uid precondition
+    (the API server answers 409 when the object of that name is another one) and a grace period."""
+    out: dict[str, Any] = {"propagationPolicy": "Background"}
+    if uid:
+        out["preconditions"] = {"uid": uid}
+    if grace_period_seconds is not None:
+        out["gracePeriodSeconds"] = max(0, int(grace_period_seconds))
+    return out
 
 
 def _ref(namespace: str, name: str) -> str:

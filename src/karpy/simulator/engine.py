@@ -48,6 +48,7 @@ from karpy.simulator import (
     gcpolicy,
     kube_scheduler,
     kubelet,
+    pdb_status,
     provider_bridge,
     real_cloud,
     run_result,
@@ -227,6 +228,7 @@ class Simulation:
         self.kubelet.register(self.manager)
         workloads.ReplicaSetController(self.cluster, random.Random(self._seeds[3])).register(self.manager)
         workloads.DeploymentController(self.cluster).register(self.manager)
+        pdb_status.PdbStatusController(self.cluster, self.clock).register(self.manager)
         daemonsets.DaemonSetController(self.cluster, random.Random(self._seeds[4])).register(self.manager)
         self.kube_scheduler.register(self.manager)
         volumes.VolumeBinder(self.cluster).register(self.manager)
