@@ -53,6 +53,7 @@ from karpy.simulator import (
     real_cloud,
     run_result,
     scenario,
+    volume_attachments,
     volumes,
     workloads,
 )
@@ -232,6 +233,7 @@ class Simulation:
         daemonsets.DaemonSetController(self.cluster, random.Random(self._seeds[4])).register(self.manager)
         self.kube_scheduler.register(self.manager)
         volumes.VolumeBinder(self.cluster).register(self.manager)
+        volume_attachments.AttachDetachController(self.cluster, self.clock).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
         if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
             nap.ensure(self.cluster)

@@ -21,9 +21,8 @@ from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import interface, memory
-from karpy.simulator import engine
+from karpy.simulator import engine, pdb_status
 from karpy.simulator import kubelet as kubelet_mod
-from karpy.simulator import pdb_status
 
 NODECLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
