@@ -151,3 +151,19 @@ def test_volumes_of_pods_the_drain_leaves_do_not_block() -> None:
     w.cluster.delete("NodeClaim", claim)
     w.run_for(5.0)
     assert pid not in w.running_instances()
+
+
+def test_a_pod_under_two_pdbs_is_refused_and_failed_draining_says_why() -> None:
+    w, claim, node = _world_with_node()
+    w.cluster.create(b.running_pod("web-1", node, labels={"app": "web"}))
+    w.cluster.create(b.running_pod("web-2", node, labels={"app": "web"}))
+    for name in ("web", "everything"):
+        w.cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                          "metadata": {"name": name, "namespace": "default"},
+                          "spec": {"minAvailable": 0, "selector": {"matchLabels": {"app": "web"}}}})
+    w.cluster.delete("NodeClaim", claim)
+    w.run_for(10.0)
+    assert not _gone(w, "Pod", "web-1", "default") and not _gone(w, "Node", node)
+    messages = [str(e["message"]) for e in w.events("FailedDraining", name=node)]
+    assert any("the Eviction API refuses pod default/web-1" in m and "more than one PodDisruptionBudget" in m
+               for m in messages), messages
