@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.simulator import pdb_status
 
@@ -105,3 +106,27 @@ def test_a_delete_with_a_grace_period_gives_the_pod_that_grace_period() -> None:
     cluster.create(obj)
     cluster.delete("Pod", "p", "default", grace_period_seconds=42)
     assert cluster.get("Pod", "p", "default")["metadata"]["deletionGracePeriodSeconds"] == 42
+
+
+def test_the_status_controller_follows_pods_and_scales_as_they_change() -> None:
+    cluster, vclock = builders.new_cluster()
+    manager = runtime.Manager(cluster, vclock)
+    pdb_status.PdbStatusController(cluster, vclock).register(manager)
+    deploy = _deployment(cluster, 3)
+    rs = cluster.create(builders.replicaset("web", 3, ownerReferences=[
+        {**interface.owner_reference(deploy), "controller": True}]))
+    builders.owned_pods(cluster, rs, 3)
+    cluster.create(builders.pdb("web", APP, min_available="50%"))
+    manager.run_due()
+    assert {k: _status(cluster)[k] for k in ("observedGeneration", "expectedPods", "desiredHealthy",
+                                             "currentHealthy", "disruptionsAllowed")} == {
+        "observedGeneration": 1, "expectedPods": 3, "desiredHealthy": 2, "currentHealthy": 3, "disruptionsAllowed": 1}
+    cluster.evict("web-0", "default")  # spends the budget; the controller then sees the pod gone
+    manager.run_due()
+    status = _status(cluster)
+    assert (status["currentHealthy"], status["disruptionsAllowed"], status.get("disruptedPods")) == (2, 0, None)
+    scaled = cluster.get("Deployment", "web", "default")
+    scaled["spec"]["replicas"] = 1
+    cluster.update(scaled)
+    manager.run_due()
+    assert (_status(cluster)["expectedPods"], _status(cluster)["disruptionsAllowed"]) == (1, 1)
