@@ -5,7 +5,8 @@ controller), so that karpy reads a budget's ``status`` in ``karpy simulate`` as 
 .budget_status`: ``observedGeneration``, ``expectedPods``, ``currentHealthy``, ``desiredHealthy``,
 ``disruptionsAllowed``, ``disruptedPods`` and the ``DisruptionAllowed`` condition). It syncs a budget when
 the budget, a pod of its namespace its selector matches, or a Deployment / ReplicaSet / StatefulSet /
-ReplicationController of its namespace changes, and again when a ``disruptedPods`` entry expires.
+ReplicationController of its namespace changes (:data:`SYNC_DELAY` later), and again when a
+``disruptedPods`` entry expires.
 
 *Expected* pods come from the scale of each selected pod's controller as kube-controller-manager's
 "finders" give it: a ReplicaSet owned by a Deployment counts the Deployment's ``spec.replicas`` (not the
@@ -25,9 +26,12 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.controllers import runtime
-from karpy.kube import errors, interface, memory_eviction
+from karpy.kube import errors, interface, memory_eviction, selectors
 
 NAME = "simulator.pdb-status"
+SYNC_DELAY = 0.5
+"""Seconds from a change to the sync of the budgets it concerns (kube-controller-manager's queue is not
+instant either); the Eviction API spends a budget at once, so no eviction can outrun it."""
 SCALED_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 
@@ -61,13 +65,15 @@ def scale_finder(cluster: interface.Cluster) -> memory_eviction.ScaleOf:
     return scale_of
 
 
-def sync(cluster: interface.Cluster, namespace: str, name: str, now: float) -> float | None:
-    """Write one budget's status when it changed; seconds until it must be synced again, or None."""
+def sync(cluster: interface.Cluster, namespace: str, name: str, now: float,
+         pods: Iterable[Mapping[str, Any]] | None = None) -> float | None:
+    """Write one budget's status when it changed; seconds until it must be synced again, or None.
+    ``pods``: the pods of its namespace its selector may match (default: listed)."""
     pdb = _one(cluster, "PodDisruptionBudget", namespace, name)
     if pdb is None:
         return None
-    pods = cluster.list("Pod", namespace)
-    status = memory_eviction.budget_status(pdb, pods, scale_finder(cluster), now)
+    selected = cluster.list("Pod", namespace) if pods is None else pods
+    status = memory_eviction.budget_status(pdb, selected, scale_finder(cluster), now)
     if status != (pdb.get("status") or {}):
         cluster.patch_status("PodDisruptionBudget", name, {
             "metadata": {"resourceVersion": pdb["metadata"]["resourceVersion"]},
@@ -82,33 +88,79 @@ def sync_all(cluster: interface.Cluster, clock: clock_mod.Clock) -> None:
 
 
 class PdbStatusController:
-    """See the module docstring. Register with :meth:`register`."""
+    """See the module docstring. Register with :meth:`register`.
+
+    It keeps, per budget, the pods its selector matches (updated from pod events, so a sync reads only
+    those), and syncs a budget :data:`SYNC_DELAY` after the first change that concerns it (changes in
+    between are taken by the same sync, as the controller's work queue coalesces them)."""
 
     def __init__(self, cluster: interface.Cluster, clock: clock_mod.Clock) -> None:
         self.cluster = cluster
         self.clock = clock
+        self._manager: runtime.Manager | None = None
+        self._queries: dict[str, dict[str, selectors.LabelQuery | None]] = {}
+        """namespace -> budget name -> its pod selector (None: selects no pod)."""
+        self._selected: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
+        """(namespace, budget) -> pod name -> the pod as last seen."""
+        self._selectors: dict[tuple[str, str], Any] = {}
+        """(namespace, budget) -> its ``spec.selector`` as last seen."""
 
     def register(self, manager: runtime.Manager) -> None:
-        manager.register(runtime.Controller(NAME, self.reconcile, [
-            ("PodDisruptionBudget", runtime.by_name),
-            ("Pod", self._map_pod),
-            *[(kind, self._map_namespace) for kind in SCALED_KINDS]]))
+        self._manager = manager
+        manager.register(runtime.Controller(NAME, self.reconcile, []))
+        self.cluster.watch("PodDisruptionBudget", self._on_budget)
+        self.cluster.watch("Pod", self._on_pod)
+        for kind in SCALED_KINDS:
+            self.cluster.watch(kind, self._on_scaled)
 
-    def _budgets(self, namespace: str) -> list[dict[str, Any]]:
-        return self.cluster.list("PodDisruptionBudget", namespace) if namespace else []
+    def _enqueue(self, namespace: str, name: str) -> None:
+        if self._manager is not None:
+            self._manager.enqueue(NAME, f"{namespace}/{name}", SYNC_DELAY)
 
-    def _map_namespace(self, _event: str, obj: dict[str, Any]) -> Iterable[str]:
+    def _on_budget(self, event: str, obj: dict[str, Any]) -> None:
+        ns, name = interface.namespace_of(obj), interface.name_of(obj)
+        if event == interface.DELETED:
+            self._queries.get(ns, {}).pop(name, None)
+            self._selected.pop((ns, name), None)
+            self._selectors.pop((ns, name), None)
+            return
+        selector = (obj.get("spec") or {}).get("selector")
+        known = self._queries.setdefault(ns, {})
+        if name not in known or self._selectors.get((ns, name)) != selector:
+            self._selectors[(ns, name)] = selector
+            query = known[name] = memory_eviction.pod_query(obj)
+            self._selected[(ns, name)] = {} if query is None else {
+                interface.name_of(p): p for p in self.cluster.list("Pod", ns)
+                if query.matches(interface.labels_of(p))}
+        if (obj.get("status") or {}).get("observedGeneration") != (obj.get("metadata") or {}).get("generation"):
+            self._enqueue(ns, name)
+
+    def _on_pod(self, event: str, obj: dict[str, Any]) -> None:
         ns = interface.namespace_of(obj)
-        return [f"{ns}/{interface.name_of(b)}" for b in self._budgets(ns)]
+        budgets = self._queries.get(ns)
+        if not budgets:
+            return
+        pod_name, labels = interface.name_of(obj), interface.labels_of(obj)
+        for name, query in budgets.items():
+            selected = self._selected[(ns, name)]
+            if event != interface.DELETED and query is not None and query.matches(labels):
+                selected[pod_name] = obj
+            elif selected.pop(pod_name, None) is None:
+                continue
+            self._enqueue(ns, name)
 
-    def _map_pod(self, _event: str, obj: dict[str, Any]) -> Iterable[str]:
+    def _on_scaled(self, _event: str, obj: dict[str, Any]) -> None:
         ns = interface.namespace_of(obj)
-        return [f"{ns}/{interface.name_of(b)}" for b in self._budgets(ns) if memory_eviction.selects(b, obj)]
+        for name in self._queries.get(ns, {}):
+            self._enqueue(ns, name)
 
     def reconcile(self, key: str) -> float | None:
         ns, _, name = key.rpartition("/")
+        selected = self._selected.get((ns, name))
+        if selected is None:
+            return None
         try:
-            return sync(self.cluster, ns, name, self.clock.now())
+            return sync(self.cluster, ns, name, self.clock.now(), list(selected.values()))
         except errors.Conflict:
             return 0.0  # the budget changed meanwhile (an eviction spent it): read it again
         except errors.NotFound:
