@@ -138,7 +138,8 @@ class Termination:
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [
             ("NodeClaim", self._map_claim), ("Node", self._map_node), ("Pod", runtime.only(self._map_pod)),
-            ("VolumeAttachment", self._map_attachment)])
+            ("VolumeAttachment", self._map_attachment), ("PersistentVolumeClaim", _nothing)])
+        # (the claims' watch maps nothing: it has their cache filled at start, not inside a reconcile)
 
     # -------------------------------------------------------------------------------- watches
 
@@ -493,3 +494,7 @@ def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
         if c.get("type") == type_:
             return dict(c)
     return {}
+
+
+def _nothing(_event: str, _obj: dict[str, Any]) -> Iterable[str]:
+    return ()

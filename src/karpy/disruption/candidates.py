@@ -55,6 +55,15 @@ class Budgets(tuple[Pdb, ...]):
 
     _by_ns: dict[str, tuple[Pdb, ...]]
 
+    def selecting(self, p: pod.Pod) -> tuple[Pdb, ...]:
+        """The budgets selecting ``p`` (pods of one template share the answer)."""
+        cache: dict[tuple[str, frozenset[tuple[str, str]]], tuple[Pdb, ...]] = self.__dict__.setdefault("_sel", {})
+        key = (p.namespace, frozenset(p.labels.items()))
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = tuple(b for b in self.in_namespace(p.namespace) if b.selector.matches(p.labels))
+        return found
+
     def in_namespace(self, namespace: str) -> tuple[Pdb, ...]:
         index: dict[str, tuple[Pdb, ...]] | None = self.__dict__.get("_by_ns")
         if index is None:
@@ -127,11 +136,8 @@ def blocking_pdb(p: pod.Pod, pdbs: Sequence[Pdb]) -> Pdb | None:
 def eviction_blocked(p: pod.Pod, pdbs: Sequence[Pdb]) -> str | None:
     """Why the Eviction API will not let ``p`` go now (a blocking budget, or more than one budget), else
     ``None``."""
-    in_ns = pdbs.in_namespace(p.namespace) if isinstance(pdbs, Budgets) else \
-        [b for b in pdbs if b.namespace == p.namespace]
-    if not in_ns:
-        return None
-    selecting = [b for b in in_ns if b.selector.matches(p.labels)]
+    selecting = pdbs.selecting(p) if isinstance(pdbs, Budgets) else \
+        [b for b in pdbs if b.namespace == p.namespace and b.selector.matches(p.labels)]
     if len(selecting) > 1:
         return (f'pod "{p.key}" is selected by more than one PodDisruptionBudget '
                 f'({", ".join(b.key for b in selecting)}), which the Eviction API refuses')

@@ -29,6 +29,8 @@ from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory_eviction, selectors
 
 NAME = "simulator.pdb-status"
+MATCH_CACHE = 4096
+"""Distinct pod label sets whose matching budgets are remembered at most."""
 SYNC_DELAY = 0.5
 """Seconds from a change to the sync of the budgets it concerns (kube-controller-manager's queue is not
 instant either); the Eviction API spends a budget at once, so no eviction can outrun it."""
@@ -104,6 +106,8 @@ class PdbStatusController:
         """(namespace, budget) -> pod name -> the pod as last seen."""
         self._selectors: dict[tuple[str, str], Any] = {}
         """(namespace, budget) -> its ``spec.selector`` as last seen."""
+        self._matching: dict[tuple[str, frozenset[tuple[str, str]]], frozenset[str]] = {}
+        """(namespace, pod labels) -> the budgets selecting such pods (emptied when a selector changes)."""
 
     def register(self, manager: runtime.Manager) -> None:
         self._manager = manager
@@ -123,11 +127,13 @@ class PdbStatusController:
             self._queries.get(ns, {}).pop(name, None)
             self._selected.pop((ns, name), None)
             self._selectors.pop((ns, name), None)
+            self._matching.clear()
             return
         selector = (obj.get("spec") or {}).get("selector")
         known = self._queries.setdefault(ns, {})
         if name not in known or self._selectors.get((ns, name)) != selector:
             self._selectors[(ns, name)] = selector
+            self._matching.clear()
             query = known[name] = memory_eviction.pod_query(obj)
             self._selected[(ns, name)] = {} if query is None else {
                 interface.name_of(p): p for p in self.cluster.list("Pod", ns)
@@ -141,9 +147,16 @@ class PdbStatusController:
         if not budgets:
             return
         pod_name, labels = interface.name_of(obj), interface.labels_of(obj)
-        for name, query in budgets.items():
+        key = (ns, frozenset(labels.items()))
+        matching = self._matching.get(key)
+        if matching is None:  # pods of one template share the answer
+            if len(self._matching) >= MATCH_CACHE:  # pods with labels of their own (a StatefulSet's, a Job's)
+                self._matching.clear()
+            matching = self._matching[key] = frozenset(
+                name for name, query in budgets.items() if query is not None and query.matches(labels))
+        for name in budgets:
             selected = self._selected[(ns, name)]
-            if event != interface.DELETED and query is not None and query.matches(labels):
+            if event != interface.DELETED and name in matching:
                 selected[pod_name] = obj
             elif selected.pop(pod_name, None) is None:
                 continue
