@@ -6,7 +6,8 @@ counter, optimistic concurrency (``Conflict``), ``generation`` bumped on spec ch
 through ``update_status`` / ``patch_status``, JSON merge patches, finalizers and
 ``deletionTimestamp``, ownerReference garbage collection (background propagation, cascading;
 dependents that keep a live owner lose only their dangling references), the Pod eviction
-subresource with PodDisruptionBudgets (:mod:`karpy.kube.memory_eviction`), and synchronous,
+subresource refusing by a PodDisruptionBudget's status and spending it, and the ``preconditions.uid`` and
+``gracePeriodSeconds`` of a delete (:mod:`karpy.kube.memory_eviction`), and synchronous,
 ordered watches. Copies, merge patches and write preconditions live in
 :mod:`karpy.kube.memory_objects` (``memory.copy_dict`` & co. remain importable from here).
 
