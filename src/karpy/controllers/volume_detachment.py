@@ -29,13 +29,22 @@ DETACH_WAIT = 360.0
 """Seconds after the drain that termination waits for volumes at most without a terminationGracePeriod
 (the attach/detach controller's force-detach delay)."""
 STUCK_TERMINATING = 60.0
-"""A pod terminating longer than this past its deletion time is stuck (Karpenter's ``IsStuckTerminating``)."""
+"""A pod terminating longer than this past the end of its grace period is stuck (Karpenter's
+``IsStuckTerminating``)."""
+DEFAULT_POD_GRACE = 30
 DISRUPTED_TAINT = node_mod.Taint(key=wk.TAINT_DISRUPTED, effect="NoSchedule")
 
 
 def stuck_terminating(p: pod_mod.Pod, now: float) -> bool:
+    """Terminating for over a minute past its grace period. The API server stamps ``deletionTimestamp``
+    with the deletion time plus the grace period (the in-memory cluster with the deletion time), so the
+    pod's ``terminationGracePeriodSeconds`` is added here: on a real cluster that waits one grace period
+    longer than Karpenter, never shorter."""
     deleted = p.metadata.deletion_timestamp
-    return deleted is not None and now - deleted > STUCK_TERMINATING
+    if deleted is None:
+        return False
+    grace = p.termination_grace_period_seconds
+    return now - deleted > (DEFAULT_POD_GRACE if grace is None else grace) + STUCK_TERMINATING
 
 
 def is_static(p: pod_mod.Pod) -> bool:

@@ -167,3 +167,18 @@ def test_a_pod_under_two_pdbs_is_refused_and_failed_draining_says_why() -> None:
     messages = [str(e["message"]) for e in w.events("FailedDraining", name=node)]
     assert any("the Eviction API refuses pod default/web-1" in m and "more than one PodDisruptionBudget" in m
                for m in messages), messages
+
+
+def test_a_pod_stuck_terminating_past_its_grace_period_no_longer_holds_the_node() -> None:
+    """``IsStuckTerminating``: a pod terminating a minute past its grace period is not waited for."""
+    w, claim, node = _world_with_node()
+    pid = w.cluster.get("NodeClaim", claim)["status"]["providerID"]
+    stuck = b.running_pod("stuck", node, terminationGracePeriodSeconds=20)
+    stuck["metadata"]["finalizers"] = ["example.com/hold"]  # nothing ever removes it
+    w.cluster.create(stuck)
+    w.cluster.delete("NodeClaim", claim)
+    w.run_for(60.0)
+    assert interface.is_terminating(w.cluster.get("Pod", "stuck", "default"))
+    assert pid in w.running_instances()
+    w.run_for(40.0)
+    assert pid not in w.running_instances()
