@@ -267,7 +267,8 @@ class Handler(kmock.KubernetesScaffold):
                 raise _HttpError(400, "BadRequest", "the body of a create must be a JSON object")
             return _json(store.create(self._object(body, res, ns)), 201)
         if method == "POST" and sub == "eviction" and kind == "Pod":
-            store.evict(name, ns)
+            options = (body or {}).get("deleteOptions") or {}
+            store.evict(name, ns, uid=(options.get("preconditions") or {}).get("uid"))
             return _json(_status_body(201, "", ""), 201)
         if method == "POST" and sub == "binding" and kind == "Pod":
             target = (body or {}).get("target") or {}
@@ -286,7 +287,9 @@ class Handler(kmock.KubernetesScaffold):
             return _json(self._patch(request, res, ns, name, sub))
         if method == "DELETE" and name:
             before = store.get(kind, name, ns)
-            store.delete(kind, name, ns)
+            grace = (body or {}).get("gracePeriodSeconds")
+            store.delete(kind, name, ns, uid=((body or {}).get("preconditions") or {}).get("uid"),
+                         grace_period_seconds=None if grace is None else int(grace))
             try:
                 return _json(store.get(kind, name, ns))
             except errors.NotFound:

@@ -6,20 +6,26 @@ finalizer are worked on.
 
 **Node.** (1) Its NodeClaim is deleted too (deleting either one terminates both). (2) The node gets
 the ``karpenter.sh/disrupted:NoSchedule`` taint (and the label that takes it out of external load
-balancers). (3) Drain: the pods on it are evicted through the Eviction API
-(:meth:`karpy.kube.interface.Cluster.evict`, which respects PodDisruptionBudgets) in Karpenter's
-order: non-critical non-DaemonSet pods, then non-critical DaemonSet pods, then critical
-non-DaemonSet pods, then critical DaemonSet pods (:data:`EVICTION_ORDER`); a group is only started
-once every earlier group is gone. Terminal pods, static (mirror) pods and pods tolerating the
-disrupted taint are ignored. An eviction refused by a budget (429) is retried every
-:data:`EVICTION_RETRY` seconds, with a Warning ``FailedDraining`` event on the node. Pods with
-``karpenter.sh/do-not-disrupt: "true"`` are never evicted, but they are waited for. When the
-NodeClaim has a ``terminationGracePeriod``, its expiry is the deletion time plus that period
-(kept in the ``karpenter.sh/nodeclaim-termination-timestamp`` annotation); each remaining pod is
-deleted outright (bypassing budgets and do-not-disrupt, Normal event ``Disrupted``) once
-``expiry - its terminationGracePeriodSeconds`` (default 30 s) is reached. (4) Drained: the
-instance is terminated (``cloud.delete``; ``NodeClaimNotFoundError`` means it is already gone),
-then the Node's finalizer is removed (``karpenter_nodes_terminated_total``).
+balancers). (3) Drain (Karpenter's ``DrainReconciler``): the pods on it are evicted through the Eviction
+API (:meth:`karpy.kube.interface.Cluster.evict`, with the pod's uid as precondition: a 409 means the pod
+was replaced and counts as gone) in Karpenter's groups: non-critical non-DaemonSet pods, then non-critical
+DaemonSet pods, then critical (``system-cluster-critical`` / ``system-node-critical`` priority class)
+non-DaemonSet pods, then critical DaemonSet pods (:data:`EVICTION_ORDER`); a group holds its terminating
+pods too, so a group starts only once every earlier group is fully deleted. Terminal pods, static
+(mirror) pods, pods tolerating the disrupted taint and pods stuck terminating (over a minute past their
+deletion time) are not waited for. An eviction refused (429 by a budget, 500 for a pod under two budgets)
+is retried every :data:`EVICTION_RETRY` seconds, with Warning ``FailedDraining`` events on the node
+saying how many pods wait and why. Pods with ``karpenter.sh/do-not-disrupt`` are never evicted, but they
+are waited for. When the NodeClaim has a ``terminationGracePeriod``, its expiry is the deletion time plus
+that period (kept in the ``karpenter.sh/nodeclaim-termination-timestamp`` annotation); each remaining pod
+is deleted outright (bypassing budgets and do-not-disrupt, Normal event ``Disrupted``) once ``expiry - its
+terminationGracePeriodSeconds`` (default 30 s) is reached, with the grace that is left as the delete's
+``gracePeriodSeconds``. The NodeClaim's ``Drained`` condition is ``False`` (``Draining``) meanwhile, then
+``True``. (4) Volumes: the node's VolumeAttachments are waited for (:mod:`karpy.controllers.volume_detachment`;
+``VolumesDetached`` ``False`` / ``AwaitingVolumeDetachment``, then ``True``), at most until the
+termination time or :data:`karpy.controllers.volume_detachment.DETACH_WAIT` after the drain. (5) The
+instance is terminated (``InstanceTerminating`` ``True``; ``cloud.delete``; ``NodeClaimNotFoundError``
+means it is already gone), then the Node's finalizer is removed (``karpenter_nodes_terminated_total``).
 
 **NodeClaim.** (1) With a ``terminationGracePeriod``, the termination timestamp annotation is set
 and a Warning ``TerminationGracePeriodExpiring`` event says when pods will be deleted. (2) Its
@@ -43,7 +49,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, drain_report, ownership, runtime, state
+from karpy.controllers import cloudcalls, drain_report, lifecycle, ownership, runtime, state, volume_detachment
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
@@ -68,15 +74,25 @@ CRITICAL_DAEMON = "critical-daemon"
 EVICTION_ORDER = (NON_CRITICAL_NON_DAEMON, NON_CRITICAL_DAEMON, CRITICAL_NON_DAEMON, CRITICAL_DAEMON)
 """Karpenter's eviction groups, first to last (sigs.k8s.io/karpenter ``Terminator.Evict``)."""
 
+CRITICAL_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+
 REASON_EVICTED = "Evicted"
 REASON_DISRUPTED = "Disrupted"
 REASON_FAILED_DRAINING = "FailedDraining"
 REASON_TGP_EXPIRING = "TerminationGracePeriodExpiring"
+REASON_AWAITING_VOLUMES = "AwaitingVolumeDetachment"
+
+DRAINED = "Drained"
+VOLUMES_DETACHED = "VolumesDetached"
+INSTANCE_TERMINATING = "InstanceTerminating"
+"""The NodeClaim conditions Karpenter sets while terminating (``ConditionTypeDrained`` & co.)."""
+VOLUME_RETRY = 5.0
 
 
 def eviction_group(p: pod_mod.Pod) -> str:
+    """Karpenter's ``groupPodsByPriority``: critical by priority class name only."""
     daemon = p.owner_kind == "DaemonSet"
-    if p.is_critical:
+    if p.priority_class_name in CRITICAL_PRIORITY_CLASSES:
         return CRITICAL_DAEMON if daemon else CRITICAL_NON_DAEMON
     return NON_CRITICAL_DAEMON if daemon else NON_CRITICAL_NON_DAEMON
 
@@ -121,7 +137,9 @@ class Termination:
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [
-            ("NodeClaim", self._map_claim), ("Node", self._map_node), ("Pod", runtime.only(self._map_pod))])
+            ("NodeClaim", self._map_claim), ("Node", self._map_node), ("Pod", runtime.only(self._map_pod)),
+            ("VolumeAttachment", self._map_attachment), ("PersistentVolumeClaim", _nothing)])
+        # (the claims' watch maps nothing: it has their cache filled at start, not inside a reconcile)
 
     # -------------------------------------------------------------------------------- watches
 
@@ -153,6 +171,11 @@ class Termination:
         if event == interface.DELETED or (obj.get("status") or {}).get("phase") in state.TERMINAL_PHASES:
             return (NODE + node_name,)
         return ()
+
+    def _map_attachment(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
+        node_name = str((obj.get("spec") or {}).get("nodeName") or "")
+        node = self.state.raw("Node", node_name) if node_name and event == interface.DELETED else None
+        return (NODE + node_name,) if node is not None and interface.is_terminating(node) else ()
 
     def reconcile(self, key: str) -> float | None:
         try:
@@ -229,6 +252,7 @@ class Termination:
         """Terminate the claim's instance; True when it is gone (or not ours to terminate).
 
         False while the call is in flight (its completion requeues ``key``) or failed."""
+        self._claim_condition(claim.name, INSTANCE_TERMINATING, "True")
         outcome = self.calls.call(f"delete/{claim.metadata.uid}/{key}", lambda: self.cloud.delete(claim), (NAME, key))
         if outcome is None:
             return False
@@ -274,9 +298,17 @@ class Termination:
                 self.cluster.delete("NodeClaim", claim.name)
             claim = self.state.nodeclaim(claim.name)
         self._taint(name)
-        remaining, next_check = self._drain(name, obj, termination_time(claim))
+        expiry = termination_time(claim)
+        remaining, next_check = self._drain(name, obj, expiry)
         if remaining:
+            if claim is not None:
+                self._claim_condition(claim.name, DRAINED, "False", "Draining")
             return next_check
+        if claim is not None:
+            self._claim_condition(claim.name, DRAINED, "True")
+            wait = self._await_volumes(name, obj, claim.name, expiry)
+            if wait is not None:
+                return wait
         if claim is not None and claim.status.provider_id and not self._delete_instance(claim, NODE + name):
             return WAIT
         if not self._remove_finalizer("Node", name):
@@ -309,69 +341,91 @@ class Termination:
             "taint.Effect": DISRUPTED_TAINT.effect}))
 
     def _drain(self, name: str, node_obj: dict[str, Any], expiry: float | None) -> tuple[int, float]:
-        """Evict what may go now; returns (pods still waiting, seconds until the next look)."""
+        """Evict what may go now; returns (pods still waiting, seconds until the next look).
+
+        Karpenter's drain: pods past their delete time (the NodeClaim's termination time less their
+        grace period) are deleted with the grace that is left; the others wait in
+        :data:`EVICTION_ORDER` groups (terminating ones included, stuck ones not), and only the first
+        group that still has pods is evicted - a group starts once every earlier one is gone."""
         now = self.clock.now()
         next_check = WAIT
         groups: dict[str, list[pod_mod.Pod]] = {g: [] for g in EVICTION_ORDER}
-        waiting: list[pod_mod.Pod] = []
         for p in self.state.pods_on(name):
-            if is_drain_ignored(p):
+            if is_drain_ignored(p) or volume_detachment.stuck_terminating(p, now):
                 continue
-            if expiry is not None:
+            if expiry is not None and not p.is_terminating:
                 grace = p.termination_grace_period_seconds
                 delete_at = expiry - (DEFAULT_POD_GRACE if grace is None else grace)
                 if now >= delete_at:
                     self._force_delete(p, expiry, grace)
-                    continue
-                next_check = min(next_check, delete_at - now)
-            waiting.append(p)
-            if p.is_terminating or p.protected(now):
-                continue
+                else:
+                    next_check = min(next_check, delete_at - now)
             groups[eviction_group(p)].append(p)
-        blocked = 0
+        refused: list[str] = []
         for group in EVICTION_ORDER:
-            pods = groups[group]
+            pods = [p for p in groups[group] if self._present(p)]
             if not pods:
                 continue
             for p in pods:
-                blocked += self._evict(p)
-            if blocked:
-                next_check = min(next_check, EVICTION_RETRY)
+                if not p.is_terminating and not p.protected(now):
+                    why = self._evict(p)
+                    if why is not None:
+                        refused.append(why)
+            if any(self._present(p) for p in pods):
                 break
-        remaining = sum(1 for p in waiting if self.state.raw("Pod", p.key) is not None)
-        if remaining:
+        waiting = [p for p in self.state.pods_on(name)  # read again: a pod may have taken an evicted one's name
+                   if not is_drain_ignored(p) and not volume_detachment.stuck_terminating(p, now)]
+        if refused:
+            next_check = min(next_check, EVICTION_RETRY)
+        if waiting:
             self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
-                        f"Failed to drain node, {remaining} pods are waiting to be evicted")
+                        f"Failed to drain node, {len(waiting)} pods are waiting to be evicted")
+            if refused:
+                self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
+                            "Failed to drain node: " + "; ".join(refused[:3]) + (" ..." if len(refused) > 3 else ""))
             stuck = drain_report.blocking(waiting, now, expiry)
             if stuck:
                 deleted = (node_obj.get("metadata") or {}).get("deletionTimestamp")
                 since = clock_mod.parse_rfc3339(str(deleted)) if deleted else None
                 self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
                             drain_report.message(name, stuck, since, now))
-        return remaining, max(0.0, next_check)
+        return len(waiting), max(0.0, next_check)
 
-    def _evict(self, p: pod_mod.Pod) -> int:
-        """Evict one pod; 1 when a budget (or the server) refused it for now."""
+    def _present(self, p: pod_mod.Pod) -> bool:
+        """``p`` itself is still there (not another pod that took its name)."""
+        raw = self.state.raw("Pod", p.key)
+        return raw is not None and (not p.metadata.uid or interface.uid_of(raw) in ("", p.metadata.uid))
+
+    def _evict(self, p: pod_mod.Pod) -> str | None:
+        """Evict one pod (the Eviction API, with its uid as precondition); why it was refused, or None."""
         obj = self.state.raw("Pod", p.key) or p.to_manifest()
         try:
-            self.cluster.evict(p.name, p.namespace)
-        except kube_errors.NotFound:
-            return 0
-        except (kube_errors.TooManyRequests, kube_errors.InternalError) as exc:
+            self.cluster.evict(p.name, p.namespace, uid=p.metadata.uid or None)
+        except (kube_errors.NotFound, kube_errors.Conflict):  # gone, or replaced by another pod of its name
+            return None
+        except kube_errors.TooManyRequests as exc:  # 429: a budget allows no disruption now; retried
             log.info("termination: eviction of %s refused for now: %s", p.key, exc)
-            return 1
+            return f"evicting pod {p.key} violates a PodDisruptionBudget ({exc})"
+        except kube_errors.InternalError as exc:  # 500: e.g. more than one budget selects the pod
+            log.warning("termination: eviction of %s refused: %s", p.key, exc)
+            return f"the Eviction API refuses pod {p.key}: {exc}"
+        except kube_errors.KubeError as exc:
+            log.warning("termination: eviction of %s failed: %s", p.key, exc)
+            return f"evicting pod {p.key} failed: {exc}"
         self.evictions.append(p.key)
         self._event(obj, events.NORMAL, REASON_EVICTED, "Evicted pod")
-        return 0
+        return None
 
     def _force_delete(self, p: pod_mod.Pod, expiry: float, grace: int | None) -> None:
+        """Delete ``p`` with the grace that is left before ``expiry`` (Karpenter's ``DeleteExpiringPods``:
+        the delete's ``gracePeriodSeconds`` clamps the pod's own to the node's remaining time)."""
         obj = self.state.raw("Pod", p.key)
+        granted = max(0, int(expiry - self.clock.now()))
         try:
-            self.cluster.delete("Pod", p.name, p.namespace)
+            self.cluster.delete("Pod", p.name, p.namespace, grace_period_seconds=granted)
         except kube_errors.NotFound:
             return
         self.evictions.append(p.key)
-        granted = max(0, int(expiry - self.clock.now()))
         message = (f"Deleting the pod to accommodate the terminationTime {clock_mod.rfc3339(expiry)} of the node. "
                    f"The pod was granted {granted} seconds of grace-period of its "
                    f"{DEFAULT_POD_GRACE if grace is None else grace} terminationGracePeriodSeconds. "
@@ -379,8 +433,68 @@ class Termination:
         if obj is not None:
             self._event(obj, events.NORMAL, REASON_DISRUPTED, message)
 
+    # -------------------------------------------------------------------- volumes, conditions
+
+    def _await_volumes(self, name: str, node_obj: dict[str, Any], claim_name: str,
+                       expiry: float | None) -> float | None:
+        """Seconds until the next look while the drained node's volumes are still attached
+        (:mod:`karpy.controllers.volume_detachment`); None when the instance may go."""
+        claim_obj = self.state.raw("NodeClaim", claim_name) or {}
+        if _condition(claim_obj, VOLUMES_DETACHED).get("status") == "True":
+            return None
+        now = self.clock.now()
+        drained = _condition(claim_obj, DRAINED)
+        drained_at = clock_mod.parse_rfc3339(str(drained["lastTransitionTime"])) \
+            if drained.get("status") == "True" and drained.get("lastTransitionTime") else now
+        until = volume_detachment.deadline(expiry, drained_at)
+        if until is not None and now >= until:
+            log.info("termination: not waiting any longer for the volumes of node %s", name)
+            return None
+        try:
+            attachments = self.cluster.list("VolumeAttachment")
+        except kube_errors.KubeError as exc:
+            log.warning("termination: cannot read the VolumeAttachments of node %s: %s", name, exc)
+            return VOLUME_RETRY
+        blocking = volume_detachment.blocking(attachments, name, self.state.pods_on(name),
+                                              volume_detachment.volume_finder(self.cluster), now)
+        if blocking:
+            self._claim_condition(claim_name, VOLUMES_DETACHED, "False", REASON_AWAITING_VOLUMES)
+            self._event(node_obj, events.NORMAL, REASON_AWAITING_VOLUMES,
+                        f"Awaiting deletion of bound volumeattachments ({volume_detachment.names(blocking)})")
+            return VOLUME_RETRY if until is None else max(0.0, min(VOLUME_RETRY, until - now))
+        self._claim_condition(claim_name, VOLUMES_DETACHED, "True")
+        return None
+
+    def _claim_condition(self, claim_name: str, type_: str, value: str, reason: str = "") -> None:
+        """Set a condition of the NodeClaim (a status patch at the resourceVersion read: a 409 leaves it
+        for the next pass); nothing when it already says so."""
+        try:
+            current = self.cluster.get("NodeClaim", claim_name)
+        except kube_errors.NotFound:
+            return
+        status = dict(current.get("status") or {})
+        before = status.get("conditions")
+        lifecycle.set_condition(status, type_, value, self.clock.now(), reason)
+        if status["conditions"] == before:
+            return
+        with contextlib.suppress(kube_errors.Conflict, kube_errors.NotFound):
+            self.cluster.patch_status("NodeClaim", claim_name, {
+                "metadata": {"resourceVersion": current["metadata"].get("resourceVersion")},
+                "status": {"conditions": status["conditions"]}})
+
     def _event(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
         try:
             self.recorder.publish(obj, type_, reason, message)
         except Exception as exc:
             log.warning("termination: cannot publish %s: %s", reason, exc)
+
+
+def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == type_:
+            return dict(c)
+    return {}
+
+
+def _nothing(_event: str, _obj: dict[str, Any]) -> Iterable[str]:
+    return ()

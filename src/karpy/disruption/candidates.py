@@ -9,8 +9,12 @@ Karpenter v1 (``concepts/disruption``), a node is a candidate when:
 * it is initialized (``karpenter.sh/initialized=true``) and not being deleted (neither the Node
   nor its NodeClaim);
 * neither the node nor any of its pods carries ``karpenter.sh/do-not-disrupt: "true"``;
-* every reschedulable pod can be evicted: no PodDisruptionBudget selecting it allows zero
-  disruptions.
+* every pod the drain would evict can be evicted (Karpenter's ``pdb.Limits.CanEvictPods`` over
+  ``IsEvictable`` pods: DaemonSet pods included; terminal, terminating and static pods and pods
+  tolerating the disrupted taint left out): no PodDisruptionBudget selecting it has
+  ``status.disruptionsAllowed`` 0 (as kube-controller-manager keeps it; an unready pod under
+  ``unhealthyPodEvictionPolicy: AlwaysAllow`` does not count), and no more than one budget selects it
+  (the Eviction API refuses such a pod with a 500, so its node could never be drained).
 
 :func:`why_not` returns ``None`` for a candidate, else a human message (for ``Unconsolidatable``
 events). :func:`is_empty` says whether a node only runs DaemonSet / static pods and finished pods.
@@ -28,15 +32,46 @@ from karpy.api import labels, node, nodeclaim, nodepool, pod, selectors
 
 @dataclass(frozen=True, slots=True)
 class Pdb:
-    """A PodDisruptionBudget: its namespace, name, pod selector and disruptions allowed now."""
+    """A PodDisruptionBudget: its namespace, name, pod selector and ``status.disruptionsAllowed``."""
 
     namespace: str
     name: str
     selector: selectors.LabelSelector
     disruptions_allowed: int
+    always_evict_unhealthy: bool = False
+    """``spec.unhealthyPodEvictionPolicy: AlwaysAllow``: unready pods may go whatever the budget."""
 
     def selects(self, p: pod.Pod) -> bool:
         return p.namespace == self.namespace and self.selector.matches(p.labels)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Budgets(tuple[Pdb, ...]):
+    """The budgets of one pass, indexed by namespace on first use (a verdict reads only its pods'
+    namespaces)."""
+
+    _by_ns: dict[str, tuple[Pdb, ...]]
+
+    def selecting(self, p: pod.Pod) -> tuple[Pdb, ...]:
+        """The budgets selecting ``p`` (pods of one template share the answer)."""
+        cache: dict[tuple[str, frozenset[tuple[str, str]]], tuple[Pdb, ...]] = self.__dict__.setdefault("_sel", {})
+        key = (p.namespace, frozenset(p.labels.items()))
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = tuple(b for b in self.in_namespace(p.namespace) if b.selector.matches(p.labels))
+        return found
+
+    def in_namespace(self, namespace: str) -> tuple[Pdb, ...]:
+        index: dict[str, tuple[Pdb, ...]] | None = self.__dict__.get("_by_ns")
+        if index is None:
+            grouped: dict[str, list[Pdb]] = {}
+            for b in self:
+                grouped.setdefault(b.namespace, []).append(b)
+            index = self.__dict__["_by_ns"] = {ns: tuple(bs) for ns, bs in grouped.items()}
+        return index.get(namespace, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +106,44 @@ def node_do_not_disrupt(n: node.Node) -> bool:
     return n.annotations.get(labels.DO_NOT_DISRUPT) == "true"
 
 
+def is_evictable(p: pod.Pod) -> bool:
+    """A pod the drain would evict (Karpenter's ``IsEvictable``): not terminal or terminating, not a
+    static pod, not tolerating the ``karpenter.sh/disrupted:NoSchedule`` taint."""
+    if p.is_terminal or p.is_terminating or p.owner_kind == "Node" or \
+            pod.MIRROR_POD_ANNOTATION in p.metadata.annotations:
+        return False
+    return not any(t.tolerates(DISRUPTED_TAINT) for t in p.tolerations)
+
+
+DISRUPTED_TAINT = node.Taint(key=labels.TAINT_DISRUPTED, effect="NoSchedule")
+
+
+def _unready(p: pod.Pod) -> bool:
+    c = p.condition("Ready")
+    return c is not None and c.status == "False"
+
+
 def blocking_pdb(p: pod.Pod, pdbs: Sequence[Pdb]) -> Pdb | None:
     """The first budget selecting ``p`` that allows no disruption now, else ``None``."""
     for budget in pdbs:
         if budget.disruptions_allowed <= 0 and budget.selects(p):  # the cheap test first
+            if budget.always_evict_unhealthy and _unready(p):
+                continue
             return budget
+    return None
+
+
+def eviction_blocked(p: pod.Pod, pdbs: Sequence[Pdb]) -> str | None:
+    """Why the Eviction API will not let ``p`` go now (a blocking budget, or more than one budget), else
+    ``None``."""
+    selecting = pdbs.selecting(p) if isinstance(pdbs, Budgets) else \
+        [b for b in pdbs if b.namespace == p.namespace and b.selector.matches(p.labels)]
+    if len(selecting) > 1:
+        return (f'pod "{p.key}" is selected by more than one PodDisruptionBudget '
+                f'({", ".join(b.key for b in selecting)}), which the Eviction API refuses')
+    budget = blocking_pdb(p, selecting)
+    if budget is not None:
+        return f'pdb "{budget.namespace}/{budget.name}" prevents pod evictions'
     return None
 
 
@@ -107,12 +175,13 @@ def why_not(
             continue
         if p.do_not_disrupt if now is None else p.protected(now):
             return f'pod "{p.key}" has "{labels.DO_NOT_DISRUPT}" annotation'
-    for p in pods:
-        if not is_reschedulable(p):
-            continue
-        budget = blocking_pdb(p, pdbs)
-        if budget is not None:
-            return f'pdb "{budget.namespace}/{budget.name}" prevents pod evictions'
+    if pdbs:
+        for p in pods:
+            if not is_evictable(p):
+                continue
+            why = eviction_blocked(p, pdbs)
+            if why is not None:
+                return why
     return None
 
 

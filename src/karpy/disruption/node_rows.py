@@ -84,8 +84,8 @@ class NodeRows:
         """NodeClaim name -> its ``status.nodeName`` (parsed claims only)."""
         self._status_claims: dict[str, set[str]] = {}
         self._pool_versions: dict[str, Any] = {}
-        self._blocking: list[tuple[str, str, Any]] | None = None
-        """The budgets that allowed no disruption last pass (a verdict reads only those, in order)."""
+        self._blocking: list[tuple[str, str, Any, bool, bool]] | None = None
+        """Every budget of the last pass, with whether it allowed no disruption (what a verdict reads)."""
         self._sorted = True
 
     def refresh(self, pools: Mapping[str, nodepool.NodePool], pdbs: list[candidates.Pdb], now: float,
@@ -108,16 +108,18 @@ class NodeRows:
             if versions.get(name) != self._pool_versions.get(name):
                 nodes |= self._by_pool.get(name, set())
         self._pool_versions = versions
-        # a verdict reads only the budgets that allow no disruption (blocking_pdb): a count moving
-        # between positive values re-reads nothing
-        blocking = [(b.namespace, b.name, b.selector) for b in pdbs if b.disruptions_allowed <= 0]
+        # a verdict reads which budgets select a pod (more than one blocks it) and which allow no
+        # disruption (blocking_pdb): a count moving between positive values re-reads nothing
+        budgets = candidates.Budgets(pdbs)
+        blocking = [(b.namespace, b.name, b.selector, b.disruptions_allowed <= 0, b.always_evict_unhealthy)
+                    for b in budgets]
         same_pdbs = blocking == self._blocking
         if not same_pdbs:
             nodes = nodes | set(self.rows)
         self._blocking = blocking
         nodes |= self.timed
         for name in sorted(nodes):
-            self._refresh(name, pools, pdbs, same_pdbs, now, last_pod_event)
+            self._refresh(name, pools, budgets, same_pdbs, now, last_pod_event)
         if not self._sorted:
             self.candidates = dict(sorted(self.candidates.items()))
             self._sorted = True
@@ -143,7 +145,7 @@ class NodeRows:
                 return c
         return None
 
-    def _refresh(self, name: str, pools: Mapping[str, nodepool.NodePool], pdbs: list[candidates.Pdb],
+    def _refresh(self, name: str, pools: Mapping[str, nodepool.NodePool], pdbs: candidates.Budgets,
                  same_pdbs: bool, now: float, last_pod_event: Mapping[str, float]) -> None:
         old = self.rows.get(name)
         raw_node = self.state.raw("Node", name)

@@ -41,7 +41,7 @@ from karpy.controllers import state
 from karpy.disruption import candidates, changes, drift_marking, emptiness, node_rows, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
-from karpy.kube import events, interface, memory_eviction
+from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
 from karpy.scheduling import volumetopology
 
@@ -291,42 +291,26 @@ class Observer:
         return out
 
     def _pdbs(self) -> list[candidates.Pdb]:
+        """The PodDisruptionBudgets as kube-controller-manager keeps their ``status`` (Karpenter's
+        ``pdb.NewLimits``: ``status.disruptionsAllowed``, 0 while the controller has not written it):
+        no pod is counted and no owner looked up here."""
         out: list[candidates.Pdb] = []
-        raws = self.state.raws("PodDisruptionBudget")
-        if not raws:
-            return out
-        # Pods grouped by their stored labels object (replicas of one template share it): each budget's
-        # selector is matched once per distinct labels object, not once per pod.
-        by_ns: dict[str, dict[int, tuple[Any, list[dict[str, Any]]]]] = {}
-        for p in self.state.raws("Pod"):
-            pod_labels = interface.labels_of(p) or _NO_LABELS  # pods without labels: one group, not one each
-            groups = by_ns.setdefault(interface.namespace_of(p) or "default", {})
-            group = groups.get(id(pod_labels))
-            if group is None:
-                group = groups[id(pod_labels)] = (pod_labels, [])
-            group[1].append(p)
-
-        def lookup(namespace: str, ref: Any) -> dict[str, Any] | None:
-            try:
-                return self.cluster.get(str(ref.get("kind", "")), str(ref.get("name", "")), namespace)
-            except kube_errors.KubeError:
-                return None
-
-        for obj in raws:
-            ns = interface.namespace_of(obj) or "default"
+        for obj in self.state.raws("PodDisruptionBudget"):
             spec = obj.get("spec") or {}
             if spec.get("selector") is None:  # policy/v1: no selector selects no pod, so it blocks nothing
                 continue
             try:
                 selector = selectors.LabelSelector.parse(
                     fields_mod.Fields(spec.get("selector") or {}, "PodDisruptionBudget", "spec.selector"))
-                query = memory_eviction.pod_query(obj)
-                selected = [] if query is None else [
-                    p for pod_labels, group in by_ns.get(ns, {}).values() if query.matches(pod_labels) for p in group]
-                _, _, allowed = memory_eviction.allowed_among(obj, selected, lookup)
-            except (api_errors.ValidationError, kube_errors.KubeError):
+            except api_errors.ValidationError as exc:
+                log.warning("disruption: ignoring PodDisruptionBudget %s/%s: %s",
+                            interface.namespace_of(obj), interface.name_of(obj), exc)
                 continue
-            out.append(candidates.Pdb(ns, interface.name_of(obj), selector, allowed))
+            allowed = (obj.get("status") or {}).get("disruptionsAllowed")
+            out.append(candidates.Pdb(
+                interface.namespace_of(obj) or "default", interface.name_of(obj), selector,
+                allowed if isinstance(allowed, int) and not isinstance(allowed, bool) else 0,
+                spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow"))
         return out
 
     # -------------------------------------------------------------------------------- events

@@ -55,6 +55,8 @@ REPLACEMENT_TIMEOUT = 600.0
 TERMINATION_TRACKING = 3600.0
 """Seconds a command whose candidates were deleted is kept, at most, waiting for them to go."""
 POLL = 5.0
+TAINT_ATTEMPTS = 5
+"""Reads and writes of a node's taints before giving up when other writers keep changing it (409s)."""
 DISRUPTED_TAINT = {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"}
 
 METHOD_NAMES = {
@@ -287,26 +289,39 @@ class Orchestrator:
             self._taint(name, add=False)
 
     def _taint(self, node_name: str, *, add: bool) -> bool:
-        """Add or remove the disrupted taint; False when the node is gone."""
-        try:
-            obj = self.cluster.get("Node", node_name)
-        except kube_errors.NotFound:
-            return False
-        taints = [dict(t) for t in ((obj.get("spec") or {}).get("taints") or [])]
-        present = any(t.get("key") == wk.TAINT_DISRUPTED for t in taints)
-        if add and present:
+        """Add or remove the disrupted taint; False when the node is gone (or kept changing).
+
+        The taint list is written whole, so the write carries the ``resourceVersion`` it was read at
+        (Karpenter's optimistic lock): a taint another controller added meanwhile (the
+        cloud-controller-manager's ``uninitialized``, a CNI's not-ready, node lifecycle) makes it a
+        409, and the node is read again and the change made again on top of it."""
+        for _ in range(TAINT_ATTEMPTS):
+            try:
+                obj = self.cluster.get("Node", node_name)
+            except kube_errors.NotFound:
+                return False
+            taints = [dict(t) for t in ((obj.get("spec") or {}).get("taints") or [])]
+            present = any(t.get("key") == wk.TAINT_DISRUPTED for t in taints)
+            if add and present:
+                return True
+            if add:
+                taints.append(dict(DISRUPTED_TAINT))
+            elif present:
+                taints = [t for t in taints if t.get("key") != wk.TAINT_DISRUPTED]
+            else:
+                return True
+            patch = {"metadata": {"resourceVersion": obj["metadata"].get("resourceVersion")},
+                     "spec": {"taints": taints}}
+            try:
+                self.cluster.patch("Node", node_name, patch)
+            except kube_errors.NotFound:
+                return False
+            except kube_errors.Conflict:
+                continue  # written meanwhile: read it again
             return True
-        if add:
-            taints.append(dict(DISRUPTED_TAINT))
-        elif present:
-            taints = [t for t in taints if t.get("key") != wk.TAINT_DISRUPTED]
-        else:
-            return True
-        try:
-            self.cluster.patch("Node", node_name, {"spec": {"taints": taints}})
-        except kube_errors.NotFound:
-            return False
-        return True
+        log.warning("disruption: node %s kept changing; its disrupted taint was not %s", node_name,
+                    "added" if add else "removed")
+        return False
 
 
 def _condition_true(obj: dict[str, Any], type_: str) -> bool:

@@ -396,7 +396,8 @@ class KubeCluster:
             body["status"] = patch["status"]
         return self._patch(kind, name, body, namespace, "status")
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+    def delete(self, kind: str, name: str, namespace: str = "", *, uid: str | None = None,
+               grace_period_seconds: int | None = None) -> None:
         ns = interface.scoped_namespace(kind, namespace)
         res = paths.resource_for(kind)
         data = self._send(
@@ -404,7 +405,8 @@ class KubeCluster:
             res,
             ns,
             name,
-            body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+            body={"apiVersion": "v1", "kind": "DeleteOptions",
+                  **delete_options(uid=uid, grace_period_seconds=grace_period_seconds)},
             what=f"DELETE {kind} {_ref(ns, name)}",
         )
         self._after_delete(kind, ns, name, data, res)
@@ -422,14 +424,14 @@ class KubeCluster:
         if last is not None:
             inf.apply_local(interface.DELETED, informer.trim(last, kind, res.api_version))
 
-    def evict(self, name: str, namespace: str) -> None:
+    def evict(self, name: str, namespace: str, *, uid: str | None = None) -> None:
         ns = interface.scoped_namespace("Pod", namespace)
         res = paths.resource_for("Pod")
         body = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": ns},
-            "deleteOptions": {"propagationPolicy": "Background"},
+            "deleteOptions": delete_options(uid=uid),
         }
         self._send("POST", res, ns, name, "eviction", body=body, what=f"EVICT Pod {ns}/{name}", retry=False)
         inf = self._informers.get("Pod")
@@ -457,6 +459,17 @@ class KubeCluster:
         # the server answers a binding with a Status: the bound pod is read back (and cached at once)
         fresh = self._send("GET", res, ns, name, what=f"GET Pod {ns}/{name}")
         return self._stored("Pod", interface.MODIFIED, fresh, res)
+
+
+def delete_options(*, uid: str | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:
+    """The DeleteOptions fields of a DELETE or an Eviction: background propagation, the uid precondition
+    (the API server answers 409 when the object of that name is another one) and a grace period."""
+    out: dict[str, Any] = {"propagationPolicy": "Background"}
+    if uid:
+        out["preconditions"] = {"uid": uid}
+    if grace_period_seconds is not None:
+        out["gracePeriodSeconds"] = max(0, int(grace_period_seconds))
+    return out
 
 
 def _ref(namespace: str, name: str) -> str:

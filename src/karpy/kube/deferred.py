@@ -78,11 +78,12 @@ class DeferredWatches:
     def patch_status(self, kind: str, name: str, patch: dict[str, Any], namespace: str = "") -> dict[str, Any]:
         return self.inner.patch_status(kind, name, patch, namespace)
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> None:
-        self.inner.delete(kind, name, namespace)
+    def delete(self, kind: str, name: str, namespace: str = "", *, uid: str | None = None,
+               grace_period_seconds: int | None = None) -> None:
+        self.inner.delete(kind, name, namespace, uid=uid, grace_period_seconds=grace_period_seconds)
 
-    def evict(self, name: str, namespace: str) -> None:
-        self.inner.evict(name, namespace)
+    def evict(self, name: str, namespace: str, *, uid: str | None = None) -> None:
+        self.inner.evict(name, namespace, uid=uid)
 
     def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
         return self.inner.bind(name, namespace, node_name)

@@ -155,11 +155,13 @@ class FaultyCluster:
                                           lambda: self.inner.patch_status(kind, name, patch, namespace))
         return out
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> None:
-        self._write(f"delete {kind}/{name}", lambda: self.inner.delete(kind, name, namespace))
+    def delete(self, kind: str, name: str, namespace: str = "", *, uid: str | None = None,
+               grace_period_seconds: int | None = None) -> None:
+        self._write(f"delete {kind}/{name}", lambda: self.inner.delete(
+            kind, name, namespace, uid=uid, grace_period_seconds=grace_period_seconds))
 
-    def evict(self, name: str, namespace: str) -> None:
-        self._write(f"evict {namespace}/{name}", lambda: self.inner.evict(name, namespace))
+    def evict(self, name: str, namespace: str, *, uid: str | None = None) -> None:
+        self._write(f"evict {namespace}/{name}", lambda: self.inner.evict(name, namespace, uid=uid))
 
     def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
         out: dict[str, Any] = self._write(f"bind {namespace}/{name}",

@@ -166,8 +166,11 @@ class Cluster(Protocol):
         server's optimistic lock); other metadata in it is ignored."""
         ...
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> None:
-        """Delete, or ``NotFound``.
+    def delete(self, kind: str, name: str, namespace: str = "", *, uid: str | None = None,
+               grace_period_seconds: int | None = None) -> None:
+        """Delete, or ``NotFound``. ``uid``: the ``preconditions.uid`` of the DeleteOptions (``Conflict``
+        when the object of that name is another one); ``grace_period_seconds``: the DeleteOptions'
+        ``gracePeriodSeconds`` (a pod's grace period instead of its ``terminationGracePeriodSeconds``).
 
         With finalizers the object gets ``metadata.deletionTimestamp`` and stays until an update
         or patch removes the last finalizer; without, it is gone at once. Deleting a terminating
@@ -178,13 +181,16 @@ class Cluster(Protocol):
         """
         ...
 
-    def evict(self, name: str, namespace: str) -> None:
+    def evict(self, name: str, namespace: str, *, uid: str | None = None) -> None:
         """The Pod ``eviction`` subresource: delete the pod unless a PodDisruptionBudget forbids it.
 
-        ``TooManyRequests`` when the budget selecting the pod allows no disruption now;
-        ``InternalError`` when more than one budget selects it; ``NotFound`` when the pod is
-        gone. Pods that are not running (pending, succeeded, failed) or already terminating can
-        always be evicted. On success the pod is deleted as by :meth:`delete`.
+        ``TooManyRequests`` when the budget selecting the pod allows no disruption now (its
+        ``status.disruptionsAllowed``, which kube-controller-manager keeps, or a status older than its
+        spec); ``InternalError`` when more than one budget selects it; ``NotFound`` when the pod is
+        gone; ``Conflict`` when ``uid`` (the ``deleteOptions.preconditions.uid``) is not the pod's (the
+        pod was replaced by another of the same name). Pods that are not running (pending, succeeded,
+        failed) or already terminating can always be evicted. On success the pod is deleted as by
+        :meth:`delete`.
         """
         ...
 

@@ -6,7 +6,8 @@ counter, optimistic concurrency (``Conflict``), ``generation`` bumped on spec ch
 through ``update_status`` / ``patch_status``, JSON merge patches, finalizers and
 ``deletionTimestamp``, ownerReference garbage collection (background propagation, cascading;
 dependents that keep a live owner lose only their dangling references), the Pod eviction
-subresource with PodDisruptionBudgets (:mod:`karpy.kube.memory_eviction`), and synchronous,
+subresource refusing by a PodDisruptionBudget's status and spending it, and the ``preconditions.uid`` and
+``gracePeriodSeconds`` of a delete (:mod:`karpy.kube.memory_eviction`), and synchronous,
 ordered watches. Copies, merge patches and write preconditions live in
 :mod:`karpy.kube.memory_objects` (``memory.copy_dict`` & co. remain importable from here).
 
@@ -264,22 +265,27 @@ class InMemoryCluster:
             self._watches.drain()
             return result
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+    def delete(self, kind: str, name: str, namespace: str = "", *, uid: str | None = None,
+               grace_period_seconds: int | None = None) -> None:
         with self._lock:
-            self._delete(self._require(kind, name, namespace))
+            obj = self._require(kind, name, namespace)
+            _check_uid(obj, uid)
+            self._delete(obj, grace_period_seconds)
             self._collect_garbage()
             self._watches.drain()
 
-    def evict(self, name: str, namespace: str) -> None:
+    def evict(self, name: str, namespace: str, *, uid: str | None = None) -> None:
         with self._lock:
             pod = self._require("Pod", name, namespace)
+            _check_uid(pod, uid)
             ns = pod["metadata"]["namespace"]
-            memory_eviction.check_eviction(
-                pod,
-                list(self._objects.get("PodDisruptionBudget", {}).get(ns, {}).values()),
-                list(self._objects.get("Pod", {}).get(ns, {}).values()),
-                self._find_owner,
-            )
+            budgets = list(self._objects.get("PodDisruptionBudget", {}).get(ns, {}).values())
+            pdb = memory_eviction.check_eviction(pod, budgets)
+            if pdb is not None:  # the API server spends the budget before it deletes the pod
+                new = dict(pdb)
+                new["metadata"] = dict(pdb["metadata"])
+                new["status"] = memory_eviction.granted(pdb, name, self.clock.now())
+                self._replace(pdb, new)  # type: ignore[arg-type]
             self._delete(pod)
             self._collect_garbage()
             self._watches.drain()
@@ -300,9 +306,6 @@ class InMemoryCluster:
             where = f" in namespace {ns!r}" if ns else ""
             raise errors.NotFound(f'{kind} "{name}" not found{where}', kind=kind, name=name, namespace=ns)
         return obj
-
-    def _find_owner(self, namespace: str, ref: Any) -> dict[str, Any] | None:
-        return self._idx.uids.get(str(ref.get("uid", "")))
 
     def _lookup_key(self, key: Key) -> dict[str, Any] | None:
         return self._lookup(*key)
@@ -385,11 +388,11 @@ class InMemoryCluster:
             self._commit(new, interface.MODIFIED)
         return new
 
-    def _delete(self, obj: dict[str, Any]) -> None:
+    def _delete(self, obj: dict[str, Any], requested_grace: int | None = None) -> None:
         """Start (finalizers) or finish deleting ``obj``; a terminating object is left as is."""
         if interface.is_terminating(obj):
             return
-        grace = memory_eviction.grace_period(obj) if self.graceful_pods else None
+        grace = memory_eviction.grace_period(obj, requested_grace) if self.graceful_pods else None
         if obj["metadata"].get("finalizers") or grace is not None:
             new = dict(obj)
             new["metadata"] = dict(obj["metadata"])
@@ -496,3 +499,12 @@ class InMemoryCluster:
 def new_cluster(clock: clock_mod.Clock, seed: int = 0) -> InMemoryCluster:
     """An empty cluster whose generated names and uids follow ``seed``."""
     return InMemoryCluster(clock, rng=random.Random(seed))
+
+
+def _check_uid(obj: dict[str, Any], uid: str | None) -> None:
+    """The ``deleteOptions.preconditions.uid`` check: Conflict when ``obj`` is another object of that name."""
+    if uid is not None and obj["metadata"].get("uid") != uid:
+        kind, ns, name = interface.meta_key(obj)
+        raise errors.Conflict(
+            f"Precondition failed: UID in precondition: {uid}, UID in object meta: {obj['metadata'].get('uid')}",
+            kind=kind, name=name, namespace=ns)

@@ -48,10 +48,12 @@ from karpy.simulator import (
     gcpolicy,
     kube_scheduler,
     kubelet,
+    pdb_status,
     provider_bridge,
     real_cloud,
     run_result,
     scenario,
+    volume_attachments,
     volumes,
     workloads,
 )
@@ -227,9 +229,11 @@ class Simulation:
         self.kubelet.register(self.manager)
         workloads.ReplicaSetController(self.cluster, random.Random(self._seeds[3])).register(self.manager)
         workloads.DeploymentController(self.cluster).register(self.manager)
+        pdb_status.PdbStatusController(self.cluster, self.clock).register(self.manager)
         daemonsets.DaemonSetController(self.cluster, random.Random(self._seeds[4])).register(self.manager)
         self.kube_scheduler.register(self.manager)
         volumes.VolumeBinder(self.cluster).register(self.manager)
+        volume_attachments.AttachDetachController(self.cluster, self.clock).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
         if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
             nap.ensure(self.cluster)

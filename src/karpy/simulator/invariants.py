@@ -147,8 +147,9 @@ class Checker:
                                        f"PDB {_md(pdb).get('name')}, which demands {need}")
 
     def _expected(self, namespace: str, selected: list[dict[str, Any]]) -> int:
-        """The disruption controller's expected count: the replicas of the pods' controllers (terminating
-        pods and their replacements would otherwise count twice); the live pods when a pod has none."""
+        """The disruption controller's expected count: the replicas of the pods' controllers, a Deployment's
+        for its ReplicaSets' pods (terminating pods and their replacements would otherwise count twice);
+        the live pods when a pod has none."""
         owners: set[tuple[str, str]] = set()
         for p in selected:
             ref = next((r for r in _md(p).get("ownerReferences") or () if r.get("controller")), None)
@@ -161,6 +162,12 @@ class Checker:
                           and _md(o).get("namespace") == namespace), None)
             if owner is None:
                 return sum(1 for q in selected if not _md(q).get("deletionTimestamp"))
+            deploy_ref = next((r for r in _md(owner).get("ownerReferences") or ()
+                               if r.get("controller") and r.get("kind") == "Deployment"), None)
+            if kind == "ReplicaSet" and deploy_ref is not None:  # kube-controller-manager: the Deployment's
+                deploy = next((o for o in self.cluster.objects("Deployment") if _md(o).get("name") ==
+                               deploy_ref.get("name") and _md(o).get("namespace") == namespace), None)
+                owner = deploy if deploy is not None else owner  # scale, not a just-scaled ReplicaSet's
             total += int((owner.get("spec") or {}).get("replicas", 1))
         return total
 

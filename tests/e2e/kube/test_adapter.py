@@ -230,3 +230,9 @@ def test_two_clients_watch_the_same_server_concurrently(api: apiserver.EmulatedA
     finally:
         first.close()
         second.close()
+
+
+def test_a_delete_sends_the_uid_precondition_and_the_grace_period() -> None:
+    assert adapter.delete_options(uid="u-1", grace_period_seconds=42) == {
+        "propagationPolicy": "Background", "preconditions": {"uid": "u-1"}, "gracePeriodSeconds": 42}
+    assert adapter.delete_options() == {"propagationPolicy": "Background"}

@@ -224,3 +224,15 @@ def test_deleting_an_owner_collects_its_dependents(harness: Harness) -> None:
     c.create(dep)
     c.delete("Node", "n1")
     assert harness.wait_for(lambda: c.list("Pod") == [])
+
+
+def test_an_eviction_or_a_delete_with_another_pods_uid_is_a_conflict(harness: Harness) -> None:
+    """``deleteOptions.preconditions.uid``: the pod of that name is another one (it was replaced)."""
+    c = harness.cluster
+    c.create(pod("p", node="n1"))
+    with pytest.raises(errors.Conflict):
+        c.evict("p", "default", uid="00000000-0000-0000-0000-000000000000")
+    with pytest.raises(errors.Conflict):
+        c.delete("Pod", "p", "default", uid="00000000-0000-0000-0000-000000000000")
+    c.evict("p", "default", uid=c.get("Pod", "p", "default")["metadata"]["uid"])
+    assert names(c.list("Pod")) == []

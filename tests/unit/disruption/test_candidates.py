@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from karpy.api import labels, meta, node, nodeclaim, nodepool, pod, selectors
+from karpy.api import labels, meta, node, nodeclaim, nodepool, pod, podspec, selectors
 from karpy.disruption import candidates
 
 POOL = nodepool.NodePool(metadata=meta.ObjectMeta(name="default"))
@@ -65,3 +65,30 @@ def test_do_not_disrupt_true_protects_for_good_and_a_bad_value_protects_nothing(
     assert not a_protected_pod("soon", created=0.0).protected(1.0)
     assert a_protected_pod("1h30m", created=0.0).protected(5399.0)
     assert not a_protected_pod("1h30m", created=0.0).protected(5400.0)
+
+
+def test_a_pod_under_two_pdbs_keeps_its_node_from_being_chosen_even_when_both_allow_disruptions() -> None:
+    """The Eviction API refuses a pod more than one budget selects (500), so the node could never drain."""
+    web = candidates.Pdb("default", "web", selectors.LabelSelector(match_labels={"app": "web"}), 3)
+    every = candidates.Pdb("default", "all", selectors.LabelSelector(), 5)
+    why = candidates.why_not(a_node(), CLAIM, POOL, [a_pod("p")], candidates.Budgets([web, every]))
+    assert why == ('pod "default/p" is selected by more than one PodDisruptionBudget (default/web, default/all), '
+                   "which the Eviction API refuses")
+    assert candidates.why_not(a_node(), CLAIM, POOL, [a_pod("p")], [web, every]) == why
+
+
+def test_a_daemonset_pod_under_a_fully_blocking_pdb_keeps_its_node_from_being_chosen() -> None:
+    """Karpenter's ``CanEvictPods`` reads every evictable pod, DaemonSet pods included."""
+    pdb = candidates.Pdb("default", "agent", selectors.LabelSelector(match_labels={"app": "agent"}), 0)
+    pods = [a_pod("agent-x", app="agent", owner="DaemonSet"), a_pod("p")]
+    assert candidates.why_not(a_node(), CLAIM, POOL, pods, [pdb]) == 'pdb "default/agent" prevents pod evictions'
+
+
+def test_an_unready_pod_under_an_always_allow_pdb_does_not_block() -> None:
+    pdb = candidates.Pdb("default", "web", selectors.LabelSelector(match_labels={"app": "web"}), 0,
+                         always_evict_unhealthy=True)
+    unready = pod.Pod(metadata=meta.ObjectMeta(name="p", namespace="default", labels={"app": "web"}),
+                      node_name="n1", phase="Running",
+                      conditions=(podspec.PodCondition(type="Ready", status="False"),))
+    assert candidates.why_not(a_node(), CLAIM, POOL, [unready], [pdb]) is None
+    assert candidates.why_not(a_node(), CLAIM, POOL, [a_pod("p")], [pdb]) == 'pdb "default/web" prevents pod evictions'
