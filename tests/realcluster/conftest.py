@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from e2e import controller_process as cp
+from realcluster import workloads
 from support import realcluster
 
 NAMESPACE = "karpy"
@@ -78,12 +80,72 @@ def installed(real: realcluster.RealCluster, tmp_path_factory: pytest.TempPathFa
     return realcluster.service_account_kubeconfig(real, NAMESPACE, ACCOUNT, path)
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.5) -> Any:
+class Scope:
+    """What one test created: its namespaces and NodePools are deleted (and their nodes drained by the
+    still-running controller) when the test ends, so the next test starts from an empty cluster."""
+
+    def __init__(self, real: realcluster.RealCluster) -> None:
+        self.real = real
+        self.namespaces: list[str] = []
+        self.nodepools: list[str] = []
+
+    def namespace(self, name: str) -> str:
+        self.real.kubectl("create", "namespace", name)
+        self.namespaces.append(name)
+        return name
+
+    def nodepool(self, obj: dict[str, Any]) -> None:
+        self.real.apply([obj])
+        self.nodepools.append(str(obj["metadata"]["name"]))
+
+    def cleanup(self, timeout: float = 90.0) -> None:
+        for ns in self.namespaces:
+            self.real.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        for pool in self.nodepools:
+            self.real.kubectl("delete", "nodepool", pool, "--wait=false", check=False)
+
+        def gone() -> bool:
+            claims = self.real.get_json("nodeclaims")["items"]
+            return not [c for c in claims if c["metadata"].get("labels", {}).get("karpenter.sh/nodepool")
+                        in self.nodepools]
+
+        wait_until(gone, timeout, f"the NodeClaims of {self.nodepools} to go")
+
+
+def start_controller(installed: Path, log: Path, *extra: str, env: dict[str, str] | None = None) -> cp.Controller:
+    return cp.Controller(["--cloud-provider", "kwok", "--kubeconfig", str(installed), "--cluster-name", CLUSTER_NAME,
+                          "--leader-election-namespace", NAMESPACE, "--batch-idle-duration", "1s",
+                          "--batch-max-duration", "3s", "--log-format", "json", *extra], log, env=env)
+
+
+@pytest.fixture
+def scope(real: realcluster.RealCluster, controller: cp.Controller) -> Iterator[Scope]:
+    """The test's namespaces and NodePools, cleaned up while ``controller`` still runs."""
+    s = Scope(real)
+    yield s
+    s.cleanup()
+
+
+@pytest.fixture
+def controller(real: realcluster.RealCluster, installed: Path, tmp_path: Path) -> Iterator[cp.Controller]:
+    """One `karpy controller` as the chart's ServiceAccount; it outlives the test's ``scope`` cleanup."""
+    real.apply([workloads.node_class()])
+    c = start_controller(installed, tmp_path / "karpy.log")
+    try:
+        c.wait_for("/readyz", timeout=60)
+        yield c
+    finally:
+        c.terminate()
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str | Callable[[], str],
+               interval: float = 0.5) -> Any:
+    """Poll ``predicate`` until it is truthy; ``what`` (or its value, read at the time-out) says what was awaited."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what if isinstance(what, str) else what()}")
         time.sleep(interval)

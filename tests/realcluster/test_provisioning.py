@@ -3,37 +3,20 @@ and consolidation, the NodeClaims' finalizers released last."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from e2e import controller_process as cp
 from realcluster import workloads as w
-from realcluster.conftest import CLUSTER_NAME, NAMESPACE, wait_until
+from realcluster.conftest import Scope, wait_until
 from support import realcluster
 
 
-@pytest.fixture
-def controller(real: realcluster.RealCluster, installed: Path, tmp_path: Path) -> Iterator[cp.Controller]:
-    c = cp.Controller(["--cloud-provider", "kwok", "--kubeconfig", str(installed), "--cluster-name", CLUSTER_NAME,
-                       "--leader-election-namespace", NAMESPACE, "--batch-idle-duration", "1s",
-                       "--batch-max-duration", "3s", "--log-format", "json"],
-                      tmp_path / "karpy.log")
-    try:
-        c.wait_for("/readyz", timeout=60)
-        yield c
-    finally:
-        c.terminate()
-
-
 def test_a_deployment_scaled_out_gets_kwok_nodes_and_running_pods_then_its_empty_nodes_go(
-        real: realcluster.RealCluster, controller: cp.Controller) -> None:
-    ns = "rc-scale"
-    real.apply([w.namespace(ns), w.node_class(), w.nodepool("scale")])
+        real: realcluster.RealCluster, scope: Scope, controller: cp.Controller) -> None:
+    ns = scope.namespace("rc-scale")
+    scope.nodepool(w.nodepool("scale"))
     real.apply([w.deployment("web", ns, 6, cpu="1500m", pool="scale")])
 
-    wait_until(lambda: w.running(real, ns, "app=web", 6), 120, f"6 Running pods:\n{controller.log()[-3000:]}")
+    wait_until(lambda: w.running(real, ns, "app=web", 6), 120,
+               lambda: f"6 Running pods:\n{controller.log()[-3000:]}")
     claims = w.pool_claims(real, "scale")
     nodes = w.pool_nodes(real, "scale")
     assert claims and len(nodes) == len(claims)
