@@ -17,7 +17,7 @@ import random
 import threading
 import time
 
-from karpy import clock, controllers, settings
+from karpy import clock, operator, settings
 from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -53,7 +53,7 @@ def run(claims: int, latency: float, workers: int) -> tuple[float, int]:
     manager = runtime.Manager(cluster, wall, calls=pool)
     cloud = SlowCloud(fake_provider.SimulatedCloud(wall, random.Random(1), catalog=instancetypes.benchmark(8),
                                                    cluster_name="bench"), latency)
-    controllers.register_all(manager, cluster, cloud, wall, settings.Settings(
+    operator.register_all(manager, cluster, cloud, wall, settings.Settings(
         cluster_name="bench", batch_idle_duration=0.05, batch_max_duration=0.2))
     driver = realtime.Driver(manager, wall, pool=pool, pump=cluster)
     box.append(driver)

@@ -11,7 +11,7 @@
 4. the cloud: ``karpy.cloudprovider.<aws|azure|kwok>.factory.build(settings, clock, cluster, ...)``;
    a missing module or a :class:`~karpy.cloudprovider.errors.CloudProviderError` from it exits 3
    saying that the provider is not available and why;
-5. the Manager with every controller (:func:`karpy.controllers.register_all`), cloud calls on a
+5. the Manager with every controller (:func:`karpy.operator.register_all`), cloud calls on a
    bounded pool, leader election on the ``karpenter-leader-election`` Lease (unless disabled),
    ``/metrics`` on ``METRICS_PORT`` and ``/healthz`` ``/readyz`` on ``HEALTH_PROBE_PORT``;
 6. the real-time driver (:mod:`karpy.controllers.realtime`) until SIGTERM/SIGINT (graceful: in-flight
@@ -167,7 +167,7 @@ def _force_exit(after: float, err: IO[str]) -> None:
 def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[str] | None = None,
         install_signals: bool = True) -> int:
     """The ``karpy controller`` command; returns the exit status (see the module docstring)."""
-    from karpy import controllers
+    from karpy import operator
     from karpy.controllers import cloudcalls, leader, realtime, runtime
     from karpy.observability import logs, serve
 
@@ -199,7 +199,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     driver_ref: list[realtime.Driver] = []
     pool = cloudcalls.Pool(opts.cloud_workers, wake=lambda: driver_ref[0].wake() if driver_ref else None)
     manager = runtime.Manager(cluster, wall, calls=pool)
-    built = controllers.register_all(manager, cluster, cloud, wall, settings,
+    built = operator.register_all(manager, cluster, cloud, wall, settings,
                                      nodeclass_kinds=NODECLASS_KINDS.get(opts.cloud_provider, ()))
     elector = leader.LeaderElector(cluster, wall, lease_config) if opts.leader_elect else None
     pump = cluster if callable(getattr(cluster, "pump", None)) else None

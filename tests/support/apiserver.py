@@ -18,7 +18,8 @@ adds in small, separately tested pieces:
 * list pagination (``limit`` / ``continue``) with the list's ``resourceVersion``;
 * PUT (update / ``/status``), PATCH with ``merge-patch+json`` and ``json-patch+json`` (a
   ``strategic-merge-patch+json`` is treated as a merge patch on built-in kinds and refused with
-  415 on custom resources, as a real API server does), POST ``pods/<name>/eviction``;
+  415 on custom resources, as a real API server does), POST ``pods/<name>/eviction`` and
+  ``pods/<name>/binding``;
 * error responses as the real server's ``Status`` objects with ``Content-Type:
   application/json; charset=utf-8`` (aiohttp's default - the charset lightkube trips on);
 * fault injection (:meth:`fail_next`: the next N matching requests answer 409 / 429 / 5xx) and
@@ -267,6 +268,12 @@ class Handler(kmock.KubernetesScaffold):
             return _json(store.create(self._object(body, res, ns)), 201)
         if method == "POST" and sub == "eviction" and kind == "Pod":
             store.evict(name, ns)
+            return _json(_status_body(201, "", ""), 201)
+        if method == "POST" and sub == "binding" and kind == "Pod":
+            target = (body or {}).get("target") or {}
+            if (body or {}).get("kind") != "Binding" or target.get("kind") != "Node" or not target.get("name"):
+                raise _HttpError(400, "BadRequest", "a binding must be a v1 Binding whose target is a Node by name")
+            store.bind(name, ns, str(target["name"]))
             return _json(_status_body(201, "", ""), 201)
         if method == "PUT" and name:
             if body is None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock
-from karpy.api import errors, fields, stored
+from karpy.api import errors, fields, parse_cache, stored
 
 DEFAULT_NAMESPACE = "default"
 
@@ -58,6 +58,7 @@ class OwnerReference:
 
 _TIMES: dict[str, float] = {}
 """RFC 3339 texts already read: objects created or changed in the same second share their text."""
+TIMES_SIZE = 16384
 
 
 def _timestamp(f: fields.Fields, key: str) -> float | None:
@@ -67,10 +68,7 @@ def _timestamp(f: fields.Fields, key: str) -> float | None:
     if type(value) is str:
         when = _TIMES.get(value)
         if when is None:
-            when = _read_timestamp(f, key, value)
-            if len(_TIMES) >= 16384:
-                _TIMES.clear()
-            _TIMES[value] = when  # only texts that read: a bad one raises every time
+            when = parse_cache.remember(_TIMES, TIMES_SIZE, value, _read_timestamp(f, key, value))
         return when
     return _read_timestamp(f, key, value)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock
-from karpy.api import duration, fields, labels, meta, node, quantity, selectors, stored
+from karpy.api import duration, fields, labels, meta, node, parse_cache, quantity, selectors, stored
 
 API_VERSION = "karpenter.sh/v1"
 KIND = "NodeClaim"
@@ -137,6 +137,7 @@ def parse_requirements(f: fields.Fields) -> tuple[selectors.NodeSelectorRequirem
 
 _EXPIRE_AFTER: dict[str, float | None] = {}
 """``expireAfter`` texts already read (a cluster has a few: its NodePools')."""
+EXPIRE_AFTER_SIZE = 1024
 
 
 def read_expire_after(f: fields.Fields) -> float | None:
@@ -144,11 +145,9 @@ def read_expire_after(f: fields.Fields) -> float | None:
     if type(raw) is str:
         if raw in _EXPIRE_AFTER:
             return _EXPIRE_AFTER[raw]
+        # only texts that read are remembered: a bad one raises every time
         value = duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
-        if len(_EXPIRE_AFTER) >= 1024:
-            _EXPIRE_AFTER.clear()
-        _EXPIRE_AFTER[raw] = value  # only texts that read: a bad one raises every time
-        return value
+        return parse_cache.remember(_EXPIRE_AFTER, EXPIRE_AFTER_SIZE, raw, value)
     return duration.read(f, "expireAfter", default=DEFAULT_EXPIRE_AFTER, never=True)
 
 

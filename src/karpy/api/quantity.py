@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
-from karpy.api import errors, fields
+from karpy.api import errors, fields, parse_cache
 
 ResourceList = dict[str, int]
 """Resource name -> amount in milli-units."""
@@ -107,9 +107,7 @@ def parse_milli(value: str | int | float) -> int:
         raise QuantityError(f"expected a quantity of at most {MAX_MILLI // MILLI}, found {value!r}")
     milli = int((number * MILLI).to_integral_value(rounding=ROUND_CEILING))
     if text:  # only texts that parsed are remembered: a bad one raises every time
-        if len(_MILLI_CACHE) >= MILLI_CACHE_SIZE:
-            _MILLI_CACHE.clear()
-        _MILLI_CACHE[value] = milli  # type: ignore[index]
+        parse_cache.remember(_MILLI_CACHE, MILLI_CACHE_SIZE, value, milli)  # type: ignore[arg-type]
     return milli
 
 

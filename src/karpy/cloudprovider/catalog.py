@@ -13,7 +13,8 @@
 
 ``zones`` keeps only the offerings in those zones (types left without offerings are dropped);
 ``region`` picks the region of the cloud catalogs; ``kubelet`` overrides kubelet settings the way
-an EC2NodeClass / AKSNodeClass ``spec.kubelet`` does (see :class:`KubeletConfig`). Results are
+an EC2NodeClass / AKSNodeClass ``spec.kubelet`` does (see
+:class:`karpy.cloudprovider.kubelet_overrides.KubeletConfig`). Results are
 cached per arguments; every call returns a fresh list of shared, immutable instance types.
 
 :func:`to_json` / :func:`from_json` convert a catalog to and from plain data: a list of
@@ -28,7 +29,6 @@ reference page (via ``rich``) or the JSON form.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 import pathlib
@@ -37,148 +37,29 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from karpy.api import errors, fields, labels, quantity
-from karpy.cloudprovider import instancetype
+from karpy.cloudprovider import instancetype, kubelet_overrides, spot
 
 NAMES = ("aws", "azure", "benchmark", "kwok")
 """The built-in catalogs :func:`load` knows."""
 
 OUTPUTS = ("table", "json")
 
-SPOT_FRACTION_MIN = 0.3
-SPOT_FRACTION_MAX = 0.7
-
 _CAPACITY_TYPES = frozenset({
     labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED,
 })
 
-
-# --------------------------------------------------------------------------------------------------
-# Kubelet overrides
-
-
-@dataclass(frozen=True, slots=True)
-class KubeletConfig:
-    """The kubelet settings that change an instance type's pods and overhead (hashable, for caching).
-
-    Reserved amounts are milli-units; eviction signals keep their text (``"10%"`` or ``"500Mi"``).
-    """
-
-    max_pods: int | None = None
-    pods_per_core: int | None = None
-    kube_reserved: tuple[tuple[str, int], ...] = ()
-    system_reserved: tuple[tuple[str, int], ...] = ()
-    eviction_hard: tuple[tuple[str, str], ...] = ()
-    eviction_soft: tuple[tuple[str, str], ...] = ()
-
-
-_KUBELET_KEYS = {
-    "max_pods": "max_pods", "maxPods": "max_pods",
-    "pods_per_core": "pods_per_core", "podsPerCore": "pods_per_core",
-    "kube_reserved": "kube_reserved", "kubeReserved": "kube_reserved",
-    "system_reserved": "system_reserved", "systemReserved": "system_reserved",
-    "eviction_hard": "eviction_hard", "evictionHard": "eviction_hard",
-    "eviction_soft": "eviction_soft", "evictionSoft": "eviction_soft",
-}
-
-
-def kubelet_config(kubelet: Mapping[str, Any] | KubeletConfig | None, obj: str = "kubelet") -> KubeletConfig:
-    """Read kubelet overrides from snake_case or camelCase keys (``maxPods`` or ``max_pods`` ...).
-
-    ``kube_reserved`` / ``system_reserved`` values may be quantity strings (``"100m"``, ``"1Gi"``) or
-    ints, which are milli-units as everywhere in karpy. Eviction values must be a percentage or a
-    quantity. Unknown keys (``clusterDNS``, ``imageGCHighThresholdPercent`` ...) are ignored: they do
-    not change what a node can hold. Raises :class:`karpy.api.errors.ValidationError`.
-    """
-    if kubelet is None:
-        return KubeletConfig()
-    if isinstance(kubelet, KubeletConfig):
-        return kubelet
-    f = fields.Fields(kubelet, obj)
-    values: dict[str, Any] = {}
-    for key in kubelet:
-        target = _KUBELET_KEYS.get(str(key))
-        if target is None or kubelet[key] is None:
-            continue
-        if target in ("max_pods", "pods_per_core"):
-            n = f.int(str(key))
-            if n is None or n < 0:
-                raise f.fail(str(key), "a non-negative integer", kubelet[key])
-            values[target] = n
-        elif target in ("kube_reserved", "system_reserved"):
-            values[target] = tuple(sorted(_resource_map(f, str(key)).items()))
-        else:
-            signals = f.str_map(str(key))
-            for signal, value in signals.items():
-                try:
-                    _check_signal(value)
-                except quantity.QuantityError:
-                    raise errors.ValidationError.single(
-                        obj, f"{f.at(str(key))}.{signal}", "a percentage such as '10%' or a quantity", value,
-                    ) from None
-            values[target] = tuple(sorted(signals.items()))
-    return KubeletConfig(**values)
-
-
-def _resource_map(f: fields.Fields, key: str) -> dict[str, int]:
-    raw = f.raw(key, {})
-    if not isinstance(raw, Mapping):
-        raise f.fail(key, "a mapping of resource quantities", raw)
-    out: dict[str, int] = {}
-    for name, value in raw.items():
-        try:
-            if isinstance(value, int) and not isinstance(value, bool):
-                out[str(name)] = value
-            else:
-                out[str(name)] = quantity.parse_milli(value)
-        except quantity.QuantityError:
-            raise errors.ValidationError.single(f.obj, f"{f.at(key)}.{name}", "a quantity", value) from None
-    return out
-
-
-def _check_signal(value: str) -> None:
-    text = value.strip()
-    if text.endswith("%"):
-        try:
-            float(text[:-1])
-        except ValueError:
-            raise quantity.QuantityError(value) from None
-        return
-    quantity.parse_milli(text)
-
-
-def eviction_amount(capacity_milli: int, value: str) -> int:
-    """The milli-units an eviction signal keeps free: a percentage of capacity or a quantity.
-
-    ``100%`` disables the threshold (0), as the kubelet documents. Percentages round up.
-    """
-    text = value.strip()
-    if text.endswith("%"):
-        percent = float(text[:-1])
-        if percent >= 100:
-            return 0
-        base_units = math.ceil(capacity_milli / quantity.MILLI / 100 * percent)
-        return base_units * quantity.MILLI
-    return quantity.parse_milli(text)
-
-
-# --------------------------------------------------------------------------------------------------
-# Spot prices (our price data has on-demand prices only)
-
-
-def spot_fraction(instance_type: str, zone: str) -> float:
-    """A deterministic stand-in for the spot/on-demand price ratio, in [0.3, 0.7).
-
-    Derived from a SHA-256 of ``"<type>/<zone>"`` so it is stable across runs, processes and
-    platforms (unlike ``hash()``), and differs between zones as real spot prices do.
-    """
-    digest = hashlib.sha256(f"{instance_type}/{zone}".encode()).digest()
-    u = int.from_bytes(digest[:8], "big") / 2**64
-    return SPOT_FRACTION_MIN + (SPOT_FRACTION_MAX - SPOT_FRACTION_MIN) * u
-
-
-def spot_price(instance_type: str, zone: str, on_demand: float) -> float:
-    """The spot price karpy assumes: on-demand x :func:`spot_fraction`, rounded to a millionth of a dollar."""
-    return round(on_demand * spot_fraction(instance_type, zone), 6)
+# What the clouds' formulas share lives below them and below this catalog (which loads them by name):
+# kubelet overrides in :mod:`karpy.cloudprovider.kubelet_overrides`, the spot stand-in in
+# :mod:`karpy.cloudprovider.spot`, ``restrict_zones`` in :mod:`karpy.cloudprovider.instancetype`.
+# The names stay here for callers that know them here.
+KubeletConfig = kubelet_overrides.KubeletConfig
+kubelet_config = kubelet_overrides.kubelet_config
+eviction_amount = kubelet_overrides.eviction_amount
+SPOT_FRACTION_MIN = spot.SPOT_FRACTION_MIN
+SPOT_FRACTION_MAX = spot.SPOT_FRACTION_MAX
+spot_fraction = spot.spot_fraction
+spot_price = spot.spot_price
+restrict_zones = instancetype.restrict_zones
 
 
 # --------------------------------------------------------------------------------------------------
@@ -229,19 +110,6 @@ def _load(name: str, zones: tuple[str, ...] | None, region: str | None,
 def _no_region(name: str, region: str | None) -> None:
     if region is not None:
         raise errors.ValidationError.single("catalog", "region", f"no region for the {name} catalog", region)
-
-
-def restrict_zones(types: Iterable[instancetype.InstanceType],
-                   zones: Iterable[str]) -> list[instancetype.InstanceType]:
-    """Each type with only its offerings in ``zones``; types with none left are dropped."""
-    wanted = frozenset(zones)
-    out: list[instancetype.InstanceType] = []
-    for t in types:
-        kept = tuple(o for o in t.offerings if o.zone in wanted)
-        if not kept:
-            continue
-        out.append(t if len(kept) == len(t.offerings) else t.with_offerings(kept))
-    return out
 
 
 # --------------------------------------------------------------------------------------------------

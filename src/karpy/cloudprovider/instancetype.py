@@ -9,7 +9,7 @@ whether it can be launched now. All amounts are milli-units (see :mod:`karpy.api
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -98,3 +98,16 @@ class InstanceType:
     def with_offerings(self, offerings: tuple[Offering, ...]) -> InstanceType:
         """A copy with other offerings (availability or prices changed)."""
         return InstanceType(self.name, self.labels, self.capacity, self.overhead, offerings)
+
+
+def restrict_zones(types: Iterable[InstanceType],
+                   zones: Iterable[str]) -> list[InstanceType]:
+    """Each type with only its offerings in ``zones``; types with none left are dropped."""
+    wanted = frozenset(zones)
+    out: list[InstanceType] = []
+    for t in types:
+        kept = tuple(o for o in t.offerings if o.zone in wanted)
+        if not kept:
+            continue
+        out.append(t if len(kept) == len(t.offerings) else t.with_offerings(kept))
+    return out

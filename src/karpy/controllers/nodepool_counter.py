@@ -85,10 +85,11 @@ class NodePoolCounter:
     def counts(self, pool: str) -> tuple[dict[str, int], int]:
         """(resources in milli-units, number of NodeClaims) of NodePool ``pool`` now.
 
-        Once registered (its NodeClaim watch feeds it), from per-NodePool sums that re-read only
-        the NodeClaims with an event since the last count; else by a walk over every NodeClaim."""
+        From per-NodePool sums that re-read only the NodeClaims with an event since the last count:
+        the counter must be registered (:func:`register`), its NodeClaim watch feeding it."""
         if self.manager is None:
-            return self._walk(pool)
+            raise RuntimeError(f"NodePoolCounter.counts({pool!r}): the counter is not registered, so no NodeClaim "
+                               "watch keeps its sums (call nodepool_counter.register first)")
         self._update()
         total: dict[str, int] = dict.fromkeys(BASE_RESOURCES, 0)
         total.update(self._sums.get(pool, {}))
@@ -134,17 +135,6 @@ class NodePoolCounter:
             having[k] -= 1
             if not having[k]:  # no claim lists it any more: gone from the sum, as from a fresh walk
                 del having[k], sums[k]
-
-    def _walk(self, pool: str) -> tuple[dict[str, int], int]:
-        total: dict[str, int] = dict.fromkeys(BASE_RESOURCES, 0)
-        count = 0
-        for claim in self.state.nodeclaims():
-            if claim.nodepool_name != pool:
-                continue
-            count += 1
-            total = quantity.add(total, claim.status.capacity)
-        total[NODES] = count * ONE
-        return total, count
 
     def reconcile(self, key: str) -> float | None:
         obj = self.state.raw("NodePool", key)

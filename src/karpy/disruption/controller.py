@@ -48,7 +48,7 @@ NodePool whose budget holds nodes back. Gauges
 ``karpenter_voluntary_disruption_eligible_nodes{reason}`` are set every loop.
 
 Use :func:`new` to build and :func:`register` to start it on a Manager
-(:func:`karpy.controllers.register_all` does both).
+(:func:`karpy.operator.register_all` does both).
 """
 
 from __future__ import annotations
@@ -295,8 +295,8 @@ class DisruptionController:
 
     def unsettled(self, obs: Observation) -> str | None:
         """Why consolidation should wait, else None (see :func:`karpy.disruption.validation.unsettled`)."""
-        rows = self.observer.table if obs is self.observer.last else None
-        return validation.unsettled(obs, self.state, self.orchestrator, self.claims, rows)
+        self.observer.require_latest(obs, "unsettled")
+        return validation.unsettled(obs, self.state, self.orchestrator, self.claims, self.observer.table)
 
     # -------------------------------------------------------------------------------------- drift
 

@@ -38,7 +38,7 @@ from karpy.api import node, nodeclaim, nodepool, pod, selectors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import state
-from karpy.disruption import candidates, changes, consolidation, drift_marking, emptiness, node_rows, orchestrator
+from karpy.disruption import candidates, changes, drift_marking, emptiness, node_rows, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface, memory_eviction
@@ -195,9 +195,7 @@ class Observer:
     def underutilized(self, obs: Observation) -> list[candidates.Candidate]:
         """The candidates of NodePools consolidating underutilized nodes, past ``consolidateAfter``
         (in node order; read from the rows for the latest observation)."""
-        if obs is not self.last:
-            return [c for c in obs.candidates.values()
-                    if consolidation.consolidates_underutilized(c.nodepool) and self.past_consolidate_after(c, obs)]
+        self.require_latest(obs, "underutilized")
         if obs.underutilized is None:
             rows, now = self.table.rows, obs.now
             obs.underutilized = [
@@ -209,10 +207,15 @@ class Observer:
     def emptiable(self, obs: Observation) -> list[candidates.Candidate]:
         """The candidates of ``obs`` with nothing to move, of NodePools with emptiness, in node
         order (whether they have been empty long enough is :func:`emptiness.is_consolidatable`'s)."""
-        if obs is not self.last:
-            return [c for c in obs.candidates.values()
-                    if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods)]
+        self.require_latest(obs, "emptiable")
         return [obs.candidates[name] for name in sorted(self.table.empty) if name in obs.candidates]
+
+    def require_latest(self, obs: Observation, what: str) -> None:
+        """``what`` reads the rows, which hold the latest observation only: refuse an older one."""
+        if obs is not self.last:
+            latest = None if self.last is None else self.last.now
+            raise ValueError(f"{what}: the rows hold the latest observation (of {latest}), "
+                             f"not the one of {obs.now} passed")
 
     def _set_eligible(self, obs: Observation) -> None:
         if self.metrics is None:

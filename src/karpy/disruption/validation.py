@@ -20,8 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from karpy import settings as settings_mod
-from karpy.api import labels
-from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.controllers import state
 from karpy.disruption import candidates, claim_tracker, consolidation, node_rows, observation, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
@@ -37,41 +35,22 @@ class Pending:
 
 
 def unsettled(obs: observation.Observation, cluster_state: state.ClusterState,
-              orch: orchestrator.Orchestrator, tracker: claim_tracker.ClaimTracker | None = None,
-              rows: node_rows.NodeRows | None = None) -> str | None:
+              orch: orchestrator.Orchestrator, tracker: claim_tracker.ClaimTracker,
+              rows: node_rows.NodeRows) -> str | None:
     """Why consolidation should wait (capacity is being launched for pending pods), else None.
 
     The what-if simulation treats in-flight capacity as free; while the provisioner's
-    NodeClaims are launching for pending pods, that capacity is spoken for.
+    NodeClaims are launching for pending pods, that capacity is spoken for. Read from what the
+    tracker and the rows keep (``rows``: the observer's rows, read for ``obs``).
     """
     protected = orch.protected_claims()
-    if tracker is not None and rows is not None:
-        # the same answer from what the tracker and the rows keep (``rows`` is ``obs``'s reading)
-        for name in tracker.launching():
-            if name not in rows.rows and name not in protected:
-                return f"NodeClaim {name} is launching"
-        for name in sorted(rows.initializing):
-            node_claim = rows.rows[name].claim
-            if node_claim is not None and node_claim.name not in protected:
-                return f"node {name} is initializing"
-        if obs.nominated and cluster_state.pending_pod_count():
-            return "pending pods are nominated to " + ", ".join(sorted(obs.nominated))
-        return None
-    # read from cluster state, as the snapshot would hold it (its in-flight NodeClaims, its nodes'
-    # initialized/deleting), without building the snapshot while capacity is still coming
-    node_names = {n.name for n, _, _ in obs.nodes}
-    for claim in cluster_state.nodeclaims():
-        if claim.metadata.deletion_timestamp is not None or claim.name in node_names \
-                or cluster_state.node_name_for_provider_id(claim.status.provider_id):
-            continue
-        if claim.name not in protected:
-            return f"NodeClaim {claim.name} is launching"
-    for n, node_claim, _ in obs.nodes:
-        if node_claim is None or node_claim.name in protected:
-            continue
-        initialized = n.labels.get(labels.INITIALIZED) == "true" or node_claim.is_true(nodeclaim_mod.INITIALIZED)
-        if not initialized and not (n.deleting or node_claim.metadata.deletion_timestamp is not None):
-            return f"node {n.name} is initializing"
+    for name in tracker.launching():
+        if name not in rows.rows and name not in protected:
+            return f"NodeClaim {name} is launching"
+    for name in sorted(rows.initializing):
+        node_claim = rows.rows[name].claim
+        if node_claim is not None and node_claim.name not in protected:
+            return f"node {name} is initializing"
     if obs.nominated and cluster_state.pending_pod_count():
         return "pending pods are nominated to " + ", ".join(sorted(obs.nominated))
     return None

@@ -8,9 +8,10 @@ Writes go to the API (:mod:`karpy.kube.client`): ``create`` is a POST, ``update`
 (``application/merge-patch+json``; never strategic merge, which API servers refuse with 415 on
 custom resources), ``delete`` a DELETE with background propagation, ``evict`` a POST of a
 policy/v1 ``Eviction`` to the pod's ``eviction`` subresource (429 when a PodDisruptionBudget
-forbids it). An ``update`` / ``update_status`` without ``metadata.resourceVersion`` is
-unconditional by contract, so a 409 Conflict there is retried after re-reading the object (up to
-three times); with a resourceVersion the Conflict goes to the caller, who must re-read.
+forbids it), ``bind`` a POST of a v1 ``Binding`` to the pod's ``binding`` subresource. An
+``update`` / ``update_status`` without ``metadata.resourceVersion`` is unconditional by contract, so a
+409 Conflict there is retried after re-reading the object (up to three times); with a resourceVersion
+the Conflict goes to the caller, who must re-read.
 
 Threading contract:
 
@@ -442,6 +443,20 @@ class KubeCluster:
                 inf.apply_local(interface.DELETED, last)
             return
         inf.apply_local(interface.MODIFIED, informer.trim(fresh, "Pod", res.api_version))
+
+    def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
+        ns = interface.scoped_namespace("Pod", namespace)
+        res = paths.resource_for("Pod")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": ns},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self._send("POST", res, ns, name, "binding", body=body, what=f"BIND Pod {ns}/{name} to node {node_name}")
+        # the server answers a binding with a Status: the bound pod is read back (and cached at once)
+        fresh = self._send("GET", res, ns, name, what=f"GET Pod {ns}/{name}")
+        return self._stored("Pod", interface.MODIFIED, fresh, res)
 
 
 def _ref(namespace: str, name: str) -> str:

@@ -83,3 +83,6 @@ class DeferredWatches:
 
     def evict(self, name: str, namespace: str) -> None:
         self.inner.evict(name, namespace)
+
+    def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
+        return self.inner.bind(name, namespace, node_name)

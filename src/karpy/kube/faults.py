@@ -161,6 +161,11 @@ class FaultyCluster:
     def evict(self, name: str, namespace: str) -> None:
         self._write(f"evict {namespace}/{name}", lambda: self.inner.evict(name, namespace))
 
+    def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
+        out: dict[str, Any] = self._write(f"bind {namespace}/{name}",
+                                          lambda: self.inner.bind(name, namespace, node_name))
+        return out
+
     def watch(self, kind: str, handler: interface.WatchHandler) -> interface.Unsubscribe:
         w = _Watch(kind, handler)
 

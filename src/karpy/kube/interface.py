@@ -188,6 +188,15 @@ class Cluster(Protocol):
         """
         ...
 
+    def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
+        """The Pod ``binding`` subresource, as kube-scheduler assigns a pod: ``spec.nodeName`` and the
+        ``PodScheduled=True`` condition in ONE write (one new resourceVersion, one MODIFIED event).
+
+        ``Conflict`` when the pod is already assigned to a node or is being deleted; ``NotFound`` when
+        it is gone. Returns the pod as stored after the binding (read-only, as every write's result).
+        """
+        ...
+
     def watch(self, kind: str, handler: WatchHandler) -> Unsubscribe:
         """Call ``handler(event_type, obj)`` after every committed write to ``kind``, in order.
 

@@ -1,6 +1,8 @@
-"""One run's placement state: bins, topology counts, and how a pod group is placed.
+"""One run's placement state: bins, topology counts, and what placing pods on a bin records.
 
-:class:`Placement` is the working memory of :class:`karpy.provisioning.scheduler.Scheduler`.
+:class:`Placement` is the working memory of :class:`karpy.provisioning.scheduler.Scheduler`; it sits
+below the modules that use it: :mod:`karpy.provisioning.grouping_paths` decides where a pod group goes
+(``place``) and :mod:`karpy.provisioning.claims` opens and builds the NodeClaims (``finalize``).
 It owns the :class:`bins.Bins`, one :class:`topology.TermState` per distinct topology term, the
 domain universe of every topology key, and caches of requirement compatibility and taint toleration
 keyed by small integer ids so that the per-group work is a handful of NumPy expressions over all
@@ -360,15 +362,6 @@ class Placement:
 
     # -- placing --------------------------------------------------------------------------------
 
-    def place_group(self, g: podgroups.PodGroup) -> int:
-        """Place as many pods of ``g`` as possible; they move to the front of ``g.pods``.
-
-        Returns how many were placed.
-        """
-        from karpy.provisioning import grouping_paths
-
-        return grouping_paths.place(self, g)
-
     def record(self, g: podgroups.PodGroup, b: int, pods: list[pod_mod.Pod], req: IntArray) -> None:
         """Put ``pods`` of ``g`` on bin ``b`` and update capacity, ports and topology counts."""
         k = len(pods)
@@ -468,11 +461,6 @@ class Placement:
     def daemon_ports(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> hostports.HostPortUsage | None:
         """See :meth:`daemons.DaemonOverhead.ports_on_claim` (shared: copy before adding to it)."""
         return self.daemons.ports_on_claim(tmpl_index, reqs)
-
-    def finalize(self, b: int) -> results.NewNodeClaim | None:
-        from karpy.provisioning import claims
-
-        return claims.finalize(self, b)
 
 
 def resource_vector(size: int, index: dict[str, int], resources: Any) -> IntArray:

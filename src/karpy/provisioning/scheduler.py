@@ -104,7 +104,7 @@ class Scheduler:
             node_pods = run.bins.pods[b][run.initial_pods[b]:]
             if node_pods:
                 out.existing[run.bins.names[b]] = node_pods
-        out.new_claims = [c for c in (run.finalize(b) for b in run.new_bins) if c is not None]
+        out.new_claims = [c for c in (claims.finalize(run, b) for b in run.new_bins) if c is not None]
         for c in out.new_claims:
             if not c.instance_types:  # pragma: no cover - finalize keeps the target type
                 for p in c.pods:
@@ -132,7 +132,7 @@ class Scheduler:
                 continue
             if g.pod_affinity_required:
                 _room_to_join(run, g)
-            placed = run.place_group(g)
+            placed = grouping_paths.place(run, g)
             if placed:
                 progress = True
             if placed >= g.size:

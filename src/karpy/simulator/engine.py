@@ -8,7 +8,7 @@
   kubelet about every launch and termination (a launched instance registers as a Node after the
   launch latency; a terminated one takes its Node and pods with it);
 * one :class:`karpy.controllers.runtime.Manager` running karpy's controllers
-  (``karpy.controllers.register_all``) and the world's: the simulated kubelet, the ReplicaSet,
+  (``karpy.operator.register_all``) and the world's: the simulated kubelet, the ReplicaSet,
   Deployment and DaemonSet controllers and the simulated kube-scheduler.
 
 The scenario's objects are applied at time 0 (pre-existing Nodes through the kubelet); its steps
@@ -97,18 +97,18 @@ Result = run_result.Result
 
 
 def register_karpy(manager: runtime.Manager, **env: Any) -> list[str]:
-    """Register karpy's controllers with ``manager`` through ``karpy.controllers.register_all``.
+    """Register karpy's controllers with ``manager`` through ``karpy.operator.register_all``.
 
     ``env`` holds everything a controller may need (``cluster``, ``cloud``, ``clock``,
     ``settings``, ``metrics``, ``interruption_queue``, ``rng``...); only the parameters
     ``register_all`` declares are passed. Returns the names of the controllers registered
     (empty when ``register_all`` does not exist yet).
     """
-    from karpy import controllers
+    from karpy import operator
 
-    register_all = getattr(controllers, "register_all", None)
+    register_all = getattr(operator, "register_all", None)
     if register_all is None:
-        log.warning("karpy.controllers.register_all is missing: running the world without karpy")
+        log.warning("karpy.operator.register_all is missing: running the world without karpy")
         return []
     before = set(manager.controllers)
     params = inspect.signature(register_all).parameters

@@ -53,7 +53,7 @@ from typing import Any
 from karpy import clock as clock_mod
 from karpy.api import labels, node, pod
 from karpy.controllers import runtime
-from karpy.kube import errors, events, interface, memory
+from karpy.kube import errors, events, interface
 from karpy.provisioning import results, reuse
 from karpy.provisioning import scheduler as core
 from karpy.scheduling import volumetopology
@@ -372,16 +372,8 @@ class KubeScheduler:
         uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
         self.models.binding = (uid, model, node_name)
         try:
-            if isinstance(self.cluster, memory.InMemoryCluster):
-                stored = self.cluster.bind(name, ns, node_name)
-                self.models.pod_entry(stored)  # the bound pod's model: the pending one with its node
-            else:  # a cluster without the binding subresource: the same content in two writes
-                self.cluster.patch("Pod", name, {"spec": {"nodeName": node_name}}, ns)
-                ts = clock_mod.rfc3339(self.clock.now())
-                conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or ()
-                              if c.get("type") != "PodScheduled"]
-                conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts})
-                self.cluster.patch_status("Pod", name, {"status": {"conditions": conditions}}, ns)
+            stored = self.cluster.bind(name, ns, node_name)
+            self.models.pod_entry(stored)  # the bound pod's model: the pending one with its node
         except (errors.NotFound, errors.Conflict):
             return None
         finally:

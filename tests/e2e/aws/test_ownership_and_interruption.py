@@ -10,7 +10,8 @@ import pytest
 from karpy import settings
 from karpy.cloudprovider import interface
 from karpy.cloudprovider.aws import factory, interruption, provider
-from karpy.controllers import register_all, runtime
+from karpy.controllers import runtime
+from karpy.operator import register_all
 
 from . import moto_world
 from .conftest import AWS

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from karpy import clock, controllers, settings
+from karpy import clock, operator, settings
 from karpy.api import labels, nodeclaim
 from karpy.cloudprovider import errors
 from karpy.cloudprovider.kwok import factory, instancetypes, provider
@@ -118,7 +118,7 @@ def test_karpys_controllers_provision_register_initialize_and_terminate_kwok_nod
     cluster = memory.InMemoryCluster(vclock, rng=random.Random(1))
     manager = runtime.Manager(cluster, vclock)
     cloud = factory.build(settings.Settings(cluster_name="test"), vclock, cluster)
-    controllers.register_all(manager, cluster, cloud, vclock, settings.Settings(cluster_name="test"))
+    operator.register_all(manager, cluster, cloud, vclock, settings.Settings(cluster_name="test"))
 
     def run(seconds: float) -> None:
         end = vclock.now() + seconds

@@ -4,7 +4,7 @@
 :class:`~karpy.cloudprovider.fake.provider.SimulatedCloud` with a few benchmark instance types
 (``fake-it-0`` = 1 vCPU ... ``fake-it-7`` = 8 vCPU, spot in two zones, on-demand in three), the
 simulator's kubelet (nodes register ``launch_latency`` seconds after launch) and
-:func:`karpy.controllers.register_all`, all on one :class:`~karpy.clock.VirtualClock`.
+:func:`karpy.operator.register_all`, all on one :class:`~karpy.clock.VirtualClock`.
 :class:`Bridge` connects the cloud to the kubelet and can inject failures.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from karpy import clock, controllers, settings
+from karpy import clock, operator, settings
 from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -59,7 +59,7 @@ class World:
     cloud: fake_provider.SimulatedCloud
     bridge: Bridge
     kubelet: kubelet_mod.SimulatedKubelet | None
-    karpy: controllers.Controllers
+    karpy: operator.Controllers
 
     @property
     def t0(self) -> float:
@@ -116,7 +116,7 @@ def make_world(*, settings_: settings.Settings | None = None, with_kubelet: bool
         kubelet.register(manager)
     bridge = Bridge(cloud, kubelet)
     cluster.create(nodeclass_manifest())  # NodePools refer to it; a NodePool whose NodeClass is missing is not used
-    karpy = controllers.register_all(manager, cluster, bridge, vclock,
+    karpy = operator.register_all(manager, cluster, bridge, vclock,
                                      settings_ or settings.Settings(cluster_name="test"))
     return World(vclock, cluster, manager, cloud, bridge, kubelet, karpy)
 

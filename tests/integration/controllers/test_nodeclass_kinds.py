@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from karpy import clock, controllers
+from karpy import clock, operator
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import interface, memory
@@ -36,7 +36,7 @@ def kinds_touched(nodeclass_kinds: tuple[str, ...]) -> set[str]:
     cluster = Recording(memory.InMemoryCluster(vclock, rng=random.Random(1)))
     manager = runtime.Manager(cluster, vclock)
     cloud = fake_provider.SimulatedCloud(vclock, random.Random(2), catalog="aws")
-    controllers.register_all(manager, cluster, cloud, vclock, nodeclass_kinds=nodeclass_kinds)
+    operator.register_all(manager, cluster, cloud, vclock, nodeclass_kinds=nodeclass_kinds)
     return cluster.kinds & {"EC2NodeClass", "AKSNodeClass", "KWOKNodeClass"}
 
 

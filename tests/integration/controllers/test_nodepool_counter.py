@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from karpy import clock
 from karpy.api import labels, quantity
-from karpy.controllers import nodepool_counter
-from karpy.kube import interface
+from karpy.controllers import nodepool_counter, state
+from karpy.kube import interface, memory
 
 from ..disruption import test_consolidation as h
 
@@ -67,6 +70,19 @@ def test_a_count_written_into_status_starts_no_provisioning_pass_and_is_correcte
     assert passes() == before  # neither write woke the provisioner
 
 
+def walk(counter: nodepool_counter.NodePoolCounter, pool: str) -> tuple[dict[str, int], int]:
+    """The oracle: (resources, count) of ``pool`` by a walk over every NodeClaim."""
+    total: dict[str, int] = dict.fromkeys(nodepool_counter.BASE_RESOURCES, 0)
+    count = 0
+    for claim in counter.state.nodeclaims():
+        if claim.nodepool_name != pool:
+            continue
+        count += 1
+        total = quantity.add(total, claim.status.capacity)
+    total[nodepool_counter.NODES] = count * nodepool_counter.ONE
+    return total, count
+
+
 def test_the_kept_sums_count_what_a_walk_over_every_nodeclaim_counts(monkeypatch: Any) -> None:
     compared: list[tuple[dict[str, int], int]] = []
     kept = nodepool_counter.NodePoolCounter.counts
@@ -74,7 +90,7 @@ def test_the_kept_sums_count_what_a_walk_over_every_nodeclaim_counts(monkeypatch
     def checked(self: nodepool_counter.NodePoolCounter, pool: str) -> tuple[dict[str, int], int]:
         out = kept(self, pool)
         assert self.manager is not None  # registered: the sums are kept from its NodeClaim watch
-        assert out == self._walk(pool)
+        assert out == walk(self, pool)
         compared.append(out)
         return out
 
@@ -84,3 +100,10 @@ def test_the_kept_sums_count_what_a_walk_over_every_nodeclaim_counts(monkeypatch
                         [h.scale("4m", "web", 1), h.scale("8m", "db", 0), h.scale("9m", "web", 0)]))
     run.run_until(900)
     assert any(count > 0 for _, count in compared) and compared[-1][1] == 0
+
+
+def test_an_unregistered_counter_refuses_to_count_since_no_watch_keeps_its_sums() -> None:
+    cluster = memory.InMemoryCluster(clock.VirtualClock())
+    counter = nodepool_counter.NodePoolCounter(cluster, state.ClusterState(cluster).start())
+    with pytest.raises(RuntimeError, match="not registered"):
+        counter.counts("default")

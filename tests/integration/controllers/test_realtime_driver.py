@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from karpy import clock, controllers, settings
+from karpy import clock, operator, settings
 from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -57,7 +57,7 @@ def wall_world(latency: float, workers: int = cloudcalls.DEFAULT_WORKERS) -> tup
     manager = runtime.Manager(cluster, wall, calls=pool)
     cloud = SlowCloud(fake_provider.SimulatedCloud(wall, random.Random(1), catalog=instancetypes.benchmark(8),
                                                    cluster_name="test"), latency)
-    controllers.register_all(manager, cluster, cloud, wall, settings.Settings(
+    operator.register_all(manager, cluster, cloud, wall, settings.Settings(
         cluster_name="test", batch_idle_duration=0.05, batch_max_duration=0.2))
     driver = realtime.Driver(manager, wall, pool=pool)
     driver_box.append(driver)
@@ -125,7 +125,7 @@ def test_only_the_leader_reconciles_and_the_follower_takes_over_when_the_leader_
     drivers = []
     for identity in ("a", "b"):
         manager = runtime.Manager(cluster, vclock)
-        controllers.register_all(manager, cluster, cloud, vclock, settings.Settings(cluster_name="test"))
+        operator.register_all(manager, cluster, cloud, vclock, settings.Settings(cluster_name="test"))
         elector = leader.LeaderElector(cluster, vclock, leader.Config(namespace="kube-system", identity=identity))
         drivers.append(realtime.Driver(manager, vclock, elector=elector))
     a, b_ = drivers

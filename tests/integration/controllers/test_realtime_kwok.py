@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from karpy import clock, controllers, settings
+from karpy import clock, operator, settings
 from karpy.api import labels
 from karpy.cloudprovider.kwok import factory
 from karpy.controllers import cloudcalls, leader, realtime, runtime
@@ -38,7 +38,7 @@ def test_a_pending_pod_gets_a_kwok_node_and_deleting_the_pod_removes_the_node() 
     pool = cloudcalls.Pool(8, wake=lambda: box[0].wake() if box else None)
     manager = runtime.Manager(cluster, wall, calls=pool)
     cloud = factory.build(s, wall, cluster)
-    controllers.register_all(manager, cluster, cloud, wall, s)
+    operator.register_all(manager, cluster, cloud, wall, s)
     elector = leader.LeaderElector(cluster, wall, leader.Config(namespace="kube-system", identity="only",
                                                                 lease_duration=3, renew_deadline=2, retry_period=0.5))
     driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=cluster, synced=cluster.has_synced)

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from karpy.api import errors as api_errors
+from karpy.api import labels
+from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.disruption import (
     candidates,
     changes,
@@ -67,8 +69,7 @@ def plain_check(ctl: disruption.DisruptionController, obs: observation.Observati
     plain_empty = [c for c in obs.candidates.values()
                    if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods)]
     assert observer.emptiable(obs) == plain_empty
-    assert validation.unsettled(obs, ctl.state, ctl.orchestrator, ctl.claims, table) == \
-        validation.unsettled(obs, ctl.state, ctl.orchestrator)
+    assert validation.unsettled(obs, ctl.state, ctl.orchestrator, ctl.claims, table) == plain_unsettled(ctl, obs)
     # drift: a marker without a cache computes the same reasons (and so writes nothing)
     if drift:
         _plain_drift(ctl, obs)
@@ -82,6 +83,28 @@ def plain_check(ctl: disruption.DisruptionController, obs: observation.Observati
                                       and not ctl.state.node_name_for_provider_id(c.status.provider_id)]
     # budgets: pods grouped by their labels object give what matching every pod of the namespace gives
     assert [(b.namespace, b.name, b.disruptions_allowed) for b in observer._pdbs()] == plain_pdbs(ctl)
+
+
+def plain_unsettled(ctl: disruption.DisruptionController, obs: observation.Observation) -> str | None:
+    """Why consolidation should wait, read from cluster state as the snapshot would hold it (its
+    in-flight NodeClaims, its nodes' initialized/deleting), with no tracker and no rows."""
+    protected = ctl.orchestrator.protected_claims()
+    node_names = {n.name for n, _, _ in obs.nodes}
+    for claim in ctl.state.nodeclaims():
+        if claim.metadata.deletion_timestamp is not None or claim.name in node_names \
+                or ctl.state.node_name_for_provider_id(claim.status.provider_id):
+            continue
+        if claim.name not in protected:
+            return f"NodeClaim {claim.name} is launching"
+    for n, node_claim, _ in obs.nodes:
+        if node_claim is None or node_claim.name in protected:
+            continue
+        initialized = n.labels.get(labels.INITIALIZED) == "true" or node_claim.is_true(nodeclaim_mod.INITIALIZED)
+        if not initialized and not (n.deleting or node_claim.metadata.deletion_timestamp is not None):
+            return f"node {n.name} is initializing"
+    if obs.nominated and ctl.state.pending_pod_count():
+        return "pending pods are nominated to " + ", ".join(sorted(obs.nominated))
+    return None
 
 
 def plain_pdbs(ctl: disruption.DisruptionController) -> list[tuple[str, str, int]]:

@@ -21,7 +21,7 @@ block device mappings:
 * overhead: kube-reserved cpu in tiers (6% of the first core, 1% of the second, 0.5% of cores 3-4,
   0.25% of the rest), kube-reserved memory ``11Mi * pods + 255Mi`` and ephemeral-storage ``1Gi``;
   eviction threshold memory ``100Mi`` and nodefs 10% of ephemeral storage; all overridable through
-  the kubelet settings (:class:`karpy.cloudprovider.catalog.KubeletConfig`).
+  the kubelet settings (:class:`karpy.cloudprovider.kubelet_overrides.KubeletConfig`).
 
 So m5.large has 2 vCPU, 7577Mi memory capacity, 29 pods, and allocatable 1930m cpu and 6903Mi
 memory, as Karpenter's instance-types reference page lists.
@@ -29,7 +29,7 @@ memory, as Karpenter's instance-types reference page lists.
 Offerings: on-demand in every us-east-1 zone moto lists for the type, at the list price; spot in
 the same zones when the type supports spot. **Spot prices are not in our data**: a spot offering
 costs the on-demand price times a deterministic per-(type, zone) fraction in [0.3, 0.7)
-(:func:`karpy.cloudprovider.catalog.spot_price`), a stand-in for real spot history.
+(:func:`karpy.cloudprovider.spot.spot_price`), a stand-in for real spot history.
 
 Not modelled: ``vpc.amazonaws.com/pod-eni`` (the branch-ENI limits are not in moto's data),
 Windows AMIs, and instance-store RAID0 ephemeral storage. Trainium types take their accelerator
@@ -47,7 +47,8 @@ from importlib import resources
 from typing import Any
 
 from karpy.api import errors, labels, quantity
-from karpy.cloudprovider import catalog, instancetype
+from karpy.cloudprovider import instancetype, kubelet_overrides
+from karpy.cloudprovider import spot as spot_mod
 
 DEFAULT_REGION = "us-east-1"
 DATA_FILE = "instance-types.json"
@@ -87,7 +88,7 @@ def data() -> Mapping[str, Any]:
 
 def instance_types(
     region: str = DEFAULT_REGION,
-    kubelet: catalog.KubeletConfig | Mapping[str, Any] | None = None,
+    kubelet: kubelet_overrides.KubeletConfig | Mapping[str, Any] | None = None,
     vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
     zones: Sequence[str] | None = None,
 ) -> list[instancetype.InstanceType]:
@@ -98,12 +99,12 @@ def instance_types(
     if region != data()["region"]:
         raise errors.ValidationError.single(
             "catalog/aws", "region", f"{data()['region']} (the only region in karpy's AWS data)", region)
-    types = _instance_types(region, catalog.kubelet_config(kubelet), vm_memory_overhead_percent)
-    return catalog.restrict_zones(types, zones) if zones is not None else list(types)
+    types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent)
+    return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
 
 
 @functools.lru_cache(maxsize=16)
-def _instance_types(region: str, kubelet: catalog.KubeletConfig,
+def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig,
                     vm_overhead: float) -> tuple[instancetype.InstanceType, ...]:
     out = []
     for name, spec in sorted(data()["types"].items()):
@@ -114,7 +115,7 @@ def _instance_types(region: str, kubelet: catalog.KubeletConfig,
 
 
 def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
-          kubelet: catalog.KubeletConfig | None = None,
+          kubelet: kubelet_overrides.KubeletConfig | None = None,
           vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
           ephemeral_storage: int | None = None) -> instancetype.InstanceType | None:
     """One instance type from its generated spec record; ``None`` when its architecture is unknown.
@@ -122,7 +123,7 @@ def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
     ``ephemeral_storage`` (milli-units of bytes) replaces the 20Gi default root volume: the size of
     the EC2NodeClass's root block device mapping.
     """
-    kc = kubelet or catalog.KubeletConfig()
+    kc = kubelet or kubelet_overrides.KubeletConfig()
     arch = architecture(spec.get("arch", []))
     if arch is None:
         return None
@@ -213,7 +214,7 @@ def eni_limited_pods(enis: int, ipv4_per_eni: int, reserved_enis: int = 0) -> in
     return usable * (ipv4_per_eni - 1) + 2
 
 
-def pods(spec: Mapping[str, Any], kubelet: catalog.KubeletConfig) -> int:
+def pods(spec: Mapping[str, Any], kubelet: kubelet_overrides.KubeletConfig) -> int:
     """Max pods: kubelet ``maxPods`` or the ENI limit, capped by ``podsPerCore * vCPU`` when set."""
     count = kubelet.max_pods if kubelet.max_pods is not None else eni_limited_pods(spec["enis"], spec["ipv4"])
     if kubelet.pods_per_core:
@@ -233,7 +234,7 @@ def memory_capacity_mib(spec: Mapping[str, Any],
     return mib - overhead
 
 
-def compute_capacity(name: str, spec: Mapping[str, Any], kubelet: catalog.KubeletConfig,
+def compute_capacity(name: str, spec: Mapping[str, Any], kubelet: kubelet_overrides.KubeletConfig,
                      vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> dict[str, int]:
     out = {
         "cpu": spec["vcpu"] * quantity.MILLI,
@@ -269,7 +270,7 @@ def kube_reserved_cpu(vcpus: int) -> int:
     return total
 
 
-def kube_reserved(vcpus: int, max_pods: int, kubelet: catalog.KubeletConfig) -> dict[str, int]:
+def kube_reserved(vcpus: int, max_pods: int, kubelet: kubelet_overrides.KubeletConfig) -> dict[str, int]:
     """Karpenter's default kube-reserved for AL2023, then the kubelet ``kubeReserved`` overrides."""
     out = {
         "cpu": kube_reserved_cpu(vcpus),
@@ -280,11 +281,11 @@ def kube_reserved(vcpus: int, max_pods: int, kubelet: catalog.KubeletConfig) -> 
     return out
 
 
-def eviction_threshold(memory: int, ephemeral_storage: int, kubelet: catalog.KubeletConfig) -> dict[str, int]:
+def eviction_threshold(memory: int, ephemeral_storage: int, kubelet: kubelet_overrides.KubeletConfig) -> dict[str, int]:
     """``100Mi`` memory and 10% of nodefs, replaced by the larger of ``evictionHard``/``evictionSoft``."""
     out = {
         "memory": EVICTION_MEMORY,
-        "ephemeral-storage": catalog.eviction_amount(ephemeral_storage, f"{EVICTION_NODEFS_PERCENT}%"),
+        "ephemeral-storage": kubelet_overrides.eviction_amount(ephemeral_storage, f"{EVICTION_NODEFS_PERCENT}%"),
     }
     override: dict[str, int] = {}
     for signals in (kubelet.eviction_hard, kubelet.eviction_soft):
@@ -295,7 +296,7 @@ def eviction_threshold(memory: int, ephemeral_storage: int, kubelet: catalog.Kub
                 resource, base = "ephemeral-storage", ephemeral_storage
             else:
                 continue
-            override[resource] = max(override.get(resource, 0), catalog.eviction_amount(base, value))
+            override[resource] = max(override.get(resource, 0), kubelet_overrides.eviction_amount(base, value))
     out.update(override)
     return out
 
@@ -307,6 +308,6 @@ def offerings(name: str, spec: Mapping[str, Any]) -> tuple[instancetype.Offering
     for zone in spec["zones"]:
         out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_ON_DEMAND, price))
         if not spec.get("nospot"):
-            spot = catalog.spot_price(name, zone, price)
+            spot = spot_mod.spot_price(name, zone, price)
             out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))
     return tuple(out)

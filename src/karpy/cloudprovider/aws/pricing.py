@@ -9,7 +9,7 @@ What a caller may rely on:
   products), refreshed every :data:`SPOT_REFRESH` seconds.
 * Fallbacks, only when the API gave nothing for a type: the price table packaged with karpy
   (``data/instance-types.json``, us-east-1 list prices) for on-demand, and on-demand x the
-  deterministic spot fraction (:func:`karpy.cloudprovider.catalog.spot_price`) for spot. A failed
+  deterministic spot fraction (:func:`karpy.cloudprovider.spot.spot_price`) for spot. A failed
   refresh keeps the previous prices and is logged (the next call tries again after the interval).
 * Thread-safe: one refresh runs at a time; readers never see a half-built table.
 """
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.cloudprovider import catalog, errors
+from karpy.cloudprovider import errors, spot
 from karpy.cloudprovider.aws import instancetypes, session
 
 log = logging.getLogger("karpy.cloudprovider.aws.pricing")
@@ -84,7 +84,7 @@ class Prices:
         if price is not None:
             return price
         od = self.on_demand(instance_type)
-        return catalog.spot_price(instance_type, zone, od) if od is not None else None
+        return spot.spot_price(instance_type, zone, od) if od is not None else None
 
     def _refresh(self) -> None:
         now = self.clock.now()

@@ -41,7 +41,7 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import labels, meta, nodeclaim, nodeclass, nodepool
-from karpy.cloudprovider import catalog, errors, instancetype, interface
+from karpy.cloudprovider import errors, instancetype, interface, kubelet_overrides
 from karpy.cloudprovider.aws import (
     amis,
     fleet,
@@ -151,7 +151,7 @@ class AWSCloudProvider:
         kubelet = nc.kubelet.to_dict() if nc is not None and nc.kubelet is not None else None
         zones = {s.zone for s in res.subnets} if res is not None else None
         storage = launchtemplates.root_volume_size(nc) if nc is not None else None
-        types = self.catalog.instance_types(kubelet=catalog.kubelet_config(kubelet), zones=zones,
+        types = self.catalog.instance_types(kubelet=kubelet_overrides.kubelet_config(kubelet), zones=zones,
                                             ephemeral_storage=storage, unavailable=self.ice.snapshot(), names=names)
         if res is not None and res.images:
             types = [t for t in types if amis.image_for(res.images, t.labels) is not None]

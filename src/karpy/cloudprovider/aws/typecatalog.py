@@ -25,7 +25,7 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import labels
-from karpy.cloudprovider import catalog, errors, instancetype
+from karpy.cloudprovider import errors, instancetype, kubelet_overrides
 from karpy.cloudprovider.aws import instancetypes, pricing, session
 from karpy.cloudprovider.fake import capacity
 
@@ -130,13 +130,14 @@ class LiveCatalog:
             self._built.clear()
             self._next = now + REFRESH_SECONDS
 
-    def instance_types(self, *, kubelet: catalog.KubeletConfig | None = None, zones: Collection[str] | None = None,
+    def instance_types(self, *, kubelet: kubelet_overrides.KubeletConfig | None = None,
+                       zones: Collection[str] | None = None,
                        ephemeral_storage: int | None = None,
                        unavailable: Collection[errors.OfferingKey] = (),
                        names: Collection[str] | None = None) -> list[instancetype.InstanceType]:
         """``names``: only these types (the rest of the arguments as the module docstring says)."""
         self.refresh()
-        kc = kubelet or catalog.KubeletConfig()
+        kc = kubelet or kubelet_overrides.KubeletConfig()
         zone_key = tuple(sorted(zones)) if zones is not None else None
         key = (self._generation, kc, zone_key, ephemeral_storage, self.prices.on_demand_source,
                self.prices.spot_source)
@@ -162,7 +163,7 @@ class LiveCatalog:
             out.append(it)
         return out
 
-    def _build(self, kc: catalog.KubeletConfig, zones: tuple[str, ...] | None,
+    def _build(self, kc: kubelet_overrides.KubeletConfig, zones: tuple[str, ...] | None,
                ephemeral_storage: int | None) -> tuple[instancetype.InstanceType, ...]:
         wanted = set(zones) if zones is not None else None
         out: list[instancetype.InstanceType] = []

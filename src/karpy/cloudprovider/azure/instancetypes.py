@@ -36,7 +36,7 @@ a size is offered in, a size of a zonal region is taken to be offered in zones 1
 on-demand in each zone at the region's price; spot where the SKU is ``LowPriorityCapable``. **Spot
 prices are not in the packaged data** (its ``spot_prices.source`` says ``estimate``): unless a price
 source (:mod:`karpy.cloudprovider.azure.pricing`) has one, spot costs the on-demand price times a
-deterministic per-(SKU, zone) fraction in [0.3, 0.7) (:func:`karpy.cloudprovider.catalog.spot_price`).
+deterministic per-(SKU, zone) fraction in [0.3, 0.7) (:func:`karpy.cloudprovider.spot.spot_price`).
 
 Facts the packaged data does not know are ``null`` there (listed in each size's ``unknown``; the data's
 ``assumptions`` says the same as this): unknown Hyper-V generations are taken as V1 and V2
@@ -56,7 +56,8 @@ from importlib import resources
 from typing import Any
 
 from karpy.api import errors, labels, quantity
-from karpy.cloudprovider import catalog, instancetype
+from karpy.cloudprovider import instancetype, kubelet_overrides
+from karpy.cloudprovider import spot as spot_mod
 
 DEFAULT_REGION = "southcentralus"
 DATA_FILE = "skus.json"
@@ -166,19 +167,19 @@ def on_demand_prices(region: str) -> dict[str, float]:
 
 def instance_types(
     region: str = DEFAULT_REGION,
-    kubelet: catalog.KubeletConfig | Mapping[str, Any] | None = None,
+    kubelet: kubelet_overrides.KubeletConfig | Mapping[str, Any] | None = None,
     zones: Sequence[str] | None = None,
 ) -> list[instancetype.InstanceType]:
     """The AKS-supported, priced SKUs of ``region``, sorted by name, optionally only in ``zones``."""
     if region not in data()["regions"]:
         expected = f"one of {', '.join(regions())} (the regions in karpy's Azure data)"
         raise errors.ValidationError.single("catalog/azure", "region", expected, region)
-    types = _instance_types(region, catalog.kubelet_config(kubelet))
-    return catalog.restrict_zones(types, zones) if zones is not None else list(types)
+    types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet))
+    return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
 
 
 @functools.lru_cache(maxsize=16)
-def _instance_types(region: str, kubelet: catalog.KubeletConfig) -> tuple[instancetype.InstanceType, ...]:
+def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig) -> tuple[instancetype.InstanceType, ...]:
     out = []
     for name in sorted(data()["regions"][region]):
         rec = record(region, name)
@@ -267,7 +268,7 @@ def zones(region: str, rec: Mapping[str, Any]) -> list[str]:
 
 
 def build(name: str, rec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
-          kubelet: catalog.KubeletConfig | None = None, os_disk_gb: int = DEFAULT_OS_DISK_GB,
+          kubelet: kubelet_overrides.KubeletConfig | None = None, os_disk_gb: int = DEFAULT_OS_DISK_GB,
           spot_prices: Mapping[str, float] | None = None) -> instancetype.InstanceType | None:
     """One instance type from its record; ``None`` when AKS would not use the SKU.
 
@@ -279,14 +280,14 @@ def build(name: str, rec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
         return None
     size = parse_size(rec.get("size") or name.removeprefix("Standard_"))
     assert size is not None
-    kc = kubelet or catalog.KubeletConfig()
+    kc = kubelet or kubelet_overrides.KubeletConfig()
     capacity = compute_capacity(size, rec, kc, os_disk_gb)
     kube = kube_reserved(rec["vcpu"], rec["mem_gib"])
     kube.update(dict(kc.kube_reserved))
     eviction = {"memory": EVICTION_MEMORY}
     for signal, value in kc.eviction_hard:
         if signal == MEMORY_AVAILABLE:
-            eviction["memory"] = catalog.eviction_amount(capacity["memory"], value)
+            eviction["memory"] = kubelet_overrides.eviction_amount(capacity["memory"], value)
     return instancetype.InstanceType(
         name=name,
         labels=compute_labels(name, size, rec, region),
@@ -364,7 +365,7 @@ def memory_capacity(mem_gib: float, vm_memory_overhead_percent: float = VM_MEMOR
     return total - math.ceil(float(total) * vm_memory_overhead_percent)
 
 
-def compute_capacity(size: VMSize, rec: Mapping[str, Any], kubelet: catalog.KubeletConfig,
+def compute_capacity(size: VMSize, rec: Mapping[str, Any], kubelet: kubelet_overrides.KubeletConfig,
                      os_disk_gb: int = DEFAULT_OS_DISK_GB) -> dict[str, int]:
     pods = kubelet.max_pods if kubelet.max_pods is not None else DEFAULT_MAX_PODS
     if kubelet.pods_per_core:
@@ -405,6 +406,6 @@ def offerings(name: str, rec: Mapping[str, Any], region: str,
         out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_ON_DEMAND, price))
         if spot_capable(rec):
             known = (spot_prices or {}).get(name)
-            spot = known if known is not None else catalog.spot_price(name, zone, price)
+            spot = known if known is not None else spot_mod.spot_price(name, zone, price)
             out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))
     return tuple(out)

@@ -36,7 +36,7 @@ from typing import Any
 
 from karpy import clock
 from karpy.api import aksnodeclass, labels, nodeclaim, nodepool
-from karpy.cloudprovider import catalog, errors, instancetype, interface
+from karpy.cloudprovider import errors, instancetype, interface, kubelet_overrides
 from karpy.cloudprovider.azure import (
     clients,
     gallery,
@@ -106,7 +106,7 @@ class AzureCloudProvider:
         kubelet: dict[str, Any] = nc.kubelet.to_dict() if nc is not None and nc.kubelet is not None else {}
         if nc is not None and nc.max_pods is not None:
             kubelet["maxPods"] = nc.max_pods
-        kc = catalog.kubelet_config(kubelet or None)
+        kc = kubelet_overrides.kubelet_config(kubelet or None)
         os_disk = nc.os_disk_size_gb if nc is not None else instancetypes.DEFAULT_OS_DISK_GB
         key = (kc, os_disk, self.prices.version)
         cached = self._types.get(key)

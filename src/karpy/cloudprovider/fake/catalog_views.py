@@ -76,7 +76,7 @@ class CatalogViews:
                 types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
                                          kubelet=kubelet_overrides(nc))
             elif self.zones is not None:
-                types = catalog_mod.restrict_zones(self.catalog, self.zones)
+                types = instancetype.restrict_zones(self.catalog, self.zones)
             else:
                 types = list(self.catalog)
             self._types[key] = types
