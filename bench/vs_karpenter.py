@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -54,6 +55,7 @@ CLASSES = (("generic", 0.40), ("zonal-spread", 0.20), ("hostname-spread", 0.15),
            ("hostname-anti-affinity", 0.10))
 CPUS = ("100m", "250m", "500m", "1", "2")
 MEMORIES = ("128Mi", "512Mi", "1Gi", "2Gi")
+CONSOLIDATE_AFTER_S = 30.0
 
 
 def karpenter_version() -> str:
@@ -105,8 +107,8 @@ def nodepool(version: str = "1") -> dict[str, Any]:
                     "expireAfter": "Never",
                 },
             },
-            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s",
-                           "budgets": [{"nodes": "10%"}]},
+            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized",
+                           "consolidateAfter": f"{CONSOLIDATE_AFTER_S:.0f}s", "budgets": [{"nodes": "10%"}]},
         },
     }
 
@@ -219,6 +221,7 @@ class Observer:
         self.claims_seen: set[str] = set()
         self.nodes: list[dict[str, Any]] = []
         self.pods: list[dict[str, Any]] = []
+        self.deleting = 0
 
     def sample(self, phase: str) -> None:
         self.pods = self.cluster.get_json("pods", "-n", NAMESPACE)["items"]
@@ -226,6 +229,7 @@ class Observer:
                       if n["metadata"].get("labels", {}).get("karpenter.sh/nodepool") == NODEPOOL]
         claims = self.cluster.get_json("nodeclaims")["items"]
         self.claims_seen |= {c["metadata"]["name"] for c in claims}
+        self.deleting = sum(1 for c in claims if c["metadata"].get("deletionTimestamp"))
         pending = sum(1 for p in self.pods if p.get("status", {}).get("phase") != "Running")
         self.timeline.append({"t": round(time.time() - self.t0, 1), "pending": pending, "nodes": len(self.nodes),
                               "cost": round(self.cost(), 4), "phase": ["burst", "scale-down", "drift"].index(phase)})
@@ -324,16 +328,21 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
                       for d in deployments]
             remaining = sum(d["spec"]["replicas"] for d in scaled)
             cluster.apply(scaled)
-            last: dict[str, Any] = {"names": None, "since": time.time()}
+            scaled_at = time.time()
+            last: dict[str, Any] = {"names": None, "since": scaled_at}
 
             def settled() -> bool:
+                # Converged: every pod Running, no NodeClaim being deleted, and the node set unchanged for
+                # ``settle`` seconds, counted from no earlier than consolidateAfter after the scale-down.
                 names = tuple(sorted(n["metadata"]["name"] for n in obs.nodes))
-                if names != last["names"]:
+                if names != last["names"] or obs.deleting:
                     last.update(names=names, since=time.time())
-                return obs.all_running(remaining) and time.time() - last["since"] >= settle
+                quiet_from = max(last["since"], scaled_at + CONSOLIDATE_AFTER_S)
+                return obs.all_running(remaining) and time.time() - quiet_from >= settle
 
             t = wait(obs, "scale-down", settled, timeout)
-            result.update(scale_down_s=t - settle if t == t else t, scale_down_nodes=len(obs.nodes),
+            result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
+                          scale_down_nodes=len(obs.nodes),
                           scale_down_cost=round(obs.cost(), 4))
             claims_before_drift = len(obs.claims_seen)
             cluster.apply([nodepool(version="2")])
@@ -386,7 +395,7 @@ def print_table(table: dict[int, dict[str, dict[str, float]]], repeats: int) -> 
         print(f"\n{size} pods   {'karpenter':>12} {'karpy':>12} {'karpy/karpenter':>16}")
         for f in FIGURES:
             a, b = by.get("karpenter", {}).get(f), by.get("karpy", {}).get(f)
-            ratio = f"{b / a:.2f}" if a and b is not None and a == a and b == b else "-"
+            ratio = f"{b / a:.2f}" if a and b is not None and not (math.isnan(a) or math.isnan(b)) else "-"
             print(f"  {f:<16} {a if a is not None else '-':>12} {b if b is not None else '-':>12} {ratio:>16}")
 
 
@@ -424,8 +433,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--only", choices=AUTOSCALERS)
-    ap.add_argument("--settle", type=float, default=60.0, help="seconds without a node change that end scale-down")
-    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--settle", type=float, default=45.0, help="seconds without a node change that end scale-down")
+    ap.add_argument("--timeout", type=float, default=1200.0)
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--report")
     args = ap.parse_args(argv)

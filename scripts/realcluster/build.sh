@@ -12,6 +12,8 @@
 #   helm.sh/helm/v3     helm
 #   sigs.k8s.io/karpenter  karpenter-kwok (Karpenter's KWOK provider, for bench/vs_karpenter.py)
 set -euo pipefail
+command -v go >/dev/null || export PATH="$PATH:/usr/local/go/bin"
+command -v go >/dev/null || { echo "build.sh: Go is needed (the go command was not found)" >&2; exit 2; }
 
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
