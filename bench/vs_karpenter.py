@@ -1,0 +1,464 @@
+"""karpy against Karpenter itself: the same real control plane, the same KWOK instance types, the same workload.
+
+Each run starts a fresh cluster (upstream kube-apiserver, etcd, kube-controller-manager, kube-scheduler
+and KWOK built by scripts/realcluster/build.sh), installs **Karpenter's own CRDs** (from its Go module,
+so karpy runs on the CRDs a cluster with Karpenter already has), one KWOKNodeClass and one NodePool,
+starts one autoscaler as a process outside the cluster (Karpenter's KWOK provider ``karpenter-kwok``, or
+``karpy controller --cloud-provider kwok``) and then:
+
+1. **burst**: Deployments of Karpenter's scheduling-benchmark mix (generic, zonal and hostname topology
+   spread, zonal pod affinity, hostname pod anti-affinity; varied shapes) applied at once, until every
+   pod is Running;
+2. **scale-down**: every Deployment to 30 %, until the node set has not changed for ``--settle`` seconds;
+3. **drift**: a NodePool template label change, until every node carries it and every pod is Running.
+
+Per autoscaler and phase it reports the time, pod pending p50/p95 (creation to Ready), NodeClaims
+launched, nodes and $/h (KWOK prices from Karpenter's instance_types.json), the controller's CPU seconds
+and peak resident memory (from /proc), and the API requests it made (the apiserver's audit log, counted
+by user agent). One autoscaler at a time, same seed, same manifests.
+
+    python bench/vs_karpenter.py                   # 1,000 and 5,000 pods, 3 repeats
+    python bench/vs_karpenter.py --sizes 1000 --repeats 1 --json out.json --report DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from support import realcluster  # noqa: E402
+
+AUTOSCALERS = ("karpenter", "karpy")
+NODEPOOL = "bench"
+NAMESPACE = "bench"
+AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+                "rules": [{"level": "Metadata"}]}
+CLASSES = (("generic", 0.40), ("zonal-spread", 0.20), ("hostname-spread", 0.15), ("zonal-affinity", 0.15),
+           ("hostname-anti-affinity", 0.10))
+CPUS = ("100m", "250m", "500m", "1", "2")
+MEMORIES = ("128Mi", "512Mi", "1Gi", "2Gi")
+CONSOLIDATE_AFTER_S = 30.0
+
+
+def karpenter_version() -> str:
+    for line in (REPO / "scripts" / "realcluster" / "build.sh").read_text().splitlines():
+        if line.startswith("KARPENTER_VERSION="):
+            return line.split(":-", 1)[1].rstrip("}")
+    raise SystemExit("KARPENTER_VERSION not found in build.sh")
+
+
+def karpenter_module() -> Path:
+    """Karpenter's Go module source, which build.sh brought into the module cache."""
+    env = {**os.environ, "GOTOOLCHAIN": "go1.27.3", "GOFLAGS": "-mod=mod"}
+    gomodcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True,
+                                env=env).stdout.strip()
+    path = Path(gomodcache) / f"sigs.k8s.io/karpenter@{karpenter_version()}"
+    if not path.is_dir():
+        raise SystemExit(f"{path} is missing: run scripts/realcluster/build.sh karpenter")
+    return path
+
+
+def karpenter_crds(module: Path) -> str:
+    files = sorted((module / "kwok" / "charts" / "crds").glob("*.yaml")) + sorted(
+        (module / "kwok" / "apis" / "crds").glob("*.yaml"))
+    return "\n---\n".join(f.read_text() for f in files)
+
+
+def kwok_prices(module: Path) -> dict[tuple[str, str], float]:
+    """(instance type, capacity type) -> $/h, from Karpenter's KWOK instance-type file."""
+    prices: dict[tuple[str, str], float] = {}
+    for it in json.loads((module / "kwok" / "cloudprovider" / "instance_types.json").read_text()):
+        for off in it["offerings"]:
+            ct = next(r["values"][0] for r in off["Requirements"] if r["key"] == "karpenter.sh/capacity-type")
+            prices[(it["name"], ct)] = float(off["Price"])
+    return prices
+
+
+def nodepool(version: str = "1") -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": NODEPOOL},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"bench/version": version}},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                    "requirements": [
+                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                    ],
+                    "expireAfter": "Never",
+                },
+            },
+            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized",
+                           "consolidateAfter": f"{CONSOLIDATE_AFTER_S:.0f}s", "budgets": [{"nodes": "10%"}]},
+        },
+    }
+
+
+def workload(total: int, seed: int) -> list[dict[str, Any]]:
+    """Deployments of the benchmark mix, ~10-40 replicas each, shapes drawn with ``seed``."""
+    rng = random.Random(seed)
+    deployments: list[dict[str, Any]] = []
+    for cls, share in CLASSES:
+        left = round(total * share)
+        while left > 0:
+            replicas = min(left, rng.randint(10, 40))
+            left -= replicas
+            name = f"{cls}-{len(deployments)}"
+            labels = {"app": name, "class": cls}
+            spec: dict[str, Any] = {
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "app", "image": "registry.invalid/app:1", "resources": {
+                    "requests": {"cpu": rng.choice(CPUS), "memory": rng.choice(MEMORIES)}}}],
+            }
+            selector = {"matchLabels": {"app": name}}
+            if cls.endswith("spread"):
+                key = "topology.kubernetes.io/zone" if cls.startswith("zonal") else "kubernetes.io/hostname"
+                spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": key,
+                                                      "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}]
+            elif cls == "zonal-affinity":
+                spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": selector}]}}
+            elif cls == "hostname-anti-affinity":
+                spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "kubernetes.io/hostname", "labelSelector": selector}]}}
+            deployments.append({
+                "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"replicas": replicas, "selector": selector,
+                         "template": {"metadata": {"labels": labels}, "spec": spec}}})
+    return deployments
+
+
+class Autoscaler:
+    """One autoscaler process outside the cluster, with its CPU time and peak RSS read from /proc."""
+
+    def __init__(self, kind: str, cluster: realcluster.RealCluster, workdir: Path) -> None:
+        self.kind = kind
+        self.health_port, self.metrics_port = realcluster._free_ports(2)
+        self.log_path = workdir / f"{kind}.log"
+        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "SYSTEM_NAMESPACE": "kube-system"}
+        if kind == "karpenter":
+            argv = [str(cluster.bin / "karpenter-kwok"), "--leader-election-namespace", "kube-system",
+                    "--health-probe-port", str(self.health_port), "--metrics-port", str(self.metrics_port),
+                    "--batch-idle-duration", "1s", "--batch-max-duration", "10s", "--log-level", "info",
+                    "--disable-cluster-state-observability=false"]
+        else:
+            argv = [sys.executable, "-m", "karpy.cli", "controller", "--cloud-provider", "kwok",
+                    "--kubeconfig", str(cluster.kubeconfig), "--cluster-name", "bench",
+                    "--leader-election-namespace", "kube-system", "--bind-address", "127.0.0.1",
+                    "--health-probe-port", str(self.health_port), "--metrics-port", str(self.metrics_port),
+                    "--batch-idle-duration", "1s", "--batch-max-duration", "10s"]
+        self.log = self.log_path.open("w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.peak_rss = 0
+
+    def ready(self, timeout: float = 120.0) -> None:
+        import urllib.request
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{self.kind} exited {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise SystemExit(f"{self.kind} not ready in {timeout}s: {self.log_path.read_text()[-3000:]}")
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_peak_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def _ts(s: str | None) -> float | None:
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() if s else None
+
+
+class Observer:
+    """Polls pods, nodes and NodeClaims; keeps a timeline and every NodeClaim name seen."""
+
+    def __init__(self, cluster: realcluster.RealCluster, prices: dict[tuple[str, str], float]) -> None:
+        self.cluster = cluster
+        self.prices = prices
+        self.t0 = time.time()
+        self.timeline: list[dict[str, float]] = []
+        self.claims_seen: set[str] = set()
+        self.nodes: list[dict[str, Any]] = []
+        self.pods: list[dict[str, Any]] = []
+        self.deleting = 0
+
+    def sample(self, phase: str) -> None:
+        self.pods = self.cluster.get_json("pods", "-n", NAMESPACE)["items"]
+        self.nodes = [n for n in self.cluster.get_json("nodes")["items"]
+                      if n["metadata"].get("labels", {}).get("karpenter.sh/nodepool") == NODEPOOL]
+        claims = self.cluster.get_json("nodeclaims")["items"]
+        self.claims_seen |= {c["metadata"]["name"] for c in claims}
+        self.deleting = sum(1 for c in claims if c["metadata"].get("deletionTimestamp"))
+        pending = sum(1 for p in self.pods if p.get("status", {}).get("phase") != "Running")
+        self.timeline.append({"t": round(time.time() - self.t0, 1), "pending": pending, "nodes": len(self.nodes),
+                              "cost": round(self.cost(), 4), "phase": ["burst", "scale-down", "drift"].index(phase)})
+
+    def cost(self) -> float:
+        total = 0.0
+        for n in self.nodes:
+            labels = n["metadata"].get("labels", {})
+            total += self.prices.get((labels.get("node.kubernetes.io/instance-type", ""),
+                                      labels.get("karpenter.sh/capacity-type", "")), 0.0)
+        return total
+
+    def all_running(self, count: int) -> bool:
+        live = [p for p in self.pods if not p["metadata"].get("deletionTimestamp")]
+        return len(live) == count and all(p.get("status", {}).get("phase") == "Running" for p in live)
+
+    def pending_seconds(self) -> list[float]:
+        out = []
+        for p in self.pods:
+            created = _ts(p["metadata"].get("creationTimestamp"))
+            ready = next((_ts(c.get("lastTransitionTime")) for c in p.get("status", {}).get("conditions", [])
+                          if c.get("type") == "Ready" and c.get("status") == "True"), None)
+            if created is not None and ready is not None:
+                out.append(max(0.0, ready - created))
+        return out
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def wait(observer: Observer, phase: str, done: Callable[[], bool], timeout: float, interval: float = 2.0) -> float:
+    start = time.time()
+    while True:
+        observer.sample(phase)
+        if done():
+            return time.time() - start
+        if time.time() - start > timeout:
+            return float("nan")
+        time.sleep(interval)
+
+
+def api_requests(cluster: realcluster.RealCluster, agent_prefix: str) -> int:
+    path = cluster.workdir / "clusters" / cluster.name / "logs" / "audit.log"
+    count = 0
+    with path.open() as f:
+        for line in f:
+            if agent_prefix in line:
+                try:
+                    if json.loads(line).get("userAgent", "").startswith(agent_prefix):
+                        count += 1
+                except json.JSONDecodeError:
+                    continue
+    return count
+
+
+@contextmanager
+def fresh_cluster(name: str, workdir: Path) -> Iterator[realcluster.RealCluster]:
+    policy = workdir / "audit-policy.yaml"
+    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+    cluster = realcluster.start(name, workdir, extra_args=["--kube-audit-policy", str(policy)])
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[str, str], float],
+            settle: float, timeout: float) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix=f"vs-{kind}-"))
+    with fresh_cluster(f"vs-{kind}", workdir) as cluster:
+        cluster.apply(karpenter_crds(module))
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/nodepools.karpenter.sh",
+                        "crd/nodeclaims.karpenter.sh", "crd/kwoknodeclasses.karpenter.kwok.sh")
+        cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+                       {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
+                        "metadata": {"name": "default"}}, nodepool()])
+        auto = Autoscaler(kind, cluster, workdir)
+        try:
+            auto.ready()
+            deployments = workload(size, seed)
+            obs = Observer(cluster, prices)
+            cpu0 = auto.cpu_seconds()
+            cluster.apply(deployments)
+            result: dict[str, Any] = {"autoscaler": kind, "pods": size, "seed": seed,
+                                      "deployments": len(deployments)}
+            result["burst_s"] = wait(obs, "burst", lambda: obs.all_running(size), timeout)
+            pend = obs.pending_seconds()
+            result.update(pending_p50_s=_quantile(pend, 0.5), pending_p95_s=_quantile(pend, 0.95),
+                          burst_nodes=len(obs.nodes), burst_cost=round(obs.cost(), 4),
+                          burst_claims=len(obs.claims_seen))
+            scaled = [{**d, "spec": {**d["spec"], "replicas": max(1, round(d["spec"]["replicas"] * 0.3))}}
+                      for d in deployments]
+            remaining = sum(d["spec"]["replicas"] for d in scaled)
+            cluster.apply(scaled)
+            scaled_at = time.time()
+            last: dict[str, Any] = {"names": None, "since": scaled_at}
+
+            def settled() -> bool:
+                # Converged: every pod Running, no NodeClaim being deleted, and the node set unchanged for
+                # ``settle`` seconds, counted from no earlier than consolidateAfter after the scale-down.
+                names = tuple(sorted(n["metadata"]["name"] for n in obs.nodes))
+                if names != last["names"] or obs.deleting:
+                    last.update(names=names, since=time.time())
+                quiet_from = max(last["since"], scaled_at + CONSOLIDATE_AFTER_S)
+                return obs.all_running(remaining) and time.time() - quiet_from >= settle
+
+            t = wait(obs, "scale-down", settled, timeout)
+            result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
+                          scale_down_nodes=len(obs.nodes),
+                          scale_down_cost=round(obs.cost(), 4))
+            claims_before_drift = len(obs.claims_seen)
+            cluster.apply([nodepool(version="2")])
+
+            def drifted() -> bool:
+                return (bool(obs.nodes) and all(n["metadata"]["labels"].get("bench/version") == "2" for n in obs.nodes)
+                        and obs.all_running(remaining))
+
+            result.update(drift_s=wait(obs, "drift", drifted, timeout), drift_nodes=len(obs.nodes),
+                          drift_cost=round(obs.cost(), 4), drift_claims=len(obs.claims_seen) - claims_before_drift,
+                          claims_launched=len(obs.claims_seen))
+            result.update(cpu_s=round(auto.cpu_seconds() - cpu0, 1), peak_rss_mb=round(auto.rss_peak_mb(), 1))
+        finally:
+            auto.stop()
+        agent = "karpenter" if kind == "karpenter" else "karpy"
+        result["api_requests"] = api_requests(cluster, agent)
+        result["timeline"] = obs.timeline
+        events = cluster.get_json("events", "-A")["items"]
+        result["events_by_reason"] = _count(e.get("reason", "") for e in events
+                                            if (e.get("source", {}).get("component") or e.get("reportingComponent")
+                                                or "") in ("karpenter", "karpy"))
+    return result
+
+
+def _count(xs: Iterator[str] | Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in xs:
+        out[x] = out.get(x, 0) + 1
+    return dict(sorted(out.items()))
+
+
+FIGURES = ("burst_s", "pending_p50_s", "pending_p95_s", "burst_claims", "burst_nodes", "burst_cost", "scale_down_s",
+           "scale_down_nodes", "scale_down_cost", "drift_s", "drift_claims", "drift_cost", "claims_launched",
+           "cpu_s", "peak_rss_mb", "api_requests")
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, float]]]:
+    table: dict[int, dict[str, dict[str, float]]] = {}
+    for size in sorted({r["pods"] for r in runs}):
+        table[size] = {}
+        for kind in AUTOSCALERS:
+            mine = [r for r in runs if r["pods"] == size and r["autoscaler"] == kind]
+            table[size][kind] = {f: statistics.median(float(r[f]) for r in mine) for f in FIGURES if mine}
+    return table
+
+
+def print_table(table: dict[int, dict[str, dict[str, float]]], repeats: int) -> None:
+    print(f"\nkarpy vs Karpenter {karpenter_version()} (KWOK), {os.cpu_count()} cores, medians of {repeats}")
+    for size, by in table.items():
+        print(f"\n{size} pods   {'karpenter':>12} {'karpy':>12} {'karpy/karpenter':>16}")
+        for f in FIGURES:
+            a, b = by.get("karpenter", {}).get(f), by.get("karpy", {}).get(f)
+            ratio = f"{b / a:.2f}" if a and b is not None and not (math.isnan(a) or math.isnan(b)) else "-"
+            print(f"  {f:<16} {a if a is not None else '-':>12} {b if b is not None else '-':>12} {ratio:>16}")
+
+
+def report(runs: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    out.mkdir(parents=True, exist_ok=True)
+    sizes = sorted({r["pods"] for r in runs})
+    html = ["<html><head><title>karpy vs Karpenter</title></head><body><h1>karpy vs Karpenter</h1>"]
+    for size in sizes:
+        fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
+        for kind, colour in zip(AUTOSCALERS, ("tab:orange", "tab:blue"), strict=True):
+            run = next((r for r in runs if r["pods"] == size and r["autoscaler"] == kind), None)
+            if run is None:
+                continue
+            t = [p["t"] for p in run["timeline"]]
+            for ax, key in zip(axes, ("pending", "nodes", "cost"), strict=True):
+                ax.plot(t, [p[key] for p in run["timeline"]], label=kind, color=colour)
+                ax.set_ylabel("$/h" if key == "cost" else key)
+        axes[0].legend()
+        axes[-1].set_xlabel("seconds since the burst")
+        fig.suptitle(f"{size} pods: burst, scale-down to 30%, drift")
+        name = f"timeline-{size}.png"
+        fig.savefig(out / name, dpi=80)
+        plt.close(fig)
+        html.append(f"<h2>{size} pods</h2><img src='{name}'>")
+    html.append("</body></html>")
+    (out / "index.html").write_text("\n".join(html))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,5000")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--only", choices=AUTOSCALERS)
+    ap.add_argument("--settle", type=float, default=45.0, help="seconds without a node change that end scale-down")
+    ap.add_argument("--timeout", type=float, default=1200.0)
+    ap.add_argument("--json", dest="json_path")
+    ap.add_argument("--report")
+    args = ap.parse_args(argv)
+    missing = realcluster.missing_binaries((*realcluster.BINARIES, "karpenter-kwok"))
+    if missing:
+        realcluster.build()
+    module = karpenter_module()
+    prices = kwok_prices(module)
+    runs = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        for rep in range(args.repeats):
+            for kind in AUTOSCALERS if args.only is None else (args.only,):
+                r = run_one(kind, size, args.seed, module, prices, args.settle, args.timeout)
+                r["repeat"] = rep
+                runs.append(r)
+                print(json.dumps({k: v for k, v in r.items() if k != "timeline"}), flush=True)
+    table = summarise(runs)
+    print_table(table, args.repeats)
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps({"runs": runs, "medians": table}, indent=1))
+    if args.report:
+        report(runs, Path(args.report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
