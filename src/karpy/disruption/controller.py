@@ -167,6 +167,8 @@ class DisruptionController:
         return runtime.Controller(name=NAME, reconcile=self.reconcile, watches=[
             ("Pod", runtime.only(self.on_pod)), ("Node", self._bump), ("NodeClaim", self._bump),
             ("NodePool", self._on_nodepool),
+            # a budget's status (kube-controller-manager's disruptionsAllowed) can unblock a node: a change
+            ("PodDisruptionBudget", self._bump),
             *((kind, self._bump) for kind in self.nodeclass_kinds)])
 
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:

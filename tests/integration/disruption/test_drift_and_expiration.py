@@ -108,3 +108,26 @@ def test_a_stale_hash_version_is_restamped_not_drifted() -> None:
     assert stamped[labels.NODEPOOL_HASH_VERSION] == nodepool.HASH_VERSION == "karpy-v1"
     assert drifted_claims(run) == {}
     assert run.messages("DisruptionTerminating") == []
+
+
+def _pdb(max_unavailable: int) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": "web"}}}}
+
+
+def test_a_drifted_node_held_by_a_budget_is_replaced_once_the_budget_is_relaxed() -> None:
+    """Found on the real control plane (tests/realcluster/test_disruption.py): a budget's status moving from 0
+    to 1 disruption allowed is a change that starts a disruption pass; Karpenter polls every 10 s."""
+    pool = h.nodepool(("fake-it-3",), labels_={"team": "a"})
+    changed = h.nodepool(("fake-it-3",), labels_={"team": "b"})
+    run = h.Run(h.build([h.NODECLASS, pool, _pdb(0), h.deployment("web", 2, "1000m")],
+                        [apply("5m", changed), apply("15m", _pdb(1))]))
+    run.run_until(290)
+    (old,) = [interface.name_of(n) for n in run.nodes()]
+    assert run.run_until(400, lambda r: bool(drifted_claims(r)))
+    run.run_until(890)
+    assert [interface.name_of(n) for n in run.nodes()] == [old], "the budget allows no disruption yet"
+    run.run_until(960)
+    names = [interface.name_of(n) for n in run.nodes()]
+    assert old not in names and len(names) == 1, names
