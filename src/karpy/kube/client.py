@@ -59,7 +59,7 @@ _BY_STATUS: dict[int, type[errors.KubeError]] = {
     404: errors.NotFound,
     405: errors.BadRequest,
     406: errors.BadRequest,
-    410: errors.NotFound,
+    410: errors.Gone,
     413: errors.BadRequest,
     415: errors.BadRequest,
     422: errors.Invalid,
@@ -163,14 +163,19 @@ class KubeClient:
         backoff_cap: float = 10.0,
         user_agent: str = "karpy",
         sleep: Callable[[float], None] = time.sleep,
+        transport: httpx2.BaseTransport | None = None,
     ) -> None:
+        """``transport``: an ``httpx2`` transport to send through instead of the network (tests
+        pass ``httpx2.MockTransport(handler)``)."""
         self.connection = connection
         self.limiter = TokenBucket(qps, burst, sleep=sleep)
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self._sleep = sleep
-        params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+        params = client_adapter.ConnectionParams(
+            timeout=httpx2.Timeout(timeout), trust_env=False, transport=transport
+        )
         try:
             self._http = client_adapter.Client(connection.config, params)
         except Exception as exc:  # lightkube raises ConfigError, ssl and OS errors here

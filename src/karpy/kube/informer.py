@@ -20,6 +20,10 @@ What a caller may rely on:
   object is then dropped, so nothing is reported twice, and an object deleted locally is not
   brought back by a late event from before its deletion. (Versions are compared as integers
   when both are - etcd revisions, as every API server today hands out - else for equality only.)
+* One object that cannot be read (a field of the wrong type, no name, a value the cache cannot
+  hold) never fails its LIST page or watch: it is logged (naming kind, namespace/name and the
+  field), counted (:attr:`Informer.decode_errors`, :data:`DECODE_ERRORS`) and skipped, and the
+  rest of the page is kept.
 * Objects are decoded with orjson; ``metadata.managedFields`` is dropped, list items get
   their ``kind`` / ``apiVersion`` (a list response leaves them out), and the cached copy is
   compacted by :mod:`karpy.kube.compact` (Pods projected to what karpy reads; equal parts
@@ -28,6 +32,7 @@ What a caller may rely on:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import logging
@@ -45,6 +50,9 @@ log = logging.getLogger("karpy.kube.informer")
 
 Sink = Callable[[str, str, dict[str, Any]], None]
 Key = tuple[str, str]
+
+DECODE_ERRORS: collections.Counter[str] = collections.Counter()
+"""Objects skipped because they could not be read, by kind, in this process (``karpy_decode_errors_total``)."""
 
 
 class _Gone(Exception):
@@ -104,6 +112,8 @@ class Informer:
         self.lists = 0
         """How many times the kind was listed (1 + re-lists after 410 or errors)."""
         self.last_error: errors.KubeError | None = None
+        self.decode_errors = 0
+        """Objects skipped because they could not be read (module docstring)."""
         self.resource_version = ""
         self.compactor = compact.Compactor(project_pods=project_pods)
         self._store: dict[Key, dict[str, Any]] = {}
@@ -170,7 +180,7 @@ class Informer:
     def _put(self, key: Key, obj: dict[str, Any] | None) -> None:
         old = self._store.get(key)
         if self.kind == "Pod" and old is not None:
-            node = str((old.get("spec") or {}).get("nodeName") or "")
+            node = _node_name(old)
             bucket = self._by_node.get(node)
             if bucket is not None:
                 bucket.pop(key, None)
@@ -181,7 +191,7 @@ class Informer:
             return
         self._store[key] = obj
         if self.kind == "Pod":
-            node = str((obj.get("spec") or {}).get("nodeName") or "")
+            node = _node_name(obj)
             self._by_node.setdefault(node, {})[key] = obj
 
     def _apply(self, event_type: str, obj: dict[str, Any], *, local: bool) -> None:
@@ -259,7 +269,7 @@ class Informer:
                 failures += 1
                 delay = min(self.backoff_cap, self.backoff_base * 2 ** min(failures, 10))
                 log.warning("list/watch of %s failed (retry in %.1fs): %s", self.kind, delay, exc.message)
-                if isinstance(exc, (errors.NotFound, errors.BadRequest)):
+                if isinstance(exc, (errors.NotFound, errors.BadRequest, errors.Gone)):
                     rv = ""
                 self._stopping.wait(delay)
 
@@ -271,15 +281,10 @@ class Informer:
         rv = ""
         while True:
             with _gc_paused():
-                meta, page = self._decode_page(
+                meta, page = self.read_page(
                     self.client.request_bytes("GET", path, params=params, what=f"LIST {self.kind}", kind=self.kind)
                 )
-                compact_obj = self.compactor.compact
-                projected = self._typed_pods
-                for obj in page:
-                    items.append(
-                        compact_obj(trim(obj, self.kind, self.res.api_version), self.kind, projected=projected)
-                    )
+                items.extend(page)
             rv = str(meta.get("resourceVersion") or rv)
             token = meta.get("continue")
             if not token:
@@ -294,19 +299,62 @@ class Informer:
     def _typed_pods(self) -> bool:
         return self.kind == "Pod" and self.compactor.project_pods
 
-    def _decode_page(self, body: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """A list page: Pods through :mod:`karpy.kube.fastdecode`, anything else with orjson."""
+    def read_page(self, body: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """A list page's metadata and its items as cached (decoded, trimmed, compacted): Pods
+        through :mod:`karpy.kube.fastdecode`, anything else with orjson. An item that cannot be
+        read is reported and left out (module docstring); only a page that is not a list object
+        at all raises (:class:`karpy.kube.errors.InternalError`)."""
+        rejected: list[fastdecode.Rejected] = []
+        meta: dict[str, Any]
+        page: list[Any]
         try:
             if self._typed_pods:
-                return fastdecode.decode_pod_list(body)
-            data = orjson.loads(body)
+                meta, page, rejected = fastdecode.decode_pod_page(body)
+            else:
+                data = orjson.loads(body)
+                if not isinstance(data, dict):
+                    raise errors.InternalError(f"LIST {self.kind}: expected a list object", kind=self.kind)
+                raw_meta = data.get("metadata") or {}
+                raw_items = data.get("items")
+                if not isinstance(raw_meta, dict) or not isinstance(raw_items, (list, type(None))):
+                    raise errors.InternalError(f"LIST {self.kind}: expected a list object", kind=self.kind)
+                meta, page = raw_meta, list(raw_items or ())
         except (fastdecode.DecodeError, orjson.JSONDecodeError) as exc:
             raise errors.InternalError(
                 f"LIST {self.kind}: undecodable answer {client_mod.truncate(body)}", kind=self.kind
             ) from exc
-        if not isinstance(data, dict):
-            raise errors.InternalError(f"LIST {self.kind}: expected a list object", kind=self.kind)
-        return data.get("metadata") or {}, list(data.get("items") or ())
+        for bad in rejected:
+            self._reject(bad, "LIST")
+        out = []
+        for obj in page:
+            kept = self._admit(obj, "LIST")
+            if kept is not None:
+                out.append(kept)
+        return meta, out
+
+    def _admit(self, obj: Any, how: str) -> dict[str, Any] | None:
+        """``obj`` as cached, or ``None`` (reported) when it cannot be read or held."""
+        problem = _problem(obj, self.kind)
+        if problem:
+            self._reject(_rejected(obj, problem), how)
+            return None
+        try:
+            return self.compactor.compact(
+                trim(obj, self.kind, self.res.api_version), self.kind, projected=self._typed_pods
+            )
+        except Exception as exc:  # a value the compactor cannot encode (an integer over 64 bits...)
+            self._reject(_rejected(obj, f"{type(exc).__name__}: {exc}"), how)
+            return None
+
+    def _reject(self, bad: fastdecode.Rejected, how: str) -> None:
+        self.decode_errors += 1
+        DECODE_ERRORS[self.kind] += 1
+        who = f"{bad.namespace}/{bad.name}" if bad.namespace else (bad.name or "(no readable name)")
+        log.warning(
+            "%s %s: skipped %s %s, which cannot be read: %s", how, self.kind, self.kind, who,
+            client_mod.truncate(bad.reason),
+            extra={"kind": self.kind, "object": who, "problem": client_mod.truncate(bad.reason)},
+        )
 
     def _watch(self, rv: str) -> str:
         params = self._params()
@@ -337,25 +385,79 @@ class Informer:
                 event = orjson.loads(line)
                 event_type = str(event["type"])
                 obj = event["object"]
+        except fastdecode.RejectedObject as exc:
+            self._reject(exc.rejected, f"WATCH {exc.event_type}")
+            new_rv = exc.rejected.resource_version
+            return new_rv if new_rv and newer(new_rv, rv) else rv
         except (orjson.JSONDecodeError, fastdecode.DecodeError, KeyError, TypeError) as exc:
             raise errors.InternalError(
                 f"WATCH {self.kind}: undecodable event {client_mod.truncate(line)}", kind=self.kind
             ) from exc
         if event_type == "ERROR":
-            code = int(obj.get("code") or 500)
+            code = obj.get("code") if isinstance(obj, dict) else None
+            code = code if isinstance(code, int) else 500
             if code == 410:
                 raise _Gone()
             raise client_mod.error_from_response(code, orjson.dumps(obj), {}, f"WATCH {self.kind}", kind=self.kind)
-        new_rv = _rv(obj)
         if event_type == "BOOKMARK":
+            new_rv = _rv(obj) if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) else ""
             self.resource_version = new_rv or rv
             return new_rv or rv
-        obj = self.compactor.compact(
-            trim(obj, self.kind, self.res.api_version), self.kind, projected=self._typed_pods
-        )
-        self._apply(event_type, obj, local=False)
+        kept = self._admit(obj, f"WATCH {event_type}")
+        if kept is None:
+            return rv
+        new_rv = _rv(kept)
+        self._apply(event_type, kept, local=False)
         self.resource_version = new_rv or rv
         return new_rv or rv
+
+
+def _node_name(pod: dict[str, Any]) -> str:
+    spec = pod.get("spec")
+    node = spec.get("nodeName") if isinstance(spec, dict) else None
+    return node if isinstance(node, str) else ""
+
+
+def _problem(obj: Any, kind: str) -> str:
+    """Why ``obj`` cannot be cached (``""`` when it can): the shape every reader relies on."""
+    if not isinstance(obj, dict):
+        return f"expected an object, found {type(obj).__name__}"
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return f"metadata: expected an object, found {type(meta).__name__}"
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return f"metadata.name: expected a non-empty string, found {name!r:.60}"
+    for field in ("namespace", "resourceVersion", "uid"):
+        value = meta.get(field)
+        if value is not None and not isinstance(value, str):
+            return f"metadata.{field}: expected a string, found {type(value).__name__}"
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is not None and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+            return f"metadata.{field}: expected a map of strings"
+    if kind == "Pod":
+        for section in ("spec", "status"):
+            value = obj.get(section, {})
+            if not isinstance(value, dict):
+                return f"{section}: expected an object, found {type(value).__name__}"
+        spec = obj.get("spec") or {}
+        for field in ("containers", "initContainers", "volumes"):  # the typed decoder's shapes too
+            value = spec.get(field)
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+                return f"spec.{field}: expected a list of objects"
+    return ""
+
+
+def _rejected(obj: Any, reason: str) -> fastdecode.Rejected:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+
+    def text(key: str) -> str:
+        value = meta.get(key)
+        return value if isinstance(value, str) else ""
+
+    return fastdecode.Rejected(text("namespace"), text("name"), text("resourceVersion"), reason)
 
 
 @contextlib.contextmanager
