@@ -187,7 +187,8 @@ class Informer:
                 if not bucket:
                     del self._by_node[node]
         if obj is None:
-            self._store.pop(key, None)
+            if self._store.pop(key, None) is not None:
+                self.compactor.departed += 1
             return
         self._store[key] = obj
         if self.kind == "Pod":
@@ -207,6 +208,7 @@ class Informer:
                     self._tombstones[key] = rv
                 self._put(key, None)
                 self.sink(self.kind, interface.DELETED, obj)
+                self._maybe_rebuild()
                 return
             if cur is None:
                 dead = self._tombstones.get(key)
@@ -238,6 +240,13 @@ class Informer:
                 self._put(key, None)
                 self.sink(self.kind, interface.DELETED, gone)
             self._tombstones.clear()
+            self._maybe_rebuild(quiet=True)
+
+    def _maybe_rebuild(self, *, quiet: bool = False) -> None:
+        """Rebuild the sharing table when departed objects hold enough of it (:mod:`karpy.kube.compact`)."""
+        with self._lock:
+            if self.compactor.due(len(self._store), quiet=quiet):
+                self.compactor.rebuild(list(self._store.values()), self.kind)
 
     # ------------------------------------------------------------------------------- the loop
 
@@ -401,6 +410,7 @@ class Informer:
             raise client_mod.error_from_response(code, orjson.dumps(obj), {}, f"WATCH {self.kind}", kind=self.kind)
         if event_type == "BOOKMARK":
             new_rv = _rv(obj) if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) else ""
+            self._maybe_rebuild(quiet=True)
             self.resource_version = new_rv or rv
             return new_rv or rv
         kept = self._admit(obj, f"WATCH {event_type}")
