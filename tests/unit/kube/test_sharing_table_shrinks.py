@@ -45,8 +45,7 @@ def test_churning_20000_job_pods_through_an_informer_returns_the_table_to_its_ba
     inf = informer.Informer(cast(Any, None), paths.resource_for("Pod"), lambda *_: None)
     rv = 1
     for i in range(100):  # long-lived pods that stay cached throughout
-        rv = inf._event(line("ADDED", job_pod(1_000_000 + i, rv + 1)), str(rv))
-        rv = int(rv)
+        rv = int(inf._event(line("ADDED", job_pod(1_000_000 + i, rv + 1)), str(rv)))
     rv = int(inf._event(bookmark(rv), str(rv)))
     base_entries = len(inf.compactor)
     gc.collect()
