@@ -65,6 +65,7 @@ class KubeCluster:
         resync_seconds: float = 10 * 3600.0,
         server_selectors: Mapping[str, tuple[str | None, str | None]] | None = None,
         watch_timeout_seconds: int = 300,
+        watch_read_timeout: float = 150.0,
         project_pods: bool = True,
     ) -> None:
         """``server_selectors``: ``{kind: (label_selector, field_selector)}`` applied server-side
@@ -73,6 +74,7 @@ class KubeCluster:
         self.sync_timeout = sync_timeout
         self.resync_seconds = resync_seconds
         self.watch_timeout_seconds = watch_timeout_seconds
+        self.watch_read_timeout = watch_read_timeout
         self.project_pods = project_pods
         self._server_selectors = dict(server_selectors or {})
         self._informers: dict[str, informer.Informer] = {}
@@ -202,6 +204,7 @@ class KubeCluster:
                     label_selector=label,
                     field_selector=field,
                     watch_timeout_seconds=self.watch_timeout_seconds,
+                    watch_read_timeout=self.watch_read_timeout,
                     project_pods=self.project_pods,
                 )
                 self._informers[kind] = inf

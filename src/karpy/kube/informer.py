@@ -4,6 +4,18 @@
 list's ``resourceVersion`` with bookmarks; a watch that ends is resumed from the last version
 seen; a 410 Gone (``too old resource version``) makes it list again, and the re-list is diffed
 against the cache so every change in between is still reported (ADDED / MODIFIED / DELETED).
+
+Lists are client-go's reflector's: the first with ``resourceVersion=0`` (served from the API
+server's watch cache, not a quorum read from etcd), a re-list after a broken watch with
+``resourceVersion=<last seen>&resourceVersionMatch=NotOlderThan`` (also from the cache), a re-list
+after 410 from etcd (no resourceVersion); a server that refuses the version asked (410, 400, 504
+"too large resource version") is asked again at once for a quorum list. Later pages of a paginated
+list carry only the ``continue`` token.
+
+A watch that sends nothing - no event, no bookmark (the API server sends one about every minute) -
+for ``watch_read_timeout`` seconds is taken for a lost peer (a connection dropped without a FIN):
+it is closed and the kind listed again, so a cache is never silently stale for longer than that.
+:attr:`Informer.watch_timeouts` counts these.
 Errors back off exponentially (capped) and never stop the thread; :attr:`last_error` keeps the
 latest one. Optional server-side label / field selectors restrict what is cached.
 
@@ -59,6 +71,10 @@ class _Gone(Exception):
     """The watch's resourceVersion is too old (410): list again."""
 
 
+CACHED, NOT_OLDER, QUORUM = "cached", "not-older-than-last", "quorum"
+"""How the next list asks for its resourceVersion (module docstring)."""
+
+
 def newer(a: str, b: str) -> bool:
     """True when version ``a`` is known to come after ``b`` (integers), or differs (otherwise)."""
     if a.isdigit() and b.isdigit():
@@ -95,6 +111,7 @@ class Informer:
         field_selector: str | None = None,
         page_size: int = 500,
         watch_timeout_seconds: int = 300,
+        watch_read_timeout: float = 150.0,
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
         project_pods: bool = True,
@@ -107,6 +124,10 @@ class Informer:
         self.field_selector = field_selector
         self.page_size = page_size
         self.watch_timeout_seconds = watch_timeout_seconds
+        self.watch_read_timeout = watch_read_timeout
+        self.watch_timeouts = 0
+        """Watches ended because nothing arrived for ``watch_read_timeout`` seconds."""
+        self._next_list = CACHED
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.lists = 0
@@ -270,7 +291,22 @@ class Informer:
                 failures = 0
             except _Gone:
                 log.info("watch of %s expired (410 Gone); listing again", self.kind)
+                self._next_list = QUORUM
                 rv = ""
+            except errors.Timeout as exc:
+                if self._stopping.is_set():
+                    return
+                self.last_error = exc
+                if rv:  # a watch quiet past its read timeout: the peer may be gone, list again
+                    self.watch_timeouts += 1
+                    log.warning("watch of %s sent nothing for %.0fs; listing again: %s", self.kind,
+                                self.watch_read_timeout, exc.message)
+                    rv = ""
+                    continue
+                failures += 1
+                delay = min(self.backoff_cap, self.backoff_base * 2 ** min(failures, 10))
+                log.warning("list of %s timed out (retry in %.1fs): %s", self.kind, delay, exc.message)
+                self._stopping.wait(delay)
             except errors.KubeError as exc:
                 if self._stopping.is_set():
                     return
@@ -283,9 +319,31 @@ class Informer:
                 self._stopping.wait(delay)
 
     def _list(self) -> str:
+        mode = self._next_list
+        if mode == NOT_OLDER and not self.resource_version:
+            mode = CACHED
+        try:
+            rv = self._list_pages(mode)
+        except errors.KubeError as exc:
+            refused = isinstance(exc, (errors.Gone, errors.BadRequest)) or (
+                exc.status == 504 and "resource version" in exc.message.lower()
+            )
+            if mode == QUORUM or not refused:
+                raise
+            log.info("LIST %s (%s) refused, listing from etcd: %s", self.kind, mode, exc.message)
+            rv = self._list_pages(QUORUM)
+        self._next_list = NOT_OLDER
+        return rv
+
+    def _list_pages(self, mode: str) -> str:
         path = paths.path(self.res)
         params = self._params()
         params["limit"] = str(self.page_size)
+        if mode == CACHED:
+            params["resourceVersion"] = "0"
+        elif mode == NOT_OLDER:
+            params["resourceVersion"] = self.resource_version
+            params["resourceVersionMatch"] = "NotOlderThan"
         items: list[dict[str, Any]] = []
         rv = ""
         while True:
@@ -299,6 +357,8 @@ class Informer:
             if not token:
                 break
             params["continue"] = str(token)
+            params.pop("resourceVersion", None)  # a continued list names no version (the token holds it)
+            params.pop("resourceVersionMatch", None)
         self.lists += 1
         self._replace(items, rv)
         self.resource_version = rv
@@ -375,7 +435,9 @@ class Informer:
                 "timeoutSeconds": str(self.watch_timeout_seconds),
             }
         )
-        with self.client.stream(paths.path(self.res), params, what=f"WATCH {self.kind}") as stream:
+        with self.client.stream(
+            paths.path(self.res), params, what=f"WATCH {self.kind}", read_timeout=self.watch_read_timeout
+        ) as stream:
             self._stream = stream
             try:
                 for line in stream.lines():
