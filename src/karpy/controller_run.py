@@ -201,6 +201,9 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     manager = runtime.Manager(cluster, wall, calls=pool)
     built = controllers.register_all(manager, cluster, cloud, wall, settings,
                                      nodeclass_kinds=NODECLASS_KINDS.get(opts.cloud_provider, ()))
+    cache_metrics = getattr(cluster, "metrics_collector", None)
+    if callable(cache_metrics):  # karpy_decode_errors_total, karpy_informer_synced...
+        built.metrics.registry.register(cache_metrics())
     elector = leader.LeaderElector(cluster, wall, lease_config) if opts.leader_elect else None
     pump = cluster if callable(getattr(cluster, "pump", None)) else None
     driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump, synced=_synced_check(cluster),

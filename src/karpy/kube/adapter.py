@@ -1,8 +1,14 @@
 """``KubeCluster``: the :class:`karpy.kube.interface.Cluster` contract over a real API server.
 
-Reads come from informer caches (:mod:`karpy.kube.informer`), one per kind, started on first use
-(``get`` / ``list`` / ``watch`` of a kind waits until its first list is in) or up front with
-:meth:`KubeCluster.start`. Events (core/v1 ``Event``) are not cached: they are read from the API.
+Reads come from informer caches (:mod:`karpy.kube.informer`), one per kind, started up front
+with :meth:`KubeCluster.start` or by :meth:`KubeCluster.watch` (the *required* kinds:
+:meth:`KubeCluster.has_synced` is true once all of them have their first list, which is what
+``/readyz`` reports), or on first use by ``get`` / ``list`` (asynchronously: a cache is never
+started or waited for while holding up other work). A read of a kind whose cache has no first list
+yet raises :class:`karpy.kube.errors.NotSynced` ("unknown, retry later") at once on the thread that
+pumps events - the controllers' driver thread, which must never block - and waits up to
+``sync_timeout`` on any other thread (tools, tests). Events (core/v1 ``Event``) and Leases are not
+cached: they are read from the API.
 Writes go to the API (:mod:`karpy.kube.client`): ``create`` is a POST, ``update`` a PUT,
 ``update_status`` a PUT of ``/status``, ``patch`` / ``patch_status`` JSON merge patches
 (``application/merge-patch+json``; never strategic merge, which API servers refuse with 415 on
@@ -78,6 +84,8 @@ class KubeCluster:
         self.project_pods = project_pods
         self._server_selectors = dict(server_selectors or {})
         self._informers: dict[str, informer.Informer] = {}
+        self._required: set[str] = set()
+        self._pump_thread: int | None = None
         self._handlers: dict[str, list[interface.WatchHandler]] = {}
         self._queue: collections.deque[tuple[str, str, dict[str, Any]]] = collections.deque()
         self._ready = threading.Condition()
@@ -87,9 +95,21 @@ class KubeCluster:
     # ------------------------------------------------------------------------------ lifecycle
 
     def start(self, kinds: builtins.list[str] | tuple[str, ...] = ()) -> None:
-        """Start the informers of ``kinds`` now (others start on first use)."""
+        """Start the informers of ``kinds`` now (others start on first use); they are required."""
         for kind in kinds:
+            self._required.add(kind)
             self._informer(kind, wait=False)
+
+    def has_synced(self) -> bool:
+        """True once every required informer (started by :meth:`start` or :meth:`watch`) has its first list."""
+        with self._lock:
+            required = [self._informers.get(kind) for kind in self._required]
+        return all(inf is not None and inf.synced for inf in required)
+
+    def unsynced(self) -> builtins.list[str]:
+        """The required kinds whose cache has no first list yet (for ``/readyz`` and logs)."""
+        with self._lock:
+            return sorted(k for k in self._required if not (k in self._informers and self._informers[k].synced))
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         """True once every started informer has its first list."""
@@ -104,6 +124,18 @@ class KubeCluster:
         for inf in started:
             inf.stop()
         self.client.close()
+
+    def metrics_collector(self) -> Any:
+        """A Prometheus collector of the caches' health: ``karpy_decode_errors_total{kind}`` (objects
+        skipped as unreadable), ``karpy_informer_synced{kind}`` and ``karpy_watch_timeouts_total{kind}``."""
+        from karpy.kube import cache_metrics
+
+        return cache_metrics.CacheCollector(self.informers)
+
+    def informers(self) -> dict[str, informer.Informer]:
+        """The started informers by kind (a copy)."""
+        with self._lock:
+            return dict(self._informers)
 
     def informer_of(self, kind: str) -> informer.Informer | None:
         """The started informer of ``kind``, if any (for metrics and tests)."""
@@ -136,6 +168,7 @@ class KubeCluster:
         Returns how many events were delivered. A handler's exception is re-raised after the
         other events of this pump were delivered.
         """
+        self._pump_thread = threading.get_ident()
         self._maybe_resync()
         with self._ready:
             if not self._queue and timeout > 0:
@@ -178,6 +211,8 @@ class KubeCluster:
         with self._lock:
             self._handlers.setdefault(kind, []).append(handler)
         if kind != "*" and kind not in UNCACHED_KINDS:
+            with self._lock:
+                self._required.add(kind)
             self._informer(kind, wait=False)
 
         def unsubscribe() -> None:
@@ -209,6 +244,13 @@ class KubeCluster:
                 )
                 self._informers[kind] = inf
                 inf.start()
+        if wait and not inf.synced and threading.get_ident() == self._pump_thread:
+            cause = inf.last_error
+            raise errors.NotSynced(
+                f"cache of {kind} has no first list yet; retry later"
+                + (f" (last error: {cause.message})" if cause is not None else ""),
+                kind=kind,
+            )
         if wait and not inf.wait_for_sync(self.sync_timeout):
             cause = inf.last_error
             if cause is not None and not cause.retryable:

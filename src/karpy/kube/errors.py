@@ -147,3 +147,10 @@ class Unavailable(KubeError):
     status = 503
     reason = "ServiceUnavailable"
     retryable = True
+
+
+class NotSynced(Unavailable):
+    """The cache of the kind read has no first list yet: the answer is unknown, retry later
+    (a read on the thread that pumps events never waits for a cache)."""
+
+    reason = "NotSynced"
