@@ -309,6 +309,20 @@ class KubeClient:
         return data
 
 
+    def kubernetes_version(self) -> str:
+        """The server's Kubernetes ``major.minor`` (``"1.29"``; EKS's ``"29+"`` loses the ``+``)."""
+        data = self.server_version()
+        major = str(data.get("major") or "").rstrip("+")
+        minor = str(data.get("minor") or "").rstrip("+")
+        if major.isdigit() and minor.isdigit():
+            return f"{major}.{minor}"
+        git = str(data.get("gitVersion") or "").lstrip("v")
+        parts = git.split(".")
+        if len(parts) >= 2 and parts[0].isdigit():
+            return f"{parts[0]}.{''.join(c for c in parts[1] if c.isdigit())}"
+        raise errors.InternalError(f"GET /version: no Kubernetes version in {truncate(repr(data))}")
+
+
 class Stream:
     """One open watch response: iterate :meth:`lines`; :meth:`close` ends it from any thread."""
 
