@@ -87,10 +87,11 @@ class KubeCluster:
 
     # ------------------------------------------------------------------------------ lifecycle
 
-    def start(self, kinds: builtins.list[str] | tuple[str, ...] = ()) -> None:
-        """Start the informers of ``kinds`` now (others start on first use); they are required."""
+    def start(self, kinds: builtins.list[str] | tuple[str, ...] = (), *, required: bool = True) -> None:
+        """Start the informers of ``kinds`` now (others start on first use); ``required``: for readiness."""
         for kind in kinds:
-            self._required.add(kind)
+            if required:
+                self._required.add(kind)
             self._informer(kind, wait=False)
 
     def has_synced(self) -> bool:
@@ -132,8 +133,7 @@ class KubeCluster:
             return dict(self._informers)
 
     def informer_of(self, kind: str) -> informer.Informer | None:
-        """The started informer of ``kind``, if any (for metrics and tests)."""
-        return self._informers.get(kind)
+        return self._informers.get(kind)  # the started informer of ``kind``, if any
 
     def server_version(self) -> str:
         """The server's Kubernetes ``major.minor`` (``"1.29"``; EKS's ``"29+"`` loses the ``+``)."""

@@ -5,6 +5,11 @@ over it: the controllers' (``settings.kube_client_qps`` / ``kube_client_burst``,
 ``KUBE_CLIENT_QPS`` / ``KUBE_CLIENT_BURST``) and leader election's own (:data:`LEASE_QPS` /
 :data:`LEASE_BURST`, a 5 s request timeout, two retries, separate connections), so that a
 controller using its whole budget, or a pool of busy connections, never delays a Lease renewal.
+
+It also starts, in the background, the informers of the kinds the controllers read without
+watching (:data:`EAGER_KINDS`: volumes, ReplicaSets, DaemonSets, Deployments), so their first
+lists are in before a reconcile needs them; they are not required for readiness (a reconcile
+that reads one still unsynced is retried later).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from karpy.settings import Settings
 if TYPE_CHECKING:
     from karpy.kube.adapter import KubeCluster
 
+EAGER_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "ReplicaSet", "DaemonSet", "Deployment")
 LEASE_QPS, LEASE_BURST = 5.0, 10
 """The leader-election client's budget: a renewal is two requests every retry period (2 s)."""
 
@@ -40,4 +46,6 @@ def connect(
     client = client_mod.KubeClient(conn, qps=float(s.kube_client_qps), burst=int(s.kube_client_burst))
     options.setdefault("lease_client", client_mod.KubeClient(
         conn, qps=LEASE_QPS, burst=LEASE_BURST, timeout=5.0, max_retries=2, user_agent="karpy/leader-election"))
-    return KubeCluster(client, **options)
+    cluster = KubeCluster(client, **options)
+    cluster.start(EAGER_KINDS, required=False)
+    return cluster

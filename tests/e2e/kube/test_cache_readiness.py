@@ -75,3 +75,19 @@ def test_the_cache_metrics_count_skipped_objects_and_say_which_caches_are_synced
         assert 'karpy_watch_timeouts_total{kind="Node"} 0.0' in text
     finally:
         kube.close()
+
+
+def test_karpy_connect_starts_the_kinds_controllers_read_without_watching_in_the_background(
+        api: apiserver.EmulatedApiServer, tmp_path: Path) -> None:
+    from karpy.kube import adapter
+    from karpy.kube import connect as connect_mod
+
+    kube = adapter.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")))
+    try:
+        assert set(kube.informers()) >= set(connect_mod.EAGER_KINDS)
+        assert kube.has_synced()  # none of them is required for readiness
+        for kind in connect_mod.EAGER_KINDS:
+            inf = kube.informer_of(kind)
+            assert inf is not None and inf.wait_for_sync(10)
+    finally:
+        kube.close()
