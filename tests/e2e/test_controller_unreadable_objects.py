@@ -41,6 +41,9 @@ def test_a_pod_the_decoder_cannot_read_is_skipped_counted_and_logged_and_the_con
         assert status == 200
         assert 'karpy_decode_errors_total{kind="Pod"} 1.0' in metrics
         assert 'karpy_informer_synced{kind="Pod"} 1.0' in metrics
+        (event,) = [e for e in api.store.list("Event", "default") if e["reason"] == "FailedToDecode"]
+        assert event["involvedObject"]["name"] == "hostile" and event["type"] == "Warning"
+        assert "$.spec.containers" in event["message"]
     finally:
         code = c.terminate()
     assert code == 0, c.log()[-3000:]

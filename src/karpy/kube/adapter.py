@@ -38,8 +38,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from karpy.kube import cache_metrics, errors, informer, interface, memory, paths, selectors
 from karpy.kube import client as client_mod
-from karpy.kube import errors, informer, interface, memory, paths, selectors
 
 UNCACHED_KINDS = frozenset({"Event", "Lease"})
 """Read from the API, not a cache: Events, and Leases (leader election reads its one Lease with a GET, as
@@ -76,8 +76,8 @@ class KubeCluster:
         self._server_selectors = dict(server_selectors or {})
         self._informers: dict[str, informer.Informer] = {}
         self._required: set[str] = set()
-        self._stale: set[tuple[str, str, str]] = set()
-        """Objects a write of which met 409 Conflict: the next ``get`` reads them from the API."""
+        self._stale: set[tuple[str, str, str]] = set()  # a write met 409 Conflict: the next get is a GET
+        self._unreadable = cache_metrics.UnreadableReporter(self)
         self._pump_thread: int | None = None
         self._handlers: dict[str, list[interface.WatchHandler]] = {}
         self._queue: collections.deque[tuple[str, str, dict[str, Any]]] = collections.deque()
@@ -123,8 +123,6 @@ class KubeCluster:
 
     def metrics_collector(self) -> Any:
         """The caches' Prometheus collector (:mod:`karpy.kube.cache_metrics`)."""
-        from karpy.kube import cache_metrics
-
         return cache_metrics.CacheCollector(self.informers)
 
     def informers(self) -> dict[str, informer.Informer]:
@@ -226,6 +224,7 @@ class KubeCluster:
                     watch_timeout_seconds=self.watch_timeout_seconds,
                     watch_read_timeout=self.watch_read_timeout,
                     project_pods=self.project_pods,
+                    on_reject=self._unreadable,
                 )
                 self._informers[kind] = inf
                 inf.start()

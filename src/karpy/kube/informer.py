@@ -115,7 +115,10 @@ class Informer:
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
         project_pods: bool = True,
+        on_reject: Callable[[str, fastdecode.Rejected], None] | None = None,
     ) -> None:
+        """``on_reject(kind, rejected)``: told of each object skipped as unreadable (after the log
+        line and the count; on the informer thread; its exceptions are logged and ignored)."""
         self.client = client
         self.res = res
         self.kind = res.kind
@@ -137,6 +140,7 @@ class Informer:
         """Objects skipped because they could not be read (module docstring)."""
         self.resource_version = ""
         self.compactor = compact.Compactor(project_pods=project_pods)
+        self.on_reject = on_reject
         self._store: dict[Key, dict[str, Any]] = {}
         self._by_node: dict[str, dict[Key, dict[str, Any]]] = {}
         self._tombstones: dict[Key, str] = {}
@@ -424,6 +428,11 @@ class Informer:
             client_mod.truncate(bad.reason),
             extra={"kind": self.kind, "object": who, "problem": client_mod.truncate(bad.reason)},
         )
+        if self.on_reject is not None:
+            try:
+                self.on_reject(self.kind, bad)
+            except Exception:  # reporting must never stop the watch
+                log.exception("reporting the unreadable %s %s failed", self.kind, who)
 
     def _watch(self, rv: str) -> str:
         params = self._params()
