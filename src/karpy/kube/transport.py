@@ -13,7 +13,9 @@ What a caller may rely on (each as client-go's ``rest.Config`` / ``transport`` b
   3 lost probes drop the connection), so a peer lost without a FIN is noticed by the kernel as well
   as by the watch's read timeout.
 * **Exec credential plugins** (:class:`ExecAuth`) declaring ``client.authentication.k8s.io/v1`` or
-  ``v1beta1``: ``KUBERNETES_EXEC_INFO`` is set, ``interactiveMode`` honoured (``Never``: stdin not
+  ``v1beta1``: ``KUBERNETES_EXEC_INFO`` is set (with ``spec.cluster`` - server, CA data,
+  ``tls-server-name``, ``proxy-url`` - when the entry says ``provideClusterInfo: true``),
+  ``interactiveMode`` honoured (``Never``: stdin not
   connected; ``IfAvailable``: connected when it is a terminal; ``Always``: refused when it is not),
   the token cached until its ``expirationTimestamp`` (or the next 401), one plugin run at a time.
   A plugin that fails, or answers another apiVersion or no token, is a
@@ -22,6 +24,7 @@ What a caller may rely on (each as client-go's ``rest.Config`` / ``transport`` b
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import os
@@ -31,6 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -136,11 +140,32 @@ def build_transport(connection: config_mod.Connection, environ: Mapping[str, str
 def build_auth(connection: config_mod.Connection) -> httpx2.Auth | None:
     """The credentials of ``connection``'s user: :class:`ExecAuth` for an exec plugin, else lightkube's."""
     if connection.exec_config is not None:
-        return ExecAuth(connection.exec_config, connection.server)
+        return ExecAuth(connection.exec_config, connection.server, cluster_info=cluster_info(connection))
     try:
         return client_adapter.user_auth(connection.config.user)
     except Exception as exc:  # an auth-provider entry
         raise errors.ConfigError(f"cannot use the credentials of {connection.source}: {exc}") from exc
+
+
+def cluster_info(connection: config_mod.Connection) -> dict[str, Any]:
+    """The ``spec.cluster`` an exec plugin asking ``provideClusterInfo`` receives (client-go's ``Cluster``)."""
+    cluster = connection.config.cluster
+    info: dict[str, Any] = {"server": connection.server}
+    ca_data = cluster.certificate_auth_data
+    if not ca_data and cluster.certificate_auth:
+        try:
+            ca_data = base64.b64encode(Path(connection.config.abs_file(cluster.certificate_auth)).read_bytes()).decode()
+        except (OSError, ValueError) as exc:
+            raise errors.ConfigError(f"cannot read certificate-authority {cluster.certificate_auth}: {exc}") from exc
+    if ca_data:
+        info["certificate-authority-data"] = ca_data
+    if cluster.insecure:
+        info["insecure-skip-tls-verify"] = True
+    if connection.tls_server_name:
+        info["tls-server-name"] = connection.tls_server_name
+    if connection.proxy_url:
+        info["proxy-url"] = connection.proxy_url
+    return info
 
 
 class ExecAuth(httpx2.Auth):
@@ -154,6 +179,7 @@ class ExecAuth(httpx2.Auth):
         now: Callable[[], float] = time.time,
         stdin_is_terminal: Callable[[], bool] = lambda: sys.stdin is not None and sys.stdin.isatty(),
         environ: Mapping[str, str] | None = None,
+        cluster_info: Mapping[str, Any] | None = None,
     ) -> None:
         self.api_version = str(exec_config.get("apiVersion") or "")
         if self.api_version not in EXEC_API_VERSIONS:
@@ -178,6 +204,7 @@ class ExecAuth(httpx2.Auth):
         self.env = {str(e.get("name")): str(e.get("value")) for e in exec_config.get("env") or ()
                     if isinstance(e, Mapping)}
         self.server = server
+        self.cluster_info = dict(cluster_info or {"server": server}) if exec_config.get("provideClusterInfo") else None
         self._now = now
         self._stdin_is_terminal = stdin_is_terminal
         self._environ = environ
@@ -204,9 +231,11 @@ class ExecAuth(httpx2.Auth):
             )
         env = dict(os.environ if self._environ is None else self._environ)
         env.update(self.env)
-        env["KUBERNETES_EXEC_INFO"] = json.dumps(
-            {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": {"interactive": interactive}}
-        )
+        spec: dict[str, Any] = {"interactive": interactive}
+        if self.cluster_info is not None:
+            spec["cluster"] = self.cluster_info
+        env["KUBERNETES_EXEC_INFO"] = json.dumps({"apiVersion": self.api_version, "kind": "ExecCredential",
+                                                  "spec": spec})
         self.runs += 1
         try:
             done = subprocess.run(

@@ -24,8 +24,9 @@ info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
 count_file = sys.argv[1]
 n = int(open(count_file).read()) + 1 if os.path.exists(count_file) else 1
 open(count_file, "w").write(str(n))
+server = info["spec"].get("cluster", {}).get("server", "none")
 print(json.dumps({"apiVersion": info["apiVersion"], "kind": "ExecCredential",
-                  "status": {"token": f"tok-{n}-interactive-{info['spec']['interactive']}",
+                  "status": {"token": f"tok-{n}-interactive-{info['spec']['interactive']}-server-{server}",
                              "expirationTimestamp": sys.argv[2]}}))
 """
 
@@ -42,11 +43,11 @@ def test_a_v1_plugin_is_accepted_and_its_token_cached_until_its_expiration(tmp_p
     now = [1_800_000_000.0]  # 2027-01-15T08:00:00Z
     auth = transport.ExecAuth(exec_config(tmp_path, expiry="2027-01-15T09:00:00Z", interactiveMode="Never"),
                               now=lambda: now[0], stdin_is_terminal=lambda: False)
-    assert auth.token() == "tok-1-interactive-False"
-    assert auth.token() == "tok-1-interactive-False"
+    assert auth.token() == "tok-1-interactive-False-server-none"
+    assert auth.token() == "tok-1-interactive-False-server-none"
     assert auth.runs == 1
     now[0] = 1_800_000_000.0 + 3600.0  # 09:00, the expiry
-    assert auth.token() == "tok-2-interactive-False"
+    assert auth.token() == "tok-2-interactive-False-server-none"
     assert auth.runs == 2
 
 
@@ -54,7 +55,7 @@ def test_a_v1beta1_plugin_is_accepted_and_defaults_to_interactive_if_available(t
     auth = transport.ExecAuth(exec_config(tmp_path, "client.authentication.k8s.io/v1beta1"),
                               stdin_is_terminal=lambda: True)
     assert auth.interactive_mode == "IfAvailable"
-    assert auth.token() == "tok-1-interactive-True"
+    assert auth.token() == "tok-1-interactive-True-server-none"
 
 
 def test_interactive_mode_always_without_a_terminal_is_refused_with_a_clear_error(tmp_path: Path) -> None:
@@ -78,7 +79,8 @@ def test_a_kubeconfig_with_a_v1_exec_plugin_authenticates_requests(tmp_path: Pat
     with apiserver.EmulatedApiServer() as api:
         path = api.write_kubeconfig(tmp_path / "kubeconfig")
         doc = yaml.safe_load(path.read_text())
-        doc["users"][0]["user"] = {"exec": exec_config(tmp_path, interactiveMode="IfAvailable")}
+        doc["users"][0]["user"] = {"exec": exec_config(tmp_path, interactiveMode="IfAvailable",
+                                                       provideClusterInfo=True)}
         path.write_text(yaml.safe_dump(doc))
         conn = config.load(str(path))
         assert conn.exec_config is not None and conn.exec_config["interactiveMode"] == "IfAvailable"
@@ -89,6 +91,9 @@ def test_a_kubeconfig_with_a_v1_exec_plugin_authenticates_requests(tmp_path: Pat
         finally:
             kc.close()
         assert (tmp_path / "count").read_text() == "1"  # cached across requests
+        auth = transport.build_auth(conn)
+        assert isinstance(auth, transport.ExecAuth)
+        assert auth.token().endswith(f"-server-{api.url}")  # provideClusterInfo: spec.cluster.server
 
 
 @pytest.mark.parametrize(("server", "env", "expected"), [
