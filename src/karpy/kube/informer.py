@@ -56,7 +56,7 @@ import orjson
 
 from karpy import clock as clock_mod
 from karpy.kube import client as client_mod
-from karpy.kube import compact, errors, fastdecode, interface, paths
+from karpy.kube import compact, errors, fastdecode, interface, paths, readable
 
 log = logging.getLogger("karpy.kube.informer")
 
@@ -205,7 +205,7 @@ class Informer:
     def _put(self, key: Key, obj: dict[str, Any] | None) -> None:
         old = self._store.get(key)
         if self.kind == "Pod" and old is not None:
-            node = _node_name(old)
+            node = readable.node_name(old)
             bucket = self._by_node.get(node)
             if bucket is not None:
                 bucket.pop(key, None)
@@ -217,7 +217,7 @@ class Informer:
             return
         self._store[key] = obj
         if self.kind == "Pod":
-            node = _node_name(obj)
+            node = readable.node_name(obj)
             self._by_node.setdefault(node, {})[key] = obj
 
     def _apply(self, event_type: str, obj: dict[str, Any], *, local: bool) -> None:
@@ -377,25 +377,7 @@ class Informer:
         through :mod:`karpy.kube.fastdecode`, anything else with orjson. An item that cannot be
         read is reported and left out (module docstring); only a page that is not a list object
         at all raises (:class:`karpy.kube.errors.InternalError`)."""
-        rejected: list[fastdecode.Rejected] = []
-        meta: dict[str, Any]
-        page: list[Any]
-        try:
-            if self._typed_pods:
-                meta, page, rejected = fastdecode.decode_pod_page(body)
-            else:
-                data = orjson.loads(body)
-                if not isinstance(data, dict):
-                    raise errors.InternalError(f"LIST {self.kind}: expected a list object", kind=self.kind)
-                raw_meta = data.get("metadata") or {}
-                raw_items = data.get("items")
-                if not isinstance(raw_meta, dict) or not isinstance(raw_items, (list, type(None))):
-                    raise errors.InternalError(f"LIST {self.kind}: expected a list object", kind=self.kind)
-                meta, page = raw_meta, list(raw_items or ())
-        except (fastdecode.DecodeError, orjson.JSONDecodeError) as exc:
-            raise errors.InternalError(
-                f"LIST {self.kind}: undecodable answer {client_mod.truncate(body)}", kind=self.kind
-            ) from exc
+        meta, page, rejected = readable.decode_page(body, self.kind, typed_pods=self._typed_pods)
         for bad in rejected:
             self._reject(bad, "LIST")
         out = []
@@ -407,16 +389,16 @@ class Informer:
 
     def _admit(self, obj: Any, how: str) -> dict[str, Any] | None:
         """``obj`` as cached, or ``None`` (reported) when it cannot be read or held."""
-        problem = _problem(obj, self.kind)
+        problem = readable.problem(obj, self.kind)
         if problem:
-            self._reject(_rejected(obj, problem), how)
+            self._reject(readable.rejected(obj, problem), how)
             return None
         try:
             return self.compactor.compact(
                 trim(obj, self.kind, self.res.api_version), self.kind, projected=self._typed_pods
             )
         except Exception as exc:  # a value the compactor cannot encode (an integer over 64 bits...)
-            self._reject(_rejected(obj, f"{type(exc).__name__}: {exc}"), how)
+            self._reject(readable.rejected(obj, f"{type(exc).__name__}: {exc}"), how)
             return None
 
     def _reject(self, bad: fastdecode.Rejected, how: str) -> None:
@@ -491,54 +473,6 @@ class Informer:
         self._apply(event_type, kept, local=False)
         self.resource_version = new_rv or rv
         return new_rv or rv
-
-
-def _node_name(pod: dict[str, Any]) -> str:
-    spec = pod.get("spec")
-    node = spec.get("nodeName") if isinstance(spec, dict) else None
-    return node if isinstance(node, str) else ""
-
-
-def _problem(obj: Any, kind: str) -> str:
-    """Why ``obj`` cannot be cached (``""`` when it can): the shape every reader relies on."""
-    if not isinstance(obj, dict):
-        return f"expected an object, found {type(obj).__name__}"
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        return f"metadata: expected an object, found {type(meta).__name__}"
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        return f"metadata.name: expected a non-empty string, found {name!r:.60}"
-    for field in ("namespace", "resourceVersion", "uid"):
-        value = meta.get(field)
-        if value is not None and not isinstance(value, str):
-            return f"metadata.{field}: expected a string, found {type(value).__name__}"
-    for field in ("labels", "annotations"):
-        value = meta.get(field)
-        if value is not None and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
-            return f"metadata.{field}: expected a map of strings"
-    if kind == "Pod":
-        for section in ("spec", "status"):
-            value = obj.get(section, {})
-            if not isinstance(value, dict):
-                return f"{section}: expected an object, found {type(value).__name__}"
-        spec = obj.get("spec") or {}
-        for field in ("containers", "initContainers", "volumes"):  # the typed decoder's shapes too
-            value = spec.get(field)
-            if value is not None and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
-                return f"spec.{field}: expected a list of objects"
-    return ""
-
-
-def _rejected(obj: Any, reason: str) -> fastdecode.Rejected:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    meta = meta if isinstance(meta, dict) else {}
-
-    def text(key: str) -> str:
-        value = meta.get(key)
-        return value if isinstance(value, str) else ""
-
-    return fastdecode.Rejected(text("namespace"), text("name"), text("resourceVersion"), reason)
 
 
 @contextlib.contextmanager
