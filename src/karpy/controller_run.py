@@ -40,6 +40,7 @@ from karpy import clock as clock_mod
 from karpy import settings as settings_mod
 from karpy import settings_sources
 from karpy.api import errors
+from karpy.kube import errors as kube_errors
 
 log = logging.getLogger("karpy.controller")
 
@@ -197,13 +198,35 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
         return exc.exit_code
 
     driver_ref: list[realtime.Driver] = []
+    caches_synced = _synced_check(cluster)
+
+    def probe() -> serve.Health:
+        if not driver_ref:  # still starting: the controllers' first lists are being read
+            return serve.Health(synced=False, leader=False, running=False, stalled_for=0.0)
+        st = driver_ref[0].status()
+        return serve.Health(synced=st.synced, leader=st.leader, running=st.running,
+                            stalled_for=max(0.0, wall.now() - st.last_loop) if st.last_loop else 0.0)
+
+    # probes first: /readyz answers 503 while the caches sync (controller-runtime serves them before)
+    probes = serve.serve_probes(probe, opts.bind_address, settings.health_probe_port)
     pool = cloudcalls.Pool(opts.cloud_workers, wake=lambda: driver_ref[0].wake() if driver_ref else None)
     manager = runtime.Manager(cluster, wall, calls=pool)
-    built = operator.register_all(manager, cluster, cloud, wall, settings,
-                                     nodeclass_kinds=NODECLASS_KINDS.get(opts.cloud_provider, ()))
+    try:
+        built = operator.register_all(manager, cluster, cloud, wall, settings,
+                                      nodeclass_kinds=NODECLASS_KINDS.get(opts.cloud_provider, ()))
+    except kube_errors.KubeError as exc:  # a first list that never came (no access, no server)
+        probes.stop()
+        log.error("cannot start the controllers: %s", exc.message)
+        err.write(f"Error: cannot start the controllers: {exc.message}\n")
+        with contextlib.suppress(Exception):
+            cluster.close()
+        return EXIT_CLUSTER_UNAVAILABLE
+    cache_metrics = getattr(cluster, "metrics_collector", None)
+    if callable(cache_metrics):  # karpy_decode_errors_total, karpy_informer_synced...
+        built.metrics.registry.register(cache_metrics())
     elector = leader.LeaderElector(cluster, wall, lease_config) if opts.leader_elect else None
     pump = cluster if callable(getattr(cluster, "pump", None)) else None
-    driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump, synced=_synced_check(cluster),
+    driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump, synced=caches_synced,
                              shutdown_grace=max(1.0, opts.renew_deadline))
     driver_ref.append(driver)
 
@@ -215,13 +238,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
         ["name"], registry=built.metrics.registry,
     ).labels(lease_config.name).set_function(lambda: 1.0 if driver.is_leader() else 0.0)
 
-    def probe() -> serve.Health:
-        st = driver.status()
-        return serve.Health(synced=st.synced, leader=st.leader, running=st.running,
-                            stalled_for=max(0.0, wall.now() - st.last_loop) if st.last_loop else 0.0)
-
-    servers = [serve.serve_metrics(built.metrics.registry, opts.bind_address, settings.metrics_port),
-               serve.serve_probes(probe, opts.bind_address, settings.health_probe_port)]
+    servers = [serve.serve_metrics(built.metrics.registry, opts.bind_address, settings.metrics_port), probes]
     if install_signals:
         watchdog: list[threading.Thread] = []
 

@@ -12,7 +12,12 @@ lease is ``karpenter-leader-election`` in the controller's namespace and is rele
 What a caller may rely on:
 
 - :meth:`LeaderElector.tick` does at most one read and one write, only when an attempt is due
-  (:meth:`LeaderElector.next_attempt`); call it from the loop thread.
+  (:meth:`LeaderElector.next_attempt`); call it from the loop thread. Both requests, retries
+  included, end by the renew deadline (:func:`karpy.kube.deadline.within`, client-go's
+  ``RenewDeadline`` context): a leader's attempt by its last renewal plus ``renew_deadline``, a
+  candidate's within ``renew_deadline``; so an unreachable API server costs one tick at most
+  ``renew_deadline``, never the client's retries of its full request timeout. (The adapter sends
+  Lease requests through a client of their own: the controllers' rate limit never delays them.)
 - :meth:`LeaderElector.is_leader` is true only while the state is ``leading`` and the last successful
   renewal is younger than ``renew_deadline``: it turns false *at once* when the deadline passes, even
   before the next ``tick``, so a driver that checks it before every reconcile stops reconciling at once.
@@ -37,8 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as clock_mod
+from karpy.kube import deadline, interface
 from karpy.kube import errors as kube_errors
-from karpy.kube import interface
 
 log = logging.getLogger("karpy.leader")
 
@@ -179,7 +184,14 @@ class LeaderElector:
         if now < self._next_attempt:
             return self.state
         self._next_attempt = now + self.config.retry_period
-        event, detail = self._try_acquire_or_renew(now)
+        budget = self.config.renew_deadline
+        if self.state is State.LEADING and self._last_renew is not None:
+            budget = self._last_renew + self.config.renew_deadline - now
+        with deadline.within(budget):
+            event, detail = self._try_acquire_or_renew(now)
+        if (event is Event.RENEWED and self._last_renew is not None
+                and self.clock.now() >= self._last_renew + self.config.renew_deadline):
+            return self._move(Event.RENEW_DEADLINE_PASSED, "the renewal ended after the renew deadline")
         if event is Event.RENEWED or event is Event.ACQUIRED:
             self._last_renew = now
         return self._move(event, detail)
@@ -249,12 +261,14 @@ class LeaderElector:
         now = self.clock.now()
         detail = "released"
         try:
-            lease = self.cluster.get("Lease", c.name, c.namespace)
+            with deadline.within(c.renew_deadline):
+                lease = self.cluster.get("Lease", c.name, c.namespace)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") == c.identity:
                 body = self._lease(now, now, int(spec.get("leaseTransitions") or 0), holder="", duration=1)
                 body["metadata"]["resourceVersion"] = lease["metadata"].get("resourceVersion")
-                self.cluster.update(body)
+                with deadline.within(c.renew_deadline):
+                    self.cluster.update(body)
             else:
                 detail = f"already held by {spec.get('holderIdentity') or 'nobody'}"
         except Exception as exc:  # the lease then simply expires

@@ -9,8 +9,10 @@ touches controller state:
 2. hand finished cloud calls back (:meth:`karpy.controllers.cloudcalls.Pool.drain`): their outcomes
    are applied by the controllers' next reconcile, on this thread;
 3. tick leader election (:mod:`karpy.controllers.leader`) when an attempt is due;
-4. while leading, run the reconciles that are due, one at a time, checking leadership before each one
-   (losing the lease stops reconciling at once) and pumping again every :attr:`Driver.batch` reconciles;
+4. while leading and once the caches have their first lists (``synced``, as controller-runtime waits
+   for its caches before starting controllers), run the reconciles that are due, one at a time,
+   checking leadership before each one (losing the lease stops reconciling at once) and pumping
+   again every :attr:`Driver.batch` reconciles;
 5. sleep until the next due item, the next leader-election attempt, a cloud-call completion or
    :meth:`Driver.wake` (at most :attr:`Driver.poll` seconds when events must be pumped).
 
@@ -113,7 +115,7 @@ class Driver:
             self.elector.tick()
             if self.elector.final:
                 return 0.0
-        if self.is_leader():
+        if self.is_leader() and (self._synced is None or self._synced()):
             ran = 0
             while not self._stopping.is_set() and self.is_leader():
                 due = self.manager.next_due()

@@ -1,38 +1,34 @@
 """``KubeCluster``: the :class:`karpy.kube.interface.Cluster` contract over a real API server.
 
-Reads come from informer caches (:mod:`karpy.kube.informer`), one per kind, started on first use
-(``get`` / ``list`` / ``watch`` of a kind waits until its first list is in) or up front with
-:meth:`KubeCluster.start`. Events (core/v1 ``Event``) are not cached: they are read from the API.
-Writes go to the API (:mod:`karpy.kube.client`): ``create`` is a POST, ``update`` a PUT,
-``update_status`` a PUT of ``/status``, ``patch`` / ``patch_status`` JSON merge patches
-(``application/merge-patch+json``; never strategic merge, which API servers refuse with 415 on
-custom resources), ``delete`` a DELETE with background propagation, ``evict`` a POST of a
-policy/v1 ``Eviction`` to the pod's ``eviction`` subresource (429 when a PodDisruptionBudget
-forbids it), ``bind`` a POST of a v1 ``Binding`` to the pod's ``binding`` subresource. An
-``update`` / ``update_status`` without ``metadata.resourceVersion`` is unconditional by contract, so a
-409 Conflict there is retried after re-reading the object (up to three times); with a resourceVersion
-the Conflict goes to the caller, who must re-read.
+Reads come from informer caches (:mod:`karpy.kube.informer`), one per kind, started by
+:meth:`KubeCluster.start` or :meth:`KubeCluster.watch` (the *required* kinds, whose first lists
+:meth:`KubeCluster.has_synced` - ``/readyz`` - waits for) or in the background on first use. A read
+of a cache without its first list raises :class:`karpy.kube.errors.NotSynced` (retry later) at
+once on the thread that pumps events - the driver, which must never block - and waits up to
+``sync_timeout`` on other threads. After a write met 409 Conflict, the next ``get`` of that object
+is a GET (the cache is behind). Events and Leases are read from the API; Leases through
+``lease_client`` when given (leader election's own budget). Writes: ``create`` POST, ``update``
+PUT, ``update_status`` PUT of ``/status``, ``patch`` / ``patch_status`` JSON merge patches (never
+strategic merge: 415 on custom resources), ``delete`` DELETE with background propagation,
+``evict`` a policy/v1 ``Eviction`` (429 when a PodDisruptionBudget forbids it), ``bind`` a POST of a
+v1 ``Binding`` to the pod's ``binding`` subresource. An ``update``
+without ``metadata.resourceVersion`` is unconditional, so its 409 is retried after a re-read (three
+times); with one, the Conflict goes to the caller.
 
 Threading contract:
 
 * Informer threads never call handlers. Every change they see (and every change a successful
-  write makes, below) is queued, and handlers registered with :meth:`KubeCluster.watch` are
-  called in queue order, only on the thread that calls :meth:`KubeCluster.pump` - the
-  controller runtime's single driver thread. A handler may write to the cluster; the resulting
-  events are delivered by the same or the next ``pump``.
-* Read-your-writes: the object a successful write returns is in the cache at once, so a ``get``
-  right after a ``patch`` sees the patch; the watch event for that same version arrives later
-  and is not delivered a second time (neither is an older one).
-* Reads and writes may be called from any thread.
-* A handler registered on a kind whose cache is already filled is not told about the objects
-  already there (the contract's "after every committed write"); list them at start.
+  write makes) is queued; handlers registered with :meth:`KubeCluster.watch` are called in queue
+  order only on the thread that calls :meth:`KubeCluster.pump`. A handler may write; the
+  resulting events are delivered by the same or the next ``pump``.
+* Read-your-writes: a successful write's answer is in the cache at once; the watch event for that
+  version (or an older one) is not delivered a second time.
+* Reads and writes may be called from any thread. A handler registered on a filled cache is not
+  told about the objects already there; list them at start.
 
-Cached Pods are projected to what karpy reads (:mod:`karpy.kube.compact`), so ``update`` of a
-Pod is refused with ``BadRequest`` (``patch`` works); ``KubeCluster(project_pods=False)`` keeps
-whole Pods instead.
-
-Every error is a :mod:`karpy.kube.errors` class with ``retryable``; nothing from lightkube or
-httpx2 escapes.
+Cached Pods are projected (:mod:`karpy.kube.compact`), so ``update`` of a Pod is refused with
+``BadRequest`` (``patch`` works) unless ``project_pods=False``. Every error is a
+:mod:`karpy.kube.errors` class with ``retryable``; nothing from lightkube or httpx2 escapes.
 """
 
 from __future__ import annotations
@@ -43,11 +39,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from karpy import clock as clock_mod
+from karpy.kube import cache_metrics, errors, informer, interface, memory, paths, selectors
 from karpy.kube import client as client_mod
-from karpy.kube import config as config_mod
-from karpy.kube import errors, informer, interface, memory, paths, selectors
-from karpy.settings import Settings
 
 UNCACHED_KINDS = frozenset({"Event", "Lease"})
 """Read from the API, not a cache: Events, and Leases (leader election reads its one Lease with a GET, as
@@ -66,17 +59,27 @@ class KubeCluster:
         resync_seconds: float = 10 * 3600.0,
         server_selectors: Mapping[str, tuple[str | None, str | None]] | None = None,
         watch_timeout_seconds: int = 300,
+        watch_read_timeout: float = 150.0,
         project_pods: bool = True,
+        lease_client: client_mod.KubeClient | None = None,
     ) -> None:
         """``server_selectors``: ``{kind: (label_selector, field_selector)}`` applied server-side
-        to that kind's informer, so its cache (and every read of the kind) holds only matches."""
+        to that kind's informer, so its cache (and every read of the kind) holds only matches.
+        ``lease_client``: the client for Leases (leader election) - its own rate limit and
+        connections, so a busy controller never delays a renewal (default: ``client``)."""
         self.client = client
+        self.lease_client = lease_client
         self.sync_timeout = sync_timeout
         self.resync_seconds = resync_seconds
         self.watch_timeout_seconds = watch_timeout_seconds
+        self.watch_read_timeout = watch_read_timeout
         self.project_pods = project_pods
         self._server_selectors = dict(server_selectors or {})
         self._informers: dict[str, informer.Informer] = {}
+        self._required: set[str] = set()
+        self._stale: set[tuple[str, str, str]] = set()  # a write met 409 Conflict: the next get is a GET
+        self._unreadable = cache_metrics.UnreadableReporter(self)
+        self._pump_thread: int | None = None
         self._handlers: dict[str, list[interface.WatchHandler]] = {}
         self._queue: collections.deque[tuple[str, str, dict[str, Any]]] = collections.deque()
         self._ready = threading.Condition()
@@ -85,10 +88,23 @@ class KubeCluster:
 
     # ------------------------------------------------------------------------------ lifecycle
 
-    def start(self, kinds: builtins.list[str] | tuple[str, ...] = ()) -> None:
-        """Start the informers of ``kinds`` now (others start on first use)."""
+    def start(self, kinds: builtins.list[str] | tuple[str, ...] = (), *, required: bool = True) -> None:
+        """Start the informers of ``kinds`` now (others start on first use); ``required``: for readiness."""
         for kind in kinds:
+            if required:
+                self._required.add(kind)
             self._informer(kind, wait=False)
+
+    def has_synced(self) -> bool:
+        """True once every required informer (started by :meth:`start` or :meth:`watch`) has its first list."""
+        with self._lock:
+            required = [self._informers.get(kind) for kind in self._required]
+        return all(inf is not None and inf.synced for inf in required)
+
+    def unsynced(self) -> builtins.list[str]:
+        """The required kinds whose cache has no first list yet (for ``/readyz`` and logs)."""
+        with self._lock:
+            return sorted(k for k in self._required if not (k in self._informers and self._informers[k].synced))
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         """True once every started informer has its first list."""
@@ -103,23 +119,24 @@ class KubeCluster:
         for inf in started:
             inf.stop()
         self.client.close()
+        if self.lease_client is not None:
+            self.lease_client.close()
+
+    def metrics_collector(self) -> Any:
+        """The caches' Prometheus collector (:mod:`karpy.kube.cache_metrics`)."""
+        return cache_metrics.CacheCollector(self.informers)
+
+    def informers(self) -> dict[str, informer.Informer]:
+        """The started informers by kind (a copy)."""
+        with self._lock:
+            return dict(self._informers)
 
     def informer_of(self, kind: str) -> informer.Informer | None:
-        """The started informer of ``kind``, if any (for metrics and tests)."""
-        return self._informers.get(kind)
+        return self._informers.get(kind)  # the started informer of ``kind``, if any
 
     def server_version(self) -> str:
         """The server's Kubernetes ``major.minor`` (``"1.29"``; EKS's ``"29+"`` loses the ``+``)."""
-        data = self.client.server_version()
-        major = str(data.get("major") or "").rstrip("+")
-        minor = str(data.get("minor") or "").rstrip("+")
-        if major.isdigit() and minor.isdigit():
-            return f"{major}.{minor}"
-        git = str(data.get("gitVersion") or "").lstrip("v")
-        parts = git.split(".")
-        if len(parts) >= 2 and parts[0].isdigit():
-            return f"{parts[0]}.{''.join(c for c in parts[1] if c.isdigit())}"
-        raise errors.InternalError(f"GET /version: no Kubernetes version in {client_mod.truncate(repr(data))}")
+        return self.client.kubernetes_version()
 
     # ------------------------------------------------------------------------------- events
 
@@ -135,6 +152,7 @@ class KubeCluster:
         Returns how many events were delivered. A handler's exception is re-raised after the
         other events of this pump were delivered.
         """
+        self._pump_thread = threading.get_ident()
         self._maybe_resync()
         with self._ready:
             if not self._queue and timeout > 0:
@@ -177,6 +195,8 @@ class KubeCluster:
         with self._lock:
             self._handlers.setdefault(kind, []).append(handler)
         if kind != "*" and kind not in UNCACHED_KINDS:
+            with self._lock:
+                self._required.add(kind)
             self._informer(kind, wait=False)
 
         def unsubscribe() -> None:
@@ -203,10 +223,19 @@ class KubeCluster:
                     label_selector=label,
                     field_selector=field,
                     watch_timeout_seconds=self.watch_timeout_seconds,
+                    watch_read_timeout=self.watch_read_timeout,
                     project_pods=self.project_pods,
+                    on_reject=self._unreadable,
                 )
                 self._informers[kind] = inf
                 inf.start()
+        if wait and not inf.synced and threading.get_ident() == self._pump_thread:
+            cause = inf.last_error
+            raise errors.NotSynced(
+                f"cache of {kind} has no first list yet; retry later"
+                + (f" (last error: {cause.message})" if cause is not None else ""),
+                kind=kind,
+            )
         if wait and not inf.wait_for_sync(self.sync_timeout):
             cause = inf.last_error
             if cause is not None and not cause.retryable:
@@ -223,11 +252,27 @@ class KubeCluster:
         if kind in UNCACHED_KINDS:
             res = paths.resource_for(kind)
             return self._send("GET", res, ns, name, what=f"GET {kind} {_ref(ns, name)}")
+        if (kind, ns, name) in self._stale:
+            return self._fresh(kind, ns, name)
         obj = self._informer(kind).get(ns, name)
         if obj is None:
             where = f" in namespace {ns!r}" if ns else ""
             raise errors.NotFound(f'{kind} "{name}" not found{where}', kind=kind, name=name, namespace=ns)
         return memory.copy_dict(obj)
+
+    def _fresh(self, kind: str, ns: str, name: str) -> dict[str, Any]:
+        """After a 409 the cache is behind the server: read the object with a GET, and cache it."""
+        res = paths.resource_for(kind)
+        inf = self._informers.get(kind)
+        try:
+            data = self._send("GET", res, ns, name, what=f"GET {kind} {_ref(ns, name)} (after a conflict)")
+        except errors.NotFound:
+            self._stale.discard((kind, ns, name))
+            if inf is not None and (last := inf.get(ns, name)) is not None:
+                inf.apply_local(interface.DELETED, last)
+            raise
+        self._stale.discard((kind, ns, name))
+        return self._stored(kind, interface.MODIFIED, data, res)
 
     def list(
         self,
@@ -285,17 +330,16 @@ class KubeCluster:
         what: str = "",
         retry: bool = True,
     ) -> dict[str, Any]:
-        data = self.client.request(
-            method,
-            paths.path(res, namespace, name, subresource),
-            body=body,
-            content_type=content_type,
-            what=what,
-            retry=retry,
-            kind=res.kind,
-            name=name,
-            namespace=namespace,
-        )
+        sender = self.lease_client if res.kind == "Lease" and self.lease_client is not None else self.client
+        try:
+            data = sender.request(
+                method, paths.path(res, namespace, name, subresource), body=body, content_type=content_type,
+                what=what, retry=retry, kind=res.kind, name=name, namespace=namespace,
+            )
+        except errors.Conflict:
+            if method != "GET" and name:
+                self._stale.add((res.kind, namespace, name))
+            raise
         if not isinstance(data, dict):
             raise errors.InternalError(f"{what}: expected an object, found {client_mod.truncate(repr(data))}")
         return data
@@ -476,18 +520,8 @@ def _ref(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def connect(
-    kubeconfig: str | None = None,
-    context: str | None = None,
-    *,
-    settings: Settings | None = None,
-    clock: clock_mod.Clock | None = None,
-    **options: Any,
-) -> KubeCluster:
-    """A :class:`KubeCluster` for the configuration :func:`karpy.kube.config.load` picks, with
-    ``settings.kube_client_qps`` / ``kube_client_burst`` as its client-side rate limit."""
-    del clock  # the adapter keeps no timestamps of its own; the API server stamps objects
-    s = settings or Settings()
-    conn = config_mod.load(kubeconfig, context)
-    client = client_mod.KubeClient(conn, qps=float(s.kube_client_qps), burst=int(s.kube_client_burst))
-    return KubeCluster(client, **options)
+def connect(kubeconfig: str | None = None, context: str | None = None, **kwargs: Any) -> KubeCluster:
+    """:func:`karpy.kube.connect.connect` (kept here: ``karpy controller`` looks for ``adapter.connect``)."""
+    from karpy.kube import connect as connect_mod
+
+    return connect_mod.connect(kubeconfig, context, **kwargs)

@@ -1,8 +1,8 @@
 """The HTTP client under the adapter: rate limits, retries, JSON and karpy errors.
 
-:class:`KubeClient` sends requests to one API server chosen by :mod:`karpy.kube.config`, over
-lightkube's connection setup (TLS, bearer tokens, token files, client certificates, exec plugins)
-and its ``httpx2`` transport. What a caller may rely on:
+:class:`KubeClient` sends requests to one API server chosen by :mod:`karpy.kube.config`, over the
+transport and credentials of :mod:`karpy.kube.transport` (TLS, ``tls-server-name``, proxies, TCP
+keepalive, tokens, token files, client certificates, exec plugins). What a caller may rely on:
 
 * Requests are limited client-side by a token bucket (``qps`` tokens a second, at most ``burst``
   stored), as client-go's ``--kube-api-qps`` / ``--kube-api-burst`` (Karpenter's
@@ -10,6 +10,11 @@ and its ``httpx2`` transport. What a caller may rely on:
 * 429 and 5xx answers and connection failures are retried with exponential back-off (honouring a
   ``Retry-After`` header) up to ``max_retries`` times, unless the call says ``retry=False``
   (evictions: a 429 there means a PodDisruptionBudget said no, the caller decides).
+* A request inside a :func:`karpy.kube.deadline.within` block ends by its deadline, retries
+  included (:class:`karpy.kube.errors.Timeout` once it passed).
+* Watches (:meth:`KubeClient.stream`) have a read timeout: a stream that sends nothing - not even
+  a bookmark - for ``read_timeout`` seconds ends with :class:`karpy.kube.errors.Timeout`, so a
+  peer lost without a FIN is noticed (the connections also have TCP keepalive).
 * Bodies are JSON, decoded with orjson into plain dicts and lists.
 * Every failure is a :mod:`karpy.kube.errors` class with ``retryable`` set
   (:func:`error_from_response`, :func:`error_from_transport`); no ``httpx2`` or lightkube exception
@@ -30,11 +35,11 @@ from typing import Any
 
 import httpx2
 import orjson
-from lightkube.config import client_adapter
 
 from karpy import clock as clock_mod
 from karpy.kube import config as config_mod
-from karpy.kube import errors
+from karpy.kube import deadline, errors
+from karpy.kube import transport as transport_mod
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -59,7 +64,7 @@ _BY_STATUS: dict[int, type[errors.KubeError]] = {
     404: errors.NotFound,
     405: errors.BadRequest,
     406: errors.BadRequest,
-    410: errors.NotFound,
+    410: errors.Gone,
     413: errors.BadRequest,
     415: errors.BadRequest,
     422: errors.Invalid,
@@ -100,8 +105,10 @@ def error_from_response(
 
 
 def error_from_transport(exc: BaseException, what: str) -> errors.KubeError:
-    """A connection failure or timeout: retryable :class:`karpy.kube.errors.Unavailable`."""
-    return errors.Unavailable(f"{what}: {type(exc).__name__}: {truncate(str(exc))}")
+    """A connection failure (retryable :class:`karpy.kube.errors.Unavailable`) or a timeout
+    (retryable :class:`karpy.kube.errors.Timeout`: it may or may not have been applied)."""
+    cls = errors.Timeout if isinstance(exc, httpx2.TimeoutException) else errors.Unavailable
+    return cls(f"{what}: {type(exc).__name__}: {truncate(str(exc))}")
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -163,17 +170,26 @@ class KubeClient:
         backoff_cap: float = 10.0,
         user_agent: str = "karpy",
         sleep: Callable[[float], None] = time.sleep,
+        transport: httpx2.BaseTransport | None = None,
     ) -> None:
+        """``transport``: an ``httpx2`` transport to send through instead of the network (tests
+        pass ``httpx2.MockTransport(handler)``)."""
         self.connection = connection
         self.limiter = TokenBucket(qps, burst, sleep=sleep)
+        self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self._sleep = sleep
-        params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+        auth = transport_mod.build_auth(connection)
+        if transport is None:
+            transport = transport_mod.build_transport(connection)
         try:
-            self._http = client_adapter.Client(connection.config, params)
-        except Exception as exc:  # lightkube raises ConfigError, ssl and OS errors here
+            self._http = httpx2.Client(
+                base_url=connection.server, auth=auth, transport=transport, timeout=httpx2.Timeout(timeout),
+                trust_env=False,
+            )
+        except Exception as exc:  # a server URL httpx2 cannot use
             raise errors.ConfigError(f"cannot set up a client for {connection.server}: {exc}") from exc
         self._http.headers["User-Agent"] = user_agent
         self.requests = 0
@@ -225,12 +241,21 @@ class KubeClient:
             headers["Content-Type"] = content_type
         attempt = 0
         while True:
+            left = deadline.remaining()
+            if left is not None and left <= 0:
+                raise errors.Timeout(f"{what}: deadline passed before the request was sent", kind=kind, name=name,
+                                     namespace=namespace)
             self.limiter.take()
             self.requests += 1
             err: errors.KubeError
+            timeout = httpx2.Timeout(self.timeout if left is None else max(0.01, min(self.timeout, left)))
             try:
-                resp = self._http.request(method, path, params=dict(params or {}), content=content, headers=headers)
-            except httpx2.HTTPError as exc:
+                resp = self._http.request(
+                    method, path, params=dict(params or {}), content=content, headers=headers, timeout=timeout
+                )
+            except (httpx2.HTTPError, errors.ConfigError) as exc:  # ConfigError: an exec plugin failed
+                if isinstance(exc, errors.ConfigError):
+                    raise
                 err = error_from_transport(exc, what)
                 delay = None
             else:
@@ -242,23 +267,32 @@ class KubeClient:
                 delay = _retry_after(resp.headers)
             if not retry or not self._should_retry(err) or attempt >= self.max_retries:
                 raise err
-            self._sleep(delay if delay is not None else self._backoff(attempt))
+            pause = delay if delay is not None else self._backoff(attempt)
+            left = deadline.remaining()
+            if left is not None and pause >= left:
+                raise err
+            self._sleep(pause)
             attempt += 1
 
     @staticmethod
     def _should_retry(err: errors.KubeError) -> bool:
-        return isinstance(err, (errors.TooManyRequests, errors.Unavailable, errors.InternalError))
+        return isinstance(err, (errors.TooManyRequests, errors.Unavailable, errors.InternalError, errors.Timeout))
 
     def _backoff(self, attempt: int) -> float:
         return float(min(self.backoff_cap, self.backoff_base * (2**attempt)))
 
     @contextmanager
-    def stream(self, path: str, params: Mapping[str, str], *, what: str = "") -> Iterator[Stream]:
-        """A watch stream (its JSON lines, and ``close()`` from another thread); errors as :meth:`request`'s."""
+    def stream(
+        self, path: str, params: Mapping[str, str], *, what: str = "", read_timeout: float | None = None
+    ) -> Iterator[Stream]:
+        """A watch stream (its JSON lines, and ``close()`` from another thread); errors as :meth:`request`'s.
+
+        ``read_timeout``: seconds without a byte after which the stream ends with
+        :class:`karpy.kube.errors.Timeout` (``None``: wait for ever)."""
         what = what or f"WATCH {path}"
         self.limiter.take()
         self.requests += 1
-        timeout = httpx2.Timeout(30.0, read=None)
+        timeout = httpx2.Timeout(self.timeout, read=read_timeout)
         try:
             with self._http.stream("GET", path, params=dict(params), timeout=timeout) as resp:
                 if resp.status_code >= 400:
@@ -273,6 +307,20 @@ class KubeClient:
         if not isinstance(data, dict):
             raise errors.InternalError(f"GET /version: expected an object, found {truncate(repr(data))}")
         return data
+
+
+    def kubernetes_version(self) -> str:
+        """The server's Kubernetes ``major.minor`` (``"1.29"``; EKS's ``"29+"`` loses the ``+``)."""
+        data = self.server_version()
+        major = str(data.get("major") or "").rstrip("+")
+        minor = str(data.get("minor") or "").rstrip("+")
+        if major.isdigit() and minor.isdigit():
+            return f"{major}.{minor}"
+        git = str(data.get("gitVersion") or "").lstrip("v")
+        parts = git.split(".")
+        if len(parts) >= 2 and parts[0].isdigit():
+            return f"{parts[0]}.{''.join(c for c in parts[1] if c.isdigit())}"
+        raise errors.InternalError(f"GET /version: no Kubernetes version in {truncate(repr(data))}")
 
 
 class Stream:

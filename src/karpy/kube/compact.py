@@ -16,11 +16,21 @@ Two measures, both applied by :func:`Compactor.compact` to every object before i
   a table and replaced by the one equal object already cached; common strings (namespace,
   nodeName, phase, timestamps...) are interned the same way. This is safe because cached objects are
   read-only by contract (callers copy before changing), and it is what keeps the cache near
-  2 KB a pod. The table holds what it has shared; :meth:`Compactor.clear` empties it.
+  2 KB a pod.
+
+The table holds what it has shared, also after the objects holding it left the cache, so it is
+rebuilt generationally: :meth:`Compactor.rebuild` starts empty tables and shares again the parts
+of the objects still cached (the informer's), dropping everything only departed objects held.
+:meth:`Compactor.due` says when: the table grew past twice its size after the last rebuild plus
+:data:`REBUILD_SLACK` entries, or (``quiet``: the watch has nothing else to do, at a bookmark)
+at least :data:`REBUILD_AFTER_DELETES` objects, or a tenth of the cache, left since. A rebuild
+costs one encoding of each cached object's shared parts, so its amortised cost per insertion is
+constant.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -45,6 +55,10 @@ SHARED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 """Per kind, the sub-objects worth sharing; other kinds share their metadata maps only."""
 DEFAULT_SHARED_FIELDS: dict[str, tuple[str, ...]] = {"metadata": _COMMON_META}
+REBUILD_SLACK = 1024
+"""Table entries allowed beyond twice the size after the last rebuild before one is due at once."""
+REBUILD_AFTER_DELETES = 64
+"""Departures (at least; or a tenth of the cache) after which a quiet moment rebuilds the table."""
 SHARED_STRINGS = {
     "metadata": ("namespace", "generateName", "creationTimestamp"),
     "spec": ("nodeName", "schedulerName", "priorityClassName", "serviceAccountName", "serviceAccount",
@@ -84,11 +98,33 @@ class Compactor:
         self._lists: dict[tuple[int, ...], list[Any]] = {}
         """Shared lists by the ids of their (shared, so kept alive by ``_objects``) items."""
         self._strings: dict[str, str] = {}
+        self.base = 0
+        """Table entries right after the last rebuild (0 before the first)."""
+        self.departed = 0
+        """Objects that left the cache since the last rebuild (the informer counts them)."""
+        self.rebuilds = 0
 
     def clear(self) -> None:
-        self._lists.clear()
-        self._objects.clear()
-        self._strings.clear()
+        self._lists = {}
+        self._objects = {}
+        self._strings = {}
+
+    def due(self, cached: int, *, quiet: bool = False) -> bool:
+        """Whether a rebuild is due (module docstring); ``cached``: objects in the cache now."""
+        if not self.departed:
+            return False
+        if len(self._objects) > 2 * self.base + REBUILD_SLACK:
+            return True
+        return quiet and self.departed >= min(REBUILD_AFTER_DELETES, max(1, cached // 10))
+
+    def rebuild(self, cached: Iterable[dict[str, Any]], kind: str) -> None:
+        """Fresh tables holding only what ``cached`` (every object still cached) shares."""
+        self.clear()
+        for obj in cached:
+            self.compact(obj, kind, projected=True)
+        self.base = len(self._objects)
+        self.departed = 0
+        self.rebuilds += 1
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -98,7 +134,7 @@ class Compactor:
         key = orjson.dumps(value)
         found = self._objects.get(key)
         if found is None:
-            self._objects[key] = value
+            self._objects[_exact(key)] = value
             return value
         return found
 
@@ -135,7 +171,7 @@ class Compactor:
                         key = dumps(item)
                         found = table.get(key)
                         if found is None:
-                            table[key] = found = item
+                            table[_exact(key)] = found = item
                         items.append(found)
                     # the list is equal to another exactly when its items are the same shared objects
                     ids = tuple(map(id, items))
@@ -147,9 +183,15 @@ class Compactor:
                 key = dumps(value)
                 found = table.get(key)
                 if found is None:
-                    table[key] = found = value
+                    table[_exact(key)] = found = value
                 part[field] = found
         return obj
+
+
+def _exact(key: bytes) -> bytes:
+    """A copy of ``key`` of its own size: orjson's answer keeps its 4 KiB output buffer, so a
+    table keyed by ``orjson.dumps`` results directly costs 4 KiB an entry whatever its length."""
+    return bytes(memoryview(key))
 
 
 _SHARE, _SHARE_ITEMS, _INTERN = 1, 2, 3

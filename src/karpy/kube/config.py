@@ -4,8 +4,10 @@
 Karpenter): an explicit ``--kubeconfig`` path, else the ``KUBECONFIG`` environment variable
 (the first existing file of a ``:``-separated list), else the in-cluster service account when
 ``KUBERNETES_SERVICE_HOST`` is set, else ``~/.kube/config``. ``context`` selects a kubeconfig
-context (default: the file's ``current-context``). Parsing, token files, client certificates and
-exec plugins are lightkube's (:mod:`lightkube.config.kubeconfig`); this module only chooses.
+context (default: the file's ``current-context``). Parsing, token files and client certificates
+are lightkube's (:mod:`lightkube.config.kubeconfig`); this module chooses, and reads from the file
+what lightkube drops: the cluster's ``proxy-url`` and ``tls-server-name`` and the user's whole
+``exec`` entry (``interactiveMode``, ``provideClusterInfo``), used by :mod:`karpy.kube.transport`.
 
 Every failure is a :class:`karpy.kube.errors.ConfigError` saying which source was tried.
 """
@@ -16,7 +18,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import yaml
 from lightkube.config import kubeconfig as lk_kubeconfig
 from lightkube.core import exceptions as lk_exceptions
 
@@ -31,6 +35,10 @@ class Connection:
 
     config: lk_kubeconfig.SingleConfig
     source: str
+    proxy_url: str | None = None
+    tls_server_name: str | None = None
+    exec_config: Mapping[str, Any] | None = None
+    """The user's ``exec`` entry as written (apiVersion, command, args, env, interactiveMode...)."""
 
     @property
     def server(self) -> str:
@@ -49,7 +57,38 @@ def _from_file(path: str, context: str | None, source: str) -> Connection:
         raise errors.ConfigError(f"cannot use kubeconfig {path} ({source}): {exc}") from exc
     if single is None:
         raise errors.ConfigError(f"kubeconfig {path} ({source}) has no current-context; pass --kube-context")
-    return Connection(single, f"{source}: {path}")
+    return with_extras(Connection(single, f"{source}: {path}"), _read_yaml(path))
+
+
+def _read_yaml(path: str) -> Any:
+    try:
+        return yaml.safe_load(Path(path).expanduser().read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise errors.ConfigError(f"cannot read kubeconfig {path}: {exc}") from exc
+
+
+def _named(doc: Any, section: str, name: str, field: str) -> Mapping[str, Any]:
+    for entry in (doc.get(section) if isinstance(doc, Mapping) else None) or ():
+        found = entry.get(field) if isinstance(entry, Mapping) and entry.get("name") == name else None
+        if isinstance(found, Mapping):
+            return found
+    return {}
+
+
+def with_extras(conn: Connection, doc: Any) -> Connection:
+    """``conn`` with the fields lightkube drops, read from the kubeconfig document ``doc``."""
+    context = _named(doc, "contexts", conn.config.context_name, "context")
+    cluster = _named(doc, "clusters", str(context.get("cluster") or ""), "cluster")
+    user = _named(doc, "users", str(context.get("user") or ""), "user")
+    proxy, server_name, exec_config = cluster.get("proxy-url"), cluster.get("tls-server-name"), user.get("exec")
+    for field, value in (("proxy-url", proxy), ("tls-server-name", server_name)):
+        if value is not None and not isinstance(value, str):
+            raise errors.ConfigError(f"kubeconfig cluster {context.get('cluster')!r}: {field} must be a string, "
+                                     f"found {type(value).__name__}")
+    if exec_config is not None and not isinstance(exec_config, Mapping):
+        raise errors.ConfigError(f"kubeconfig user {context.get('user')!r}: exec must be a mapping")
+    return Connection(conn.config, conn.source, proxy or None, server_name or None,
+                      dict(exec_config) if exec_config is not None else None)
 
 
 def load(

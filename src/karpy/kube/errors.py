@@ -10,6 +10,7 @@ from ``retryable``:
   later, unchanged.
 * :class:`InternalError` (500): e.g. a pod selected by more than one PodDisruptionBudget.
   Retryable later.
+* :class:`Gone` (410 Expired): a resourceVersion too old for the server's history; list again.
 * :class:`NotFound` (404), :class:`AlreadyExists` (409), :class:`Invalid` (422),
   :class:`BadRequest` (400), :class:`Forbidden` (403): retrying the same request cannot succeed.
 """
@@ -54,6 +55,16 @@ class NotFound(KubeError):
 
     status = 404
     reason = "NotFound"
+
+
+class Gone(KubeError):
+    """410 Gone / Expired: the requested ``resourceVersion`` (a watch start, a list's
+    ``continue`` token) is no longer in the server's history. Not a missing object: list again
+    from scratch (a quorum list) and watch from the new version."""
+
+    status = 410
+    reason = "Expired"
+    retryable = True
 
 
 class AlreadyExists(KubeError):
@@ -136,3 +147,10 @@ class Unavailable(KubeError):
     status = 503
     reason = "ServiceUnavailable"
     retryable = True
+
+
+class NotSynced(Unavailable):
+    """The cache of the kind read has no first list yet: the answer is unknown, retry later
+    (a read on the thread that pumps events never waits for a cache)."""
+
+    reason = "NotSynced"

@@ -3,11 +3,15 @@
 ``EventRecorder(cluster, clock, component="karpenter").publish(involved, "Normal", reason, msg)``
 creates a core/v1 ``Event`` about ``involved`` (any object dict). Publishing the same event again
 (same involved object uid, type, reason and message from the same component) does not create a
-new object: the existing one gets ``count += 1`` and a new ``lastTimestamp``, so
-``kubectl get events`` shows ``(x3 over 2m)``. The recorder remembers what it published - the
-last :data:`CACHE_SIZE` distinct events, least recently used forgotten first, as client-go's event
-correlator does - and when the remembered Event has been deleted meanwhile, or was forgotten, a
-fresh one is created.
+new object: the recorder counts the repeat in memory and the existing Event gets the new ``count``
+and ``lastTimestamp`` by one merge PATCH (no GET: the recorder knows the count) - at once for the
+first repeat, then at most every :data:`FLUSH_INTERVAL` seconds per event, a later repeat carrying
+the ones counted meanwhile - so ``kubectl get events`` shows ``(x30 over 5m)`` and 50 nodes
+repeating a failure every few seconds cost a few requests a second, not two per repeat (the role
+of client-go's event correlator and spam filter). ``publish`` returns the Event as the recorder
+knows it (its count includes repeats not written yet). The recorder remembers the last
+:data:`CACHE_SIZE` distinct events, least recently used forgotten first; when a remembered Event
+was deleted meanwhile (the PATCH says 404), or was forgotten, a fresh one is created.
 
 Events about cluster-scoped objects (Nodes, NodeClaims, NodePools) live in the ``default``
 namespace, as with the real client. Event names are ``<involved name>.<hex nanoseconds>``.
@@ -27,6 +31,8 @@ NORMAL = "Normal"
 WARNING = "Warning"
 CACHE_SIZE = 4096
 """Distinct events a recorder remembers for aggregation (client-go's maxLruCacheEntries)."""
+FLUSH_INTERVAL = 30.0
+"""Seconds between two writes of one Event's count after its first repeat."""
 
 SERIES_FINISH = 360.0
 """Seconds after its last occurrence that client-go's events broadcaster forgets an isomorphic event
@@ -63,7 +69,8 @@ class EventRecorder:
         self.cluster = cluster
         self.clock = clock
         self.component = component
-        self._published: collections.OrderedDict[_AggregationKey, tuple[str, str]] = collections.OrderedDict()
+        self._published: collections.OrderedDict[_AggregationKey, dict[str, Any]] = collections.OrderedDict()
+        """What was published per key: the Event as last known (count included) and ``_written`` (when)."""
         self._series: dict[tuple[str, ...], list[Any]] = {}
         """Isomorphic-event key -> [namespace, name, count, last observed] (kept SERIES_FINISH)."""
         self._swept = 0.0
@@ -83,42 +90,56 @@ class EventRecorder:
             message,
             self.component,
         )
-        now = clock_mod.rfc3339(self.clock.now())
+        at = self.clock.now()
+        now = clock_mod.rfc3339(at)
         known = self._published.get(key)
         if known is not None:
-            updated = self._bump(known, now)
+            updated = self._repeat(known, at, now)
             if updated is not None:
                 self._published.move_to_end(key)
                 return updated
             del self._published[key]
         event = self._create(ref, type, reason, message, now)
-        self._published[key] = (event["metadata"]["namespace"], event["metadata"]["name"])
+        self._published[key] = {"event": event, "written": at, "stored": 1, "repeats": 0}
         if len(self._published) > CACHE_SIZE:
             self._published.popitem(last=False)
-        return event
+        return dict(event)
 
-    def _bump(self, known: tuple[str, str], now: str) -> dict[str, Any] | None:
-        """count += 1 on a published Event; ``None`` when it no longer exists."""
-        namespace, name = known
-        for attempt in range(3):
+    def _repeat(self, known: dict[str, Any], at: float, now: str) -> dict[str, Any] | None:
+        """Count a repeat; write it when due (module docstring). ``None`` when the Event is gone."""
+        event = known["event"] = {**known["event"], "count": int(known["event"].get("count") or 1) + 1,
+                                  "lastTimestamp": now}
+        known["repeats"] += 1
+        if known["repeats"] > 1 and at - known["written"] < FLUSH_INTERVAL:
+            return dict(event)
+        meta = event["metadata"]
+        try:
+            written = self.cluster.patch("Event", meta["name"], {"count": event["count"], "lastTimestamp": now},
+                                         meta["namespace"])
+        except errors.NotFound:
+            return None
+        known["event"], known["written"], known["stored"] = written, at, event["count"]
+        return dict(written)
+
+    def flush(self) -> int:
+        """Write every count not written yet (on shutdown); returns how many Events were patched."""
+        patched = 0
+        for key, known in list(self._published.items()):
+            event = known["event"]
+            if known["stored"] == event.get("count"):
+                continue
+            meta = event["metadata"]
             try:
-                current = self.cluster.get("Event", name, namespace)
-                return self.cluster.patch(
-                    "Event",
-                    name,
-                    {
-                        "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                        "count": int(current.get("count") or 1) + 1,
-                        "lastTimestamp": now,
-                    },
-                    namespace,
-                )
+                known["event"] = self.cluster.patch(
+                    "Event", meta["name"], {"count": event["count"], "lastTimestamp": event["lastTimestamp"]},
+                    meta["namespace"])
             except errors.NotFound:
-                return None
-            except errors.Conflict:
-                if attempt == 2:
-                    raise
-        return None
+                del self._published[key]
+                continue
+            known["stored"] = event["count"]
+            known["written"] = self.clock.now()
+            patched += 1
+        return patched
 
     def series(self, involved: Mapping[str, Any], type: str, reason: str, message: str) -> dict[str, Any] | None:
         """Record as client-go's events.k8s.io broadcaster does (kube-scheduler's recorder).

@@ -9,10 +9,18 @@ plain dicts (``msgspec.to_builtins``). The outcome is the projection of
 one thing a caller may rely on knowing: a Pod field this module does not list (a field newer than
 Kubernetes 1.32, say) is dropped too, where the dict path would have kept it. Fields set to
 ``null`` stay ``None``; absent fields stay absent.
+
+One item that does not fit the schema (``spec: null``, ``containers: 5``, ``volumes: "x"``...)
+never fails its page: :func:`decode_pod_page` decodes the page strictly first (the fast path) and,
+only when that fails, item by item, returning the items that fit and a :class:`Rejected` for each
+one that does not (its namespace / name when readable and the field msgspec names). A watch line
+whose object does not fit raises :class:`RejectedObject` (a :class:`DecodeError` that says which
+object, so the watch can skip it and go on).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -128,12 +136,18 @@ class PodList(_Base):
     items: list[Pod] | None = None
 
 
+class RawPodList(_Base):
+    metadata: ListMeta | msgspec.UnsetType = UNSET
+    items: list[Raw] | None = None
+
+
 class Event(Struct):
     type: str
     object: Raw
 
 
 _list_decoder = msgspec.json.Decoder(PodList)
+_raw_list_decoder = msgspec.json.Decoder(RawPodList)
 _pod_decoder = msgspec.json.Decoder(Pod)
 _event_decoder = msgspec.json.Decoder(Event)
 _KEPT_VOLUME = ("persistentVolumeClaim", "ephemeral", "emptyDir")
@@ -152,23 +166,92 @@ class DecodeError(ValueError):
     """The body is not JSON of the expected shape."""
 
 
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """One object that does not fit the Pod schema: who it is (when readable) and why."""
+
+    namespace: str
+    name: str
+    resource_version: str
+    reason: str
+    """msgspec's message, naming the field: ``Expected `array`, got `int` - at `$.spec.containers```."""
+
+
+class RejectedObject(DecodeError):
+    """A watch event whose object does not fit the Pod schema (:attr:`rejected` says which)."""
+
+    def __init__(self, event_type: str, rejected: Rejected) -> None:
+        super().__init__(rejected.reason)
+        self.event_type = event_type
+        self.rejected = rejected
+
+
+def identify(raw: bytes, reason: str) -> Rejected:
+    """A :class:`Rejected` for ``raw`` with its namespace / name / resourceVersion where they are strings."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        obj = None
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+
+    def text(key: str) -> str:
+        value = meta.get(key)
+        return value if isinstance(value, str) else ""
+
+    return Rejected(text("namespace"), text("name"), text("resourceVersion"), reason)
+
+
 def decode_pod_list(body: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``(list metadata, projected pods)`` of a PodList body."""
+    """``(list metadata, projected pods)`` of a PodList body; :class:`DecodeError` if any item does not fit."""
+    meta, items, rejected = decode_pod_page(body)
+    if rejected:
+        raise DecodeError(rejected[0].reason)
+    return meta, items
+
+
+def decode_pod_page(body: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], list[Rejected]]:
+    """``(list metadata, projected pods, rejected items)`` of a PodList body (module docstring).
+
+    :class:`DecodeError` only when the page itself is not a list object."""
     try:
         decoded = _list_decoder.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except msgspec.ValidationError:
+        return _decode_item_by_item(body)
+    except msgspec.DecodeError as exc:
         raise DecodeError(str(exc)) from exc
     meta = msgspec.to_builtins(decoded.metadata) if decoded.metadata is not UNSET else {}
     items = msgspec.to_builtins(decoded.items or [])
-    return meta, [_finish(p) for p in items]
+    return meta, [_finish(p) for p in items], []
+
+
+def _decode_item_by_item(body: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], list[Rejected]]:
+    try:
+        decoded = _raw_list_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise DecodeError(str(exc)) from exc
+    meta = msgspec.to_builtins(decoded.metadata) if decoded.metadata is not UNSET else {}
+    items: list[dict[str, Any]] = []
+    rejected: list[Rejected] = []
+    for raw in decoded.items or ():
+        try:
+            items.append(_finish(msgspec.to_builtins(_pod_decoder.decode(raw))))
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            rejected.append(identify(bytes(raw), str(exc)))
+    return meta, items, rejected
 
 
 def decode_pod_event(line: bytes) -> tuple[str, dict[str, Any]]:
-    """``(event type, object)`` of one watch line; ``ERROR`` objects (a Status) are decoded whole."""
+    """``(event type, object)`` of one watch line; ``ERROR`` objects (a Status) are decoded whole.
+
+    :class:`RejectedObject` when the line is a well-formed event whose object does not fit."""
     try:
         event = _event_decoder.decode(line)
         if event.type == "ERROR":
             return event.type, orjson.loads(bytes(event.object))
-        return event.type, _finish(msgspec.to_builtins(_pod_decoder.decode(event.object)))
     except (msgspec.DecodeError, msgspec.ValidationError, orjson.JSONDecodeError) as exc:
         raise DecodeError(str(exc)) from exc
+    try:
+        return event.type, _finish(msgspec.to_builtins(_pod_decoder.decode(event.object)))
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise RejectedObject(event.type, identify(bytes(event.object), str(exc))) from exc

@@ -12,9 +12,10 @@ to the string form by :func:`label_selector_to_string`.
 Field selectors (``fields.ParseSelector`` syntax): comma-separated ``field=value``,
 ``field==value`` or ``field!=value``; ``\\``-escapes for ``,``, ``=``, ``!`` and ``\\``. A missing
 field has the value ``""`` (``spec.nodeName=`` selects unbound pods); booleans read ``true`` or
-``false``. Only the fields in :func:`supported_fields` may be used, as with a real API server
-(plus the fields karpy's controllers index in their informer caches, e.g. ``spec.providerID``);
-anything else raises :class:`karpy.kube.errors.BadRequest`.
+``false``. Only the fields in :func:`supported_fields` may be used - exactly those a real API
+server accepts for the kind (custom resources: ``metadata.name`` and, when namespaced,
+``metadata.namespace``); anything else raises :class:`karpy.kube.errors.BadRequest` naming the
+field, the kind and what it supports.
 
 This module is pure (no cluster); :mod:`karpy.kube.memory` uses it to filter and to pick an index.
 """
@@ -26,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.kube import errors
+from karpy.kube import errors, interface
 
 # ---------------------------------------------------------------------------------------- labels
 
@@ -216,8 +217,10 @@ def label_selector_to_string(selector: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------- fields
 
 _COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+_CLUSTER_SCOPED_FIELDS = frozenset({"metadata.name"})
 
 _FIELDS_BY_KIND: dict[str, frozenset[str]] = {
+    # what kube-apiserver's field label conversion functions accept, per kind (pkg/apis/core/v1)
     "Pod": _COMMON_FIELDS
     | {
         "spec.nodeName",
@@ -227,9 +230,10 @@ _FIELDS_BY_KIND: dict[str, frozenset[str]] = {
         "spec.hostNetwork",
         "status.phase",
         "status.podIP",
+        "status.podIPs",
         "status.nominatedNodeName",
     },
-    "Node": _COMMON_FIELDS | {"spec.unschedulable", "spec.providerID"},
+    "Node": _CLUSTER_SCOPED_FIELDS | {"spec.unschedulable"},
     "Event": _COMMON_FIELDS
     | {
         "involvedObject.kind",
@@ -244,10 +248,11 @@ _FIELDS_BY_KIND: dict[str, frozenset[str]] = {
         "source",
         "type",
     },
-    "Namespace": _COMMON_FIELDS | {"status.phase"},
-    "NodeClaim": _COMMON_FIELDS | {"status.providerID", "status.nodeName", "spec.nodeClassRef.name"},
-    "NodePool": _COMMON_FIELDS | {"spec.template.spec.nodeClassRef.name"},
+    "Namespace": _CLUSTER_SCOPED_FIELDS | {"status.phase"},
 }
+"""Per built-in kind, the field selectors a real API server accepts. Every other kind - custom
+resources included (NodeClaim, NodePool: their CRDs declare no ``selectableFields``) - takes
+``metadata.name``, plus ``metadata.namespace`` when namespaced."""
 
 # Field names whose value lives at a different path.
 _FIELD_PATHS: dict[tuple[str, str], str] = {("Event", "source"): "source.component"}
@@ -255,8 +260,12 @@ _BOOL_FIELDS = frozenset({"spec.unschedulable", "spec.hostNetwork"})
 
 
 def supported_fields(kind: str) -> frozenset[str]:
-    """The field selector keys ``Cluster.list`` accepts for ``kind``."""
-    return _FIELDS_BY_KIND.get(kind, _COMMON_FIELDS)
+    """The field selector keys a real API server (and so ``Cluster.list``) accepts for ``kind``."""
+    found = _FIELDS_BY_KIND.get(kind)
+    if found is not None:
+        return found
+    info = interface.kind_info(kind)
+    return _CLUSTER_SCOPED_FIELDS if info is not None and not info.namespaced else _COMMON_FIELDS
 
 
 def field_value(obj: Mapping[str, Any], kind: str, field: str) -> str:

@@ -19,6 +19,8 @@ def status(code: int, reason: str, message: str = "msg", **details: object) -> b
     ("code", "reason", "cls", "retryable"),
     [
         (404, "NotFound", errors.NotFound, False),
+        (410, "Expired", errors.Gone, True),
+        (410, "Gone", errors.Gone, True),
         (409, "AlreadyExists", errors.AlreadyExists, False),
         (409, "Conflict", errors.Conflict, True),
         (422, "Invalid", errors.Invalid, False),

@@ -138,10 +138,38 @@ def test_only_supported_fields_may_be_selected() -> None:
     with pytest.raises(errors.BadRequest):
         selectors.parse_field_selector("spec.nodeName=n1").check("Deployment")
     selectors.parse_field_selector("involvedObject.uid=u,source=karpenter").check("Event")
-    assert "spec.providerID" in selectors.supported_fields("Node")
+    assert "spec.providerID" not in selectors.supported_fields("Node")  # no real API server accepts it
 
 
 def test_the_event_source_field_reads_the_source_component() -> None:
     event = {"kind": "Event", "metadata": {"name": "e"}, "source": {"component": "karpenter"}}
     assert _fields("source=karpenter", event, "Event")
     assert selectors.parse_field_selector("source=karpenter").equals("source") == "karpenter"
+
+
+@pytest.mark.parametrize(("kind", "field"), [
+    ("Node", "spec.providerID"),
+    ("Node", "metadata.namespace"),
+    ("NodeClaim", "status.providerID"),
+    ("NodeClaim", "status.nodeName"),
+    ("NodePool", "spec.template.spec.nodeClassRef.name"),
+    ("Pod", "spec.containers"),
+    ("Namespace", "metadata.namespace"),
+    ("Widget", "spec.size"),
+])
+def test_a_field_selector_a_real_api_server_rejects_is_refused_naming_the_field_and_kind(
+        kind: str, field: str) -> None:
+    query = selectors.parse_field_selector(f"{field}=x")
+    with pytest.raises(errors.BadRequest) as raised:
+        query.check(kind)
+    assert f'"{field}" for {kind}' in raised.value.message
+    assert "supported: metadata.name" in raised.value.message
+
+
+@pytest.mark.parametrize(("kind", "field"), [
+    ("Pod", "spec.nodeName"), ("Pod", "status.phase"), ("Pod", "status.podIPs"), ("Pod", "spec.schedulerName"),
+    ("Pod", "metadata.namespace"), ("Node", "metadata.name"), ("Node", "spec.unschedulable"),
+    ("Event", "involvedObject.uid"), ("NodeClaim", "metadata.name"), ("Widget", "metadata.namespace"),
+])
+def test_the_field_selectors_a_real_api_server_accepts_are_accepted(kind: str, field: str) -> None:
+    selectors.parse_field_selector(f"{field}=x").check(kind)
