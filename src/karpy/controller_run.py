@@ -131,7 +131,7 @@ def connect(opts: Options, settings: settings_mod.Settings, clock: clock_mod.Clo
 
         return deferred.DeferredWatches(memory.InMemoryCluster(clock))
     try:
-        adapter = importlib.import_module("karpy.kube.adapter")
+        adapter = importlib.import_module("karpy.kube.connect")
     except ImportError as exc:
         raise Unavailable(f"the Kubernetes client adapter is not available in this build of karpy ({exc})",
                           EXIT_CLUSTER_UNAVAILABLE) from None

@@ -42,7 +42,7 @@ LAYERS: tuple[Layer, ...] = (
                                      "karpy.cloudprovider.instancetype"), ("api",)),
     Layer("cloudprovider", ("karpy.cloudprovider",), ("cloudprovider.contract", "scheduling", "kube")),
     Layer("settings", ("karpy.settings", "karpy.settings_sources"), ("cloudprovider",)),
-    Layer("kube.adapter", ("karpy.kube.adapter",), ("kube", "settings")),
+    Layer("kube.adapter", ("karpy.kube.adapter", "karpy.kube.connect"), ("kube", "settings")),
     Layer("cloudprovider.factories", tuple(f"karpy.cloudprovider.{c}.factory" for c in _FACTORIES),
           ("cloudprovider", "settings")),
     Layer("observability", ("karpy.observability",), ("api", "kube")),

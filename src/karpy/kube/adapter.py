@@ -519,9 +519,3 @@ def delete_options(*, uid: str | None = None, grace_period_seconds: int | None =
 def _ref(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
-
-def connect(kubeconfig: str | None = None, context: str | None = None, **kwargs: Any) -> KubeCluster:
-    """:func:`karpy.kube.connect.connect` (kept here: ``karpy controller`` looks for ``adapter.connect``)."""
-    from karpy.kube import connect as connect_mod
-
-    return connect_mod.connect(kubeconfig, context, **kwargs)

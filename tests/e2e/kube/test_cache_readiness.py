@@ -8,6 +8,7 @@ from pathlib import Path
 import prometheus_client
 import pytest
 
+from karpy.kube import connect as kube_connect
 from karpy.kube import errors
 from support import apiserver
 
@@ -79,10 +80,9 @@ def test_the_cache_metrics_count_skipped_objects_and_say_which_caches_are_synced
 
 def test_karpy_connect_starts_the_kinds_controllers_read_without_watching_in_the_background(
         api: apiserver.EmulatedApiServer, tmp_path: Path) -> None:
-    from karpy.kube import adapter
     from karpy.kube import connect as connect_mod
 
-    kube = adapter.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")))
+    kube = kube_connect.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")))
     try:
         assert set(kube.informers()) >= set(connect_mod.EAGER_KINDS)
         assert kube.has_synced()  # none of them is required for readiness

@@ -12,6 +12,7 @@ import yaml
 from karpy import clock
 from karpy.controllers import leader
 from karpy.kube import adapter, client, config, errors
+from karpy.kube import connect as kube_connect
 from support import apiserver, tcpproxy
 
 from .conftest import connect
@@ -44,7 +45,7 @@ def test_a_renewal_does_not_wait_for_the_controllers_rate_limit(
 
 def test_karpy_connect_gives_leases_a_client_of_their_own(
         api: apiserver.EmulatedApiServer, tmp_path: Path) -> None:
-    kube = adapter.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")))
+    kube = kube_connect.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")))
     try:
         assert kube.lease_client is not None and kube.lease_client is not kube.client
         assert kube.lease_client.limiter is not kube.client.limiter
