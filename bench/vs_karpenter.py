@@ -166,9 +166,29 @@ class Autoscaler:
                     "--leader-election-namespace", "kube-system", "--bind-address", "127.0.0.1",
                     "--health-probe-port", str(self.health_port), "--metrics-port", str(self.metrics_port),
                     "--batch-idle-duration", "1s", "--batch-max-duration", "10s"]
+        self.argv, self.env = argv, env
         self.log = self.log_path.open("w")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        self.peak_rss = 0
+        self.restarts = 0
+        self._cpu_done = 0.0  # CPU seconds of processes that exited (restarted as kubelet would)
+        self._cpu_last = 0.0
+        self._rss_peak = 0.0
+
+    def alive(self) -> None:
+        """Sample the figures; if the process exited, count it and start it again, as the kubelet restarts a
+        crashed controller pod."""
+        if self.proc.poll() is None:
+            self._cpu_last = self._cpu_now()
+            self._rss_peak = max(self._rss_peak, self._rss_now())
+            return
+        self.restarts += 1
+        self._cpu_done += self._cpu_last
+        self._cpu_last = 0.0
+        self.log.write(f"\n[bench] {self.kind} exited {self.proc.returncode}; restart {self.restarts}\n")
+        self.log.flush()
+        if self.restarts > 5:
+            raise SystemExit(f"{self.kind} exited {self.restarts} times: {self.log_path}")
+        self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
 
     def ready(self, timeout: float = 120.0) -> None:
         import urllib.request
@@ -185,15 +205,31 @@ class Autoscaler:
             time.sleep(0.5)
         raise SystemExit(f"{self.kind} not ready in {timeout}s: {self.log_path.read_text()[-3000:]}")
 
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    def _cpu_now(self) -> float:
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return self._cpu_last
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def rss_peak_mb(self) -> float:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+    def _rss_now(self) -> float:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
         return 0.0
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of every process of this autoscaler so far (user + system, from /proc)."""
+        self.alive()
+        return self._cpu_done + self._cpu_last
+
+    def rss_peak_mb(self) -> float:
+        """The highest resident set (VmHWM) of any process of this autoscaler so far."""
+        self.alive()
+        return self._rss_peak
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -264,9 +300,11 @@ def _quantile(xs: Sequence[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def wait(observer: Observer, phase: str, done: Callable[[], bool], timeout: float, interval: float = 2.0) -> float:
+def wait(observer: Observer, auto: Autoscaler, phase: str, done: Callable[[], bool], timeout: float,
+         interval: float = 2.0) -> float:
     start = time.time()
     while True:
+        auto.alive()
         observer.sample(phase)
         if done():
             return time.time() - start
@@ -319,7 +357,7 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
             cluster.apply(deployments)
             result: dict[str, Any] = {"autoscaler": kind, "pods": size, "seed": seed,
                                       "deployments": len(deployments)}
-            result["burst_s"] = wait(obs, "burst", lambda: obs.all_running(size), timeout)
+            result["burst_s"] = wait(obs, auto, "burst", lambda: obs.all_running(size), timeout)
             pend = obs.pending_seconds()
             result.update(pending_p50_s=_quantile(pend, 0.5), pending_p95_s=_quantile(pend, 0.95),
                           burst_nodes=len(obs.nodes), burst_cost=round(obs.cost(), 4),
@@ -340,7 +378,7 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
                 quiet_from = max(last["since"], scaled_at + CONSOLIDATE_AFTER_S)
                 return obs.all_running(remaining) and time.time() - quiet_from >= settle
 
-            t = wait(obs, "scale-down", settled, timeout)
+            t = wait(obs, auto, "scale-down", settled, timeout)
             result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
                           scale_down_nodes=len(obs.nodes),
                           scale_down_cost=round(obs.cost(), 4))
@@ -351,10 +389,11 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
                 return (bool(obs.nodes) and all(n["metadata"]["labels"].get("bench/version") == "2" for n in obs.nodes)
                         and obs.all_running(remaining))
 
-            result.update(drift_s=wait(obs, "drift", drifted, timeout), drift_nodes=len(obs.nodes),
+            result.update(drift_s=wait(obs, auto, "drift", drifted, timeout), drift_nodes=len(obs.nodes),
                           drift_cost=round(obs.cost(), 4), drift_claims=len(obs.claims_seen) - claims_before_drift,
                           claims_launched=len(obs.claims_seen))
-            result.update(cpu_s=round(auto.cpu_seconds() - cpu0, 1), peak_rss_mb=round(auto.rss_peak_mb(), 1))
+            result.update(cpu_s=round(auto.cpu_seconds() - cpu0, 1), peak_rss_mb=round(auto.rss_peak_mb(), 1),
+                          restarts=auto.restarts)
         finally:
             auto.stop()
         agent = "karpenter" if kind == "karpenter" else "karpy"
@@ -376,7 +415,7 @@ def _count(xs: Iterator[str] | Any) -> dict[str, int]:
 
 FIGURES = ("burst_s", "pending_p50_s", "pending_p95_s", "burst_claims", "burst_nodes", "burst_cost", "scale_down_s",
            "scale_down_nodes", "scale_down_cost", "drift_s", "drift_claims", "drift_cost", "claims_launched",
-           "cpu_s", "peak_rss_mb", "api_requests")
+           "cpu_s", "peak_rss_mb", "api_requests", "restarts")
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, float]]]:

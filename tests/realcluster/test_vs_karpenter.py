@@ -48,6 +48,7 @@ def test_karpy_and_karpenter_both_run_the_burst_scale_down_and_drift_on_karpente
         assert not math.isnan(run["drift_s"]), f"{run['autoscaler']}: drift did not finish"
         assert run["scale_down_nodes"] < run["burst_nodes"], f"{run['autoscaler']}: no consolidation"
         assert run["api_requests"] > 0 and run["cpu_s"] > 0 and run["peak_rss_mb"] > 0
+    assert next(r for r in runs if r["autoscaler"] == "karpy")["restarts"] == 0, "karpy exited during the run"
     karpy = next(r for r in runs if r["autoscaler"] == "karpy")
     karpenter = next(r for r in runs if r["autoscaler"] == "karpenter")
     # The figures themselves are the bench's (medians of 3 on a quiet machine); here only what must hold in
