@@ -50,3 +50,23 @@ def test_a_black_holed_watch_on_the_real_apiserver_is_noticed_and_the_kind_liste
         finally:
             kube.close()
             real.kubectl("delete", "node", "rc-made-while-cut-off", "--ignore-not-found")
+
+
+def test_stopping_an_informer_ends_its_quiet_tls_watch_at_once(real: realcluster.RealCluster) -> None:
+    """Found here: `karpy controller` did not exit within 20 s of SIGTERM, its watch threads blocked in a TLS
+    read until the read timeout; closing the response does not interrupt the read, shutting the socket does."""
+    kube_client = client.KubeClient(config.load(str(real.kubeconfig)), qps=0, max_retries=0, backoff_base=0.05)
+    kube = adapter.KubeCluster(kube_client, sync_timeout=30, watch_read_timeout=150.0)
+    try:
+        kube.start(["Node"])
+        assert kube.wait_for_sync(30)
+        inf = kube.informer_of("Node")
+        assert inf is not None
+        time.sleep(1.0)  # the watch is open and quiet
+        started = clock.perf_counter()
+        inf.stop(timeout=10.0)
+        took = clock.perf_counter() - started
+        assert inf._thread is not None and not inf._thread.is_alive(), "the watch thread is still reading"
+        assert took < 2.0, f"stop took {took:.1f}s"
+    finally:
+        kube.close()

@@ -27,6 +27,7 @@ Thread-safe: informer threads and the controller thread share one client.
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -330,9 +331,18 @@ class Stream:
         self._resp = resp
         self._what = what
         self.closed = False
+        stream = resp.extensions.get("network_stream")
+        self._sock: socket.socket | None = None
+        with contextlib.suppress(Exception):
+            self._sock = stream.get_extra_info("socket") if stream is not None else None
 
     def close(self) -> None:
+        """End the watch now, from any thread: a thread blocked reading it (up to the read timeout) is woken
+        by shutting the socket down; closing the response alone does not interrupt a blocking read."""
         self.closed = True
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(Exception):  # another thread may be reading it; it ends anyway
             self._resp.close()
 
