@@ -66,10 +66,9 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
 
     settings = settings if settings is not None else settings_mod.Settings()
     own_metrics = metrics is None
-    metrics = metrics if metrics is not None else metrics_mod.Metrics()
+    metrics = metrics if metrics is not None else metrics_mod.Metrics(clock=clock)
     recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock, "karpenter")
     cluster_state = state.ClusterState(cluster).start()
-    metrics.attach(view=cluster_state)
     if own_metrics:
         cost = getattr(cloud, "cost_per_hour", None)
         if callable(cost):
@@ -87,6 +86,11 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         gc=gc.GarbageCollector(cluster, cluster_state, cloud, clock, recorder, metrics),
         interruption=interruption.Interruption(cluster, cluster_state, cloud, clock, recorder, metrics),
     )
+    from karpy.controllers import state_metrics
+
+    metrics.attach(view=state_metrics.StateMetrics(cluster_state, clock, metrics,
+                                                   instance_types=built.provisioner.last_instance_types))
+    manager.observer = metrics.reconciled
     manager.register(built.provisioner.controller())
     manager.register(built.lifecycle.controller())
     manager.register(built.termination.controller())

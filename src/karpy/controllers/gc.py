@@ -128,7 +128,8 @@ class GarbageCollector:
         except kube_errors.NotFound:
             return
         self.collected_nodeclaims.append(claim.name)
-        self.metrics.nodeclaims_disrupted.labels("garbage_collected", claim.nodepool_name or "").inc()
+        self.metrics.nodeclaims_disrupted.labels(
+            "garbage_collected", claim.nodepool_name or "", claim.labels.get("karpenter.sh/capacity-type", "")).inc()
         message = f"Instance {claim.status.provider_id} of NodeClaim {claim.name} no longer exists"
         log.info("gc: %s; deleting the NodeClaim", message)
         if obj is not None:

@@ -182,6 +182,7 @@ class Provisioner:
         self.scheduling_cache = reuse.SchedulingCache()
         """Kept between scheduling runs (existing nodes, type tables): see karpy.provisioning.reuse."""
         self.last_results: results.Results | None = None
+        self._last_types: dict[str, list[instancetype.InstanceType]] = {}
         self._pools_seen: dict[str, tuple[Any, ...]] = {}
         self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
         """NodePools left out of the last scheduling run because their NodeClass is not Ready."""
@@ -274,7 +275,12 @@ class Provisioner:
                 log.warning("provisioner: cannot get instance types of NodePool %s: %s", pool.name, exc)
                 continue
             out[pool.name] = self.offerings.apply(types)
+        self._last_types = out
         return out
+
+    def last_instance_types(self) -> dict[str, list[instancetype.InstanceType]]:
+        """The instance types of the last scheduling run, by NodePool (the instance-type gauges)."""
+        return self._last_types
 
     def schedule(self, pods: Sequence[pod_mod.Pod]) -> tuple[results.Results, list[nodepool_mod.NodePool]]:
         """One scheduling run over the current state (no writes)."""
@@ -300,8 +306,21 @@ class Provisioner:
         volume_errors: dict[str, str] = {}
         if volumetopology.needs_volumes(pods):
             pods, volume_errors = volumetopology.apply(pods, self._volumes())
-        res, pools = self.schedule(pods)
+        recorder = self.metrics.pods
+        if recorder is not None:
+            for p in pods:
+                recorder.seen(p.metadata.uid or p.key)
+        depth = self.metrics.scheduler_queue_depth.labels(NAME, str(self.runs))
+        depth.set(len(pods))
+        try:
+            res, pools = self.schedule(pods)
+        finally:
+            self.metrics.scheduler_queue_depth.remove(NAME, str(self.runs))
         res.errors.update(volume_errors)
+        self.metrics.scheduler_unschedulable_pods.labels(NAME).set(len(res.errors))
+        if recorder is not None:
+            for p in [p for c in res.new_claims for p in c.pods] + [p for ps in res.existing.values() for p in ps]:
+                recorder.decided(p.metadata.uid or p.key)
         if res.new_claims:
             log.info("computed new nodeclaim(s) to fit pod(s)", extra=logs.fields(
                 NAME, nodeclaims=len(res.new_claims), pods=sum(len(c.pods) for c in res.new_claims)))
@@ -365,7 +384,7 @@ class Provisioner:
                                 f"Failed to schedule pod, creating a NodeClaim of NodePool {pool.name} failed: {exc}")
             return None
         name = interface.name_of(created)
-        self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name).inc()
+        self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name, "false").inc()
         log.info("created nodeclaim", extra=logs.fields(
             NAME, NodePool=pool.name, NodeClaim=name, requests=quantity.format_list(claim.requests),
             **{"instance-types": logs.pretty_slice(claim.instance_type_names()), "pods": len(claim.pods),

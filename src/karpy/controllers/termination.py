@@ -116,6 +116,8 @@ class Termination:
         self.clock = clock
         self.recorder = recorder
         self.metrics = metrics
+        self._instance_deletes: dict[str, float] = {}
+        self._drained: set[str] = set()
         self.evictions: list[str] = []
         """Pods evicted or deleted so far, ``namespace/name``, in order (for reports and tests)."""
 
@@ -192,7 +194,8 @@ class Termination:
         if not self._remove_finalizer("NodeClaim", name):
             return None
         pool = claim.nodepool_name or ""
-        self.metrics.nodeclaims_terminated.labels(pool).inc()
+        self.metrics.nodeclaims_terminated.labels(
+            pool, claim.labels.get(wk.CAPACITY_TYPE, ""), claim.labels.get(wk.ZONE, "")).inc()
         deleted = claim.metadata.deletion_timestamp
         if deleted is not None:
             self.metrics.nodeclaims_termination_duration.labels(pool).observe(max(0.0, self.clock.now() - deleted))
@@ -229,22 +232,32 @@ class Termination:
         """Terminate the claim's instance; True when it is gone (or not ours to terminate).
 
         False while the call is in flight (its completion requeues ``key``) or failed."""
+        started = self._instance_deletes.setdefault(claim.metadata.uid or claim.name, self.clock.now())
         outcome = self.calls.call(f"delete/{claim.metadata.uid}/{key}", lambda: self.cloud.delete(claim), (NAME, key))
         if outcome is None:
             return False
         try:
             outcome.result()
         except cp_errors.NodeClaimNotFoundError:
+            self._instance_gone(claim, started)
             return True
         except cp_errors.NotOwnedError as exc:
             log.warning("termination: not terminating instance of NodeClaim %s: %s", claim.name, exc)
             return True
         except Exception as exc:
             self.metrics.cloud_error(NAME, "Delete", self.cloud.name, exc)
+            self.metrics.instance_termination_failures.labels(claim.labels.get(wk.ZONE, ""), "").inc()
             log.warning("termination: terminating the instance of NodeClaim %s failed: %s", claim.name, exc)
             return False
         log.info("termination: terminated instance %s of NodeClaim %s", claim.status.provider_id, claim.name)
+        self._instance_gone(claim, started)
         return True
+
+    def _instance_gone(self, claim: nodeclaim_mod.NodeClaim, started: float) -> None:
+        """``karpenter_nodeclaims_instance_termination_duration_seconds``: first delete call to gone."""
+        if self._instance_deletes.pop(claim.metadata.uid or claim.name, None) is not None:
+            self.metrics.nodeclaims_instance_termination_duration.labels(claim.nodepool_name or "").observe(
+                max(0.0, self.clock.now() - started))
 
     def _remove_finalizer(self, kind: str, name: str) -> bool:
         try:
@@ -277,16 +290,24 @@ class Termination:
         remaining, next_check = self._drain(name, obj, termination_time(claim))
         if remaining:
             return next_check
+        pool = interface.labels_of(obj).get(wk.NODEPOOL, "")
+        uid = interface.uid_of(obj) or name
+        if uid not in self._drained:
+            self._drained.add(uid)
+            self.metrics.nodes_drained.labels(pool).inc()
         if claim is not None and claim.status.provider_id and not self._delete_instance(claim, NODE + name):
             return WAIT
         if not self._remove_finalizer("Node", name):
             return None
-        pool = interface.labels_of(obj).get(wk.NODEPOOL, "")
-        self.metrics.nodes_terminated.labels(pool).inc()
-        deleted = (obj.get("metadata") or {}).get("deletionTimestamp")
-        if deleted:
-            self.metrics.nodes_termination_duration.labels(pool).observe(
-                max(0.0, self.clock.now() - clock_mod.parse_rfc3339(str(deleted))))
+        self._drained.discard(uid)
+        self.metrics.nodes_terminated.labels(pool, interface.labels_of(obj).get(wk.ZONE, "")).inc()
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            self.metrics.nodes_termination_duration.observe(
+                max(0.0, self.clock.now() - clock_mod.parse_rfc3339(str(meta["deletionTimestamp"]))), pool)
+        if meta.get("creationTimestamp"):
+            self.metrics.nodes_lifetime_duration.labels(pool).observe(
+                max(0.0, self.clock.now() - clock_mod.parse_rfc3339(str(meta["creationTimestamp"]))))
         log.info("deleted node", extra=logs.fields(NAME, Node=name, NodePool=pool or None))
         return None
 
@@ -356,13 +377,26 @@ class Termination:
         try:
             self.cluster.evict(p.name, p.namespace)
         except kube_errors.NotFound:
+            self.metrics.pods_eviction_requests.labels("404").inc()
             return 0
         except (kube_errors.TooManyRequests, kube_errors.InternalError) as exc:
+            self.metrics.pods_eviction_requests.labels(
+                "429" if isinstance(exc, kube_errors.TooManyRequests) else "500").inc()
             log.info("termination: eviction of %s refused for now: %s", p.key, exc)
             return 1
+        self.metrics.pods_eviction_requests.labels("200").inc()
+        self.metrics.pods_drained.labels(self._drain_reason(p)).inc()
         self.evictions.append(p.key)
         self._event(obj, events.NORMAL, REASON_EVICTED, "Evicted pod")
         return 0
+
+    def _drain_reason(self, p: pod_mod.Pod) -> str:
+        """The disruption reason of the NodeClaim the pod is drained from (``pods_drained_total``)."""
+        claim = self.state.nodeclaim_for_node(p.node_name or "") if p.node_name else None
+        for c in claim.status.conditions if claim is not None else ():
+            if c.type == nodeclaim_mod.DISRUPTION_REASON and c.status == "True":
+                return c.reason
+        return ""
 
     def _force_delete(self, p: pod_mod.Pod, expiry: float, grace: int | None) -> None:
         obj = self.state.raw("Pod", p.key)

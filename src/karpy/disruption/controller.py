@@ -280,7 +280,8 @@ class DisruptionController:
             expired.append(claim.name)
             if self.metrics is not None:
                 self.metrics.nodeclaims_disrupted.labels(
-                    reason="expired", nodepool=claim.nodepool_name or "").inc()
+                    reason="expired", nodepool=claim.nodepool_name or "",
+                    capacity_type=claim.labels.get("karpenter.sh/capacity-type", "")).inc()
         return expired
 
     # --------------------------------------------------------------------------------- observing
