@@ -32,6 +32,8 @@ from karpy import clock as clock_mod
 from karpy.kube import interface
 from karpy.observability import catalog, summary
 
+prometheus_client.disable_created_metrics()  # Go's client exports no ``_created`` series; Karpenter has none
+
 
 class StateCollector(Protocol):
     """The scrape-time gauges of :data:`catalog.GAUGES` (``karpy.controllers.state_metrics``)."""
