@@ -66,7 +66,7 @@ class GarbageCollector:
     def sweep(self) -> None:
         """One garbage-collection pass now."""
         try:
-            instances = self.cloud.list()
+            instances = self.metrics.timed(NAME, "List", self.cloud.name, self.cloud.list)
         except Exception as exc:
             self.metrics.cloud_error(NAME, "List", self.cloud.name, exc)
             log.warning("gc: cannot list instances: %s", exc)

@@ -279,7 +279,9 @@ class Lifecycle:
                                          f"{self.settings.launch_ttl:g}s of its creation")
                 return None
             self._tried.add(claim.name)
-            outcome = self.calls.call(op, lambda: self.cloud.create(claim), (NAME, claim.name))
+            outcome = self.calls.call(
+                op, lambda: self.metrics.timed(NAME, "Create", self.cloud.name, lambda: self.cloud.create(claim)),
+                (NAME, claim.name))
             if outcome is None:
                 return None  # in flight: its completion requeues this NodeClaim
             try:

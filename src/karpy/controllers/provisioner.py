@@ -39,6 +39,7 @@ capacity the pending pods need and asks for it. What a caller may rely on:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -269,7 +270,8 @@ class Provisioner:
         out: dict[str, list[instancetype.InstanceType]] = {}
         for pool in pools:
             try:
-                types = self.cloud.get_instance_types(pool)
+                types = self.metrics.timed(NAME, "GetInstanceTypes", self.cloud.name,
+                                           functools.partial(self.cloud.get_instance_types, pool))
             except Exception as exc:  # one pool's failure must not stop the others
                 self.metrics.cloud_error(NAME, "GetInstanceTypes", self.cloud.name, exc)
                 log.warning("provisioner: cannot get instance types of NodePool %s: %s", pool.name, exc)

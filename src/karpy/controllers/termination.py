@@ -233,7 +233,9 @@ class Termination:
 
         False while the call is in flight (its completion requeues ``key``) or failed."""
         started = self._instance_deletes.setdefault(claim.metadata.uid or claim.name, self.clock.now())
-        outcome = self.calls.call(f"delete/{claim.metadata.uid}/{key}", lambda: self.cloud.delete(claim), (NAME, key))
+        outcome = self.calls.call(
+            f"delete/{claim.metadata.uid}/{key}",
+            lambda: self.metrics.timed(NAME, "Delete", self.cloud.name, lambda: self.cloud.delete(claim)), (NAME, key))
         if outcome is None:
             return False
         try:

@@ -222,6 +222,15 @@ class Observer:
         gauge.labels(reason="empty").set(empty)
         gauge.labels(reason="drifted").set(sum(1 for name in obs.drifted if name in obs.candidates))
         gauge.labels(reason="underutilized").set(len(self.underutilized(obs)))
+        from karpy.disruption import budgets
+
+        allowed, consuming = self.metrics.nodepool_allowed_disruptions, self.metrics.nodepool_nodes_consuming_budgets
+        for name, pool in sorted(obs.pools.items()):
+            for reason in (consolidation.REASON_EMPTY, consolidation.REASON_DRIFTED,
+                           consolidation.REASON_UNDERUTILIZED):
+                allowed.labels(nodepool=name, reason=reason.lower()).set(budgets.allowed_disruptions(
+                    pool, reason, obs.total.get(name, 0), obs.disrupting.get(name, 0), obs.now))
+                consuming.labels(nodepool=name, reason=reason.lower()).set(obs.disrupting.get(name, 0))
 
     # ------------------------------------------------------------------------------ snapshot
 

@@ -283,6 +283,10 @@ class Orchestrator:
         entry.outcome = why
         if record:
             self.history.failed.append((entry, why))
+        if self.metrics is not None:
+            self.metrics.disruption_queue_failures.labels(
+                decision=entry.command.method.lower(), reason=snake(entry.command.reason),
+                consolidation_type=entry.consolidation_type).inc()
         log.warning("disruption: abandoning %s command for %s: %s; replacements deleted, candidates untainted",
                     entry.command.reason, ", ".join(entry.candidate_names), why)
 

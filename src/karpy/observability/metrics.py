@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import platform
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import prometheus_client
 from prometheus_client import core as prom_core
@@ -32,7 +32,10 @@ from karpy import clock as clock_mod
 from karpy.kube import interface
 from karpy.observability import catalog, summary
 
-prometheus_client.disable_created_metrics()  # Go's client exports no ``_created`` series; Karpenter has none
+T = TypeVar("T")
+
+# Go's client exports no ``_created`` series; Karpenter has none
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
 class StateCollector(Protocol):
@@ -205,6 +208,15 @@ class Metrics:
     def cloud_call(self, controller: str, method: str, provider: str, seconds: float) -> None:
         """``karpenter_cloudprovider_duration_seconds`` of one call (real seconds)."""
         self.cloudprovider_duration.labels(controller, method, provider).observe(max(0.0, seconds))
+
+    def timed(self, controller: str, method: str, provider: str, call: Callable[[], T]) -> T:
+        """Run one cloud provider call, observing its ``karpenter_cloudprovider_duration_seconds`` (as
+        Karpenter's metrics decorator does, whether it returns or raises)."""
+        started = clock_mod.perf_counter()
+        try:
+            return call()
+        finally:
+            self.cloud_call(controller, method, provider, clock_mod.perf_counter() - started)
 
     def reconciled(self, controller: str, result: str, seconds: float) -> None:
         """controller-runtime's reconcile metrics: ``result`` is success, error, requeue or requeue_after."""

@@ -79,7 +79,8 @@ _PER_OBJECT = ("karpenter_pods_state", "karpenter_pods_unbound_time_seconds", "k
                "karpenter_nodes_allocatable", "karpenter_nodes_total_", "karpenter_nodes_system_overhead",
                "karpenter_nodes_current_lifetime_seconds", "karpenter_cloudprovider_instance_type_")
 _WALL_CLOCK = ("karpenter_scheduler_scheduling_duration_seconds", "karpenter_cloudprovider_duration_seconds",
-               "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "controller_runtime_reconcile_time",
+               "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+               "controller_runtime_reconcile_time",
                "karpenter_cloudprovider_batcher_batch_time_seconds")
 
 

@@ -72,7 +72,8 @@ def test_every_metric_karpenter_exports_is_declared_with_its_type_and_labels() -
              for m in KARPENTER["metrics"]
              if (m["type"], tuple(m["labels"])) != (declared[m["name"]].kind, declared[m["name"]].labels)]
     assert not wrong
-    assert KARPENTER["modules"] == {"sigs.k8s.io/karpenter": "v1.14.3", "github.com/aws/karpenter-provider-aws": "v1.14.3"}
+    assert KARPENTER["modules"] == {"sigs.k8s.io/karpenter": "v1.14.3",
+                                    "github.com/aws/karpenter-provider-aws": "v1.14.3"}
     assert len(KARPENTER["metrics"]) >= 70
 
 
@@ -93,14 +94,16 @@ def test_the_samples_of_a_running_cluster_carry_karpenters_labels(scrape: dict[s
     for m in KARPENTER["metrics"]:
         family = families[m["name"].removesuffix("_total") if m["type"] == "counter" else m["name"]]
         for sample in family.samples:
-            extra = {"le"} if sample.name.endswith("_bucket") else {"quantile"} if "quantile" in sample.labels else set()
+            extra = {"le"} if sample.name.endswith("_bucket") else \
+                {"quantile"} if "quantile" in sample.labels else set()
             assert set(sample.labels) == set(m["labels"]) | extra, (sample.name, sample.labels)
             seen += 1
     assert seen > 50
 
 
 @pytest.mark.parametrize("name", ["karpenter_nodes_drained_total", "karpenter_nodeclaims_disrupted_total",
-                                  "karpenter_voluntary_disruption_decisions_by_nodepool_total", "karpenter_nodes_lifetime_duration_seconds_count",
+                                  "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+                                  "karpenter_nodes_lifetime_duration_seconds_count",
                                   "karpenter_nodepools_limit", "karpenter_nodes_allocatable",
                                   "karpenter_nodes_termination_duration_seconds_count",
                                   "karpenter_pods_bound_duration_seconds_count",
@@ -132,7 +135,8 @@ def test_the_node_metrics_of_a_drained_node_say_which_nodepool() -> None:
 
 _NAME = re.compile(r"\b((?:karpenter|controller_runtime|node)_[a-zA-Z0-9_]+)(\{[^}]*\})?")
 _MATCHER = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)")
-_LABEL_VALUES = re.compile(r"label_values\(\s*([a-zA-Z_][a-zA-Z0-9_]*)(?:\{[^}]*\})?\s*,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)")
+_LABEL_VALUES = re.compile(
+    r"label_values\(\s*([a-zA-Z_][a-zA-Z0-9_]*)(?:\{[^}]*\})?\s*,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)")
 
 
 def _queries() -> list[tuple[str, str]]:
