@@ -76,6 +76,7 @@ class Interruption:
                 continue
             self.queue.ack(msg)
             self.metrics.interruption_deleted.inc()
+            self.metrics.interruption_queue_duration.observe(max(0.0, self.clock.now() - msg.time))
         return INTERVAL
 
     def _handle(self, msg: cp_interface.InterruptionMessage) -> None:

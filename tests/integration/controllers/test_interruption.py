@@ -35,6 +35,8 @@ def test_a_spot_interruption_deletes_the_nodeclaim_at_once_with_a_spot_interrupt
     assert w.karpy.metrics.value("karpenter_interruption_received_messages_total",
                                  message_type="SpotInterruption") == 1.0
     assert w.cloud.pending_interruptions() == []
+    assert w.karpy.metrics.value("karpenter_interruption_message_queue_duration_seconds_count") == 1.0
+    assert 0.0 <= w.karpy.metrics.value("karpenter_interruption_message_queue_duration_seconds_sum") <= 2.0
 
 
 def test_a_rebalance_recommendation_only_records_an_event() -> None:
