@@ -91,6 +91,9 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     metrics.attach(view=state_metrics.StateMetrics(cluster_state, clock, metrics,
                                                    instance_types=built.provisioner.last_instance_types))
     manager.observer = metrics.reconciled
+    report = getattr(cloud, "report_metrics_to", None)  # a provider's own metrics (AWS: batcher, user data)
+    if callable(report):
+        report(metrics)
     manager.register(built.provisioner.controller())
     manager.register(built.lifecycle.controller())
     manager.register(built.termination.controller())
