@@ -312,14 +312,23 @@ class Provisioner:
         if recorder is not None:
             for p in pods:
                 recorder.seen(p.metadata.uid or p.key)
-        depth = self.metrics.scheduler_queue_depth.labels(NAME, str(self.runs))
-        depth.set(len(pods))
+        self.metrics.scheduler_ignored_pods.set(len(volume_errors))  # Karpenter's Validate: PVC checks
+        self.metrics.scheduler_queue_depth.labels(NAME, str(self.runs)).set(len(pods))
+        self.metrics.scheduler_unfinished_work.labels(NAME, str(self.runs)).set(0.0)
         try:
             res, pools = self.schedule(pods)
-        finally:
+        finally:  # as Karpenter, both are deleted when the run ends
             self.metrics.scheduler_queue_depth.remove(NAME, str(self.runs))
+            self.metrics.scheduler_unfinished_work.remove(NAME, str(self.runs))
         res.errors.update(volume_errors)
         self.metrics.scheduler_unschedulable_pods.labels(NAME).set(len(res.errors))
+        self.metrics.scheduler_pending_by_zone.clear()
+        zones: dict[str, int] = {}
+        for p in pods:
+            zone = p.node_selector.get(wk.ZONE, "")
+            zones[zone] = zones.get(zone, 0) + 1
+        for zone, count in sorted(zones.items()):
+            self.metrics.scheduler_pending_by_zone.labels(NAME, zone).set(count)
         if recorder is not None:
             for p in [p for c in res.new_claims for p in c.pods] + [p for ps in res.existing.values() for p in ps]:
                 recorder.decided(p.metadata.uid or p.key)
