@@ -57,7 +57,7 @@ KINDS: dict[str, str] = {
 
 def _present(data: Any, parts: list[str]) -> bool:
     if not parts:
-        return data is not None and data != "" and data != [] and data != {}
+        return data is not None and data not in ("", [], {})
     if isinstance(data, list):
         return any(_present(item, parts) for item in data)
     if not isinstance(data, Mapping):

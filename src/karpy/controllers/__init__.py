@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from karpy import settings as settings_mod
     from karpy.cloudprovider import interface as cp_interface
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, runtime, state, termination
+    from karpy.controllers import unimplemented as unimplemented_mod
     from karpy.disruption import controller as disruption_controller
     from karpy.kube import events, interface
     from karpy.observability import metrics as metrics_mod
@@ -39,6 +40,7 @@ class Controllers:
     gc: gc.GarbageCollector
     interruption: interruption.Interruption
     disruption: disruption_controller.DisruptionController | None = None
+    unimplemented: unimplemented_mod.Unimplemented | None = None
 
 
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
@@ -91,6 +93,7 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     metrics.attach(view=state_metrics.StateMetrics(cluster_state, clock, metrics,
                                                    instance_types=built.provisioner.last_instance_types))
     manager.observer = metrics.reconciled
+    metrics.cluster_state_enabled = not settings.disable_cluster_state_observability
     report = getattr(cloud, "report_metrics_to", None)  # a provider's own metrics (AWS: batcher, user data)
     if callable(report):
         report(metrics)
@@ -104,6 +107,10 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         instance_types=built.provisioner.instance_types, nodeclass_kinds=nodeclass_kinds)
     disruption_controller.register(manager, built.disruption)
     nodepool_counter.register(manager, nodepool_counter.NodePoolCounter(cluster, cluster_state))
+    from karpy.controllers import unimplemented
+
+    built.unimplemented = unimplemented.register(
+        manager, cluster, recorder, nodeclass_kinds or ("EC2NodeClass", "AKSNodeClass"))
     from karpy.controllers import nodeclass_status
 
     nodeclass_status.register(manager, cluster, cloud, clock, kinds=nodeclass_kinds)

@@ -59,7 +59,7 @@ from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import nodelabels, results, reuse, scheduler
+from karpy.provisioning import nodelabels, policies, results, reuse, scheduler
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
@@ -184,6 +184,8 @@ class Provisioner:
         """Kept between scheduling runs (existing nodes, type tables): see karpy.provisioning.reuse."""
         self.last_results: results.Results | None = None
         self._last_types: dict[str, list[instancetype.InstanceType]] = {}
+        self.relaxed_claims: set[int] = set()
+        """The new NodeClaims of the last run made with minValues relaxed (MIN_VALUES_POLICY=BestEffort)."""
         self._pools_seen: dict[str, tuple[Any, ...]] = {}
         self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
         """NodePools left out of the last scheduling run because their NodeClass is not Ready."""
@@ -293,8 +295,20 @@ class Provisioner:
         existing = self.state.existing_nodes(types)
         usage = self.state.nodepool_usage(types)
         start = clock_mod.perf_counter()
+        if self.settings.preference_policy == policies.IGNORE:
+            pods = [policies.without_preferences(p) for p in pods]
         res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage,
                                   cache=self.scheduling_cache).solve(pods)
+        self.relaxed_claims = set()
+        if self.settings.min_values_policy == policies.BEST_EFFORT and res.errors and \
+                any(policies.has_min_values(p) for p in pools):
+            again = scheduler.Scheduler([policies.relax_min_values(p) for p in pools], types, existing,
+                                        self.state.daemonset_pods(), usage).solve(pods)
+            if len(again.errors) < len(res.errors):
+                by_name = {p.name: p for p in pools}
+                res = again
+                self.relaxed_claims = {id(c) for c in res.new_claims
+                                       if policies.violates_min_values(by_name[c.nodepool], c.instance_types)}
         self.metrics.scheduling_duration.labels(NAME).observe(max(0.0, clock_mod.perf_counter() - start))
         return res, pools
 
@@ -384,9 +398,12 @@ class Provisioner:
         if pool.name not in hashes:
             hashes[pool.name] = self._nodeclass_hash(pool)
             pool_hashes[pool.name] = pool.hash()  # one per run: the pool does not change within it
+        relaxed = id(claim) in self.relaxed_claims
+        manifest = nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name], pool_hashes[pool.name])
+        if relaxed:
+            manifest["metadata"].setdefault("annotations", {})[policies.MIN_VALUES_RELAXED] = "true"
         try:
-            created = self.cluster.create(nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name],
-                                                             pool_hashes[pool.name]))
+            created = self.cluster.create(manifest)
         except Exception as exc:  # e.g. the API server refused it; the pods stay pending
             self._create_failed = True
             log.warning("provisioner: cannot create a NodeClaim for NodePool %s: %s", pool.name, exc)
@@ -395,7 +412,7 @@ class Provisioner:
                                 f"Failed to schedule pod, creating a NodeClaim of NodePool {pool.name} failed: {exc}")
             return None
         name = interface.name_of(created)
-        self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name, "false").inc()
+        self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name, "true" if relaxed else "false").inc()
         log.info("created nodeclaim", extra=logs.fields(
             NAME, NodePool=pool.name, NodeClaim=name, requests=quantity.format_list(claim.requests),
             **{"instance-types": logs.pretty_slice(claim.instance_type_names()), "pods": len(claim.pods),

@@ -76,6 +76,10 @@ class StateMetrics:
         self._unsynced_since: float | None = None
 
     def families(self) -> Iterable[Any]:
+        if not self.metrics.cluster_state_enabled:  # DISABLE_CLUSTER_STATE_OBSERVABILITY: names, no samples
+            for row in catalog.GAUGES:
+                yield prom_core.GaugeMetricFamily(row.name, row.help, labels=list(row.labels))
+            return
         yield from self._cluster()
         yield from self._nodes()
         yield from self._nodepools()

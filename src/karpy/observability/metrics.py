@@ -153,6 +153,8 @@ class Metrics:
         self.view: StateCollector | None = None
         self.cost: Callable[[], float] | None = None
         self.pod_state_enabled = pod_state
+        self.cluster_state_enabled = True
+        """False with DISABLE_CLUSTER_STATE_OBSERVABILITY: the scrape-time state gauges carry no samples."""
         for row in (*catalog.ROWS, *catalog.CONTROLLER_RUNTIME):
             setattr(self, row.attr, _create(row, self.registry, self._now))
         from karpy import __version__

@@ -1,0 +1,65 @@
+"""Karpenter's scheduling policies (operator settings ``PREFERENCE_POLICY`` and ``MIN_VALUES_POLICY``).
+
+* ``PREFERENCE_POLICY=Ignore`` (Karpenter ``options.PreferencePolicyIgnore``): the provisioner schedules
+  pods as if they had no preferred node affinity, no preferred pod affinity or anti-affinity and no
+  ``whenUnsatisfiable: ScheduleAnyway`` topology spread (:func:`without_preferences`). The default,
+  ``Respect``, tries the preferences first and relaxes them one by one.
+* ``MIN_VALUES_POLICY=BestEffort`` (``options.MinValuesPolicyBestEffort``): when a NodePool's
+  ``minValues`` leave pods unschedulable, they are scheduled again with the NodePool's minValues
+  relaxed (:func:`relax_min_values`) and the NodeClaims so made are annotated
+  ``karpenter.sh/nodeclaim-min-values-relaxed: "true"`` (:data:`MIN_VALUES_RELAXED`). karpy relaxes
+  minValues entirely for that second pass, where Karpenter lowers each to what the remaining instance
+  types offer. ``Strict`` (the default) leaves such pods pending.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from karpy.api import nodepool as nodepool_mod
+from karpy.api import pod as pod_mod
+from karpy.cloudprovider import instancetype
+
+RESPECT, IGNORE = "Respect", "Ignore"
+STRICT, BEST_EFFORT = "Strict", "BestEffort"
+MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
+"""Karpenter's ``v1.NodeClaimMinValuesRelaxedAnnotationKey``."""
+
+
+def without_preferences(p: pod_mod.Pod) -> pod_mod.Pod:
+    """``p`` without its preferred affinities and ScheduleAnyway spreads (``p`` itself when it has none)."""
+    changes: dict[str, object] = {}
+    if p.node_affinity is not None and p.node_affinity.preferred:
+        changes["node_affinity"] = dataclasses.replace(p.node_affinity, preferred=())
+    if p.pod_affinity is not None and p.pod_affinity.preferred:
+        changes["pod_affinity"] = dataclasses.replace(p.pod_affinity, preferred=())
+    if p.pod_anti_affinity is not None and p.pod_anti_affinity.preferred:
+        changes["pod_anti_affinity"] = dataclasses.replace(p.pod_anti_affinity, preferred=())
+    spreads = tuple(t for t in p.topology_spread_constraints if t.when_unsatisfiable != "ScheduleAnyway")
+    if len(spreads) != len(p.topology_spread_constraints):
+        changes["topology_spread_constraints"] = spreads
+    return p.evolve(**changes) if changes else p
+
+
+def has_min_values(pool: nodepool_mod.NodePool) -> bool:
+    return any(r.min_values is not None for r in pool.template.spec.requirements)
+
+
+def violates_min_values(pool: nodepool_mod.NodePool, types: Sequence[instancetype.InstanceType]) -> bool:
+    """Whether ``types`` (a NodeClaim's options) offer fewer distinct values of a requirement's key than
+    ``pool``'s minValues for it (the NodeClaim was made with minValues relaxed)."""
+    for r in pool.template.spec.requirements:
+        if r.min_values is not None and len({t.labels.get(r.key) for t in types} - {None}) < r.min_values:
+            return True
+    return False
+
+
+def relax_min_values(pool: nodepool_mod.NodePool) -> nodepool_mod.NodePool:
+    """``pool`` with no minValues on its requirements (``pool`` itself when it has none)."""
+    if not has_min_values(pool):
+        return pool
+    spec = pool.template.spec
+    reqs = tuple(dataclasses.replace(r, min_values=None) for r in spec.requirements)
+    return dataclasses.replace(pool, template=dataclasses.replace(
+        pool.template, spec=dataclasses.replace(spec, requirements=reqs)))
