@@ -45,6 +45,10 @@ FIELDS: tuple[Field, ...] = (
     Field("AKSNodeClass", "spec.artifactStreaming", "container image artifact streaming"),
     Field("AKSNodeClass", "spec.gpu", "the GPU driver installation mode"),
     Field("AKSNodeClass", "spec.linuxOSConfig", "Linux OS settings (sysctls, transparent huge pages, swap)"),
+    Field("EC2NodeClass", "spec.blockDeviceMappings[].ebs.volumeInitializationRate",
+          "the EBS volume initialization rate of volumes made from snapshots"),
+    Field("AKSNodeClass", "spec.kubelet.failSwapOn", "the kubelet's failSwapOn"),
+    Field("KWOKNodeClass", "spec.nodeRegistrationDelay", "how long a KWOK node takes to register"),
     Field("Pod", "spec.resourceClaims", "dynamic resource allocation (DRA) claims in scheduling"),
 )
 """Fields accepted and warned about, by kind."""
@@ -62,7 +66,7 @@ def _present(data: Any, parts: list[str]) -> bool:
         return any(_present(item, parts) for item in data)
     if not isinstance(data, Mapping):
         return False
-    return _present(data.get(parts[0]), parts[1:])
+    return _present(data.get(parts[0].removesuffix("[]")), parts[1:])
 
 
 def set_fields(kind: str, manifest: Mapping[str, Any]) -> list[Field]:

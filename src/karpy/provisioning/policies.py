@@ -4,12 +4,13 @@
   pods as if they had no preferred node affinity, no preferred pod affinity or anti-affinity and no
   ``whenUnsatisfiable: ScheduleAnyway`` topology spread (:func:`without_preferences`). The default,
   ``Respect``, tries the preferences first and relaxes them one by one.
-* ``MIN_VALUES_POLICY=BestEffort`` (``options.MinValuesPolicyBestEffort``): when a NodePool's
-  ``minValues`` leave pods unschedulable, they are scheduled again with the NodePool's minValues
-  relaxed (:func:`relax_min_values`) and the NodeClaims so made are annotated
-  ``karpenter.sh/nodeclaim-min-values-relaxed: "true"`` (:data:`MIN_VALUES_RELAXED`). karpy relaxes
-  minValues entirely for that second pass, where Karpenter lowers each to what the remaining instance
-  types offer. ``Strict`` (the default) leaves such pods pending.
+* ``MIN_VALUES_POLICY=BestEffort`` (``options.MinValuesPolicyBestEffort``): when NodePools'
+  ``minValues`` leave pods unschedulable, the provisioner plans the batch again with them removed
+  (:func:`relax_min_values`), keeps that plan when it leaves fewer pods pending, and annotates the
+  NodeClaims whose instance types fall short of the minValues (:func:`violates_min_values`)
+  ``karpenter.sh/nodeclaim-min-values-relaxed: "true"`` (:data:`MIN_VALUES_RELAXED`). Karpenter instead
+  lowers each minValues, per NodeClaim, to what the remaining instance types offer. ``Strict`` (the
+  default) leaves such pods pending.
 """
 
 from __future__ import annotations
