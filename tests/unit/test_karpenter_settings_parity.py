@@ -42,7 +42,8 @@ def _go_default(text: str) -> Any:
 
 
 def test_the_fixture_is_karpenter_v1_14_3s_34_settings() -> None:
-    assert FIXTURE["modules"] == {"sigs.k8s.io/karpenter": "v1.14.3", "github.com/aws/karpenter-provider-aws": "v1.14.3"}
+    assert FIXTURE["modules"] == {"sigs.k8s.io/karpenter": "v1.14.3",
+                                  "github.com/aws/karpenter-provider-aws": "v1.14.3"}
     assert len(FIXTURE["settings"]) == 34
 
 
