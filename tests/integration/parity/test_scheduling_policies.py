@@ -54,3 +54,15 @@ def test_unsatisfiable_min_values_leave_pods_pending_unless_min_values_policy_is
                           for c in claims)
     created = best.metrics["karpenter"]["karpenter_nodeclaims_created_total"]
     assert {r["labels"]["min_values_relaxed"] for r in created} == {"true"}
+
+
+def test_a_scenario_using_settings_and_fields_karpy_does_not_implement_says_so_on_load() -> None:
+    from karpy.simulator import scenario
+
+    pool = sc.nodepool(extra_spec="replicas: 2")
+    loaded = scenario.load_text(sc.text(sc.docs(pool), settings="isolatedVPC: true, featureGates: NodeOverlay=true"),
+                                source="parity.yaml")
+    unimplemented = [w for w in loaded.warnings if "karpy does not implement this yet" in w]
+    assert any("spec.settings: setting isolatedVPC (ISOLATED_VPC) = True" in w for w in unimplemented)
+    assert any("feature gate NodeOverlay=true" in w for w in unimplemented)
+    assert any("NodePool default: spec.replicas" in w for w in unimplemented)
