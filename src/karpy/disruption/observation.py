@@ -25,6 +25,7 @@ A caller may rely on:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface, memory_eviction
 from karpy.observability import metrics as metrics_mod
+from karpy.provisioning import policies
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.disruption")
@@ -246,6 +248,8 @@ class Observer:
             self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes))
+        if self.settings.preference_policy == policies.IGNORE:
+            obs.snapshot = dataclasses.replace(obs.snapshot, ignore_preferences=True)
         return obs.snapshot
 
     def instance_types(self, pools: Sequence[nodepool.NodePool]) -> Mapping[str, Sequence[instancetype.InstanceType]]:

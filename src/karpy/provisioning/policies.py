@@ -1,7 +1,7 @@
 """Karpenter's scheduling policies (operator settings ``PREFERENCE_POLICY`` and ``MIN_VALUES_POLICY``).
 
-* ``PREFERENCE_POLICY=Ignore`` (Karpenter ``options.PreferencePolicyIgnore``): the provisioner schedules
-  pods as if they had no preferred node affinity, no preferred pod affinity or anti-affinity and no
+* ``PREFERENCE_POLICY=Ignore`` (Karpenter ``options.PreferencePolicyIgnore``): the provisioner and
+  consolidation's what-if runs schedule pods as if they had no preferred node affinity, no preferred pod affinity or anti-affinity and no
   ``whenUnsatisfiable: ScheduleAnyway`` topology spread (:func:`without_preferences`). The default,
   ``Respect``, tries the preferences first and relaxes them one by one.
 * ``MIN_VALUES_POLICY=BestEffort`` (``options.MinValuesPolicyBestEffort``): when NodePools'
