@@ -378,6 +378,8 @@ class DisruptionController:
             kind = "single"
             cmd = consolidation.single_node(snap, cands, self.settings, allowed=allowed, reasons=reasons)
             started = self._evaluated(kind, started)
+        if reasons.pop(consolidation.TIMED_OUT, None) is not None and self.metrics is not None:
+            self.metrics.disruption_consolidation_timeouts.labels("single").inc()
         if cmd is None:
             kind = "many"
             cmd = consolidation.many_to_many(snap, cands, self.settings, allowed=allowed)
