@@ -1,8 +1,8 @@
 """Karpenter's scheduling policies (operator settings ``PREFERENCE_POLICY`` and ``MIN_VALUES_POLICY``).
 
 * ``PREFERENCE_POLICY=Ignore`` (Karpenter ``options.PreferencePolicyIgnore``): the provisioner and
-  consolidation's what-if runs schedule pods as if they had no preferred node affinity, no preferred pod affinity or anti-affinity and no
-  ``whenUnsatisfiable: ScheduleAnyway`` topology spread (:func:`without_preferences`). The default,
+  consolidation's what-if runs schedule pods as if they had no preferred node affinity, no preferred
+  pod affinity or anti-affinity and no ``whenUnsatisfiable: ScheduleAnyway`` topology spread (:func:`without_preferences`). The default,
   ``Respect``, tries the preferences first and relaxes them one by one.
 * ``MIN_VALUES_POLICY=BestEffort`` (``options.MinValuesPolicyBestEffort``): when NodePools'
   ``minValues`` leave pods unschedulable, the provisioner plans the batch again with them removed
