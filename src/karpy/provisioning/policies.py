@@ -2,8 +2,9 @@
 
 * ``PREFERENCE_POLICY=Ignore`` (Karpenter ``options.PreferencePolicyIgnore``): the provisioner and
   consolidation's what-if runs schedule pods as if they had no preferred node affinity, no preferred
-  pod affinity or anti-affinity and no ``whenUnsatisfiable: ScheduleAnyway`` topology spread (:func:`without_preferences`). The default,
-  ``Respect``, tries the preferences first and relaxes them one by one.
+  pod affinity or anti-affinity and no ``whenUnsatisfiable: ScheduleAnyway`` topology spread
+  (:func:`without_preferences`). The default, ``Respect``, tries the preferences first and relaxes them
+  one by one.
 * ``MIN_VALUES_POLICY=BestEffort`` (``options.MinValuesPolicyBestEffort``): when NodePools'
   ``minValues`` leave pods unschedulable, the provisioner plans the batch again with them removed
   (:func:`relax_min_values`), keeps that plan when it leaves fewer pods pending, and annotates the
