@@ -302,13 +302,16 @@ class Provisioner:
         self.relaxed_claims = set()
         if self.settings.min_values_policy == policies.BEST_EFFORT and res.errors and \
                 any(policies.has_min_values(p) for p in pools):
-            again = scheduler.Scheduler([policies.relax_min_values(p) for p in pools], types, existing,
-                                        self.state.daemonset_pods(), usage).solve(pods)
-            if len(again.errors) < len(res.errors):
-                by_name = {p.name: p for p in pools}
-                res = again
-                self.relaxed_claims = {id(c) for c in res.new_claims
-                                       if policies.violates_min_values(by_name[c.nodepool], c.instance_types)}
+            by_name = {p.name: p for p in pools}
+            for relaxed in ([policies.lower_min_values(p, types.get(p.name, ())) for p in pools],
+                            [policies.relax_min_values(p) for p in pools]):
+                again = scheduler.Scheduler(relaxed, types, existing, self.state.daemonset_pods(), usage).solve(pods)
+                if len(again.errors) < len(res.errors):
+                    res = again
+                    self.relaxed_claims = {id(c) for c in res.new_claims
+                                           if policies.violates_min_values(by_name[c.nodepool], c.instance_types)}
+                if not res.errors:
+                    break
         self.metrics.scheduling_duration.labels(NAME).observe(max(0.0, clock_mod.perf_counter() - start))
         return res, pools
 

@@ -6,12 +6,13 @@
   (:func:`without_preferences`). The default, ``Respect``, tries the preferences first and relaxes them
   one by one.
 * ``MIN_VALUES_POLICY=BestEffort`` (``options.MinValuesPolicyBestEffort``): when NodePools'
-  ``minValues`` leave pods unschedulable, the provisioner plans the batch again with them removed
-  (:func:`relax_min_values`), keeps that plan when it leaves fewer pods pending, and annotates the
-  NodeClaims whose instance types fall short of the minValues (:func:`violates_min_values`)
-  ``karpenter.sh/nodeclaim-min-values-relaxed: "true"`` (:data:`MIN_VALUES_RELAXED`). Karpenter instead
-  lowers each minValues, per NodeClaim, to what the remaining instance types offer. ``Strict`` (the
-  default) leaves such pods pending.
+  ``minValues`` leave pods unschedulable, the provisioner plans the batch again with each minValues
+  lowered to what the NodePool's instance types offer (:func:`lower_min_values`), then, if pods are
+  still left, with minValues removed (:func:`relax_min_values`); it keeps a plan that leaves fewer pods
+  pending, and annotates the NodeClaims whose instance types fall short of the minValues
+  (:func:`violates_min_values`) ``karpenter.sh/nodeclaim-min-values-relaxed: "true"``
+  (:data:`MIN_VALUES_RELAXED`). Karpenter lowers minValues per NodeClaim, to what the types left for
+  its pods offer. ``Strict`` (the default) leaves such pods pending.
 """
 
 from __future__ import annotations
@@ -55,6 +56,37 @@ def violates_min_values(pool: nodepool_mod.NodePool, types: Sequence[instancetyp
         if r.min_values is not None and len({t.labels.get(r.key) for t in types} - {None}) < r.min_values:
             return True
     return False
+
+
+def _allows(operator: str, values: Sequence[str], value: str) -> bool:
+    if operator == "In":
+        return value in values
+    if operator == "NotIn":
+        return value not in values
+    if operator in ("Gt", "Lt"):
+        try:
+            number, bound = int(value), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return number > bound if operator == "Gt" else number < bound
+    return operator == "Exists"
+
+
+def lower_min_values(pool: nodepool_mod.NodePool, types: Sequence[instancetype.InstanceType]
+                     ) -> nodepool_mod.NodePool:
+    """``pool`` with each minValues lowered to the distinct values of its key that ``types`` (the pool's
+    instance types) offer within the requirement (at least 1): the most flexibility still available."""
+    if not has_min_values(pool):
+        return pool
+    reqs = []
+    for r in pool.template.spec.requirements:
+        if r.min_values is not None:
+            offered = {v for t in types if (v := t.labels.get(r.key)) is not None and _allows(r.operator, r.values, v)}
+            r = dataclasses.replace(r, min_values=max(1, min(r.min_values, len(offered))))
+        reqs.append(r)
+    spec = pool.template.spec
+    return dataclasses.replace(pool, template=dataclasses.replace(
+        pool.template, spec=dataclasses.replace(spec, requirements=tuple(reqs))))
 
 
 def relax_min_values(pool: nodepool_mod.NodePool) -> nodepool_mod.NodePool:
