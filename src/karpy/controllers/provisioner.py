@@ -53,7 +53,7 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import nodeclass_status, nominations, runtime, state
+from karpy.controllers import nodeclass_status, nominations, runtime, state, state_metrics
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -342,7 +342,7 @@ class Provisioner:
         self.metrics.scheduler_pending_by_zone.clear()
         zones: dict[str, int] = {}
         for p in pods:
-            zone = p.node_selector.get(wk.ZONE, "")
+            zone = state_metrics.effective_zone(p)
             zones[zone] = zones.get(zone, 0) + 1
         for zone, count in sorted(zones.items()):
             self.metrics.scheduler_pending_by_zone.labels(NAME, zone).set(count)

@@ -28,6 +28,7 @@ from prometheus_client import core as prom_core
 
 from karpy import clock as clock_mod
 from karpy.api import labels as wk
+from karpy.api import pod as pod_mod
 from karpy.api import quantity
 from karpy.cloudprovider import instancetype
 from karpy.controllers import state as state_mod
@@ -241,6 +242,35 @@ class StateMetrics:
         yield from (unbound, unstarted, p_unbound, p_unstarted, undecided)
         if self.metrics.pod_state_enabled:
             yield states
+
+
+def effective_zone(p: pod_mod.Pod) -> str:
+    """Karpenter's effective zone of a pending pod (``karpenter_scheduler_pending_pods_by_effective_zone_count``):
+    the one zone its node selector and required node affinity allow, ``flexible`` when they allow several
+    or say nothing, ``none`` when they allow none. (Karpenter also narrows by topology spread and volumes.)"""
+    allowed: set[str] | None = None
+    selected = p.node_selector.get(wk.ZONE)
+    if selected is not None:
+        allowed = {selected}
+    terms = p.node_affinity.required if p.node_affinity is not None else ()
+    if terms:
+        union: set[str] = set()
+        for term in terms:
+            values: set[str] | None = None
+            for r in term.match_expressions:
+                if r.key == wk.ZONE and r.operator == "In":
+                    values = set(r.values) if values is None else values & set(r.values)
+            if values is None:
+                union = set()
+                break  # a term that does not restrict the zone: any zone
+            union |= values
+        else:
+            allowed = union if allowed is None else allowed & union
+    if allowed is None:
+        return "flexible"
+    if not allowed:
+        return "none"
+    return next(iter(allowed)) if len(allowed) == 1 else "flexible"
 
 
 def _pod_state(obj: Mapping[str, Any], node: Mapping[str, Any] | None, phase: str) -> list[str]:
