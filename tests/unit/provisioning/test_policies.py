@@ -45,4 +45,3 @@ def test_min_values_are_lowered_to_what_the_types_offer_then_removed() -> None:
     assert policies.violates_min_values(pool, types[:2]) and not policies.violates_min_values(lowered, types[:2])
     assert all(r.min_values is None for r in policies.relax_min_values(pool).template.spec.requirements)
     assert policies.relax_min_values(lowered) != lowered and policies.has_min_values(pool)
-
