@@ -43,7 +43,7 @@ def _seconds(text: str, flag: str) -> float:
 @click.option("--context", default=None, help="kubeconfig context to use.")
 @click.option("--disable-leader-election", is_flag=True, envvar="DISABLE_LEADER_ELECTION",
               help="Reconcile without holding the Lease (only for a single replica).")
-@click.option("--leader-election-namespace", default=None,
+@click.option("--leader-election-namespace", default=None, envvar="LEADER_ELECTION_NAMESPACE",
               help="Namespace of the karpenter-leader-election Lease (default: SYSTEM_NAMESPACE, POD_NAMESPACE, "
                    "kube-system).")
 @click.option("--leader-election-id", default=None, help="Name of the Lease (default karpenter-leader-election).")

@@ -178,9 +178,9 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
         settings = settings_sources.load(opts.settings_flags, env, opts.settings_file)
         logs.configure(settings.log_level, fmt=opts.log_format, components=opts.component_levels, stream=err)
         lease_config = leader.Config(
-            namespace=opts.leader_election_namespace or env.get("SYSTEM_NAMESPACE") or env.get("POD_NAMESPACE")
-            or "kube-system",
-            identity=identity(env), name=opts.leader_election_id or leader.LEASE_NAME,
+            namespace=opts.leader_election_namespace or settings.leader_election_namespace
+            or env.get("SYSTEM_NAMESPACE") or env.get("POD_NAMESPACE") or "kube-system",
+            identity=identity(env), name=opts.leader_election_id or settings.leader_election_name,
             lease_duration=opts.lease_duration, renew_deadline=opts.renew_deadline, retry_period=opts.retry_period)
     except errors.ValidationError as exc:
         err.write("Error: invalid settings:\n" + "".join(f"  {e}\n" for e in exc.errors))
@@ -224,7 +224,11 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     cache_metrics = getattr(cluster, "metrics_collector", None)
     if callable(cache_metrics):  # karpy_decode_errors_total, karpy_informer_synced...
         built.metrics.registry.register(cache_metrics())
-    elector = leader.LeaderElector(cluster, wall, lease_config) if opts.leader_elect else None
+    from karpy.controllers import unimplemented
+
+    unimplemented.log_settings(settings)
+    leader_elect = opts.leader_elect and not settings.disable_leader_election
+    elector = leader.LeaderElector(cluster, wall, lease_config) if leader_elect else None
     pump = cluster if callable(getattr(cluster, "pump", None)) else None
     driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump, synced=caches_synced,
                              shutdown_grace=max(1.0, opts.renew_deadline))
@@ -254,7 +258,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
         faulthandler.register(signal.SIGUSR1, file=err, all_threads=True)  # `kill -USR1`: every thread's stack
     log.info("karpy controller starting", extra=logs.fields(
         "", cloudProvider=opts.cloud_provider, clusterName=settings.cluster_name, identity=lease_config.identity,
-        leaderElection=opts.leader_elect, metricsPort=servers[0].port, healthProbePort=servers[1].port))
+        leaderElection=leader_elect, metricsPort=servers[0].port, healthProbePort=servers[1].port))
     try:
         outcome = driver.run()
     finally:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from karpy import settings as settings_mod
     from karpy.cloudprovider import interface as cp_interface
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, runtime, state, termination
+    from karpy.controllers import unimplemented as unimplemented_mod
     from karpy.disruption import controller as disruption_controller
     from karpy.kube import events, interface
     from karpy.observability import metrics as metrics_mod
@@ -42,6 +43,7 @@ class Controllers:
     gc: gc.GarbageCollector
     interruption: interruption.Interruption
     disruption: disruption_controller.DisruptionController | None = None
+    unimplemented: unimplemented_mod.Unimplemented | None = None
 
 
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
@@ -77,10 +79,9 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
 
     settings = settings if settings is not None else settings_mod.Settings()
     own_metrics = metrics is None
-    metrics = metrics if metrics is not None else metrics_mod.Metrics()
+    metrics = metrics if metrics is not None else metrics_mod.Metrics(clock=clock)
     recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock, "karpenter")
     cluster_state = state.ClusterState(cluster).start()
-    metrics.attach(view=cluster_state)
     if own_metrics:
         cost = getattr(cloud, "cost_per_hour", None)
         if callable(cost):
@@ -98,6 +99,15 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         gc=gc.GarbageCollector(cluster, cluster_state, cloud, clock, recorder, metrics),
         interruption=interruption.Interruption(cluster, cluster_state, cloud, clock, recorder, metrics),
     )
+    from karpy.controllers import state_metrics
+
+    metrics.attach(view=state_metrics.StateMetrics(cluster_state, clock, metrics,
+                                                   instance_types=built.provisioner.last_instance_types))
+    manager.observer = metrics.reconciled
+    metrics.cluster_state_enabled = not settings.disable_cluster_state_observability
+    report = getattr(cloud, "report_metrics_to", None)  # a provider's own metrics (AWS: batcher, user data)
+    if callable(report):
+        report(metrics)
     manager.register(built.provisioner.controller())
     manager.register(built.lifecycle.controller())
     manager.register(built.termination.controller())
@@ -108,6 +118,10 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         instance_types=built.provisioner.instance_types, nodeclass_kinds=nodeclass_kinds)
     disruption_controller.register(manager, built.disruption)
     nodepool_counter.register(manager, nodepool_counter.NodePoolCounter(cluster, cluster_state))
+    from karpy.controllers import unimplemented
+
+    built.unimplemented = unimplemented.register(
+        manager, cluster, recorder, nodeclass_kinds or ("EC2NodeClass", "AKSNodeClass"))
     from karpy.controllers import nodeclass_status
 
     nodeclass_status.register(manager, cluster, cloud, clock, kinds=nodeclass_kinds)

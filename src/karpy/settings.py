@@ -30,9 +30,17 @@ from karpy.cloudprovider import commitments as commitments_mod
 OBJECT = "Settings"
 
 DEFAULT_FEATURE_GATES: tuple[tuple[str, bool], ...] = (
-    ("NodeRepair", False), ("ReservedCapacity", False), ("SpotToSpotConsolidation", False),
-    ("NodeOverlay", False), ("StaticCapacity", False))
-"""Karpenter's feature gates and their defaults (``FEATURE_GATES``)."""
+    ("NodeRepair", False), ("ReservedCapacity", True), ("SpotToSpotConsolidation", False),
+    ("NodeOverlay", False), ("StaticCapacity", False), ("CapacityBuffer", False))
+"""Karpenter v1.14's feature gates and their defaults (``FEATURE_GATES``; ReservedCapacity on since 1.6)."""
+UNIMPLEMENTED_GATES = {
+    "NodeOverlay": "NodeOverlay objects (price and capacity overrides of instance types)",
+    "StaticCapacity": "static NodePools (spec.replicas)",
+    "CapacityBuffer": "CapacityBuffer objects (headroom as virtual pods)",
+}
+"""Gates whose feature karpy does not implement: warned about when turned on."""
+PREFERENCE_POLICIES = ("Respect", "Ignore")
+MIN_VALUES_POLICIES = ("Strict", "BestEffort")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,29 @@ class Settings:
     health_probe_port: int = 8081
     kube_client_qps: int = 200
     kube_client_burst: int = 300
+    preference_policy: str = "Respect"
+    """``Ignore``: the provisioner drops preferred node and pod (anti-)affinities and ScheduleAnyway spreads."""
+    min_values_policy: str = "Strict"
+    """``BestEffort``: pods minValues leaves unschedulable are retried with minValues relaxed (the NodeClaim
+    is annotated ``karpenter.sh/nodeclaim-min-values-relaxed: "true"``)."""
+    karpenter_service: str = ""
+    leader_election_name: str = "karpenter-leader-election"
+    leader_election_namespace: str = ""
+    log_output_paths: str = "stdout"
+    log_error_output_paths: str = "stderr"
+    enable_profiling: bool = False
+    disable_controller_warmup: bool = True
+    disable_leader_election: bool = False
+    disable_cluster_state_observability: bool = False
+    memory_limit: int = -1
+    cpu_requests: int = 1000
+    ignore_dra_requests: bool = True
+    cluster_ca_bundle: str = ""
+    ami_refresh_interval: float = 60.0
+    subnet_refresh_interval: float = 60.0
+    eks_control_plane: bool = False
+    disable_dry_run: bool = False
+    enable_zonal_shift: bool = False
     commitments: commitments_mod.Commitments = commitments_mod.NONE
     """Reserved Instances, Savings Plans and a negotiated discount (:mod:`karpy.cloudprovider.commitments`):
     the controller prices offerings and nodes at what they would cost under them."""
@@ -93,6 +124,25 @@ class Settings:
     def feature_gate(self, name: str) -> bool:
         """Whether feature gate ``name`` is on (unknown gates are off)."""
         return dict(self.feature_gates).get(name, False)
+
+    def unimplemented(self) -> list[str]:
+        """One warning per setting or feature gate given a value whose behaviour karpy does not implement
+        (``docs/unimplemented.md``); each names the setting and says "karpy does not implement this yet"."""
+        from karpy.api import unimplemented as unimpl
+
+        out: list[str] = []
+        default = Settings()
+        for key, (attr, _) in _FIELDS.items():
+            why = _UNIMPLEMENTED.get(key)
+            if why is not None and getattr(self, attr) != getattr(default, attr):
+                out.append(f"setting {key} ({env_name(key)}) = {getattr(self, attr)!r}: {unimpl.MESSAGE} ({why})")
+        for gate, why in UNIMPLEMENTED_GATES.items():
+            if self.feature_gate(gate):
+                out.append(f"feature gate {gate}=true: {unimpl.MESSAGE} ({why})")
+        if not self.feature_gate("ReservedCapacity"):
+            out.append(f"feature gate ReservedCapacity=false: {unimpl.MESSAGE} (karpy launches no reserved "
+                       "capacity either way: capacityReservationSelectorTerms are not implemented)")
+        return out
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Settings:
@@ -147,6 +197,9 @@ _OPTIONAL_STRING = "optional-string"
 _GATES = "feature-gates"
 _LOG_LEVEL = "log-level"
 _COMMITMENTS = "commitments"
+_PREFERENCE = "preference-policy"
+_MIN_VALUES = "min-values-policy"
+_SIGNED_INT = "signed-int"
 
 _FIELDS: dict[str, tuple[str, str]] = {
     "clusterName": ("cluster_name", _STRING),
@@ -170,6 +223,26 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "healthProbePort": ("health_probe_port", _INT),
     "kubeClientQPS": ("kube_client_qps", _INT),
     "kubeClientBurst": ("kube_client_burst", _INT),
+    "preferencePolicy": ("preference_policy", _PREFERENCE),
+    "minValuesPolicy": ("min_values_policy", _MIN_VALUES),
+    "karpenterService": ("karpenter_service", _OPTIONAL_STRING),
+    "leaderElectionName": ("leader_election_name", _STRING),
+    "leaderElectionNamespace": ("leader_election_namespace", _OPTIONAL_STRING),
+    "logOutputPaths": ("log_output_paths", _OPTIONAL_STRING),
+    "logErrorOutputPaths": ("log_error_output_paths", _OPTIONAL_STRING),
+    "enableProfiling": ("enable_profiling", _BOOL),
+    "disableControllerWarmup": ("disable_controller_warmup", _BOOL),
+    "disableLeaderElection": ("disable_leader_election", _BOOL),
+    "disableClusterStateObservability": ("disable_cluster_state_observability", _BOOL),
+    "memoryLimit": ("memory_limit", _SIGNED_INT),
+    "cpuRequests": ("cpu_requests", _INT),
+    "ignoreDRARequests": ("ignore_dra_requests", _BOOL),
+    "clusterCABundle": ("cluster_ca_bundle", _OPTIONAL_STRING),
+    "amiRefreshInterval": ("ami_refresh_interval", _DURATION),
+    "subnetRefreshInterval": ("subnet_refresh_interval", _DURATION),
+    "eksControlPlane": ("eks_control_plane", _BOOL),
+    "disableDryRun": ("disable_dry_run", _BOOL),
+    "enableZonalShift": ("enable_zonal_shift", _BOOL),
     "commitments": ("commitments", _COMMITMENTS),
     "kubeletBootstrapToken": ("kubelet_bootstrap_token", _OPTIONAL_STRING),
     "sshPublicKey": ("ssh_public_key", _OPTIONAL_STRING),
@@ -187,8 +260,32 @@ _FIELDS: dict[str, tuple[str, str]] = {
 }
 
 
+_ENV_NAMES = {"clusterCABundle": "CLUSTER_CA_BUNDLE", "ignoreDRARequests": "IGNORE_DRA_REQUESTS"}
+"""Karpenter's environment names the camelCase-to-upper-snake rule does not give."""
+
+_UNIMPLEMENTED: dict[str, str] = {
+    "reservedENIs": "ENIs kept out of the VPC CNI's max pods",
+    "isolatedVPC": "no calls to AWS services without a VPC endpoint (pricing)",
+    "karpenterService": "karpy serves no webhooks",
+    "logOutputPaths": "karpy logs to standard output",
+    "logErrorOutputPaths": "karpy logs errors to standard output",
+    "enableProfiling": "no pprof endpoints",
+    "disableControllerWarmup": "controller warm-up is a controller-runtime feature",
+    "memoryLimit": "the Go garbage collector's soft limit",
+    "cpuRequests": "Go's GOMAXPROCS",
+    "ignoreDRARequests": "pods' DRA requests are always ignored in scheduling",
+    "eksControlPlane": "EKS control-plane specific behaviour",
+    "enableZonalShift": "ARC zonal shifts are not read",
+    "amiRefreshInterval": "AMIs are re-resolved on karpy's own schedule",
+    "subnetRefreshInterval": "subnets are re-resolved on karpy's own schedule",
+}
+"""Settings karpy reads (so a Karpenter configuration loads) whose non-default value changes nothing yet."""
+
+
 def env_name(key: str) -> str:
     """Karpenter's environment-variable name of a camelCase setting: ``reservedENIs`` -> ``RESERVED_ENIS``."""
+    if key in _ENV_NAMES:
+        return _ENV_NAMES[key]
     return "".join("_" + c if c.isupper() and i and not key[i - 1].isupper() else c
                    for i, c in enumerate(key)).upper()
 
@@ -225,6 +322,16 @@ def _convert(kind: str, raw: Any) -> Any:
         return raw.strip().lower()
     if kind == _GATES:
         return _parse_gates(raw)
+    if kind in (_PREFERENCE, _MIN_VALUES):
+        allowed = PREFERENCE_POLICIES if kind == _PREFERENCE else MIN_VALUES_POLICIES
+        if not isinstance(raw, str) or raw.strip() not in allowed:
+            raise ValueError("one of " + ", ".join(allowed))
+        return raw.strip()
+    if kind == _SIGNED_INT:
+        if isinstance(raw, bool) or not (isinstance(raw, int) or (isinstance(raw, str)
+                                                                    and raw.strip().lstrip("-").isdigit())):
+            raise ValueError("an integer")
+        return int(raw)
     if kind == _COMMITMENTS:
         try:
             return commitments_mod.parse(raw)

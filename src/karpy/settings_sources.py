@@ -44,6 +44,26 @@ ENVIRONMENT: dict[str, str] = {
     "healthProbePort": "HEALTH_PROBE_PORT",
     "kubeClientQPS": "KUBE_CLIENT_QPS",
     "kubeClientBurst": "KUBE_CLIENT_BURST",
+    # Karpenter v1.14's other operator settings (DISABLE_LEADER_ELECTION and LEADER_ELECTION_NAMESPACE are
+    # options of `karpy controller` itself)
+    "preferencePolicy": "PREFERENCE_POLICY",
+    "minValuesPolicy": "MIN_VALUES_POLICY",
+    "karpenterService": "KARPENTER_SERVICE",
+    "leaderElectionName": "LEADER_ELECTION_NAME",
+    "logOutputPaths": "LOG_OUTPUT_PATHS",
+    "logErrorOutputPaths": "LOG_ERROR_OUTPUT_PATHS",
+    "enableProfiling": "ENABLE_PROFILING",
+    "disableControllerWarmup": "DISABLE_CONTROLLER_WARMUP",
+    "disableClusterStateObservability": "DISABLE_CLUSTER_STATE_OBSERVABILITY",
+    "memoryLimit": "MEMORY_LIMIT",
+    "cpuRequests": "CPU_REQUESTS",
+    "ignoreDRARequests": "IGNORE_DRA_REQUESTS",
+    "clusterCABundle": "CLUSTER_CA_BUNDLE",
+    "amiRefreshInterval": "AMI_REFRESH_INTERVAL",
+    "subnetRefreshInterval": "SUBNET_REFRESH_INTERVAL",
+    "eksControlPlane": "EKS_CONTROL_PLANE",
+    "disableDryRun": "DISABLE_DRY_RUN",
+    "enableZonalShift": "ENABLE_ZONAL_SHIFT",
 }
 """camelCase setting -> Karpenter's environment variable."""
 

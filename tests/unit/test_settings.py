@@ -106,7 +106,8 @@ def test_feature_gates_are_read_from_karpenters_comma_separated_form() -> None:
     s = settings.Settings.from_mapping({"featureGates": "NodeRepair=true,SpotToSpotConsolidation=false"})
     assert s.feature_gate("NodeRepair") is True
     assert s.feature_gate("SpotToSpotConsolidation") is False
-    assert s.feature_gate("ReservedCapacity") is False
+    assert s.feature_gate("ReservedCapacity") is True  # on by default since Karpenter 1.6
+    assert s.feature_gate("CapacityBuffer") is False
 
 
 def test_an_unknown_feature_gate_is_an_error_naming_it() -> None:

@@ -41,6 +41,7 @@ from karpy.api import (
     nodepool,
     pod,
     strict,
+    unimplemented,
     validation,
     workloads,
 )
@@ -369,6 +370,7 @@ def load_documents(
                 problems.extend(_rewrap(exc, label))
                 continue
             problems.extend(dataclasses.replace(e, obj=label) for e in errs)
+            result.warnings.extend(unimplemented.warnings_for(manifest))
             result.objects.append(Loaded(doc.index, new_kind, str(manifest.get("apiVersion")), kind,
                                          api_version, model, manifest))
     if problems:

@@ -66,7 +66,7 @@ class GarbageCollector:
     def sweep(self) -> None:
         """One garbage-collection pass now."""
         try:
-            instances = self.cloud.list()
+            instances = self.metrics.timed(NAME, "List", self.cloud.name, self.cloud.list)
         except Exception as exc:
             self.metrics.cloud_error(NAME, "List", self.cloud.name, exc)
             log.warning("gc: cannot list instances: %s", exc)
@@ -128,7 +128,8 @@ class GarbageCollector:
         except kube_errors.NotFound:
             return
         self.collected_nodeclaims.append(claim.name)
-        self.metrics.nodeclaims_disrupted.labels("garbage_collected", claim.nodepool_name or "").inc()
+        self.metrics.nodeclaims_disrupted.labels(
+            "garbage_collected", claim.nodepool_name or "", claim.labels.get("karpenter.sh/capacity-type", "")).inc()
         message = f"Instance {claim.status.provider_id} of NodeClaim {claim.name} no longer exists"
         log.info("gc: %s; deleting the NodeClaim", message)
         if obj is not None:

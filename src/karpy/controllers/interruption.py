@@ -44,6 +44,16 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "terminated": ("InstanceTerminating", "Instance is terminating"),
 }
 
+KINDS = {"SpotInterruption": "spot_interrupted", "ScheduledChange": "scheduled_change",
+         "Rebalance": "rebalance_recommendation", "stopping": "instance_stopped", "stopped": "instance_stopped",
+         "shutting-down": "instance_terminated", "terminated": "instance_terminated"}
+"""Karpenter's message kinds (``messages.Kind``): the ``message_type`` and ``reason`` label values."""
+
+
+def metric_kind(msg: cp_interface.InterruptionMessage) -> str:
+    """Karpenter's kind of ``msg`` (a StateChange by its new state); ``no_op`` when it has none."""
+    return KINDS.get(msg.detail if msg.kind == "StateChange" else msg.kind, "no_op")
+
 
 class Interruption:
     """Consumes interruption messages and deletes the NodeClaims they concern."""
@@ -69,13 +79,14 @@ class Interruption:
             return None
         for msg in list(self.queue.pending_interruptions()):
             try:
-                self.metrics.interruption_received.labels(message_type=msg.kind).inc()
+                self.metrics.interruption_received.labels(message_type=metric_kind(msg)).inc()
                 self._handle(msg)
             except Exception:  # one bad message never stops the queue
                 log.exception("interruption message %s for %s could not be handled", msg.id, msg.provider_id)
                 continue
             self.queue.ack(msg)
             self.metrics.interruption_deleted.inc()
+            self.metrics.interruption_queue_duration.observe(max(0.0, self.clock.now() - msg.time))
         return INTERVAL
 
     def _handle(self, msg: cp_interface.InterruptionMessage) -> None:
@@ -99,6 +110,10 @@ class Interruption:
         if claim is not None and not kube_interface.is_terminating(claim):
             with contextlib.suppress(kube_errors.NotFound):
                 self.cluster.delete("NodeClaim", claim_name)
+                labels = kube_interface.labels_of(claim)
+                self.metrics.nodeclaims_disrupted.labels(
+                    metric_kind(msg), labels.get("karpenter.sh/nodepool", ""),
+                    labels.get("karpenter.sh/capacity-type", "")).inc()
         self.handled.append((msg.kind, msg.provider_id, "deleted"))
 
     def _event(self, claim: dict[str, Any] | None, node: dict[str, Any] | None, reason: str, message: str) -> None:

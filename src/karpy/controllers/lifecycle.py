@@ -279,13 +279,18 @@ class Lifecycle:
                                          f"{self.settings.launch_ttl:g}s of its creation")
                 return None
             self._tried.add(claim.name)
-            outcome = self.calls.call(op, lambda: self.cloud.create(claim), (NAME, claim.name))
+            outcome = self.calls.call(
+                op, lambda: self.metrics.timed(NAME, "Create", self.cloud.name, lambda: self.cloud.create(claim)),
+                (NAME, claim.name))
             if outcome is None:
                 return None  # in flight: its completion requeues this NodeClaim
             try:
                 launched = outcome.result()
             except cp_errors.InsufficientCapacityError as exc:
                 self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
+                for o in exc.offerings:
+                    self.metrics.instance_launch_failures.labels(
+                        getattr(o, "zone", ""), "", getattr(o, "capacity_type", ""), "InsufficientCapacity").inc()
                 self.offerings.mark_unavailable(exc.offerings)
                 log.warning("lifecycle: NodeClaim %s: %s", claim.name, exc)
                 self._event(claim, events.WARNING, REASON_ICE, f"NodeClaim {claim.name} event: {truncate(str(exc))}")
@@ -394,7 +399,7 @@ class Lifecycle:
         self._write_status(name, mutate)
         pool = claim.nodepool_name or ""
         self.metrics.nodeclaims_registered.labels(pool).inc()
-        self.metrics.nodes_created.labels(pool).inc()
+        self.metrics.nodes_created.labels(pool, claim.labels.get(wk.ZONE, "")).inc()
         log.info("registered nodeclaim", extra=logs.fields(NAME, NodeClaim=name, NodePool=pool or None, Node=node_name))
         return self._initialize(name)
 
@@ -482,7 +487,8 @@ class Lifecycle:
                             message: str) -> None:
         log.warning("lifecycle: %s; deleting it", message)
         self._event(claim, events.WARNING, reason, message)
-        self.metrics.nodeclaims_disrupted.labels(metric_reason, claim.nodepool_name or "").inc()
+        self.metrics.nodeclaims_disrupted.labels(
+            metric_reason, claim.nodepool_name or "", claim.labels.get(wk.CAPACITY_TYPE, "")).inc()
         self._delete(claim.name)
 
     def _delete(self, name: str) -> None:

@@ -39,6 +39,7 @@ capacity the pending pods need and asks for it. What a caller may rely on:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -52,13 +53,13 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import nodeclass_status, nominations, runtime, state
+from karpy.controllers import nodeclass_status, nominations, runtime, state, state_metrics
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import nodelabels, results, reuse, scheduler
+from karpy.provisioning import nodelabels, policies, results, reuse, scheduler
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
@@ -182,6 +183,9 @@ class Provisioner:
         self.scheduling_cache = reuse.SchedulingCache()
         """Kept between scheduling runs (existing nodes, type tables): see karpy.provisioning.reuse."""
         self.last_results: results.Results | None = None
+        self._last_types: dict[str, list[instancetype.InstanceType]] = {}
+        self.relaxed_claims: set[int] = set()
+        """The new NodeClaims of the last run made with minValues relaxed (MIN_VALUES_POLICY=BestEffort)."""
         self._pools_seen: dict[str, tuple[Any, ...]] = {}
         self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
         """NodePools left out of the last scheduling run because their NodeClass is not Ready."""
@@ -268,13 +272,19 @@ class Provisioner:
         out: dict[str, list[instancetype.InstanceType]] = {}
         for pool in pools:
             try:
-                types = self.cloud.get_instance_types(pool)
+                types = self.metrics.timed(NAME, "GetInstanceTypes", self.cloud.name,
+                                           functools.partial(self.cloud.get_instance_types, pool))
             except Exception as exc:  # one pool's failure must not stop the others
                 self.metrics.cloud_error(NAME, "GetInstanceTypes", self.cloud.name, exc)
                 log.warning("provisioner: cannot get instance types of NodePool %s: %s", pool.name, exc)
                 continue
             out[pool.name] = self.offerings.apply(types)
+        self._last_types = out
         return out
+
+    def last_instance_types(self) -> dict[str, list[instancetype.InstanceType]]:
+        """The instance types of the last scheduling run, by NodePool (the instance-type gauges)."""
+        return self._last_types
 
     def schedule(self, pods: Sequence[pod_mod.Pod]) -> tuple[results.Results, list[nodepool_mod.NodePool]]:
         """One scheduling run over the current state (no writes)."""
@@ -285,8 +295,23 @@ class Provisioner:
         existing = self.state.existing_nodes(types)
         usage = self.state.nodepool_usage(types)
         start = clock_mod.perf_counter()
+        if self.settings.preference_policy == policies.IGNORE:
+            pods = [policies.without_preferences(p) for p in pods]
         res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage,
                                   cache=self.scheduling_cache).solve(pods)
+        self.relaxed_claims = set()
+        if self.settings.min_values_policy == policies.BEST_EFFORT and res.errors and \
+                any(policies.has_min_values(p) for p in pools):
+            by_name = {p.name: p for p in pools}
+            for relaxed in ([policies.lower_min_values(p, types.get(p.name, ())) for p in pools],
+                            [policies.relax_min_values(p) for p in pools]):
+                again = scheduler.Scheduler(relaxed, types, existing, self.state.daemonset_pods(), usage).solve(pods)
+                if len(again.errors) < len(res.errors):
+                    res = again
+                    self.relaxed_claims = {id(c) for c in res.new_claims
+                                           if policies.violates_min_values(by_name[c.nodepool], c.instance_types)}
+                if not res.errors:
+                    break
         self.metrics.scheduling_duration.labels(NAME).observe(max(0.0, clock_mod.perf_counter() - start))
         return res, pools
 
@@ -300,8 +325,30 @@ class Provisioner:
         volume_errors: dict[str, str] = {}
         if volumetopology.needs_volumes(pods):
             pods, volume_errors = volumetopology.apply(pods, self._volumes())
-        res, pools = self.schedule(pods)
+        recorder = self.metrics.pods
+        if recorder is not None:
+            for p in pods:
+                recorder.seen(p.metadata.uid or p.key)
+        self.metrics.scheduler_ignored_pods.set(len(volume_errors))  # Karpenter's Validate: PVC checks
+        self.metrics.scheduler_queue_depth.labels(NAME, str(self.runs)).set(len(pods))
+        self.metrics.scheduler_unfinished_work.labels(NAME, str(self.runs)).set(0.0)
+        try:
+            res, pools = self.schedule(pods)
+        finally:  # as Karpenter, both are deleted when the run ends
+            self.metrics.scheduler_queue_depth.remove(NAME, str(self.runs))
+            self.metrics.scheduler_unfinished_work.remove(NAME, str(self.runs))
         res.errors.update(volume_errors)
+        self.metrics.scheduler_unschedulable_pods.labels(NAME).set(len(res.errors))
+        self.metrics.scheduler_pending_by_zone.clear()
+        zones: dict[str, int] = {}
+        for p in pods:
+            zone = state_metrics.effective_zone(p)
+            zones[zone] = zones.get(zone, 0) + 1
+        for zone, count in sorted(zones.items()):
+            self.metrics.scheduler_pending_by_zone.labels(NAME, zone).set(count)
+        if recorder is not None:
+            for p in [p for c in res.new_claims for p in c.pods] + [p for ps in res.existing.values() for p in ps]:
+                recorder.decided(p.metadata.uid or p.key)
         if res.new_claims:
             log.info("computed new nodeclaim(s) to fit pod(s)", extra=logs.fields(
                 NAME, nodeclaims=len(res.new_claims), pods=sum(len(c.pods) for c in res.new_claims)))
@@ -354,9 +401,12 @@ class Provisioner:
         if pool.name not in hashes:
             hashes[pool.name] = self._nodeclass_hash(pool)
             pool_hashes[pool.name] = pool.hash()  # one per run: the pool does not change within it
+        relaxed = id(claim) in self.relaxed_claims
+        manifest = nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name], pool_hashes[pool.name])
+        if relaxed:
+            manifest["metadata"].setdefault("annotations", {})[policies.MIN_VALUES_RELAXED] = "true"
         try:
-            created = self.cluster.create(nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name],
-                                                             pool_hashes[pool.name]))
+            created = self.cluster.create(manifest)
         except Exception as exc:  # e.g. the API server refused it; the pods stay pending
             self._create_failed = True
             log.warning("provisioner: cannot create a NodeClaim for NodePool %s: %s", pool.name, exc)
@@ -365,7 +415,7 @@ class Provisioner:
                                 f"Failed to schedule pod, creating a NodeClaim of NodePool {pool.name} failed: {exc}")
             return None
         name = interface.name_of(created)
-        self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name).inc()
+        self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name, "true" if relaxed else "false").inc()
         log.info("created nodeclaim", extra=logs.fields(
             NAME, NodePool=pool.name, NodeClaim=name, requests=quantity.format_list(claim.requests),
             **{"instance-types": logs.pretty_slice(claim.instance_type_names()), "pods": len(claim.pods),

@@ -115,7 +115,9 @@ class NodeRepair:
         with contextlib.suppress(kube_errors.NotFound):
             self._expire_now(claim.name, claim.metadata.annotations.get(wk.NODECLAIM_TERMINATION_TIMESTAMP), now)
             self.cluster.delete("NodeClaim", claim.name)
-        self.metrics.nodeclaims_disrupted.labels("unhealthy", pool).inc()
+        self.metrics.nodeclaims_disrupted.labels("unhealthy", pool, claim.labels.get(wk.CAPACITY_TYPE, "")).inc()
+        self.metrics.nodeclaims_unhealthy_disrupted.labels(
+            policy.condition_type, pool, claim.labels.get(wk.CAPACITY_TYPE, ""), claim.status.image_id).inc()
         self.repaired.append(name)
         return None
 

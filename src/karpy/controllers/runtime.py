@@ -82,6 +82,8 @@ class Manager:
         self.reconciles = 0
         self.failures = reconcile_errors.ReconcileErrors()
         """Every reconcile failure, for reports (nothing fails silently)."""
+        self.observer: Callable[[str, str, float], None] | None = None
+        """Told (controller, result, real seconds) after each reconcile: controller-runtime's metrics."""
 
     def register(self, controller: Controller) -> None:
         if controller.name in self.controllers:
@@ -148,9 +150,12 @@ class Manager:
 
     def _run(self, name: str, key: str) -> None:
         controller = self.controllers[name]
+        started = clock_mod.perf_counter()
         try:
             after = controller.reconcile(key)
         except Exception as exc:
+            if self.observer is not None:
+                self.observer(name, "error", clock_mod.perf_counter() - started)
             controller.errors += 1
             self.failures.record(name, key, exc, self.clock.now())
             failures = self._failures.get((name, key), 0) + 1
@@ -162,6 +167,8 @@ class Manager:
             self.enqueue(name, key, backoff if retryable else max(backoff, 10.0))
             return
         self._failures.pop((name, key), None)
+        if self.observer is not None:
+            self.observer(name, "success" if after is None else "requeue_after", clock_mod.perf_counter() - started)
         if after is not None:
             self.enqueue(name, key, after)
 

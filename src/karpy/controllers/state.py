@@ -26,13 +26,13 @@ What it produces for the scheduling core (:mod:`karpy.provisioning.scheduler`):
   else the cheapest option's capacity), counted against ``spec.limits``.
 * :meth:`daemonset_pods`: each DaemonSet's template pod.
 
-It also implements :class:`karpy.observability.metrics.ClusterView`.
+Karpenter's state gauges are read from it by :mod:`karpy.controllers.state_metrics`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.api import errors as api_errors
@@ -474,27 +474,10 @@ class ClusterState:
             usage[pool] = quantity.add(usage.get(pool, {}), capacity)
         return usage
 
-    # ------------------------------------------------------------------- metrics ClusterView
+    # ------------------------------------------------------------------- counts
 
     def node_count(self) -> int:
         return len(self._objects["Node"])
 
     def pending_pod_count(self) -> int:
         return len(self._provisionable)
-
-    def pod_states(self) -> Iterable[Mapping[str, str]]:
-        nodes = self._objects["Node"]
-        for key in sorted(self._objects["Pod"]):
-            obj = self._objects["Pod"][key]
-            node_name = str((obj.get("spec") or {}).get("nodeName") or "")
-            node_labels = interface.labels_of(nodes.get(node_name) or {})
-            ref = interface.owner(obj)
-            yield {
-                "name": interface.name_of(obj), "namespace": interface.namespace_of(obj),
-                "owner": f"{ref.get('kind', '')}/{ref.get('name', '')}" if ref else "",
-                "node": node_name, "nodepool": node_labels.get(wk.NODEPOOL, ""),
-                "zone": node_labels.get(wk.ZONE, ""), "arch": node_labels.get(wk.ARCH, ""),
-                "capacity_type": node_labels.get(wk.CAPACITY_TYPE, ""),
-                "instance_type": node_labels.get(wk.INSTANCE_TYPE, ""),
-                "phase": str((obj.get("status") or {}).get("phase") or ""),
-            }

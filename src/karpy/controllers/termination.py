@@ -132,6 +132,8 @@ class Termination:
         self.clock = clock
         self.recorder = recorder
         self.metrics = metrics
+        self._instance_deletes: dict[str, float] = {}
+        self._drained: set[str] = set()
         self.evictions: list[str] = []
         """Pods evicted or deleted so far, ``namespace/name``, in order (for reports and tests)."""
 
@@ -215,7 +217,8 @@ class Termination:
         if not self._remove_finalizer("NodeClaim", name):
             return None
         pool = claim.nodepool_name or ""
-        self.metrics.nodeclaims_terminated.labels(pool).inc()
+        self.metrics.nodeclaims_terminated.labels(
+            pool, claim.labels.get(wk.CAPACITY_TYPE, ""), claim.labels.get(wk.ZONE, "")).inc()
         deleted = claim.metadata.deletion_timestamp
         if deleted is not None:
             self.metrics.nodeclaims_termination_duration.labels(pool).observe(max(0.0, self.clock.now() - deleted))
@@ -253,22 +256,34 @@ class Termination:
 
         False while the call is in flight (its completion requeues ``key``) or failed."""
         self._claim_condition(claim.name, INSTANCE_TERMINATING, "True")
-        outcome = self.calls.call(f"delete/{claim.metadata.uid}/{key}", lambda: self.cloud.delete(claim), (NAME, key))
+        started = self._instance_deletes.setdefault(claim.metadata.uid or claim.name, self.clock.now())
+        outcome = self.calls.call(
+            f"delete/{claim.metadata.uid}/{key}",
+            lambda: self.metrics.timed(NAME, "Delete", self.cloud.name, lambda: self.cloud.delete(claim)), (NAME, key))
         if outcome is None:
             return False
         try:
             outcome.result()
         except cp_errors.NodeClaimNotFoundError:
+            self._instance_gone(claim, started)
             return True
         except cp_errors.NotOwnedError as exc:
             log.warning("termination: not terminating instance of NodeClaim %s: %s", claim.name, exc)
             return True
         except Exception as exc:
             self.metrics.cloud_error(NAME, "Delete", self.cloud.name, exc)
+            self.metrics.instance_termination_failures.labels(claim.labels.get(wk.ZONE, ""), "").inc()
             log.warning("termination: terminating the instance of NodeClaim %s failed: %s", claim.name, exc)
             return False
         log.info("termination: terminated instance %s of NodeClaim %s", claim.status.provider_id, claim.name)
+        self._instance_gone(claim, started)
         return True
+
+    def _instance_gone(self, claim: nodeclaim_mod.NodeClaim, started: float) -> None:
+        """``karpenter_nodeclaims_instance_termination_duration_seconds``: first delete call to gone."""
+        if self._instance_deletes.pop(claim.metadata.uid or claim.name, None) is not None:
+            self.metrics.nodeclaims_instance_termination_duration.labels(claim.nodepool_name or "").observe(
+                max(0.0, self.clock.now() - started))
 
     def _remove_finalizer(self, kind: str, name: str) -> bool:
         try:
@@ -304,6 +319,11 @@ class Termination:
             if claim is not None:
                 self._claim_condition(claim.name, DRAINED, "False", "Draining")
             return next_check
+        pool = interface.labels_of(obj).get(wk.NODEPOOL, "")
+        uid = interface.uid_of(obj) or name
+        if uid not in self._drained:
+            self._drained.add(uid)
+            self.metrics.nodes_drained.labels(pool).inc()
         if claim is not None:
             self._claim_condition(claim.name, DRAINED, "True")
             wait = self._await_volumes(name, obj, claim.name, expiry)
@@ -313,12 +333,15 @@ class Termination:
             return WAIT
         if not self._remove_finalizer("Node", name):
             return None
-        pool = interface.labels_of(obj).get(wk.NODEPOOL, "")
-        self.metrics.nodes_terminated.labels(pool).inc()
-        deleted = (obj.get("metadata") or {}).get("deletionTimestamp")
-        if deleted:
-            self.metrics.nodes_termination_duration.labels(pool).observe(
-                max(0.0, self.clock.now() - clock_mod.parse_rfc3339(str(deleted))))
+        self._drained.discard(uid)
+        self.metrics.nodes_terminated.labels(pool, interface.labels_of(obj).get(wk.ZONE, "")).inc()
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            self.metrics.nodes_termination_duration.observe(
+                max(0.0, self.clock.now() - clock_mod.parse_rfc3339(str(meta["deletionTimestamp"]))), pool)
+        if meta.get("creationTimestamp"):
+            self.metrics.nodes_lifetime_duration.labels(pool).observe(
+                max(0.0, self.clock.now() - clock_mod.parse_rfc3339(str(meta["creationTimestamp"]))))
         log.info("deleted node", extra=logs.fields(NAME, Node=name, NodePool=pool or None))
         return None
 
@@ -401,20 +424,33 @@ class Termination:
         obj = self.state.raw("Pod", p.key) or p.to_manifest()
         try:
             self.cluster.evict(p.name, p.namespace, uid=p.metadata.uid or None)
-        except (kube_errors.NotFound, kube_errors.Conflict):  # gone, or replaced by another pod of its name
+        except (kube_errors.NotFound, kube_errors.Conflict) as exc:  # gone, or replaced by another pod of its name
+            self.metrics.pods_eviction_requests.labels("409" if isinstance(exc, kube_errors.Conflict) else "404").inc()
             return None
         except kube_errors.TooManyRequests as exc:  # 429: a budget allows no disruption now; retried
+            self.metrics.pods_eviction_requests.labels("429").inc()
             log.info("termination: eviction of %s refused for now: %s", p.key, exc)
             return f"evicting pod {p.key} violates a PodDisruptionBudget ({exc})"
         except kube_errors.InternalError as exc:  # 500: e.g. more than one budget selects the pod
+            self.metrics.pods_eviction_requests.labels("500").inc()
             log.warning("termination: eviction of %s refused: %s", p.key, exc)
             return f"the Eviction API refuses pod {p.key}: {exc}"
         except kube_errors.KubeError as exc:
             log.warning("termination: eviction of %s failed: %s", p.key, exc)
             return f"evicting pod {p.key} failed: {exc}"
+        self.metrics.pods_eviction_requests.labels("200").inc()
+        self.metrics.pods_drained.labels(self._drain_reason(p)).inc()
         self.evictions.append(p.key)
         self._event(obj, events.NORMAL, REASON_EVICTED, "Evicted pod")
         return None
+
+    def _drain_reason(self, p: pod_mod.Pod) -> str:
+        """The disruption reason of the NodeClaim the pod is drained from (``pods_drained_total``)."""
+        claim = self.state.nodeclaim_for_node(p.node_name or "") if p.node_name else None
+        for c in claim.status.conditions if claim is not None else ():
+            if c.type == nodeclaim_mod.DISRUPTION_REASON and c.status == "True":
+                return c.reason
+        return ""
 
     def _force_delete(self, p: pod_mod.Pod, expiry: float, grace: int | None) -> None:
         """Delete ``p`` with the grace that is left before ``expiry`` (Karpenter's ``DeleteExpiringPods``:

@@ -64,6 +64,9 @@ MAX_MULTI_CANDIDATES = 100
 MAX_SINGLE_NODE_SIMULATIONS = 25
 """Removal simulations one single-node pass may run (Karpenter bounds the pass by a timeout; a
 count keeps karpy deterministic). Candidates are tried cheapest-to-disrupt first."""
+TIMED_OUT = "(timed out)"
+"""Key single-node consolidation adds to ``reasons`` when the simulation bound stopped its pass
+(Karpenter's single-node timeout: ``karpenter_voluntary_disruption_consolidation_timeouts_total``)."""
 MIN_SPOT_FLEXIBILITY = 15
 MILP_MAX_CANDIDATES = 8
 MILP_MAX_PODS = 200
@@ -311,6 +314,8 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
     simulations = 0
     for c in _eligible(snap, cands, REASON_UNDERUTILIZED):
         if simulations >= MAX_SINGLE_NODE_SIMULATIONS:
+            if reasons is not None:
+                reasons[TIMED_OUT] = f"stopped after {simulations} simulations"
             break  # like Karpenter's single-node timeout: the rest wait for the next loop
         if budget.get(c.nodepool.name, 0) <= 0:
             if reasons is not None:

@@ -282,7 +282,8 @@ class DisruptionController:
             expired.append(claim.name)
             if self.metrics is not None:
                 self.metrics.nodeclaims_disrupted.labels(
-                    reason="expired", nodepool=claim.nodepool_name or "").inc()
+                    reason="expired", nodepool=claim.nodepool_name or "",
+                    capacity_type=claim.labels.get("karpenter.sh/capacity-type", "")).inc()
         return expired
 
     # --------------------------------------------------------------------------------- observing
@@ -372,13 +373,19 @@ class DisruptionController:
             return None
         reasons: dict[str, str] = {}
         kind = "multi"
+        started = clock_mod.perf_counter()
         cmd = consolidation.multi_node(snap, cands, self.settings, allowed=allowed)
+        started = self._evaluated(kind, started)
         if cmd is None:
             kind = "single"
             cmd = consolidation.single_node(snap, cands, self.settings, allowed=allowed, reasons=reasons)
+            started = self._evaluated(kind, started)
+        if reasons.pop(consolidation.TIMED_OUT, None) is not None and self.metrics is not None:
+            self.metrics.disruption_consolidation_timeouts.labels("single").inc()
         if cmd is None:
             kind = "many"
             cmd = consolidation.many_to_many(snap, cands, self.settings, allowed=allowed)
+            self._evaluated(kind, started)
         if cmd is None:
             self._consolidated, self._consolidated_at = memo, obs.now
             for name, why in sorted(reasons.items()):
@@ -393,9 +400,20 @@ class DisruptionController:
                  self.settings.consolidation_validation_delay)
         return cmd
 
+    def _evaluated(self, kind: str, started: float) -> float:
+        """``karpenter_voluntary_disruption_decision_evaluation_duration_seconds`` of one method (real
+        seconds); returns now, the next method's start."""
+        now = clock_mod.perf_counter()
+        if self.metrics is not None:
+            self.metrics.disruption_evaluation_duration.labels(
+                reason="underutilized", consolidation_type=kind).observe(max(0.0, now - started))
+        return now
+
     def _validate_and_execute(self, pending: Pending, obs: Observation) -> None:
         fresh = self.validate(pending, obs)
         if isinstance(fresh, str):
+            if self.metrics is not None:
+                self.metrics.disruption_failed_validations.labels(pending.consolidation_type).inc()
             self.dropped.append((obs.now, pending.command, fresh))
             log.info("disruption: dropping %s command for %s after validation: %s", pending.command.reason,
                      ", ".join(pending.command.names), fresh)

@@ -25,6 +25,7 @@ A caller may rely on:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
+from karpy.provisioning import policies
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.disruption")
@@ -225,6 +227,15 @@ class Observer:
         gauge.labels(reason="empty").set(empty)
         gauge.labels(reason="drifted").set(sum(1 for name in obs.drifted if name in obs.candidates))
         gauge.labels(reason="underutilized").set(len(self.underutilized(obs)))
+        from karpy.disruption import budgets
+
+        allowed, consuming = self.metrics.nodepool_allowed_disruptions, self.metrics.nodepool_nodes_consuming_budgets
+        for name, pool in sorted(obs.pools.items()):
+            for reason in (consolidation.REASON_EMPTY, consolidation.REASON_DRIFTED,
+                           consolidation.REASON_UNDERUTILIZED):
+                allowed.labels(nodepool=name, reason=reason.lower()).set(budgets.allowed_disruptions(
+                    pool, reason, obs.total.get(name, 0), obs.disrupting.get(name, 0), obs.now))
+                consuming.labels(nodepool=name, reason=reason.lower()).set(obs.disrupting.get(name, 0))
 
     # ------------------------------------------------------------------------------ snapshot
 
@@ -240,6 +251,8 @@ class Observer:
             self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes))
+        if self.settings.preference_policy == policies.IGNORE:
+            obs.snapshot = dataclasses.replace(obs.snapshot, ignore_preferences=True)
         return obs.snapshot
 
     def instance_types(self, pools: Sequence[nodepool.NodePool]) -> Mapping[str, Sequence[instancetype.InstanceType]]:

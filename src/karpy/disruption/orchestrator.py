@@ -176,6 +176,10 @@ class Orchestrator:
             self.metrics.disruption_decisions.labels(
                 decision=command.method.lower(), reason=snake(command.reason),
                 consolidation_type=consolidation_type).inc()
+            for pool_name in sorted({c.nodepool.name for c in command.candidates}):
+                self.metrics.disruption_decisions_by_nodepool.labels(
+                    nodepool=pool_name, decision=command.method.lower(), reason=snake(command.reason),
+                    consolidation_type=consolidation_type).inc()
         log.info("disrupting node(s)",
                  extra=logs.fields("disruption", **command_log_values(command, entry.replacements)))
         self.entries.append(entry)
@@ -197,7 +201,7 @@ class Orchestrator:
             log.warning("disruption: cannot create a replacement NodeClaim of NodePool %s: %s", pool.name, exc)
             return None
         if self.metrics is not None:
-            self.metrics.nodeclaims_created.labels(snake(reason), pool.name).inc()
+            self.metrics.nodeclaims_created.labels(snake(reason), pool.name, "false").inc()
         self.recorder.normal(created, REASON_LAUNCHING, f"Launching NodeClaim: {reason}")
         self.recorder.normal(created, REASON_WAITING, "Waiting on readiness to continue disruption")
         return interface.name_of(created)
@@ -251,7 +255,9 @@ class Orchestrator:
                 self.recorder.normal(node_obj, REASON_TERMINATING, message)
             self.recorder.normal(claim_obj, REASON_TERMINATING, message)
             if self.metrics is not None:
-                self.metrics.nodeclaims_disrupted.labels(reason=snake(cmd.reason), nodepool=c.nodepool.name).inc()
+                self.metrics.nodeclaims_disrupted.labels(
+                    reason=snake(cmd.reason), nodepool=c.nodepool.name,
+                    capacity_type=c.nodeclaim.labels.get(wk.CAPACITY_TYPE, "")).inc()
         entry.candidates_deleted = True
         entry.deleted_at = self.clock.now()
         entry.outcome = "executed"
@@ -279,6 +285,10 @@ class Orchestrator:
         entry.outcome = why
         if record:
             self.history.failed.append((entry, why))
+        if self.metrics is not None:
+            self.metrics.disruption_queue_failures.labels(
+                decision=entry.command.method.lower(), reason=snake(entry.command.reason),
+                consolidation_type=entry.consolidation_type).inc()
         log.warning("disruption: abandoning %s command for %s: %s; replacements deleted, candidates untainted",
                     entry.command.reason, ", ".join(entry.candidate_names), why)
 

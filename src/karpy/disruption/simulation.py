@@ -26,7 +26,7 @@ from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.disruption import candidates as candidates_mod
 from karpy.disruption import snapshot as snapshot_mod
-from karpy.provisioning import results, scheduler
+from karpy.provisioning import policies, results, scheduler
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,9 @@ def simulate_removal(
     others = [*snap.pending_pods, *snap.pods_to_reschedule(snap.deleting_nodes())]
     others = [p for p in others if p.key not in own]
     existing = [*snap.existing_nodes(gone), *extra_nodes]
+    if snap.ignore_preferences:
+        pods = [policies.without_preferences(p) for p in pods]
+        others = [policies.without_preferences(p) for p in others]
     res = scheduler.Scheduler(
         snap.nodepools if with_nodepools else (),
         instance_types if instance_types is not None else snap.instance_types,

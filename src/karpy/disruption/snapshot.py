@@ -179,6 +179,9 @@ class ClusterSnapshot:
     """NodeClaims launched or launching whose Node is not there yet."""
     now: float = 0.0
     """Epoch seconds (node age, budgets); the caller's clock, never the wall clock."""
+    ignore_preferences: bool = False
+    """``PREFERENCE_POLICY=Ignore``: what-if runs schedule pods without their preferences (as Karpenter's
+    disruption simulation does)."""
     scheduling_cache: reuse.SchedulingCache = field(default_factory=reuse.SchedulingCache, compare=False,
                                                     repr=False)
     """Kept between the what-if scheduling runs over this snapshot (karpy.provisioning.reuse):

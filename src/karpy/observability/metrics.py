@@ -1,23 +1,18 @@
-"""Karpenter-compatible Prometheus metrics, one registry per Manager / simulation run.
+"""Karpenter's Prometheus metrics, one registry per Manager / simulation run.
 
 :class:`Metrics` owns a private ``prometheus_client.CollectorRegistry`` (never the global one, so
-two runs in one process do not share counters) and the metrics karpy's controllers update. Names
-are Karpenter v1's (``reference/metrics``), so dashboards keep working:
+two runs in one process do not share counters) and every ``karpenter_*`` metric Karpenter v1.14
+exports, with Karpenter's names, types and label names (``tests/fixtures/karpenter/metrics-v1.14.3.json``
+lists them, read from Karpenter's source by ``scripts/karpenter_metrics.py``). The metrics updated
+when something happens (counters, histograms, summaries) are attributes here, declared in
+:mod:`karpy.observability.catalog`; the gauges read from the cluster state at scrape time
+(``karpenter_nodes_allocatable``, ``karpenter_nodepools_limit``, ``karpenter_pods_state`` ...) come
+from a collector the controllers attach (:mod:`karpy.controllers.state_metrics`), so a scrape always
+shows the current state. Which metric is updated where, and which describe a behaviour karpy does not
+have, is in ``docs/metrics.md``.
 
-* counters ``karpenter_nodeclaims_created_total{reason, nodepool}``,
-  ``karpenter_nodeclaims_launched_total{nodepool}``, ``..._registered_total{nodepool}``,
-  ``..._initialized_total{nodepool}``, ``..._terminated_total{nodepool}``,
-  ``..._disrupted_total{reason, nodepool}``, ``karpenter_nodes_created_total{nodepool}``,
-  ``karpenter_nodes_terminated_total{nodepool}``,
-  ``karpenter_cloudprovider_errors_total{controller, method, provider, error}``;
-* histograms ``karpenter_scheduler_scheduling_duration_seconds{controller}`` (real seconds,
-  measured with :func:`karpy.clock.perf_counter`), ``karpenter_pods_startup_duration_seconds``,
-  ``karpenter_nodes_termination_duration_seconds{nodepool}`` and
-  ``karpenter_nodeclaims_termination_duration_seconds{nodepool}`` (cluster-clock seconds);
-* gauges computed when collected from an attached :class:`ClusterView`:
-  ``karpenter_cluster_state_node_count``, ``karpenter_nodepools_usage{nodepool, resource_type}``
-  (cores, bytes, counts), ``karpenter_pods_state{...}`` (1 per pod), ``karpenter_scheduler_queue_depth``
-  and ``karpy_cluster_cost_per_hour`` (US dollars per hour of running instances).
+karpy keeps three counters Karpenter v1 dropped (``karpenter_nodeclaims_launched_total``,
+``..._registered_total``, ``..._initialized_total``) and adds ``karpy_cluster_cost_per_hour``.
 
 :meth:`Metrics.snapshot` gives every sample as plain data for the simulator's JSON report:
 ``{sample name: [{"labels": {...}, "value": float}, ...]}``; :meth:`Metrics.value` reads one.
@@ -25,47 +20,34 @@ are Karpenter v1's (``reference/metrics``), so dashboards keep working:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Protocol
+import math
+import platform
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, TypeVar
 
 import prometheus_client
 from prometheus_client import core as prom_core
 
 from karpy import clock as clock_mod
-from karpy.api import quantity
 from karpy.kube import interface
+from karpy.observability import catalog, summary
 
-POD_STARTUP_BUCKETS = (1, 5, 10, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200, 1800, 3600)
-TERMINATION_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 86400)
-SCHEDULING_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+T = TypeVar("T")
 
-POD_STATE_LABELS = ("name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type",
-                    "instance_type", "phase")
+# Go's client exports no ``_created`` series; Karpenter has none
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
-class ClusterView(Protocol):
-    """What the collected gauges read (karpy's :class:`karpy.controllers.state.ClusterState`)."""
+class StateCollector(Protocol):
+    """The scrape-time gauges of :data:`catalog.GAUGES` (``karpy.controllers.state_metrics``)."""
 
-    def node_count(self) -> int: ...
-
-    def nodepool_usage(self) -> Mapping[str, Mapping[str, int]]:
-        """NodePool -> resource -> milli-units of capacity launched or in flight."""
+    def families(self) -> Iterable[Any]:
+        """One ``prometheus_client`` metric family per name of :data:`catalog.GAUGES`."""
         ...
-
-    def pod_states(self) -> Iterable[Mapping[str, str]]:
-        """One label set (:data:`POD_STATE_LABELS`) per pod."""
-        ...
-
-    def pending_pod_count(self) -> int: ...
-
-
-def natural_units(resource: str, milli: int) -> float:
-    """Milli-units as Prometheus reports resources: cores, bytes, counts."""
-    return milli / quantity.MILLI
 
 
 class _Collected:
-    """A collector whose gauges are computed from the attached view at scrape time."""
+    """The scrape-time gauges: from the attached state, or empty families (names still exported)."""
 
     def __init__(self, owner: Metrics) -> None:
         self.owner = owner
@@ -76,29 +58,10 @@ class _Collected:
     def collect(self) -> Iterator[Any]:
         view = self.owner.view
         if view is not None:
-            count = prom_core.GaugeMetricFamily(
-                "karpenter_cluster_state_node_count", "Current count of nodes in cluster state")
-            count.add_metric([], float(view.node_count()))
-            yield count
-            usage = prom_core.GaugeMetricFamily(
-                "karpenter_nodepools_usage",
-                "The amount of resources that have been provisioned for a nodepool.",
-                labels=["nodepool", "resource_type"])
-            for pool, resources in sorted(view.nodepool_usage().items()):
-                for res, milli in sorted(resources.items()):
-                    usage.add_metric([pool, res], natural_units(res, milli))
-            yield usage
-            depth = prom_core.GaugeMetricFamily(
-                "karpenter_scheduler_queue_depth", "The number of pods currently waiting to be scheduled.")
-            depth.add_metric([], float(view.pending_pod_count()))
-            yield depth
-            if self.owner.pod_state_enabled:
-                state = prom_core.GaugeMetricFamily(
-                    "karpenter_pods_state", "Pod state is the current state of pods.",
-                    labels=list(POD_STATE_LABELS))
-                for labels in view.pod_states():
-                    state.add_metric([str(labels.get(k, "")) for k in POD_STATE_LABELS], 1.0)
-                yield state
+            yield from view.families()
+        else:
+            for row in catalog.GAUGES:
+                yield prom_core.GaugeMetricFamily(row.name, row.help, labels=list(row.labels))
         if self.owner.cost is not None:
             cost = prom_core.GaugeMetricFamily(
                 "karpy_cluster_cost_per_hour", "US dollars per hour of the running instances karpy launched.")
@@ -106,80 +69,106 @@ class _Collected:
             yield cost
 
 
+def _create(row: catalog.Row, registry: prometheus_client.CollectorRegistry, now: Callable[[], float]) -> Any:
+    if row.kind == "counter":
+        return prometheus_client.Counter(row.name, row.help, list(row.labels), registry=registry)
+    if row.kind == "gauge":
+        return prometheus_client.Gauge(row.name, row.help, list(row.labels), registry=registry)
+    if row.kind == "histogram":
+        return prometheus_client.Histogram(row.name, row.help, list(row.labels), buckets=row.buckets,
+                                           registry=registry)
+    metric = summary.QuantileSummary(row.name, row.help, row.labels, now)
+    registry.register(metric)
+    return metric
+
+
 class Metrics:
-    """karpy's metrics in a dedicated registry; see the module docstring."""
+    """karpy's metrics in a dedicated registry; see the module docstring.
+
+    One attribute per row of :data:`karpy.observability.catalog.ROWS` (``nodeclaims_created``,
+    ``nodes_drained``...); ``controller_runtime`` reconcile metrics as ``reconcile_total`` and
+    ``reconcile_time``. ``clock``: the clock of summaries' windows (the run's clock).
+    """
+
+    nodeclaims_created: Any
+    nodeclaims_terminated: Any
+    nodeclaims_disrupted: Any
+    nodeclaims_unhealthy_disrupted: Any
+    nodeclaims_launched: Any
+    nodeclaims_registered: Any
+    nodeclaims_initialized: Any
+    nodeclaims_termination_duration: Any
+    nodeclaims_instance_termination_duration: Any
+    nodes_created: Any
+    nodes_terminated: Any
+    nodes_drained: Any
+    nodes_lifetime_duration: Any
+    nodes_termination_duration: summary.QuantileSummary
+    pods_startup_duration: summary.QuantileSummary
+    pods_bound_duration: Any
+    pods_provisioning_bound_duration: Any
+    pods_provisioning_startup_duration: Any
+    pods_scheduling_decision_duration: Any
+    pods_drained: Any
+    pods_eviction_requests: Any
+    cloudprovider_errors: Any
+    cloudprovider_duration: Any
+    instance_launch_failures: Any
+    instance_termination_failures: Any
+    batcher_batch_size: Any
+    batcher_batch_time: Any
+    scheduling_duration: Any
+    interruption_received: Any
+    interruption_deleted: Any
+    interruption_queue_duration: Any
+    interruption_unhealthy: Any
+    disruption_decisions: Any
+    disruption_decisions_by_nodepool: Any
+    disruption_evaluation_duration: Any
+    disruption_consolidation_timeouts: Any
+    disruption_failed_validations: Any
+    disruption_queue_failures: Any
+    consolidation_score: Any
+    consolidation_moves: Any
+    nodepool_cost_tracker_errors: Any
+    disruption_eligible_nodes: Any
+    nodepool_allowed_disruptions: Any
+    nodepool_nodes_consuming_budgets: Any
+    scheduler_unschedulable_pods: Any
+    scheduler_pending_by_zone: Any
+    scheduler_queue_depth: Any
+    scheduler_unfinished_work: Any
+    scheduler_ignored_pods: Any
+    ec2nodeclass_userdata_bytes: Any
+    build_info: Any
+    reconcile_total: Any
+    reconcile_time: Any
+    pods: PodStartupRecorder | None = None
+    """The pod lifecycle recorder feeding this registry, when one is registered."""
 
     def __init__(self, registry: prometheus_client.CollectorRegistry | None = None, *,
-                 pod_state: bool = True) -> None:
+                 pod_state: bool = True, clock: clock_mod.Clock | None = None) -> None:
         self.registry = registry if registry is not None else prometheus_client.CollectorRegistry()
-        self.view: ClusterView | None = None
+        self.clock: clock_mod.Clock = clock if clock is not None else clock_mod.WallClock()
+        self.view: StateCollector | None = None
         self.cost: Callable[[], float] | None = None
         self.pod_state_enabled = pod_state
-        r = self.registry
-        self.nodeclaims_created = prometheus_client.Counter(
-            "karpenter_nodeclaims_created_total",
-            "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was "
-            "created and the owning nodepool.", ["reason", "nodepool"], registry=r)
-        self.nodeclaims_launched = prometheus_client.Counter(
-            "karpenter_nodeclaims_launched_total", "Number of nodeclaims launched in total by Karpenter.",
-            ["nodepool"], registry=r)
-        self.nodeclaims_registered = prometheus_client.Counter(
-            "karpenter_nodeclaims_registered_total", "Number of nodeclaims registered in total by Karpenter.",
-            ["nodepool"], registry=r)
-        self.nodeclaims_initialized = prometheus_client.Counter(
-            "karpenter_nodeclaims_initialized_total",
-            "Number of nodeclaims initialized in total by Karpenter.", ["nodepool"], registry=r)
-        self.nodeclaims_terminated = prometheus_client.Counter(
-            "karpenter_nodeclaims_terminated_total",
-            "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.",
-            ["nodepool"], registry=r)
-        self.nodeclaims_disrupted = prometheus_client.Counter(
-            "karpenter_nodeclaims_disrupted_total",
-            "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was "
-            "disrupted and the owning nodepool.", ["reason", "nodepool"], registry=r)
-        self.nodes_created = prometheus_client.Counter(
-            "karpenter_nodes_created_total",
-            "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
-            ["nodepool"], registry=r)
-        self.nodes_terminated = prometheus_client.Counter(
-            "karpenter_nodes_terminated_total",
-            "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.",
-            ["nodepool"], registry=r)
-        self.cloudprovider_errors = prometheus_client.Counter(
-            "karpenter_cloudprovider_errors_total",
-            "Total number of errors returned from CloudProvider calls.",
-            ["controller", "method", "provider", "error"], registry=r)
-        self.scheduling_duration = prometheus_client.Histogram(
-            "karpenter_scheduler_scheduling_duration_seconds",
-            "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
-            ["controller"], buckets=SCHEDULING_BUCKETS, registry=r)
-        self.pods_startup_duration = prometheus_client.Histogram(
-            "karpenter_pods_startup_duration_seconds", "The time from pod creation until the pod is running.",
-            buckets=POD_STARTUP_BUCKETS, registry=r)
-        self.nodes_termination_duration = prometheus_client.Histogram(
-            "karpenter_nodes_termination_duration_seconds",
-            "The time taken between a node's deletion request and the removal of its finalizer",
-            ["nodepool"], buckets=TERMINATION_BUCKETS, registry=r)
-        self.nodeclaims_termination_duration = prometheus_client.Histogram(
-            "karpenter_nodeclaims_termination_duration_seconds",
-            "Duration of NodeClaim termination in seconds.",
-            ["nodepool"], buckets=TERMINATION_BUCKETS, registry=r)
-        self.interruption_received = prometheus_client.Counter(
-            "karpenter_interruption_received_messages", "Count of messages received from the interruption queue.",
-            ["message_type"], registry=r)
-        self.interruption_deleted = prometheus_client.Counter(
-            "karpenter_interruption_deleted_messages", "Count of messages deleted from the interruption queue.",
-            registry=r)
-        self.disruption_decisions = prometheus_client.Counter(
-            "karpenter_voluntary_disruption_decisions", "Number of disruption decisions performed.",
-            ["decision", "reason", "consolidation_type"], registry=r)
-        self.disruption_eligible_nodes = prometheus_client.Gauge(
-            "karpenter_voluntary_disruption_eligible_nodes", "Number of nodes eligible for disruption.",
-            ["reason"], registry=r)
+        self.cluster_state_enabled = True
+        """False with DISABLE_CLUSTER_STATE_OBSERVABILITY: the scrape-time state gauges carry no samples."""
+        for row in (*catalog.ROWS, *catalog.CONTROLLER_RUNTIME):
+            setattr(self, row.attr, _create(row, self.registry, self._now))
+        from karpy import __version__
+
+        self.build_info.labels(__version__, "python" + platform.python_version(), platform.machine(), "").set(1)
+        for kind in ("multi", "single"):  # Karpenter starts these at 0
+            self.disruption_consolidation_timeouts.labels(kind)
         self.registry.register(_Collected(self))
 
-    def attach(self, view: ClusterView | None = None, cost: Callable[[], float] | None = None) -> None:
-        """Compute the collected gauges from ``view`` and ``cost`` (either may be ``None``)."""
+    def _now(self) -> float:
+        return self.clock.now()
+
+    def attach(self, view: StateCollector | None = None, cost: Callable[[], float] | None = None) -> None:
+        """Compute the scrape-time gauges from ``view`` and the cost gauge from ``cost`` (either may be None)."""
         if view is not None:
             self.view = view
         if cost is not None:
@@ -188,11 +177,11 @@ class Metrics:
     # ------------------------------------------------------------------------------- reading
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
-        """Every sample: ``{sample name: [{"labels": {...}, "value": float}]}`` (no ``_created``)."""
+        """Every sample: ``{sample name: [{"labels": {...}, "value": float}]}`` (no ``_created``, no NaN)."""
         out: dict[str, list[dict[str, Any]]] = {}
         for family in self.registry.collect():
             for sample in family.samples:
-                if sample.name.endswith("_created"):
+                if sample.name.endswith("_created") or math.isnan(sample.value):
                     continue
                 out.setdefault(sample.name, []).append(
                     {"labels": dict(sample.labels), "value": float(sample.value)})
@@ -203,7 +192,8 @@ class Metrics:
         total = 0.0
         for family in self.registry.collect():
             for sample in family.samples:
-                if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()) \
+                        and not math.isnan(sample.value):
                     total += float(sample.value)
         return total
 
@@ -217,34 +207,88 @@ class Metrics:
         error = str(getattr(exc, "reason", "") or type(exc).__name__)
         self.cloudprovider_errors.labels(controller, method, provider, error).inc()
 
+    def cloud_call(self, controller: str, method: str, provider: str, seconds: float) -> None:
+        """``karpenter_cloudprovider_duration_seconds`` of one call (real seconds)."""
+        self.cloudprovider_duration.labels(controller, method, provider).observe(max(0.0, seconds))
+
+    def timed(self, controller: str, method: str, provider: str, call: Callable[[], T]) -> T:
+        """Run one cloud provider call, observing its ``karpenter_cloudprovider_duration_seconds`` (as
+        Karpenter's metrics decorator does, whether it returns or raises)."""
+        started = clock_mod.perf_counter()
+        try:
+            return call()
+        finally:
+            self.cloud_call(controller, method, provider, clock_mod.perf_counter() - started)
+
+    def reconciled(self, controller: str, result: str, seconds: float) -> None:
+        """controller-runtime's reconcile metrics: ``result`` is success, error, requeue or requeue_after."""
+        self.reconcile_total.labels(controller, result).inc()
+        self.reconcile_time.labels(controller).observe(max(0.0, seconds))
+
+
 
 class PodStartupRecorder:
-    """Observes ``karpenter_pods_startup_duration_seconds`` once per pod, at its first Running state.
+    """Karpenter's pod lifecycle metrics, fed by Pod watch events (:meth:`handle`) and the provisioner.
 
-    Register :meth:`handle` as a Pod watch handler; creation time comes from the pod, now from the
-    cluster clock.
+    Once per pod: ``karpenter_pods_bound_duration_seconds`` when ``spec.nodeName`` is first seen set and
+    ``karpenter_pods_startup_duration_seconds`` at its first Running state (from its creation time);
+    ``karpenter_pods_provisioning_{bound,startup}_duration_seconds`` from when the provisioner first
+    decided where it goes (:meth:`decided`); ``karpenter_pods_scheduling_decision_duration_seconds`` from
+    when the provisioner first saw it (:meth:`seen`) to that decision. Now is the cluster clock.
     """
 
     def __init__(self, metrics: Metrics, clock: clock_mod.Clock) -> None:
         self.metrics = metrics
         self.clock = clock
-        self._seen: set[str] = set()
+        self._started: set[str] = set()
+        self._bound: set[str] = set()
+        self.first_seen: dict[str, float] = {}
+        self.decided_at: dict[str, float] = {}
+        metrics.pods = self
+
+    def seen(self, uid: str) -> None:
+        self.first_seen.setdefault(uid, self.clock.now())
+
+    def decided(self, uid: str) -> None:
+        if uid in self.decided_at:
+            return
+        now = self.decided_at[uid] = self.clock.now()
+        self.metrics.pods_scheduling_decision_duration.observe(max(0.0, now - self.first_seen.get(uid, now)))
 
     def handle(self, event: str, obj: dict[str, Any]) -> None:
-        if event != interface.DELETED and (obj.get("status") or {}).get("phase") != "Running":
-            return  # most events (created, unschedulable, bound) need no key at all
-        uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
+        uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj)[1:])
         if event == interface.DELETED:
-            self._seen.discard(uid)
+            for held in (self._started, self._bound):
+                held.discard(uid)
+            self.first_seen.pop(uid, None)
+            self.decided_at.pop(uid, None)
             return
-        if uid in self._seen:
-            return
-        self._seen.add(uid)
-        created = (obj.get("metadata") or {}).get("creationTimestamp")
-        if not created:
-            return
-        try:
-            started = clock_mod.parse_rfc3339(str(created))
-        except ValueError:
-            return
-        self.metrics.pods_startup_duration.observe(max(0.0, self.clock.now() - started))
+        running = (obj.get("status") or {}).get("phase") == "Running"
+        bound = bool((obj.get("spec") or {}).get("nodeName"))
+        if (not bound or uid in self._bound) and (not running or uid in self._started):
+            return  # most events (created, unschedulable, already counted) need nothing
+        created = _created(obj)
+        now = self.clock.now()
+        decided = self.decided_at.get(uid)
+        if bound and uid not in self._bound:
+            self._bound.add(uid)
+            if created is not None:
+                self.metrics.pods_bound_duration.observe(max(0.0, now - created))
+            if decided is not None:
+                self.metrics.pods_provisioning_bound_duration.observe(max(0.0, now - decided))
+        if running and uid not in self._started:
+            self._started.add(uid)
+            if created is not None:
+                self.metrics.pods_startup_duration.observe(max(0.0, now - created))
+            if decided is not None:
+                self.metrics.pods_provisioning_startup_duration.observe(max(0.0, now - decided))
+
+
+def _created(obj: dict[str, Any]) -> float | None:
+    created = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not created:
+        return None
+    try:
+        return clock_mod.parse_rfc3339(str(created))
+    except ValueError:
+        return None

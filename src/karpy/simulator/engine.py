@@ -164,7 +164,7 @@ class Simulation:
             self.bridge = real_cloud.bridge(scn, self.clock, self.cluster, self.kubelet)
         else:
             self.bridge = CloudBridge(self.cloud, self.kubelet)
-        self.metrics = metrics_mod.Metrics()
+        self.metrics = metrics_mod.Metrics(clock=self.clock)
         self.metrics.attach(cost=self.bridge.cost_per_hour)
         self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,
                                                            record_events=scheduler_events)

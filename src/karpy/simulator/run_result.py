@@ -74,14 +74,23 @@ class Result:
         return self.start + self.until
 
 
+_PER_OBJECT = ("karpenter_pods_state", "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds",
+               "karpenter_pods_provisioning_un", "karpenter_pods_provisioning_scheduling_undecided",
+               "karpenter_nodes_allocatable", "karpenter_nodes_total_", "karpenter_nodes_system_overhead",
+               "karpenter_nodes_current_lifetime_seconds", "karpenter_cloudprovider_instance_type_")
+_WALL_CLOCK = ("karpenter_scheduler_scheduling_duration_seconds", "karpenter_cloudprovider_duration_seconds",
+               "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+               "controller_runtime_reconcile_time",
+               "karpenter_cloudprovider_batcher_batch_time_seconds")
+
+
 def karpenter_metrics(samples: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Karpenter's metrics for a report: the deterministic ones only, rows sorted by label."""
     karpenter: dict[str, Any] = {}
     for name in sorted(samples):
-        if name.startswith("karpenter_pods_state") or \
-                (name.startswith("karpenter_scheduler_scheduling_duration_seconds") and
-                 not name.endswith("_count")):
-            continue  # one sample per pod / wall-clock durations: not part of a deterministic report
+        if name.startswith(_PER_OBJECT) or name == "karpenter_build_info" or \
+                (name.startswith(_WALL_CLOCK) and not name.endswith("_count")):
+            continue  # one sample per pod or node / wall-clock durations: not part of a deterministic report
         rows = [{"labels": dict(sorted(s["labels"].items())), "value": s["value"]} for s in samples[name]]
         rows.sort(key=lambda r: sorted(r["labels"].items()))
         karpenter[name] = rows

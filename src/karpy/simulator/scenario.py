@@ -310,6 +310,7 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
     if cloud is not None and k8s_version:
         cloud = dataclasses.replace(cloud, kubernetes_version=str(k8s_version))
     settings = _read_settings(spec, problems)
+    warnings.extend(f"{label}: spec.settings: {w}" for w in settings.unimplemented())
     spec_until = _collect(problems, lambda: _duration(spec, "until", required=until is None))
     total = until if until is not None else spec_until
     if total is not None and total <= 0:

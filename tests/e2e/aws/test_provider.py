@@ -223,3 +223,16 @@ def test_concurrent_identical_launches_are_batched_and_each_instance_carries_its
     assert aws.provider.fleet.calls - calls < 12  # identical requests shared CreateFleet calls
     for c in launched:
         assert tags(instance(aws, c.status.provider_id))["karpenter.sh/nodeclaim"] == c.name
+
+
+def test_the_batcher_and_user_data_metrics_are_fed_by_the_aws_provider(aws: AWS) -> None:
+    """Karpenter's karpenter_cloudprovider_batcher_* and karpenter_ec2nodeclasses_userdata_bytes."""
+    from karpy.observability import metrics as metrics_mod
+
+    m = metrics_mod.Metrics()
+    aws.provider.report_metrics_to(m)
+    aws.node_class()
+    aws.provider.create(claim("default-metrics", ["m5.large"]))
+    assert m.value("karpenter_cloudprovider_batcher_batch_size_count", batcher="create_fleet") == 1
+    assert m.value("karpenter_cloudprovider_batcher_batch_size_sum", batcher="create_fleet") == 1
+    assert m.value("karpenter_ec2nodeclasses_userdata_bytes", nodeclass="default") > 100

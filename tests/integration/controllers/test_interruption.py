@@ -33,8 +33,12 @@ def test_a_spot_interruption_deletes_the_nodeclaim_at_once_with_a_spot_interrupt
     assert sorted(e["involvedObject"]["kind"] for e in w.events("SpotInterrupted")) == ["Node", "NodeClaim"]
     assert w.karpy.interruption.handled == [("SpotInterruption", pid, "deleted")]
     assert w.karpy.metrics.value("karpenter_interruption_received_messages_total",
-                                 message_type="SpotInterruption") == 1.0
+                                 message_type="spot_interrupted") == 1.0
+    assert w.karpy.metrics.value("karpenter_nodeclaims_disrupted_total", reason="spot_interrupted",
+                                 nodepool="default", capacity_type="spot") == 1.0
     assert w.cloud.pending_interruptions() == []
+    assert w.karpy.metrics.value("karpenter_interruption_message_queue_duration_seconds_count") == 1.0
+    assert 0.0 <= w.karpy.metrics.value("karpenter_interruption_message_queue_duration_seconds_sum") <= 2.0
 
 
 def test_a_rebalance_recommendation_only_records_an_event() -> None:

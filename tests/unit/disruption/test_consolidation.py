@@ -328,3 +328,16 @@ def test_a_pod_s_disruption_cost_reads_its_deletion_cost_and_priority_and_ignore
     assert consolidation.pod_disruption_cost(annotated("0", priority=2**25)) == 2.0
     assert consolidation.pod_disruption_cost(annotated(str(-(2**31)))) == -10.0  # clamped
     assert consolidation.pod_disruption_cost(running("p", "n0", priority=-(2**25))) == 0.0
+
+
+def test_a_single_node_pass_stopped_by_its_simulation_bound_says_it_timed_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Karpenter's single-node consolidation timeout (``consolidation_timeouts_total{single}``)."""
+    monkeypatch.setattr(consolidation, "MAX_SINGLE_NODE_SIMULATIONS", 1)
+    types = [make_type("old", 4, 0.200), make_type("new", 4, 0.199)]  # each simulation saves too little
+    snap, cands = cluster([entry(f"n{i}", types[0], [running(f"a{i}", f"n{i}", cpu="3")]) for i in range(3)],
+                          types)
+    reasons: dict[str, str] = {}
+    assert consolidation.single_node(snap, cands, DEFAULTS, reasons=reasons) is None
+    assert reasons[consolidation.TIMED_OUT] == "stopped after 1 simulations"
+    assert len(reasons) == 2  # one candidate simulated, then the bound

@@ -192,3 +192,17 @@ def test_a_fit_check_without_nodepools_uses_only_existing_and_planned_nodes() ->
     planned = pb.existing_node("planned", cpu=4, zone=ZONE, in_flight=True)
     sim = simulation.simulate_removal(snap, ["n1", "n2"], with_nodepools=False, extra_nodes=[planned])
     assert sim.all_placed and [p.name for p in sim.placements["planned"]] == ["a"]
+
+
+def test_with_preference_policy_ignore_a_what_if_run_does_not_follow_a_preferred_node_affinity() -> None:
+    """Karpenter v1.14.3 ``disruption/helpers.go`` SimulateScheduling: PreferencePolicyIgnore ->
+    ``scheduling.IgnorePreferences`` in consolidation's scheduling simulation too."""
+    prefer_large = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchExpressions": [
+            {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["large"]}]}}]}}
+    snap, _ = cluster([entry("n1", LARGE, [running("web", "n1", affinity=prefer_large)])], CATALOG)
+    respect = simulation.simulate_removal(snap, ["n1"])
+    ignore = simulation.simulate_removal(dataclasses.replace(snap, ignore_preferences=True), ["n1"])
+    assert [t.name for t in respect.new_claims[0].instance_types][:1] == ["large"]
+    assert ignore.new_claims[0].instance_types[0].name == "small"
+    assert ignore.cost_after < respect.cost_after

@@ -74,7 +74,7 @@ def build(settings: settings_mod.Settings, clock: clock_mod.Clock, cluster: kube
           **options: Any) -> provider.AWSCloudProvider:
     sess = _session(options)
     endpoint = settings.cluster_endpoint or ""
-    ca_bundle = str(options.get("ca_bundle") or "")
+    ca_bundle = str(options.get("ca_bundle") or settings.cluster_ca_bundle or "")
     version = options.get("kubernetes_version")
     eks: dict[str, Any] = {}
     if not endpoint or not ca_bundle or not (version or callable(getattr(cluster, "server_version", None))):

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy import clock as clock_mod
 from karpy.api import labels
 from karpy.cloudprovider import errors
 from karpy.cloudprovider.aws import session, unavailable
@@ -102,6 +103,7 @@ def params(req: Request, count: int, extra_tags: Mapping[str, str] | None = None
 class _Waiter:
     extra_tags: Mapping[str, str]
     event: threading.Event = field(default_factory=threading.Event)
+    queued_at: float = field(default_factory=clock_mod.perf_counter)
     lead: bool = False
     result: Launched | None = None
     error: errors.CloudProviderError | None = None
@@ -118,6 +120,8 @@ class Fleet:
         self._inflight: set[str] = set()
         self.calls = 0
         """CreateFleet calls made (a batch is one call)."""
+        self.on_batch: Callable[[int, float], None] | None = None
+        """Told (requests in the batch, seconds its first request waited) before each CreateFleet."""
 
     def launch(self, req: Request, extra_tags: Mapping[str, str]) -> Launched:
         key = req.key()
@@ -142,6 +146,8 @@ class Fleet:
     def _lead(self, key: str, req: Request) -> None:
         with self._lock:
             batch = self._queues.pop(key, [])
+        if self.on_batch is not None and batch:
+            self.on_batch(len(batch), clock_mod.perf_counter() - batch[0].queued_at)
         try:
             self._run(req, batch)
         finally:

@@ -36,7 +36,7 @@ import dataclasses
 import datetime
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
@@ -108,6 +108,8 @@ class AWSCloudProvider:
                                              kubernetes_version=kubernetes_version)
         self.templates = launchtemplates.LaunchTemplates(sess.ec2, cluster_name, clock)
         self.fleet = fleet.Fleet(sess.ec2, self.ice)
+        self.on_user_data: Callable[[str, int], None] | None = None
+        """Told (EC2NodeClass, bytes) of each user data rendered (``karpenter_ec2nodeclasses_userdata_bytes``)."""
         self._lock = threading.Lock()
         self._launch_times: dict[str, float] = {}
         self._parsed: dict[tuple[str, str], nodeclass.EC2NodeClass] = {}
@@ -139,6 +141,16 @@ class AWSCloudProvider:
         if not res.ready:
             raise errors.NodeClassNotReadyError(f"EC2NodeClass {nc.name} is not ready: {res.message}")
         return res
+
+    def report_metrics_to(self, metrics: Any) -> None:
+        """Feed Karpenter's AWS metrics of ``metrics`` (:class:`karpy.observability.metrics.Metrics`): the
+        CreateFleet batcher's batch sizes and windows, and each EC2NodeClass's user data size."""
+        def on_batch(size: int, seconds: float) -> None:
+            metrics.batcher_batch_size.labels("create_fleet").observe(size)
+            metrics.batcher_batch_time.labels("create_fleet").observe(max(0.0, seconds))
+
+        self.fleet.on_batch = on_batch
+        self.on_user_data = lambda name, size: metrics.ec2nodeclass_userdata_bytes.labels(name).set(size)
 
     def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
         return self.resolver.status(dict(node_class))
@@ -252,8 +264,11 @@ class AWSCloudProvider:
             custom=nc.user_data)
         tags = {**dict(nc.tags), TAG_NODECLASS: nc.name, TAG_CLUSTER: self.cluster_name,
                 TAG_NODEPOOL: claim.metadata.labels.get(labels.NODEPOOL, "")}
+        rendered = userdata.render(family, opts)
+        if self.on_user_data is not None:
+            self.on_user_data(nc.name, len(rendered.encode()))
         config = launchtemplates.Config(
-            node_class=nc.name, image_id=image_id, user_data=userdata.encode(userdata.render(family, opts)),
+            node_class=nc.name, image_id=image_id, user_data=userdata.encode(rendered),
             instance_profile=res.instance_profile, security_group_ids=tuple(g.id for g in res.security_groups),
             block_device_mappings=nc.block_device_mappings, metadata_options=nc.metadata_options,
             detailed_monitoring=bool(nc.detailed_monitoring),

@@ -1,0 +1,71 @@
+"""The unimplemented controller: an Event and a log line per object generation naming the field."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from karpy.api import unimplemented
+
+from . import builders as b
+
+
+def _events(w: b.World, name: str) -> list[str]:
+    return [e["message"] for e in w.events("Unimplemented", name)]
+
+
+def test_a_static_nodepool_gets_one_warning_event_per_generation(caplog: pytest.LogCaptureFixture) -> None:
+    w = b.make_world()
+    pool = b.nodepool_manifest("static")
+    pool["spec"]["replicas"] = 3
+    with caplog.at_level(logging.WARNING, logger="karpy.unimplemented"):
+        w.cluster.create(pool)
+        w.run_for(1.0)
+    (message,) = _events(w, "static")
+    assert message.startswith("NodePool static: spec.replicas is accepted but " + unimplemented.MESSAGE)
+    assert any("spec.replicas" in r.getMessage() and unimplemented.MESSAGE in r.getMessage() for r in caplog.records)
+    obj = w.cluster.get("NodePool", "static")
+    obj["metadata"].setdefault("labels", {})["team"] = "a"  # no new generation: no new event
+    w.cluster.update(obj)
+    w.run_for(60.0)
+    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "static")) == 1
+    obj = w.cluster.get("NodePool", "static")
+    obj["spec"]["replicas"] = 4
+    w.cluster.update(obj)
+    w.run_for(1.0)
+    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "static")) == 2
+
+
+def test_a_nodepool_without_such_fields_and_an_ordinary_pod_get_none() -> None:
+    w = b.make_world()
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create(b.pending_pod("web"))
+    w.run_for(30.0)
+    assert w.events("Unimplemented") == []
+    assert w.karpy.unimplemented is not None and w.karpy.unimplemented.reported == []
+
+
+def test_a_pod_claiming_dra_resources_and_a_capacity_buffer_are_named() -> None:
+    w = b.make_world()
+    w.cluster.create(b.pending_pod("gpu", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu"}]))
+    w.cluster.create({"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+                      "metadata": {"name": "headroom", "namespace": "default"}, "spec": {"replicas": 2}})
+    w.run_for(301.0)
+    assert w.karpy.unimplemented is not None
+    reported = w.karpy.unimplemented.reported
+    assert ("Pod", "default/gpu", "spec.resourceClaims") in reported
+    assert ("CapacityBuffer", "default/headroom", "CapacityBuffer") in reported
+    assert len([r for r in reported if r[1] == "default/gpu"]) == 1
+    (message,) = _events(w, "headroom")
+    assert unimplemented.MESSAGE in message
+
+
+def test_an_ec2nodeclass_field_is_named_in_the_event() -> None:
+    w = b.make_world()
+    nc = w.cluster.get("EC2NodeClass", "default")
+    nc["spec"]["placementGroupSelector"] = {"name": "analytics"}
+    w.cluster.update(nc)
+    w.run_for(1.0)
+    (message,) = _events(w, "default")
+    assert "EC2NodeClass default: spec.placementGroupSelector" in message
