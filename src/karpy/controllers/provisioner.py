@@ -286,7 +286,7 @@ class Provisioner:
         usage = self.state.nodepool_usage(types)
         start = clock_mod.perf_counter()
         res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage,
-                                  cache=self.scheduling_cache).solve(pods)
+                                  cache=self.scheduling_cache, namespaces=self.state.namespaces.index()).solve(pods)
         self.metrics.scheduling_duration.labels(NAME).observe(max(0.0, clock_mod.perf_counter() - start))
         return res, pools
 

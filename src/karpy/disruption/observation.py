@@ -236,7 +236,8 @@ class Observer:
         obs.snapshot = snapshot_mod.ClusterSnapshot.build(
             self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
-            in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes))
+            in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes),
+            namespaces=self.state.namespaces.index())
         return obs.snapshot
 
     def instance_types(self, pools: Sequence[nodepool.NodePool]) -> Mapping[str, Sequence[instancetype.InstanceType]]:

@@ -91,6 +91,7 @@ def simulate_removal(
         snap.daemonsets,
         snap.usage_without(removed),
         cache=snap.scheduling_cache,
+        namespaces=snap.namespaces,
     ).solve([*pods, *others])
     return _summarize(snap, removed, pods, own, res)
 

@@ -21,6 +21,7 @@ from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
 from karpy.provisioning import daemons, nodetable, podgroups, results, templates
 from karpy.scheduling import hostports, requirement, topology
+from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
@@ -35,10 +36,12 @@ class Placement:
     def __init__(self, dims: list[str], tmpls: list[templates.Template],
                  groups: Sequence[podgroups.PodGroup], existing: Sequence[results.ExistingNode],
                  daemon_pods: Sequence[pod_mod.Pod], *, count_matching: bool = False,
-                 table: nodetable.NodeTable | None = None) -> None:
+                 table: nodetable.NodeTable | None = None,
+                 namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY) -> None:
         """``count_matching``: pods matching a zonal (non-hostname) spread they do not carry keep
         that spread too (see :meth:`counted_spreads`). ``table``: existing nodes kept from earlier
-        runs (see :mod:`nodetable`); the run is the same with or without it."""
+        runs (see :mod:`nodetable`); the run is the same with or without it. ``namespaces``: the
+        cluster's Namespaces (pod affinity terms with a ``namespaceSelector``)."""
         self.dims = dims
         self.count_matching = count_matching
         self._counted_cache: dict[Any, list[topology.Term]] = {}
@@ -46,7 +49,7 @@ class Placement:
         self.daemon_pods = list(daemon_pods)
         self.dim_index = {d: i for i, d in enumerate(dims)}
         self.table = table if table is not None else nodetable.NodeTable()
-        rows = self.table.sync(existing)
+        rows = self.table.sync(existing, namespaces)
         self.rows = rows
         """The existing nodes' row indices in :attr:`table`, in bin order."""
         self.row_list: list[int] = rows.tolist()

@@ -26,6 +26,7 @@ from typing import Any
 
 from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
+from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import topology
 
@@ -181,7 +182,8 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def make_group(pods: list[pod_mod.Pod]) -> PodGroup:
+def make_group(pods: list[pod_mod.Pod], namespaces: ns_mod.NamespaceIndex | None = None) -> PodGroup:
+    """``namespaces``: the cluster's Namespaces, for pod affinity terms with a ``namespaceSelector``."""
     p = pods[0]
     ns = p.namespace
     na = p.node_affinity
@@ -194,9 +196,11 @@ def make_group(pods: list[pod_mod.Pod]) -> PodGroup:
         if src is None:
             return []
         if required:
-            return [topology.term_from_affinity(t, ns, anti=anti_, required=True) for t in src.required]
+            return [topology.term_from_affinity(t, ns, anti=anti_, required=True, namespaces=namespaces)
+                    for t in src.required]
         ordered = sorted(src.preferred, key=lambda w: -w.weight)
-        return [topology.term_from_affinity(w.term, ns, anti=anti_, required=False) for w in ordered]
+        return [topology.term_from_affinity(w.term, ns, anti=anti_, required=False,
+                                            namespaces=namespaces) for w in ordered]
 
     return PodGroup(
         pods=pods,
@@ -217,8 +221,8 @@ def make_group(pods: list[pod_mod.Pod]) -> PodGroup:
     )
 
 
-def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, Any]] | None = None
-               ) -> list[PodGroup]:
+def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, Any]] | None = None,
+               namespaces: ns_mod.NamespaceIndex | None = None) -> list[PodGroup]:
     """Group interchangeable pods, largest first (cpu, then memory), stable otherwise.
 
     ``memo``: pod signatures of the previous call, by Pod object (kept by a caller between runs;
@@ -246,7 +250,7 @@ def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, A
             bucket.append(p)
         memo.clear()
         memo.update(now)
-    groups = [make_group(b) for b in buckets.values()]
+    groups = [make_group(b, namespaces) for b in buckets.values()]
     groups.sort(key=lambda g: (-g.requests.get("cpu", 0), -g.requests.get("memory", 0)))
     return groups
 

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from karpy.api import labels as wk
 from karpy.api import podspec, selectors
+from karpy.scheduling import namespaces as ns_mod
 
 SPREAD = "spread"
 AFFINITY = "affinity"
@@ -217,19 +218,14 @@ def term_from_spread(c: podspec.TopologySpreadConstraint, namespace: str) -> Ter
     )
 
 
-def term_from_affinity(t: podspec.PodAffinityTerm, namespace: str, *, anti: bool, required: bool) -> Term:
-    """A :class:`Term` from a PodAffinityTerm (``karpy.api.pod``)."""
-    namespaces = tuple(getattr(t, "namespaces", ()) or ())
-    ns_selector = getattr(t, "namespace_selector", None)
-    scope: frozenset[str] | None
-    if ns_selector is not None and ns_selector.is_empty():
-        scope = None  # an empty namespaceSelector selects every namespace
-    else:
-        scope = frozenset(namespaces) if namespaces else frozenset({namespace})
+def term_from_affinity(t: podspec.PodAffinityTerm, namespace: str, *, anti: bool, required: bool,
+                       namespaces: ns_mod.NamespaceIndex | None = None) -> Term:
+    """A :class:`Term` from a PodAffinityTerm (``karpy.api.pod``); ``namespaces`` resolves a
+    non-empty ``namespaceSelector`` (:func:`karpy.scheduling.namespaces.scope`)."""
     return Term(
         kind=ANTI_AFFINITY if anti else AFFINITY,
         key=t.topology_key,
         selector=t.label_selector,
-        namespaces=scope,
+        namespaces=ns_mod.scope(namespace, t.namespaces, t.namespace_selector, namespaces),
         required=required,
     )
