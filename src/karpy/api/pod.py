@@ -38,16 +38,27 @@ read_status = pod_cache.read_status
 """Re-exported: :func:`karpy.api.pod_cache.read_status`."""
 
 
+def is_pod_level_resource(name: str) -> bool:
+    """Resources ``spec.resources`` may set (Kubernetes ``IsSupportedPodLevelResource``)."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
 def effective_requests(
     containers: tuple[podspec.Container, ...],
     init_containers: tuple[podspec.Container, ...],
     overhead: Mapping[str, int],
+    pod_resources: podspec.PodResources | None = None,
 ) -> quantity.ResourceList:
     """The kube-scheduler's pod request (per resource, in milli-units).
 
     ``max(sum(regular) + sum(sidecars), max_i(init_i + sidecars started before i)) + overhead``,
     plus ``pods: 1000`` (the pod itself). Sidecars are init containers with ``restartPolicy:
     Always``; they keep running, so they add to everything that starts after them.
+
+    Pod-level resources (``spec.resources``, Kubernetes 1.34, component-helpers ``PodRequests``
+    and the API server's ``defaultPodRequests``): for cpu, memory and hugepages, a pod-level
+    request replaces the containers' sum; a pod-level limit without a pod-level request is the
+    request when no container requests that resource. The overhead is added after.
     """
     total: dict[str, int] = {}
     for c in containers:
@@ -69,6 +80,13 @@ def effective_requests(
                     init_peak[k] = v
         for k, v in init_peak.items():
             if v > total.get(k, 0):
+                total[k] = v
+    if pod_resources is not None:
+        for k, v in pod_resources.limits.items():
+            if is_pod_level_resource(k) and k not in total and k not in pod_resources.requests:
+                total[k] = v
+        for k, v in pod_resources.requests.items():
+            if is_pod_level_resource(k):
                 total[k] = v
     for k, v in overhead.items():
         total[k] = total.get(k, 0) + v
@@ -105,6 +123,8 @@ class Pod:
     restart_policy: str = "Always"
     host_network: bool = False
     termination_grace_period_seconds: int | None = None
+    resources: podspec.PodResources | None = None
+    """Pod-level requests and limits (``spec.resources``)."""
     _requests: quantity.ResourceList | None = field(default=None, init=False, repr=False, compare=False)
     _host_ports: tuple[tuple[str, str, int], ...] | None = field(default=None, init=False, repr=False,
                                                                  compare=False)
@@ -142,7 +162,7 @@ class Pod:
         """The effective request (see :func:`effective_requests`); cached, read-only."""
         cached = self._requests
         if cached is None:
-            cached = effective_requests(self.containers, self.init_containers, self.overhead)
+            cached = effective_requests(self.containers, self.init_containers, self.overhead, self.resources)
             object.__setattr__(self, "_requests", cached)
         return cached
 
@@ -289,7 +309,8 @@ class Pod:
                       self.pod_affinity, self.pod_anti_affinity, self.tolerations,
                       self.topology_spread_constraints, self.volumes, self.preemption_policy,
                       changes.get("phase", self.phase), changes.get("conditions", self.conditions),
-                      self.restart_policy, self.host_network, self.termination_grace_period_seconds)
+                      self.restart_policy, self.host_network, self.termination_grace_period_seconds,
+                      self.resources)
         else:
             new = dataclasses.replace(self, **changes)
         if not changes.keys() & pod_cache.SPEC_FIELD_SET:
@@ -374,6 +395,7 @@ class Pod:
             restart_policy=spec.str("restartPolicy", "Always") or "Always",
             host_network=host_network,
             termination_grace_period_seconds=spec.int("terminationGracePeriodSeconds"),
+            resources=podspec.PodResources.parse(spec.sub("resources")) if spec.has("resources") else None,
         )
         pod_cache.remember_spec(pod_cache.spec_key(spec.data), parsed)
         return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **parsed)
@@ -418,6 +440,8 @@ class Pod:
             spec["hostNetwork"] = True
         if self.termination_grace_period_seconds is not None:
             spec["terminationGracePeriodSeconds"] = self.termination_grace_period_seconds
+        if self.resources is not None:
+            spec["resources"] = self.resources.to_dict()
         return spec
 
     def to_manifest(self) -> dict[str, Any]:
