@@ -175,7 +175,7 @@ def create_bin(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requiremen
     for key in run.keys:
         domains[key] = _claim_domain(creqs, key, table, target, info)
     name = f"{tmpl.name}-new-{len(run.new_bins)}"
-    b = run.bins.add(name, table.alloc[target] - ds, ds.copy(), creqs, tmpl.taints, is_node=False,
+    b = run.bins.add(name, table.alloc[target] - ds[target], ds[target].copy(), creqs, tmpl.taints, is_node=False,
                      template=ti, target=target, domains=domains)
     ds_ports = run.daemon_ports(ti, creqs)
     if ds_ports is not None:
@@ -198,9 +198,10 @@ def grow(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
     creqs = run.bins.requirements(b)
     info = table.info(creqs)
     old = run.bins.target[b]
-    need = run.bins.used[b] + extra
+    ds = run.daemon_overhead(ti, creqs)
+    need = run.bins.used[b] - ds[old] + extra  # the pods' part: each type brings its own overhead
     limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[old]
-    ok = info.mask & (table.alloc >= need).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    ok = info.mask & (table.alloc - ds >= need).all(axis=1) & (table.capacity <= limit).all(axis=1)
     if not ok.any():
         return False
     idx = np.flatnonzero(ok)
@@ -208,6 +209,7 @@ def grow(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
     for j, d in enumerate(run.dims):
         if d in tmpl.limits:
             tmpl.limits[d] += int(table.capacity[old, j]) - int(table.capacity[new, j])
+    run.bins.used[b] += ds[new] - ds[old]
     run.bins.remaining[b] = table.alloc[new] - run.bins.used[b]
     run.bins.target[b] = new
     for key in run.keys:
@@ -288,7 +290,8 @@ def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, cr
     info = table.info(creqs)
     ds = run.daemon_overhead(ti, creqs)
     limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[target]
-    holds = info.mask & (table.alloc >= used).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    pods_used = used - ds[target]  # the bin's used counts the overhead of its target type
+    holds = info.mask & (table.alloc - ds >= pods_used).all(axis=1) & (table.capacity <= limit).all(axis=1)
     idx = np.flatnonzero(holds)
     if len(idx) == 0:
         idx = np.array([target])
@@ -301,5 +304,5 @@ def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, cr
     names = [t.name for t in types]
     out_reqs = creqs.add(requirement.Requirement.new(wk.INSTANCE_TYPE, "In", names))
     requests = {d: int(used[j]) for j, d in enumerate(run.dims) if used[j]}
-    overhead = {d: int(ds[j]) for j, d in enumerate(run.dims) if ds[j]}
+    overhead = {d: int(ds[target, j]) for j, d in enumerate(run.dims) if ds[target, j]}
     return types, out_reqs, requests, overhead, float(info.price[options[0]])

@@ -112,7 +112,7 @@ def _nodepool_reason(run: placement_mod.Placement, g: podgroups.PodGroup, greq: 
         ratio = (avail[idx][:, nz] / req[nz]).min(axis=1)
         best = int(idx[int(np.argmax(ratio))])
         short = [d for j, d in enumerate(run.dims) if req[j] > avail[best, j]]
-        overhead = f" plus DaemonSet overhead ({_fmt(run.dims, ds)})" if ds.any() else ""
+        overhead = f" plus DaemonSet overhead ({_fmt(run.dims, ds[best])})" if ds[best].any() else ""
         return (f"no instance type can hold the pod's requests ({_fmt(run.dims, req)}){overhead}; "
                 f"the closest is {table.types[best].name} with {_fmt(run.dims, avail[best])} free "
                 f"for pods, short of {', '.join(short)}")

@@ -465,7 +465,7 @@ class Placement:
         return mask
 
     def daemon_overhead(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> IntArray:
-        """See :meth:`daemons.DaemonOverhead.on_claim`."""
+        """See :meth:`daemons.DaemonOverhead.on_claim` (one row per instance type of the template)."""
         return self.daemons.on_claim(tmpl_index, reqs)
 
     def daemon_ports(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> hostports.HostPortUsage | None:

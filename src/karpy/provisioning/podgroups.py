@@ -95,6 +95,15 @@ class PodGroup:
                 _normalize(e) for e in self.required_terms[0].match_expressions))
         return r
 
+    def strict_requirements_per_term(self) -> tuple[reqs_mod.Requirements, ...]:
+        """The strict requirements with each OR'd required node affinity term in turn (the first
+        is :meth:`strict_requirements`); a pod may run where any of them holds."""
+        base = _selector_requirements(self.node_selector)
+        if not self.required_terms:
+            return (base,)
+        return tuple(base.intersect(reqs_mod.Requirements.from_node_selector_requirements(
+            _normalize(e) for e in t.match_expressions)) for t in self.required_terms)
+
     def terms(self) -> list[topology.Term]:
         """Topology terms this group must satisfy now."""
         return (self.spreads + self.pod_affinity_required + self.pod_affinity_preferred

@@ -34,7 +34,7 @@ from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import claims, explain, grouping_paths, packer, podgroups, results, reuse, templates
+from karpy.provisioning import claims, daemons, explain, grouping_paths, packer, podgroups, results, reuse, templates
 from karpy.provisioning import placement as placement_mod
 from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirement, topology
@@ -265,12 +265,9 @@ def tolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: b
 
 def daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequence[Any], *,
                 node: bool) -> bool:
-    """Would a DaemonSet's pod run on a node with these requirements (labels) and taints?"""
-    if tolerated(dpod.tolerations, taints, prefer_ok=True) is not None:
-        return False
-    g = podgroups.make_group([dpod])
-    allow = frozenset() if node else wk.WELL_KNOWN_LABELS
-    return reqs.compatible(g.strict_requirements(), allow) is None
+    """Would a DaemonSet's pod run on a node with these requirements (labels) and taints?
+    (:func:`karpy.provisioning.daemons.daemon_fits`)"""
+    return daemons.daemon_fits(dpod, reqs, taints, node=node)
 
 
 def instance_type_requirements(t: instancetype.InstanceType) -> reqs_mod.Requirements:
