@@ -19,7 +19,7 @@ import numpy.typing as npt
 from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import daemons, nodetable, podgroups, results, templates
+from karpy.provisioning import daemons, nodetable, podgroups, results, spread_filter, templates
 from karpy.scheduling import hostports, requirement, topology
 from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
@@ -82,6 +82,10 @@ class Placement:
         """New NodeClaims' requirement sets narrowed to one domain, one object each."""
         """:func:`claims.finalize`'s instance type options of this run."""
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
+        self.filtered_memo: dict[tuple[str, topology.NodeFilter], set[str]] = {}
+        """:func:`spread_filter.filtered_domains`' answers of this run."""
+        self.filter_memo: dict[tuple[topology.NodeFilter, int, int], bool] = {}
+        """:func:`spread_filter.counts_on`'s answers of this run."""
         total = np.zeros(len(dims), dtype=np.int64)
         for g in groups:
             total += self.vector(g.requests) * g.size
@@ -94,7 +98,7 @@ class Placement:
         self._add_existing()
         for tmpl in tmpls:
             for key in keys:
-                self.universe[key] |= self._template_domains(tmpl, key)
+                self.universe[key] |= spread_filter.template_domains(tmpl, key)
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -147,25 +151,16 @@ class Placement:
                     if here.any():
                         self._record_many(relevant, at[here], counts[here])
 
-    def _template_domains(self, tmpl: templates.Template, key: str) -> set[str]:
-        r = tmpl.requirements.get(key)
-        if key == wk.ZONE:
-            zones = {z for t in tmpl.table.types for z in t.zones}
-            return {z for z in zones if r is None or r.has(z)}
-        if key == wk.CAPACITY_TYPE:
-            cts = {c for t in tmpl.table.types for c in t.capacity_types}
-            return {c for c in cts if r is None or r.has(c)}
-        values = {t.labels[key] for t in tmpl.table.types if key in t.labels}
-        if values:
-            return {v for v in values if r is None or r.has(v)}
-        if r is not None and not r.complement:
-            return set(r.values)
-        return set()
-
     def _record_many(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
                      at: IntArray, counts: IntArray) -> None:
         """:meth:`_record_relevant` for ``counts[j]`` pods on each bin ``at[j]`` (distinct bins)."""
         for term, state, match, owner in relevant:
+            if term.node_filter is not None:  # a spread counts only the nodes its filter passes
+                f = term.node_filter
+                keep = np.fromiter((spread_filter.counts_on(self, f, int(b)) for b in at), np.bool_, len(at))
+                if not keep.all():
+                    self._record_many([(term, state, match, owner)], at[keep], counts[keep])
+                    continue
             if term.hostname:
                 state.grow(int(at.max()) + 1)
                 if match:
@@ -187,6 +182,8 @@ class Placement:
     def _record_relevant(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
                          b: int, n: int) -> None:
         for term, state, match, owner in relevant:
+            if term.node_filter is not None and not spread_filter.counts_on(self, term.node_filter, b):
+                continue
             domain = None if term.hostname else self.bins.domain_of(b, term.key)
             if domain is None and not term.hostname and term.kind == topology.ANTI_AFFINITY:
                 # as Karpenter: anti-affinity blocks every domain the bin may still land in
@@ -339,7 +336,8 @@ class Placement:
             if term.hostname:
                 continue
             state = self.terms[term]
-            eligible = self.eligible(term.key, greq, term.honor_node_affinity)
+            eligible = spread_filter.domains(self, term, g) if term.kind == topology.SPREAD else \
+                self.eligible(term.key, greq, True)
             allowed = topology.allowed_domains(state, eligible, self_match=term.matches(g.namespace, g.labels))
             out[term.key] = out[term.key] & allowed if term.key in out else allowed
         for term, state in self.terms.items():
@@ -356,9 +354,10 @@ class Placement:
         return sum(self.terms[t].counts.get(value, 0) for t in [*g.terms(), *self.counted_spreads(g)]
                    if t.key == key)
 
-    def eligible(self, key: str, greq: reqs_mod.Requirements, honor: bool) -> list[str]:
+    def eligible(self, key: str, greq: reqs_mod.Requirements, honor: bool,
+                 universe: set[str] | None = None) -> list[str]:
         r = greq.get(key)
-        values = self.universe.get(key, set())
+        values = self.universe.get(key, set()) if universe is None else universe
         return sorted(v for v in values if not honor or r is None or r.has(v))
 
     # -- placing --------------------------------------------------------------------------------

@@ -88,7 +88,16 @@ class PodGroup:
         return self._requirements
 
     def strict_requirements(self) -> reqs_mod.Requirements:
-        """Requirements without preferences: what the pod truly needs (for explanations)."""
+        """Requirements without preferences: what the pod truly needs (explanations, and the
+        domains a topology spread counts: Karpenter's ``StrictRequirements``)."""
+        hit = self.memo.get("strict")
+        if hit is not None and hit[0] == len(self.required_terms):  # relax() only drops terms
+            return hit[1]  # type: ignore[no-any-return]
+        r = self._strict_requirements()
+        self.memo["strict"] = (len(self.required_terms), r)
+        return r
+
+    def _strict_requirements(self) -> reqs_mod.Requirements:
         r = _selector_requirements(self.node_selector)
         if self.required_terms:
             r = r.intersect(reqs_mod.Requirements.from_node_selector_requirements(
@@ -226,8 +235,18 @@ def make_group(pods: list[pod_mod.Pod], namespaces: ns_mod.NamespaceIndex | None
         pod_affinity_preferred=terms(aff, anti_=False, required=False),
         anti_affinity_required=terms(anti, anti_=True, required=True),
         anti_affinity_preferred=terms(anti, anti_=True, required=False),
-        spreads=[topology.term_from_spread(c, ns) for c in p.topology_spread_constraints],
+        spreads=_spreads(p, required_terms),
     )
+
+
+def _spreads(p: pod_mod.Pod, required_terms: list[Any]) -> list[topology.Term]:
+    if not p.topology_spread_constraints:
+        return []
+    base = _selector_requirements(dict(p.node_selector))
+    node_reqs = tuple(base.intersect(reqs_mod.Requirements.from_node_selector_requirements(
+        _normalize(e) for e in t.match_expressions)) for t in required_terms) or (base,)
+    return [topology.term_from_spread(c, p.namespace, p.labels, node_reqs, tuple(p.tolerations))
+            for c in p.topology_spread_constraints]
 
 
 def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, Any]] | None = None,
