@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy import clock
 from karpy.api import fields, labels, meta, pod_cache, podspec, quantity
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -36,6 +37,8 @@ PODS_RESOURCE = "pods"
 
 read_status = pod_cache.read_status
 """Re-exported: :func:`karpy.api.pod_cache.read_status`."""
+read_start_time = pod_cache.read_start_time
+"""Re-exported: :func:`karpy.api.pod_cache.read_start_time`."""
 
 
 def is_pod_level_resource(name: str) -> bool:
@@ -94,7 +97,7 @@ def effective_requests(
     return total
 
 
-_STATUS_FIELDS = frozenset({"metadata", "node_name", "phase", "conditions"})
+_STATUS_FIELDS = frozenset({"metadata", "node_name", "phase", "conditions", "start_time"})
 """What :meth:`Pod.evolve` changes without ``dataclasses.replace`` (it passes every other field on)."""
 
 
@@ -125,6 +128,8 @@ class Pod:
     termination_grace_period_seconds: int | None = None
     resources: podspec.PodResources | None = None
     """Pod-level requests and limits (``spec.resources``)."""
+    start_time: float | None = None
+    """``status.startTime``: when the kubelet accepted the pod (epoch seconds)."""
     _requests: quantity.ResourceList | None = field(default=None, init=False, repr=False, compare=False)
     _host_ports: tuple[tuple[str, str, int], ...] | None = field(default=None, init=False, repr=False,
                                                                  compare=False)
@@ -228,8 +233,9 @@ class Pod:
         """Whether the pod blocks voluntary disruption of its node at ``now``.
 
         ``"true"`` protects for good; a duration (``"5m"``, ``"2h30m"``: Karpenter's grace-period
-        form) protects from the pod's start until the duration has passed. karpy takes the pod's
-        creation time as its start. Any other value protects nothing.
+        form) protects from the pod's start (``status.startTime``, as Karpenter's
+        ``IsDoNotDisruptActive``) until the duration has passed; a pod not started yet is protected.
+        Any other value protects nothing.
         """
         if self.do_not_disrupt:
             return True
@@ -244,7 +250,7 @@ class Pod:
             return False
         if seconds is None:  # "Never" as a duration: never expires
             return True
-        start = self.metadata.creation_timestamp
+        start = self.start_time
         return start is None or now < start + seconds
 
     @property
@@ -288,6 +294,7 @@ class Pod:
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=True)
         phase, conditions = read_status(f.sub("status"), shared=True)
+        start_time = read_start_time(f.sub("status"))
         node_name = f.sub("spec").str("nodeName") or None
 
         def parse(key: pod_cache.StoredKey, values: tuple[Any, ...]) -> pod_cache.StoredSpec:
@@ -295,7 +302,8 @@ class Pod:
             return values, {name: getattr(first, name) for name in pod_cache.SPEC_FIELDS}, first.requests
 
         hit = pod_cache.stored_spec_of(spec, parse)
-        pod = cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **hit[1])
+        pod = cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, start_time=start_time,
+                  **hit[1])
         object.__setattr__(pod, "_requests", hit[2])  # the same spec: one shared request mapping
         return pod
 
@@ -310,7 +318,7 @@ class Pod:
                       self.topology_spread_constraints, self.volumes, self.preemption_policy,
                       changes.get("phase", self.phase), changes.get("conditions", self.conditions),
                       self.restart_policy, self.host_network, self.termination_grace_period_seconds,
-                      self.resources)
+                      self.resources, changes.get("start_time", self.start_time))
         else:
             new = dataclasses.replace(self, **changes)
         if not changes.keys() & pod_cache.SPEC_FIELD_SET:
@@ -328,7 +336,8 @@ class Pod:
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=stored)
         phase, conditions = read_status(f.sub("status"), shared=stored)
-        return self.evolve(metadata=metadata, phase=phase, conditions=conditions)
+        return self.evolve(metadata=metadata, phase=phase, conditions=conditions,
+                           start_time=read_start_time(f.sub("status")))
 
     @classmethod
     def from_template(
@@ -370,8 +379,10 @@ class Pod:
             anti = podspec.PodAntiAffinity.parse(affinity.sub("podAntiAffinity"))
         phase = "Pending"
         conditions: tuple[podspec.PodCondition, ...] = ()
+        start_time = None
         if status is not None:
             phase, conditions = read_status(status)
+            start_time = read_start_time(status)
         node_name = spec.str("nodeName") or None
         parsed: dict[str, Any] = dict(
             scheduler_name=spec.str("schedulerName", DEFAULT_SCHEDULER) or DEFAULT_SCHEDULER,
@@ -398,7 +409,8 @@ class Pod:
             resources=podspec.PodResources.parse(spec.sub("resources")) if spec.has("resources") else None,
         )
         pod_cache.remember_spec(pod_cache.spec_key(spec.data), parsed)
-        return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **parsed)
+        return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, start_time=start_time,
+                   **parsed)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -446,6 +458,8 @@ class Pod:
 
     def to_manifest(self) -> dict[str, Any]:
         status: dict[str, Any] = {"phase": self.phase}
+        if self.start_time is not None:
+            status["startTime"] = clock.rfc3339(self.start_time)
         if self.conditions:
             status["conditions"] = [c.to_dict() for c in self.conditions]
         return {

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from karpy.api import labels, node, nodeclaim, nodepool, pod, selectors
+from karpy.api import duration, labels, node, nodeclaim, nodepool, pod, selectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,25 @@ def is_initialized(n: node.Node) -> bool:
 
 def node_do_not_disrupt(n: node.Node) -> bool:
     return n.annotations.get(labels.DO_NOT_DISRUPT) == "true"
+
+
+def protection_ends(pods: Iterable[pod.Pod], now: float) -> float | None:
+    """The earliest time after ``now`` at which a ``karpenter.sh/do-not-disrupt`` duration of one
+    of ``pods`` runs out (counted from the pod's start, :meth:`karpy.api.pod.Pod.protected`); None
+    when none will (no duration, ``"true"``, not started yet, or already passed)."""
+    out: float | None = None
+    for p in pods:
+        value = p.metadata.annotations.get(labels.DO_NOT_DISRUPT)
+        if not value or value == "true" or p.start_time is None or p.is_terminal:
+            continue
+        try:
+            seconds = duration.parse_duration(value)
+        except duration.DurationError:
+            continue
+        if seconds is not None and p.start_time + seconds > now:
+            end = p.start_time + seconds
+            out = end if out is None else min(out, end)
+    return out
 
 
 def blocking_pdb(p: pod.Pod, pdbs: Sequence[Pdb]) -> Pdb | None:

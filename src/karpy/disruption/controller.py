@@ -264,6 +264,12 @@ class DisruptionController:
                 deadline = min(deadline, since + after)
         if any(b.schedule for p in obs.pools.values() for b in p.disruption.budgets):
             deadline = min(deadline, now + 60.0)
+        table = self.observer.table
+        for name in table.timed:  # a do-not-disrupt duration running out makes a node a candidate
+            row = table.rows.get(name)
+            end = candidates.protection_ends(row.pods, now) if row is not None else None
+            if end is not None:
+                deadline = min(deadline, end)
         return deadline
 
     # ---------------------------------------------------------------------------------- expiration
