@@ -105,11 +105,15 @@ def why_not(
     pods: Sequence[pod.Pod],
     pdbs: Sequence[Pdb] = (),
     now: float | None = None,
+    *,
+    eventual: bool = False,
 ) -> str | None:
     """``None`` when ``n`` is a disruption candidate, else why not (a human message).
 
     ``now`` lets a ``karpenter.sh/do-not-disrupt`` duration expire; without it only ``"true"``
-    protects."""
+    protects. ``eventual``: for an eventual disruption (drift), a NodeClaim with a
+    ``terminationGracePeriod`` is a candidate whatever its pods (do-not-disrupt, blocking PDBs):
+    the grace period bounds the drain (Karpenter ``NewCandidate``, ``EventualDisruptionClass``)."""
     pool_name = n.labels.get(labels.NODEPOOL)
     if claim is None or not pool_name:
         return "node is not managed by karpy"
@@ -121,6 +125,8 @@ def why_not(
         return "node is deleting or marked for deletion"
     if node_do_not_disrupt(n):
         return f'disruption is blocked through the "{labels.DO_NOT_DISRUPT}" annotation'
+    if eventual and claim.spec.termination_grace_period is not None:
+        return None
     for p in pods:
         if p.is_terminal or p.is_terminating:
             continue
@@ -142,9 +148,11 @@ def candidate(
     pods: Sequence[pod.Pod],
     pdbs: Sequence[Pdb] = (),
     now: float | None = None,
+    *,
+    eventual: bool = False,
 ) -> Candidate | str:
-    """A :class:`Candidate`, or the reason ``n`` is not one."""
-    reason = why_not(n, claim, pool, pods, pdbs, now)
+    """A :class:`Candidate`, or the reason ``n`` is not one (``eventual``: see :func:`why_not`)."""
+    reason = why_not(n, claim, pool, pods, pdbs, now, eventual=eventual)
     if reason is not None:
         return reason
     assert claim is not None and pool is not None

@@ -73,3 +73,20 @@ def test_do_not_disrupt_true_protects_for_good_and_a_bad_value_protects_nothing(
     assert not a_protected_pod("soon", created=0.0).protected(1.0)
     assert a_protected_pod("1h30m", created=0.0).protected(5399.0)
     assert not a_protected_pod("1h30m", created=0.0).protected(5400.0)
+
+
+def test_an_eventual_disruption_ignores_blocking_pods_only_for_a_nodeclaim_with_a_grace_period() -> None:
+    """Karpenter ``NewCandidate``: with ``EventualDisruptionClass`` and a terminationGracePeriod,
+    pods that block eviction do not keep the node from being a candidate; the node's own
+    do-not-disrupt annotation still does."""
+    import dataclasses
+
+    p = a_protected_pod("true", created=0.0)
+    with_grace = dataclasses.replace(CLAIM, spec=dataclasses.replace(CLAIM.spec, termination_grace_period=300.0))
+    assert candidates.why_not(a_node(), CLAIM, POOL, [p], now=1.0, eventual=True) is not None
+    assert candidates.why_not(a_node(), with_grace, POOL, [p], now=1.0) is not None
+    assert candidates.why_not(a_node(), with_grace, POOL, [p], now=1.0, eventual=True) is None
+    blocked = node.Node(metadata=meta.ObjectMeta(name="n1", labels=a_node().labels,
+                                                 annotations={labels.DO_NOT_DISRUPT: "true"}),
+                        conditions={"Ready": "True"})
+    assert candidates.why_not(blocked, with_grace, POOL, [p], now=1.0, eventual=True) is not None
