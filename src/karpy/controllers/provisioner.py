@@ -231,11 +231,12 @@ class Provisioner:
 
     def _map_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
         # a spec change (new generation) or a readiness change can change a plan; the counts the
-        # nodepool.counter controller writes into status cannot
+        # nodepool.counter controller writes into status cannot, nor NodeRegistrationHealthy
         name = interface.name_of(obj)
         seen = ((obj.get("metadata") or {}).get("generation"),
                 tuple(sorted((str(c.get("type")), str(c.get("status")))
-                             for c in (obj.get("status") or {}).get("conditions") or ())))
+                             for c in (obj.get("status") or {}).get("conditions") or ()
+                             if c.get("type") != "NodeRegistrationHealthy")))
         if event == interface.DELETED:
             self._pools_seen.pop(name, None)
         elif event != interface.ADDED and self._pools_seen.get(name) == seen:
