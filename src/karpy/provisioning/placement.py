@@ -79,6 +79,7 @@ class Placement:
         self.usable_memo: dict[Any, list[tuple[int, templates.Template, reqs_mod.Requirements]]] = {}
         """:func:`claims.usable_templates`' answers of this run."""
         self.narrowed_memo: dict[tuple[reqs_mod.Requirements, str, str], reqs_mod.Requirements] = {}
+        self.joined_memo: dict[tuple[reqs_mod.Requirements, reqs_mod.Requirements], reqs_mod.Requirements] = {}
         """New NodeClaims' requirement sets narrowed to one domain, one object each."""
         """:func:`claims.finalize`'s instance type options of this run."""
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
@@ -387,6 +388,10 @@ class Placement:
                 self.bins.ports[b] = usage
             for p in pods:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in g.host_ports])
+        if self.bins.template[b] >= 0:
+            from karpy.provisioning import claims
+
+            claims.join(self, g, b)
         relevant = self._recorded_terms(g)
         self._pin_counted_domains(relevant, b)
         self._record_relevant(relevant, b, k)
