@@ -125,6 +125,10 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     from karpy.controllers import nodeclass_status
 
     nodeclass_status.register(manager, cluster, cloud, clock, kinds=nodeclass_kinds)
+    from karpy.controllers import nodepool_hash, registration_health
+
+    nodepool_hash.register(manager, cluster)
+    built.lifecycle.on_liveness_failure = registration_health.register(manager, cluster, clock).failed
     if settings.feature_gate("NodeRepair"):
         from karpy.controllers import repair
 

@@ -57,6 +57,25 @@ from typing_extensions import override
 from karpy import clock
 from karpy.kube import errors, interface, memory, paths, selectors
 
+from kmock._internal import parsing as _kmock_parsing  # isort: skip
+
+_kmock_parse_path = _kmock_parsing.parse_path
+
+
+def _parse_path(path: str) -> Any:
+    """kmock's URL parsing, plus the Namespace resource itself: kmock reads ``/api/v1/namespaces``
+    and ``/api/v1/namespaces/<name>`` as the (missing) rest of a namespaced path and fails; the API
+    server serves the cluster-scoped ``namespaces`` collection and objects there."""
+    parts = path.strip("/").split("/")
+    if parts[:3] == ["api", "v1", "namespaces"] and (len(parts) <= 4 or parts[4] in ("status", "finalize")):
+        name = parts[3] if len(parts) > 3 else None
+        sub = parts[4] if len(parts) > 4 else None
+        return _kmock_parsing.ParsedPath("", "v1", "namespaces", None, name, sub)
+    return _kmock_parse_path(path)
+
+
+_kmock_parsing.parse_path = _parse_path
+
 _BUILTIN_GROUPS = frozenset({"", "apps", "batch", "policy", "storage.k8s.io", "coordination.k8s.io"})
 
 

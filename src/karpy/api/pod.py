@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy import clock
 from karpy.api import fields, labels, meta, pod_cache, podspec, quantity
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -36,18 +37,31 @@ PODS_RESOURCE = "pods"
 
 read_status = pod_cache.read_status
 """Re-exported: :func:`karpy.api.pod_cache.read_status`."""
+read_start_time = pod_cache.read_start_time
+"""Re-exported: :func:`karpy.api.pod_cache.read_start_time`."""
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """Resources ``spec.resources`` may set (Kubernetes ``IsSupportedPodLevelResource``)."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
 
 
 def effective_requests(
     containers: tuple[podspec.Container, ...],
     init_containers: tuple[podspec.Container, ...],
     overhead: Mapping[str, int],
+    pod_resources: podspec.PodResources | None = None,
 ) -> quantity.ResourceList:
     """The kube-scheduler's pod request (per resource, in milli-units).
 
     ``max(sum(regular) + sum(sidecars), max_i(init_i + sidecars started before i)) + overhead``,
     plus ``pods: 1000`` (the pod itself). Sidecars are init containers with ``restartPolicy:
     Always``; they keep running, so they add to everything that starts after them.
+
+    Pod-level resources (``spec.resources``, Kubernetes 1.34, component-helpers ``PodRequests``
+    and the API server's ``defaultPodRequests``): for cpu, memory and hugepages, a pod-level
+    request replaces the containers' sum; a pod-level limit without a pod-level request is the
+    request when no container requests that resource. The overhead is added after.
     """
     total: dict[str, int] = {}
     for c in containers:
@@ -70,13 +84,20 @@ def effective_requests(
         for k, v in init_peak.items():
             if v > total.get(k, 0):
                 total[k] = v
+    if pod_resources is not None:
+        for k, v in pod_resources.limits.items():
+            if is_pod_level_resource(k) and k not in total and k not in pod_resources.requests:
+                total[k] = v
+        for k, v in pod_resources.requests.items():
+            if is_pod_level_resource(k):
+                total[k] = v
     for k, v in overhead.items():
         total[k] = total.get(k, 0) + v
     total[PODS_RESOURCE] = total.get(PODS_RESOURCE, 0) + quantity.MILLI
     return total
 
 
-_STATUS_FIELDS = frozenset({"metadata", "node_name", "phase", "conditions"})
+_STATUS_FIELDS = frozenset({"metadata", "node_name", "phase", "conditions", "start_time"})
 """What :meth:`Pod.evolve` changes without ``dataclasses.replace`` (it passes every other field on)."""
 
 
@@ -105,6 +126,10 @@ class Pod:
     restart_policy: str = "Always"
     host_network: bool = False
     termination_grace_period_seconds: int | None = None
+    resources: podspec.PodResources | None = None
+    """Pod-level requests and limits (``spec.resources``)."""
+    start_time: float | None = None
+    """``status.startTime``: when the kubelet accepted the pod (epoch seconds)."""
     _requests: quantity.ResourceList | None = field(default=None, init=False, repr=False, compare=False)
     _host_ports: tuple[tuple[str, str, int], ...] | None = field(default=None, init=False, repr=False,
                                                                  compare=False)
@@ -142,7 +167,7 @@ class Pod:
         """The effective request (see :func:`effective_requests`); cached, read-only."""
         cached = self._requests
         if cached is None:
-            cached = effective_requests(self.containers, self.init_containers, self.overhead)
+            cached = effective_requests(self.containers, self.init_containers, self.overhead, self.resources)
             object.__setattr__(self, "_requests", cached)
         return cached
 
@@ -208,8 +233,9 @@ class Pod:
         """Whether the pod blocks voluntary disruption of its node at ``now``.
 
         ``"true"`` protects for good; a duration (``"5m"``, ``"2h30m"``: Karpenter's grace-period
-        form) protects from the pod's start until the duration has passed. karpy takes the pod's
-        creation time as its start. Any other value protects nothing.
+        form) protects from the pod's start (``status.startTime``, as Karpenter's
+        ``IsDoNotDisruptActive``) until the duration has passed; a pod not started yet is protected.
+        Any other value protects nothing.
         """
         if self.do_not_disrupt:
             return True
@@ -224,7 +250,7 @@ class Pod:
             return False
         if seconds is None:  # "Never" as a duration: never expires
             return True
-        start = self.metadata.creation_timestamp
+        start = self.start_time
         return start is None or now < start + seconds
 
     @property
@@ -268,6 +294,7 @@ class Pod:
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=True)
         phase, conditions = read_status(f.sub("status"), shared=True)
+        start_time = read_start_time(f.sub("status"))
         node_name = f.sub("spec").str("nodeName") or None
 
         def parse(key: pod_cache.StoredKey, values: tuple[Any, ...]) -> pod_cache.StoredSpec:
@@ -275,7 +302,8 @@ class Pod:
             return values, {name: getattr(first, name) for name in pod_cache.SPEC_FIELDS}, first.requests
 
         hit = pod_cache.stored_spec_of(spec, parse)
-        pod = cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **hit[1])
+        pod = cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, start_time=start_time,
+                  **hit[1])
         object.__setattr__(pod, "_requests", hit[2])  # the same spec: one shared request mapping
         return pod
 
@@ -289,7 +317,8 @@ class Pod:
                       self.pod_affinity, self.pod_anti_affinity, self.tolerations,
                       self.topology_spread_constraints, self.volumes, self.preemption_policy,
                       changes.get("phase", self.phase), changes.get("conditions", self.conditions),
-                      self.restart_policy, self.host_network, self.termination_grace_period_seconds)
+                      self.restart_policy, self.host_network, self.termination_grace_period_seconds,
+                      self.resources, changes.get("start_time", self.start_time))
         else:
             new = dataclasses.replace(self, **changes)
         if not changes.keys() & pod_cache.SPEC_FIELD_SET:
@@ -307,7 +336,8 @@ class Pod:
         f = meta.reader("Pod", d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True, shared=stored)
         phase, conditions = read_status(f.sub("status"), shared=stored)
-        return self.evolve(metadata=metadata, phase=phase, conditions=conditions)
+        return self.evolve(metadata=metadata, phase=phase, conditions=conditions,
+                           start_time=read_start_time(f.sub("status")))
 
     @classmethod
     def from_template(
@@ -349,8 +379,10 @@ class Pod:
             anti = podspec.PodAntiAffinity.parse(affinity.sub("podAntiAffinity"))
         phase = "Pending"
         conditions: tuple[podspec.PodCondition, ...] = ()
+        start_time = None
         if status is not None:
             phase, conditions = read_status(status)
+            start_time = read_start_time(status)
         node_name = spec.str("nodeName") or None
         parsed: dict[str, Any] = dict(
             scheduler_name=spec.str("schedulerName", DEFAULT_SCHEDULER) or DEFAULT_SCHEDULER,
@@ -374,9 +406,11 @@ class Pod:
             restart_policy=spec.str("restartPolicy", "Always") or "Always",
             host_network=host_network,
             termination_grace_period_seconds=spec.int("terminationGracePeriodSeconds"),
+            resources=podspec.PodResources.parse(spec.sub("resources")) if spec.has("resources") else None,
         )
         pod_cache.remember_spec(pod_cache.spec_key(spec.data), parsed)
-        return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, **parsed)
+        return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, start_time=start_time,
+                   **parsed)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -418,10 +452,14 @@ class Pod:
             spec["hostNetwork"] = True
         if self.termination_grace_period_seconds is not None:
             spec["terminationGracePeriodSeconds"] = self.termination_grace_period_seconds
+        if self.resources is not None:
+            spec["resources"] = self.resources.to_dict()
         return spec
 
     def to_manifest(self) -> dict[str, Any]:
         status: dict[str, Any] = {"phase": self.phase}
+        if self.start_time is not None:
+            status["startTime"] = clock.rfc3339(self.start_time)
         if self.conditions:
             status["conditions"] = [c.to_dict() for c in self.conditions]
         return {

@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from karpy import clock
 from karpy.api import fields, podspec, quantity, stored
 
 SPEC_CACHE_SIZE = 4096
@@ -25,7 +26,7 @@ SPEC_CACHE_SIZE = 4096
 SPEC_FIELDS = ("scheduler_name", "priority", "priority_class_name", "containers", "init_containers", "overhead",
                "node_selector", "node_affinity", "pod_affinity", "pod_anti_affinity", "tolerations",
                "topology_spread_constraints", "volumes", "preemption_policy", "restart_policy", "host_network",
-               "termination_grace_period_seconds")
+               "termination_grace_period_seconds", "resources")
 """The :class:`karpy.api.pod.Pod` fields read from the spec, but ``node_name``."""
 SPEC_FIELD_SET = frozenset(SPEC_FIELDS)
 
@@ -125,6 +126,18 @@ def read_status(status: fields.Fields, *, shared: bool = False) -> tuple[str, tu
     if shared:
         return phase, _STORED_CONDITIONS.get(raw, lambda: _conditions(status, raw))
     return phase, _conditions(status, raw)
+
+
+def read_start_time(status: fields.Fields) -> float | None:
+    """``status.startTime`` (when the kubelet accepted the pod), epoch seconds; None when unset or
+    not a timestamp."""
+    raw = status.data.get("startTime")
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        return clock.parse_rfc3339(raw)
+    except ValueError:
+        return None
 
 
 def _conditions(status: fields.Fields, raw: list[Any]) -> tuple[podspec.PodCondition, ...]:

@@ -106,6 +106,29 @@ class ContainerPort:
 
 
 @dataclass(frozen=True, slots=True)
+class PodResources:
+    """A pod's ``spec.resources`` (pod-level requests and limits, Kubernetes 1.34)."""
+
+    requests: quantity.ResourceList = field(default_factory=dict)
+    limits: quantity.ResourceList = field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        return hash((tuple(sorted(self.requests.items())), tuple(sorted(self.limits.items()))))
+
+    @staticmethod
+    def parse(f: fields.Fields) -> PodResources:
+        return PodResources(requests=quantity.read_list(f, "requests"), limits=quantity.read_list(f, "limits"))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.requests:
+            out["requests"] = quantity.format_list(self.requests)
+        if self.limits:
+            out["limits"] = quantity.format_list(self.limits)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Container:
     """A container or init container. ``restart_policy == "Always"`` on an init container makes it a
     native sidecar. ``requests`` already include limits defaulted into missing requests."""

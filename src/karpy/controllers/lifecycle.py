@@ -31,7 +31,7 @@ Node that has the NodeClaim's provider ID. NodeClaims being deleted belong to
 4. **Liveness**: not launched within ``settings.launch_ttl`` or not registered within
    ``settings.registration_ttl`` of its creation, the NodeClaim is deleted (Warning event
    ``LaunchTimeout`` / ``RegistrationTimeout``, ``karpenter_nodeclaims_disrupted_total{reason=
-   "launch_timeout" | "registration_timeout"}``).
+   "launch_timeout" | "registration_timeout"}``, the ``on_liveness_failure`` hook: NodePool health).
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ REASON_LAUNCH_FAILED = "LaunchFailed"
 REASON_LAUNCH_TIMEOUT = "LaunchTimeout"
 REASON_REGISTRATION_TIMEOUT = "RegistrationTimeout"
 REASON_INVALID = "InvalidNodeClaim"
-
 LaunchHook = Callable[[dict[str, Any]], None]
 
 
@@ -159,6 +158,7 @@ class Lifecycle:
         self.metrics = metrics
         self.offerings = offerings
         self.on_launched = on_launched
+        self.on_liveness_failure: LaunchHook | None = None  # a NodeClaim deleted for a launch/registration timeout
         self._launched: dict[str, nodeclaim_mod.NodeClaim] = {}
         self._attempts: dict[str, int] = {}
         self._tried: set[str] = set()
@@ -489,10 +489,12 @@ class Lifecycle:
         self._event(claim, events.WARNING, reason, message)
         self.metrics.nodeclaims_disrupted.labels(
             metric_reason, claim.nodepool_name or "", claim.labels.get(wk.CAPACITY_TYPE, "")).inc()
+        if self.on_liveness_failure is not None:
+            self.on_liveness_failure(self.state.raw("NodeClaim", claim.name) or claim.to_manifest())
         self._delete(claim.name)
 
     def _delete(self, name: str) -> None:
-        with contextlib.suppress(kube_errors.NotFound):
+        with contextlib.suppress(kube_errors.NotFound):  # gone already: forgotten all the same
             self.cluster.delete("NodeClaim", name)
         self._forget(name)
 

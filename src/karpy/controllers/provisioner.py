@@ -235,11 +235,12 @@ class Provisioner:
 
     def _map_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
         # a spec change (new generation) or a readiness change can change a plan; the counts the
-        # nodepool.counter controller writes into status cannot
+        # nodepool.counter controller writes into status cannot, nor NodeRegistrationHealthy
         name = interface.name_of(obj)
         seen = ((obj.get("metadata") or {}).get("generation"),
                 tuple(sorted((str(c.get("type")), str(c.get("status")))
-                             for c in (obj.get("status") or {}).get("conditions") or ())))
+                             for c in (obj.get("status") or {}).get("conditions") or ()
+                             if c.get("type") != "NodeRegistrationHealthy")))
         if event == interface.DELETED:
             self._pools_seen.pop(name, None)
         elif event != interface.ADDED and self._pools_seen.get(name) == seen:
@@ -298,14 +299,15 @@ class Provisioner:
         if self.settings.preference_policy == policies.IGNORE:
             pods = [policies.without_preferences(p) for p in pods]
         res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage,
-                                  cache=self.scheduling_cache).solve(pods)
+                                  cache=self.scheduling_cache, namespaces=self.state.namespaces.index()).solve(pods)
         self.relaxed_claims = set()
         if self.settings.min_values_policy == policies.BEST_EFFORT and res.errors and \
                 any(policies.has_min_values(p) for p in pools):
             by_name = {p.name: p for p in pools}
             for relaxed in ([policies.lower_min_values(p, types.get(p.name, ())) for p in pools],
                             [policies.relax_min_values(p) for p in pools]):
-                again = scheduler.Scheduler(relaxed, types, existing, self.state.daemonset_pods(), usage).solve(pods)
+                again = scheduler.Scheduler(relaxed, types, existing, self.state.daemonset_pods(), usage,
+                                            namespaces=self.state.namespaces.index()).solve(pods)
                 if len(again.errors) < len(res.errors):
                     res = again
                     self.relaxed_claims = {id(c) for c in res.new_claims

@@ -9,9 +9,10 @@ provisioner launches capacity for the displaced pods). A caller may rely on:
 * only Nodes with a NodeClaim are repaired, never a Node karpy did not launch;
 * the toleration counts from the condition's ``lastTransitionTime``; the Node is looked at again
   when its toleration ends;
-* no repair happens while more than :data:`MAX_UNHEALTHY_FRACTION` of a NodePool's nodes are
-  unhealthy (Karpenter's safety valve: a zonal outage is not fixed by replacing every node), and a
-  Warning event ``NodeRepairBlocked`` says so on the NodePool;
+* no repair happens while more of a NodePool's nodes match a repair policy than
+  :data:`MAX_UNHEALTHY_PERCENT` of them, rounded up, at any pool size (Karpenter's safety valve: a
+  zonal outage is not fixed by replacing every node), and a Warning event ``NodeRepairBlocked``
+  says so on the NodePool;
 * a repair publishes a Warning event ``NodeRepair`` on the Node and counts
   ``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}``;
 * a repair is forceful, as Karpenter's health controller makes it: before the NodeClaim is deleted
@@ -40,9 +41,14 @@ log = logging.getLogger("karpy.controllers.repair")
 
 NAME = "node.repair"
 FEATURE_GATE = "NodeRepair"
-MAX_UNHEALTHY_FRACTION = 0.2
+MAX_UNHEALTHY_PERCENT = 20
 REASON_REPAIR = "NodeRepair"
 REASON_BLOCKED = "NodeRepairBlocked"
+
+
+def allowed_unhealthy(nodes: int) -> int:
+    """How many of ``nodes`` may be unhealthy with repair still going on: ``20%`` rounded up."""
+    return (MAX_UNHEALTHY_PERCENT * nodes + 99) // 100
 
 
 def _conditions(node: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -105,7 +111,7 @@ class NodeRepair:
         pool = interface.labels_of(node).get(wk.NODEPOOL, "")
         if self._too_many_unhealthy(pool):
             self._event(self.state.raw("NodePool", pool), REASON_BLOCKED,
-                        f"more than {MAX_UNHEALTHY_FRACTION:.0%} of NodePool {pool}'s nodes are unhealthy; "
+                        f"more than {MAX_UNHEALTHY_PERCENT}% of NodePool {pool}'s nodes are unhealthy; "
                         "not repairing")
             return 60.0
         log.warning("repair: node %s has had %s=%s for %.0fs; replacing it", name, policy.condition_type,
@@ -131,12 +137,18 @@ class NodeRepair:
             "annotations": {wk.NODECLAIM_TERMINATION_TIMESTAMP: clock_mod.rfc3339(now)}}})
 
     def _too_many_unhealthy(self, pool: str) -> bool:
-        nodes = [n for n in self.state.raws("Node") if interface.labels_of(n).get(wk.NODEPOOL) == pool]
-        if len(nodes) < 5:
-            return False  # small pools are always repaired
-        now = self.clock.now()
-        bad = sum(1 for n in nodes if (u := self.unhealthy_since(n)) is not None and u[0] <= now)
-        return bad > MAX_UNHEALTHY_FRACTION * len(nodes)
+        """More of ``pool``'s nodes (of the cluster's, for a NodeClaim without a NodePool) match a
+        repair policy than :data:`MAX_UNHEALTHY_PERCENT` of them, rounded up (Karpenter's
+        ``areNodesHealthy``: any pool size; a node counts as soon as its condition matches)."""
+        nodes = [n for n in self.state.raws("Node") if not pool or interface.labels_of(n).get(wk.NODEPOOL) == pool]
+        policies = self.cloud.repair_policies()
+        bad = 0
+        for n in nodes:
+            conds = _conditions(n)
+            if any((c := conds.get(p.condition_type)) is not None and c.get("status") == p.condition_status
+                   for p in policies):
+                bad += 1
+        return bad > allowed_unhealthy(len(nodes))
 
     def _event(self, obj: Mapping[str, Any] | None, reason: str, message: str) -> None:
         if obj is None:

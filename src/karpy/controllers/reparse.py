@@ -49,15 +49,18 @@ def reparse(kind: str, obj: Mapping[str, Any], before: Mapping[str, Any], model:
         return model.evolve(
             metadata=metadata if metadata is not None else meta.ObjectMeta.parse(
                 f.sub("metadata"), namespaced=True, shared=True),
-            node_name=f.sub("spec").str("nodeName") or None, phase=phase, conditions=conditions)
+            node_name=f.sub("spec").str("nodeName") or None, phase=phase, conditions=conditions,
+            start_time=pod_mod.read_start_time(f.sub("status")))
     if spec is None or spec is not before.get("spec"):
         return PARSERS[kind](obj)
     if kind == "Pod":
         metadata = _same_metadata(obj, before, model.metadata)
         if metadata is None:
             return model.refreshed(obj, stored=True)
-        phase, conditions = pod_mod.read_status(meta.reader("Pod", obj).sub("status"), shared=True)
-        return model.evolve(metadata=metadata, phase=phase, conditions=conditions)
+        pod_status = meta.reader("Pod", obj).sub("status")
+        phase, conditions = pod_mod.read_status(pod_status, shared=True)
+        return model.evolve(metadata=metadata, phase=phase, conditions=conditions,
+                            start_time=pod_mod.read_start_time(pod_status))
     if kind == "NodeClaim":
         f = meta.reader(nodeclaim_mod.KIND, obj)
         status = obj.get("status")

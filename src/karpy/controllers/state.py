@@ -1,8 +1,8 @@
 """A typed cache of the cluster, fed by watches: what every karpy controller reads.
 
-:class:`ClusterState` watches Nodes, NodeClaims, Pods, NodePools, DaemonSets and
-PodDisruptionBudgets through :class:`karpy.kube.interface.Cluster` (call :meth:`ClusterState.start`
-once, before the controllers are registered, so that watch events reach the state first). It
+:class:`ClusterState` watches Nodes, NodeClaims, Pods, NodePools, DaemonSets, PodDisruptionBudgets and
+(:attr:`ClusterState.namespaces`) Namespaces through :class:`karpy.kube.interface.Cluster` (call
+:meth:`ClusterState.start` once, before the controllers are registered, so watch events reach it first). It
 keeps the objects as the cluster hands them out (shared, read-only) and parses each one into its
 :mod:`karpy.api` model lazily, at most once per ``resourceVersion``. An object that does not parse
 is logged once per version and left out of every typed view; it never breaks the cache.
@@ -44,6 +44,7 @@ from karpy.api import pod as pod_mod
 from karpy.api import quantity, workloads
 from karpy.cloudprovider import instancetype
 from karpy.controllers import inflight, provisionable, reparse
+from karpy.controllers import namespaces as namespaces_mod
 from karpy.controllers import nominations as nominations_mod
 from karpy.kube import interface
 from karpy.provisioning import results, templates
@@ -53,8 +54,7 @@ log = logging.getLogger("karpy.controllers.state")
 KINDS = ("Node", "NodeClaim", "Pod", "NodePool", "DaemonSet", "PodDisruptionBudget")
 _NAMESPACED = frozenset(k for k in KINDS if interface.is_namespaced(k))
 TERMINAL_PHASES = provisionable.TERMINAL_PHASES
-is_provisionable = provisionable.is_provisionable
-"""Re-exported: :func:`karpy.controllers.provisionable.is_provisionable`."""
+is_provisionable = provisionable.is_provisionable  # re-exported
 
 def object_key(obj: Mapping[str, Any]) -> str:
     """``namespace/name`` for namespaced kinds, ``name`` otherwise."""
@@ -99,6 +99,7 @@ class ClusterState:
         self._unsubscribe: list[interface.Unsubscribe] = []
         self.parses = 0
         """How many objects were parsed so far (to check the once-per-version rule)."""
+        self.namespaces = namespaces_mod.NamespaceWatch(cluster)  # for pod affinity's namespaceSelector
         self.nominations = nominations_mod.Nominations()
         """Nodes and in-flight NodeClaims the provisioner planned pending pods onto (Karpenter's
         ``NominateNodeForPod``); the disruption controller leaves them alone while nominated."""
@@ -109,6 +110,7 @@ class ClusterState:
         """Watch every kind and load what exists; idempotent."""
         if self._unsubscribe:
             return self
+        self._unsubscribe.append(self.namespaces.start().stop)
         for kind in KINDS:
             self._unsubscribe.append(self.cluster.watch(kind, self._handler(kind)))
             for obj in self.cluster.list(kind):

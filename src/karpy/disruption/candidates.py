@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from karpy.api import labels, node, nodeclaim, nodepool, pod, selectors
+from karpy.api import duration, labels, node, nodeclaim, nodepool, pod, selectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +123,25 @@ def _unready(p: pod.Pod) -> bool:
     return c is not None and c.status == "False"
 
 
+def protection_ends(pods: Iterable[pod.Pod], now: float) -> float | None:
+    """The earliest time after ``now`` at which a ``karpenter.sh/do-not-disrupt`` duration of one
+    of ``pods`` runs out (counted from the pod's start, :meth:`karpy.api.pod.Pod.protected`); None
+    when none will (no duration, ``"true"``, not started yet, or already passed)."""
+    out: float | None = None
+    for p in pods:
+        value = p.metadata.annotations.get(labels.DO_NOT_DISRUPT)
+        if not value or value == "true" or p.start_time is None or p.is_terminal:
+            continue
+        try:
+            seconds = duration.parse_duration(value)
+        except duration.DurationError:
+            continue
+        if seconds is not None and p.start_time + seconds > now:
+            end = p.start_time + seconds
+            out = end if out is None else min(out, end)
+    return out
+
+
 def blocking_pdb(p: pod.Pod, pdbs: Sequence[Pdb]) -> Pdb | None:
     """The first budget selecting ``p`` that allows no disruption now, else ``None``."""
     for budget in pdbs:
@@ -154,11 +173,15 @@ def why_not(
     pods: Sequence[pod.Pod],
     pdbs: Sequence[Pdb] = (),
     now: float | None = None,
+    *,
+    eventual: bool = False,
 ) -> str | None:
     """``None`` when ``n`` is a disruption candidate, else why not (a human message).
 
     ``now`` lets a ``karpenter.sh/do-not-disrupt`` duration expire; without it only ``"true"``
-    protects."""
+    protects. ``eventual``: for an eventual disruption (drift), a NodeClaim with a
+    ``terminationGracePeriod`` is a candidate whatever its pods (do-not-disrupt, blocking PDBs):
+    the grace period bounds the drain (Karpenter ``NewCandidate``, ``EventualDisruptionClass``)."""
     pool_name = n.labels.get(labels.NODEPOOL)
     if claim is None or not pool_name:
         return "node is not managed by karpy"
@@ -170,6 +193,8 @@ def why_not(
         return "node is deleting or marked for deletion"
     if node_do_not_disrupt(n):
         return f'disruption is blocked through the "{labels.DO_NOT_DISRUPT}" annotation'
+    if eventual and claim.spec.termination_grace_period is not None:
+        return None
     for p in pods:
         if p.is_terminal or p.is_terminating:
             continue
@@ -192,9 +217,11 @@ def candidate(
     pods: Sequence[pod.Pod],
     pdbs: Sequence[Pdb] = (),
     now: float | None = None,
+    *,
+    eventual: bool = False,
 ) -> Candidate | str:
-    """A :class:`Candidate`, or the reason ``n`` is not one."""
-    reason = why_not(n, claim, pool, pods, pdbs, now)
+    """A :class:`Candidate`, or the reason ``n`` is not one (``eventual``: see :func:`why_not`)."""
+    reason = why_not(n, claim, pool, pods, pdbs, now, eventual=eventual)
     if reason is not None:
         return reason
     assert claim is not None and pool is not None

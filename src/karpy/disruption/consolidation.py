@@ -230,13 +230,15 @@ def _names(cands: Sequence[candidates_mod.Candidate]) -> str:
 
 
 def evaluate(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
-             settings: Settings, *, reason: str = REASON_UNDERUTILIZED) -> Command | Refusal:
+             settings: Settings, *, reason: str = REASON_UNDERUTILIZED,
+             held: frozenset[str] = frozenset()) -> Command | Refusal:
     """Can ``cands`` be removed together, deleted or replaced by at most one cheaper node?
 
     For ``Drifted`` and ``Expired`` the price rules do not apply: the pods' new NodeClaims (any
-    number) become the replacements.
+    number) become the replacements. ``held``: pods that stay until the drain's grace period
+    (:func:`simulation.simulate_removal`).
     """
-    sim = simulation.simulate_removal(snap, cands)
+    sim = simulation.simulate_removal(snap, cands, held=held)
     return decide(snap, cands, sim, settings, reason=reason)
 
 

@@ -266,6 +266,12 @@ class DisruptionController:
                 deadline = min(deadline, since + after)
         if any(b.schedule for p in obs.pools.values() for b in p.disruption.budgets):
             deadline = min(deadline, now + 60.0)
+        table = self.observer.table
+        for name in table.timed:  # a do-not-disrupt duration running out makes a node a candidate
+            row = table.rows.get(name)
+            end = candidates.protection_ends(row.pods, now) if row is not None else None
+            if end is not None:
+                deadline = min(deadline, end)
         return deadline
 
     # ---------------------------------------------------------------------------------- expiration
@@ -305,7 +311,9 @@ class DisruptionController:
 
     def disrupt_drifted(self, obs: Observation) -> bool:
         """Start a drift command if a drifted candidate can go; True when one started."""
-        drifted = [obs.candidates[name] for name in sorted(obs.drifted) if name in obs.candidates]
+        found = [obs.candidates[name] if name in obs.candidates else self._eventual(obs, name)
+                 for name in sorted(obs.drifted) if name in obs.candidates or name in obs.why_not]
+        drifted = [c for c in found if c is not None]
         if not drifted:
             return False
         snap = self.snapshot(obs)
@@ -331,12 +339,32 @@ class DisruptionController:
             if allowed.get(c.nodepool.name, 0) <= 0:
                 blocked.add(c.nodepool.name)
                 continue
-            out = consolidation.evaluate(snap, [c], self.settings, reason=consolidation.REASON_DRIFTED)
+            held = frozenset() if c.name in obs.candidates else self._held(c, obs.now)
+            out = consolidation.evaluate(snap, [c], self.settings, reason=consolidation.REASON_DRIFTED, held=held)
             if isinstance(out, consolidation.Command):
                 return self._execute(out, "")
             log.info("disruption: drifted node %s cannot be disrupted yet: %s", c.name, out.explanation)
         self.observer.blocked(obs, blocked)
         return False
+
+    def _eventual(self, obs: Observation, name: str) -> candidates.Candidate | None:
+        """Node ``name`` as a drift candidate although its pods block voluntary disruption: its
+        NodeClaim has a ``terminationGracePeriod``, which bounds the drain (Karpenter's eventual
+        disruption class); None when it is not one for any other reason."""
+        row = self.observer.table.rows.get(name)
+        if row is None or row.claim is None or row.claim.spec.termination_grace_period is None:
+            return None
+        if obs.why_not.get(name) == observation.NOMINATED or name in obs.nominated:
+            return None
+        pool = obs.pools.get(row.pool_name)
+        c = candidates.candidate(row.node, row.claim, pool, row.pods, (), obs.now, eventual=True)
+        return c if isinstance(c, candidates.Candidate) else None
+
+    def _held(self, c: candidates.Candidate, now: float) -> frozenset[str]:
+        """The pods of an eventual candidate no eviction moves now: no capacity is planned for them."""
+        pdbs = self.observer._pdbs()  # with the disruptions each allows now (read only for such candidates)
+        return frozenset(p.key for p in c.pods if not p.is_terminal and (
+            p.protected(now) or candidates.blocking_pdb(p, pdbs) is not None))
 
     # ---------------------------------------------------------------------------------- emptiness
 

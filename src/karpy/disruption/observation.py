@@ -39,7 +39,7 @@ from karpy.api import node, nodeclaim, nodepool, pod, selectors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import state
-from karpy.disruption import candidates, changes, drift_marking, emptiness, node_rows, orchestrator
+from karpy.disruption import candidates, changes, consolidation, drift_marking, emptiness, node_rows, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -250,7 +250,8 @@ class Observer:
         obs.snapshot = snapshot_mod.ClusterSnapshot.build(
             self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
-            in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes))
+            in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes),
+            namespaces=self.state.namespaces.index())
         if self.settings.preference_policy == policies.IGNORE:
             obs.snapshot = dataclasses.replace(obs.snapshot, ignore_preferences=True)
         return obs.snapshot

@@ -70,16 +70,19 @@ def simulate_removal(
     instance_types: Mapping[str, Sequence[instancetype.InstanceType]] | None = None,
     with_nodepools: bool = True,
     extra_nodes: Sequence[results.ExistingNode] = (),
+    held: frozenset[str] = frozenset(),
 ) -> SimulationResult:
     """Schedule the candidates' reschedulable pods on the rest of the cluster plus new NodeClaims.
 
     ``instance_types`` overrides the snapshot's per-NodePool instance types; ``with_nodepools``
     False allows no new NodeClaim at all (a pure fit check); ``extra_nodes`` are more bins (planned
-    NodeClaims as in-flight nodes, for re-checking a plan).
+    NodeClaims as in-flight nodes, for re-checking a plan); ``held``: keys of the candidates' pods
+    that no eviction will move now (do-not-disrupt, a blocking PDB), left out as Karpenter's
+    ``SimulateScheduling`` leaves out pods not currently reschedulable.
     """
     removed = _names(candidates)
     gone = set(removed) | set(snap.deleting_nodes())
-    pods = snap.pods_to_reschedule(removed)
+    pods = [p for p in snap.pods_to_reschedule(removed) if p.key not in held]
     own = {p.key for p in pods}
     others = [*snap.pending_pods, *snap.pods_to_reschedule(snap.deleting_nodes())]
     others = [p for p in others if p.key not in own]
@@ -94,6 +97,7 @@ def simulate_removal(
         snap.daemonsets,
         snap.usage_without(removed),
         cache=snap.scheduling_cache,
+        namespaces=snap.namespaces,
     ).solve([*pods, *others])
     return _summarize(snap, removed, pods, own, res)
 

@@ -36,6 +36,7 @@ from karpy.cloudprovider import instancetype
 from karpy.disruption import budgets
 from karpy.disruption import candidates as candidates_mod
 from karpy.provisioning import results, reuse
+from karpy.scheduling import namespaces as ns_mod
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,8 @@ class ClusterSnapshot:
     ignore_preferences: bool = False
     """``PREFERENCE_POLICY=Ignore``: what-if runs schedule pods without their preferences (as Karpenter's
     disruption simulation does)."""
+    namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY
+    """The cluster's Namespaces (pod affinity terms with a ``namespaceSelector``)."""
     scheduling_cache: reuse.SchedulingCache = field(default_factory=reuse.SchedulingCache, compare=False,
                                                     repr=False)
     """Kept between the what-if scheduling runs over this snapshot (karpy.provisioning.reuse):
@@ -200,6 +203,7 @@ class ClusterSnapshot:
         in_flight: Sequence[results.ExistingNode] = (),
         now: float = 0.0,
         billed: Mapping[str, float] | None = None,
+        namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY,
     ) -> ClusterSnapshot:
         """A snapshot from ``(node, nodeclaim or None, pods)``; each node's NodePool is found by
         its ``karpenter.sh/nodepool`` label. Without ``usage``, each NodePool's usage is the sum
@@ -221,7 +225,7 @@ class ClusterSnapshot:
         return cls(nodes=tuple(infos), nodepools=tuple(nodepools),
                    instance_types={k: list(v) for k, v in instance_types.items()},
                    pending_pods=tuple(pending_pods), daemonsets=tuple(daemonsets), usage=dict(usage),
-                   in_flight=tuple(in_flight), now=now)
+                   in_flight=tuple(in_flight), now=now, namespaces=namespaces)
 
     # ------------------------------------------------------------------------------------ lookups
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from karpy.api import labels as wk
 from karpy.cloudprovider import instancetype
+from karpy.provisioning import bins as bins_mod
 from karpy.provisioning import placement as placement_mod
 from karpy.provisioning import podgroups, results, templates
 from karpy.scheduling import hostports, requirement
@@ -175,7 +176,7 @@ def create_bin(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requiremen
     for key in run.keys:
         domains[key] = _claim_domain(creqs, key, table, target, info)
     name = f"{tmpl.name}-new-{len(run.new_bins)}"
-    b = run.bins.add(name, table.alloc[target] - ds, ds.copy(), creqs, tmpl.taints, is_node=False,
+    b = run.bins.add(name, table.alloc[target] - ds[target], ds[target].copy(), creqs, tmpl.taints, is_node=False,
                      template=ti, target=target, domains=domains)
     ds_ports = run.daemon_ports(ti, creqs)
     if ds_ports is not None:
@@ -198,9 +199,10 @@ def grow(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
     creqs = run.bins.requirements(b)
     info = table.info(creqs)
     old = run.bins.target[b]
-    need = run.bins.used[b] + extra
+    ds = run.daemon_overhead(ti, creqs)
+    need = run.bins.used[b] - ds[old] + extra  # the pods' part: each type brings its own overhead
     limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[old]
-    ok = info.mask & (table.alloc >= need).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    ok = info.mask & (table.alloc - ds >= need).all(axis=1) & (table.capacity <= limit).all(axis=1)
     if not ok.any():
         return False
     idx = np.flatnonzero(ok)
@@ -208,6 +210,7 @@ def grow(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
     for j, d in enumerate(run.dims):
         if d in tmpl.limits:
             tmpl.limits[d] += int(table.capacity[old, j]) - int(table.capacity[new, j])
+    run.bins.used[b] += ds[new] - ds[old]
     run.bins.remaining[b] = table.alloc[new] - run.bins.used[b]
     run.bins.target[b] = new
     for key in run.keys:
@@ -288,7 +291,8 @@ def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, cr
     info = table.info(creqs)
     ds = run.daemon_overhead(ti, creqs)
     limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[target]
-    holds = info.mask & (table.alloc >= used).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    pods_used = used - ds[target]  # the bin's used counts the overhead of its target type
+    holds = info.mask & (table.alloc - ds >= pods_used).all(axis=1) & (table.capacity <= limit).all(axis=1)
     idx = np.flatnonzero(holds)
     if len(idx) == 0:
         idx = np.array([target])
@@ -301,5 +305,28 @@ def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, cr
     names = [t.name for t in types]
     out_reqs = creqs.add(requirement.Requirement.new(wk.INSTANCE_TYPE, "In", names))
     requests = {d: int(used[j]) for j, d in enumerate(run.dims) if used[j]}
-    overhead = {d: int(ds[j]) for j, d in enumerate(run.dims) if ds[j]}
+    overhead = {d: int(ds[target, j]) for j, d in enumerate(run.dims) if ds[target, j]}
     return types, out_reqs, requests, overhead, float(info.price[options[0]])
+
+
+def join(run: placement_mod.Placement, g: podgroups.PodGroup, b: int) -> None:
+    """New NodeClaim bin ``b`` takes on the requirements of group ``g``, whose pods it gets
+    (Karpenter's ``NodeClaim.Add``): a pod with a zone selector placed on a claim opened for other
+    pods pins the claim's zone. Domains the requirements now decide are narrowed."""
+    creqs = run.bins.requirements(b)
+    greq = g.requirements()
+    joined = run.joined_memo.get((creqs, greq))
+    if joined is None:
+        joined = run.joined_memo[(creqs, greq)] = creqs.intersect(greq)
+    if joined == creqs:
+        return
+    run.bins.set_requirements(b, joined)
+    for key in run.keys:
+        r = joined.get(key)
+        if r is None or run.bins.dom[key][b] != bins_mod.UNDETERMINED:
+            continue
+        left = frozenset(v for v in run.bins.possible_values(b, key) if r.has(v))
+        if len(left) == 1:
+            run.narrow(b, key, next(iter(left)))
+        elif left:
+            run.bins.set_domain(b, key, left)

@@ -6,13 +6,17 @@ run's DaemonSet pods take on a node:
 * on an existing node still being launched (:meth:`DaemonOverhead.add_in_flight`): the requests of
   every DaemonSet whose pod is not on the node yet but will run there, and the host ports it holds;
 * on a new NodeClaim of a template (:meth:`DaemonOverhead.on_claim`, :meth:`DaemonOverhead.ports_on_claim`):
-  the summed requests and the host ports of the DaemonSets that would run on it (Karpenter's daemon
-  overhead group).
+  per instance type of the template, the summed requests of the DaemonSets that would run on it
+  (Karpenter's ``getDaemonOverhead``: one overhead per template and instance type), and the host
+  ports of those that would run on some type of the claim.
 
 A DaemonSet runs on a node when it tolerates the node's hard taints and its pod's strict
-requirements are compatible with the node's (for a new NodeClaim, well-known labels it does not
-set yet are allowed). Answers are cached for the run and are pure functions of their arguments;
-the returned arrays and port usages are shared: copy before changing them.
+requirements, with *any one* of its OR'd required node affinity terms, are compatible with the
+node's (Karpenter's ``isDaemonPodCompatible`` tries each term in turn). For a new NodeClaim,
+well-known labels the claim does not set yet are allowed, and the instance type's own labels
+(and its offerings' zones and capacity types) must intersect the term's requirements. Answers are
+cached for the run and are pure functions of their arguments; the returned arrays and port
+usages are shared: copy before changing them.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import numpy.typing as npt
 
 from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
+from karpy.cloudprovider import instancetype
 from karpy.provisioning import nodetable, podgroups, templates
 from karpy.scheduling import hostports
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
 
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 class DaemonOverhead:
@@ -45,6 +51,8 @@ class DaemonOverhead:
         self.vector = vector
         self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
         self._ds_ports: dict[tuple[int, reqs_mod.Requirements], hostports.HostPortUsage | None] = {}
+        self._term_reqs: dict[int, tuple[reqs_mod.Requirements, ...]] = {}
+        self._types: dict[tuple[int, reqs_mod.Requirements], BoolArray] = {}
 
     def add_in_flight(self, table: nodetable.NodeTable, rows: list[int], idx: IntArray, used: IntArray
                       ) -> list[tuple[int, hostports.HostPortUsage]]:
@@ -54,7 +62,7 @@ class DaemonOverhead:
         ports: list[tuple[int, hostports.HostPortUsage]] = []
         # whether a DaemonSet runs on a node depends on its class (labels but the hostname) and
         # taints, unless the DaemonSet's pod names hostnames
-        by_host = [wk.HOSTNAME in podgroups.make_group([d]).strict_requirements() for d in self.daemon_pods]
+        by_host = [any(wk.HOSTNAME in r for r in term_requirements(d)) for d in self.daemon_pods]
         ds_vectors = [self.vector(d.requests) for d in self.daemon_pods]
         fits_memo: dict[tuple[int, int, int], bool] = {}
         for b in np.flatnonzero(table.in_flight[idx]):  # DaemonSet pods that will come count as used
@@ -87,17 +95,41 @@ class DaemonOverhead:
         return ports
 
     def on_claim(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> IntArray:
-        """Summed requests of the DaemonSets that would run on a new NodeClaim of template
-        ``tmpl_index`` with requirements ``reqs``."""
+        """Per instance type of template ``tmpl_index`` (rows, as its table's), the summed requests
+        of the DaemonSets that would run on a new NodeClaim of that type with requirements ``reqs``."""
         key = (tmpl_index, reqs)
         hit = self._ds.get(key)
         if hit is None:
             tmpl = self.templates[tmpl_index]
-            hit = np.zeros(len(self.dims), dtype=np.int64)
-            for d in self.daemon_pods:
-                if daemon_fits(d, reqs, tmpl.taints, node=False):
-                    hit += self.vector(d.requests)
+            hit = np.zeros((len(tmpl.table), len(self.dims)), dtype=np.int64)
+            for k, d in enumerate(self.daemon_pods):
+                if untolerated(d.tolerations, tmpl.taints, prefer_ok=True) is not None:
+                    continue
+                types = np.zeros(len(tmpl.table), dtype=np.bool_)
+                for r in self._terms(k):
+                    if reqs.compatible(r, wk.WELL_KNOWN_LABELS) is None:
+                        types |= self._type_mask(tmpl.table, r)
+                if types.any():
+                    hit[types] += self.vector(d.requests)
             self._ds[key] = hit
+        return hit
+
+    def _terms(self, k: int) -> tuple[reqs_mod.Requirements, ...]:
+        hit = self._term_reqs.get(k)
+        if hit is None:
+            hit = self._term_reqs[k] = term_requirements(self.daemon_pods[k])
+        return hit
+
+    def _type_mask(self, table: templates.TypeTable, r: reqs_mod.Requirements) -> BoolArray:
+        """Which instance types of ``table`` intersect ``r`` (their labels, offerings' zones and
+        capacity types; keys a type does not define are not checked: Karpenter's ``Intersects``)."""
+        key = (id(table), r)
+        hit = self._types.get(key)
+        if hit is None:
+            keys = [k for k in r if k in table.label_keys or k in (wk.ZONE, wk.CAPACITY_TYPE)]
+            hit = np.fromiter((_type_intersects(t, r, keys) for t in table.types), dtype=np.bool_,
+                              count=len(table.types)) if keys else np.ones(len(table.types), dtype=np.bool_)
+            self._types[key] = hit
         return hit
 
     def ports_on_claim(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> hostports.HostPortUsage | None:
@@ -124,14 +156,34 @@ def untolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok:
     return taints_mod.first_untolerated(tolerations, taints, effects)
 
 
+def term_requirements(dpod: pod_mod.Pod) -> tuple[reqs_mod.Requirements, ...]:
+    """A DaemonSet pod's strict requirements with each of its OR'd required node affinity terms."""
+    return podgroups.make_group([dpod]).strict_requirements_per_term()
+
+
 def daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequence[Any], *,
                 node: bool) -> bool:
-    """Does DaemonSet pod ``dpod`` run on a node (``node``) or new NodeClaim with ``reqs`` and ``taints``?"""
+    """Does DaemonSet pod ``dpod`` run on a node (``node``) or new NodeClaim with ``reqs`` and
+    ``taints``? It must tolerate the taints and one of its OR'd node affinity terms must hold."""
     if untolerated(dpod.tolerations, taints, prefer_ok=True) is not None:
         return False
-    g = podgroups.make_group([dpod])
     allow = frozenset() if node else wk.WELL_KNOWN_LABELS
-    return reqs.compatible(g.strict_requirements(), allow) is None
+    return any(reqs.compatible(r, allow) is None for r in term_requirements(dpod))
+
+
+def _type_intersects(t: instancetype.InstanceType, r: reqs_mod.Requirements, keys: Sequence[str]) -> bool:
+    for key in keys:
+        want = r[key]
+        value = t.labels.get(key)
+        if value is not None:
+            if not want.has(value):
+                return False
+        elif key == wk.ZONE:
+            if not any(want.has(z) for z in t.zones):
+                return False
+        elif key == wk.CAPACITY_TYPE and not any(want.has(c) for c in t.capacity_types):
+            return False
+    return True
 
 
 def daemon_key(d: pod_mod.Pod) -> str:

@@ -48,8 +48,24 @@ def explain(g: podgroups.PodGroup, run: placement_mod.Placement) -> str:
             f"host ports {', '.join(f'{p[2]}/{p[1]}' for p in g.host_ports)}" if g.host_ports else "")
         if constraint:
             return f"every NodePool could hold the pod, but its constraints cannot be met: {constraint}"
-        return "every NodePool could hold the pod, but its limits were used up by other pods in this batch"
+        if any(t.nodepool.limits for t in run.templates if t.nodepool is not None):
+            return "every NodePool could hold the pod, but its limits were used up by other pods in this batch"
+        return "every NodePool could hold the pod alone, but not together with the other pods of this batch"
     return "; ".join(reasons)
+
+
+def _min_values_unmet(table: templates.TypeTable, creqs: reqs_mod.Requirements,
+                      fits: npt.NDArray[np.bool_]) -> str | None:
+    """Karpenter's ``SatisfiesMinValues`` error when the instance types that hold the pod offer
+    fewer values of a key than its ``minValues`` (MIN_VALUES_POLICY Strict)."""
+    holding = [table.types[int(i)].labels for i in np.flatnonzero(fits)]
+    unmet = creqs.min_values_violations(holding)
+    if not unmet:
+        return None
+    counts = "; ".join(f"{key} needs {creqs[key].min_values} values, the instance types that hold the pod offer "
+                       f"{len({lb[key] for lb in holding if key in lb and creqs[key].has(lb[key])})}"
+                       for key in unmet)
+    return f"minValues requirement is not met for label(s) {', '.join(unmet)}: {counts}"
 
 
 def _type_conflicts(table: templates.TypeTable, creqs: reqs_mod.Requirements) -> str:
@@ -112,10 +128,14 @@ def _nodepool_reason(run: placement_mod.Placement, g: podgroups.PodGroup, greq: 
         ratio = (avail[idx][:, nz] / req[nz]).min(axis=1)
         best = int(idx[int(np.argmax(ratio))])
         short = [d for j, d in enumerate(run.dims) if req[j] > avail[best, j]]
-        overhead = f" plus DaemonSet overhead ({_fmt(run.dims, ds)})" if ds.any() else ""
+        overhead = f" plus DaemonSet overhead ({_fmt(run.dims, ds[best])})" if ds[best].any() else ""
         return (f"no instance type can hold the pod's requests ({_fmt(run.dims, req)}){overhead}; "
                 f"the closest is {table.types[best].name} with {_fmt(run.dims, avail[best])} free "
                 f"for pods, short of {', '.join(short)}")
+    if tmpl.has_min_values:
+        unmet = _min_values_unmet(table, creqs, fits)
+        if unmet:
+            return unmet
     limit = tmpl.remaining_limit_vector(run.dims)
     within = fits & (table.capacity <= limit).all(axis=1)
     if not within.any():

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy.api import pod as pod_mod
-from karpy.provisioning import claims, podgroups
+from karpy.provisioning import claims, podgroups, spread_filter
 from karpy.provisioning import placement as placement_mod
 from karpy.scheduling import topology
 
@@ -105,7 +105,7 @@ def _put(run: placement_mod.Placement, g: podgroups.PodGroup, b: int, req: IntAr
 def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,
                term: topology.Term) -> int:
     state = run.terms[term]
-    eligible = run.eligible(term.key, g.requirements(), term.honor_node_affinity)
+    eligible = spread_filter.domains(run, term, g)
     # respect minDomains / skew against domains no pod of the group can reach
     allowed = topology.allowed_domains(state, eligible, self_match=True)
     if not allowed:

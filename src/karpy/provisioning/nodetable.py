@@ -36,6 +36,7 @@ from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
 from karpy.provisioning import results
 from karpy.scheduling import hostports, topology
+from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
@@ -50,7 +51,9 @@ EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGI
 class NodeTable:
     """Existing nodes kept between passes (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY) -> None:
+        self.namespaces = namespaces
+        """The Namespaces the rows' anti-affinity terms were resolved with (a sync with others starts afresh)."""
         self.rows: dict[str, int] = {}
         """Node name -> row index. Per row index (plain lists: no object per row, so building a
         table of many nodes allocates little for the garbage collector to scan):"""
@@ -94,11 +97,13 @@ class NodeTable:
 
     # -- sync -----------------------------------------------------------------------------------
 
-    def sync(self, nodes: Sequence[results.ExistingNode]) -> IntArray:
-        """Make the table agree with ``nodes``; their row indices, in order."""
-        if self.syncs % EVICT_AFTER == 0 and self._bloated():
+    def sync(self, nodes: Sequence[results.ExistingNode], namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY
+             ) -> IntArray:
+        """Make the table agree with ``nodes`` (their pods' terms resolved with ``namespaces``);
+        their row indices, in order."""
+        if namespaces != self.namespaces or (self.syncs % EVICT_AFTER == 0 and self._bloated()):
             syncs, derived = self.syncs, self.derived
-            self.__init__()  # type: ignore[misc]
+            self.__init__(namespaces)  # type: ignore[misc]
             self.syncs, self.derived = syncs, derived
         self.syncs += 1
         now = self.syncs
@@ -324,8 +329,8 @@ class NodeTable:
         if hit is None or hit[0] is not aa:
             if len(self._owned) >= MEMO_LIMIT:
                 self._owned.clear()
-            terms = tuple(topology.term_from_affinity(t, p.namespace, anti=True, required=True)
-                          for t in aa.required)
+            terms = tuple(topology.term_from_affinity(t, p.namespace, anti=True, required=True,
+                                                      namespaces=self.namespaces) for t in aa.required)
             hit = (aa, terms, self.owned_sets.id(terms))
             self._owned[key] = hit
         return hit[2]

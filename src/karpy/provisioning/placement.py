@@ -21,8 +21,9 @@ import numpy.typing as npt
 from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import daemons, nodetable, podgroups, results, templates
+from karpy.provisioning import daemons, nodetable, podgroups, results, spread_filter, templates
 from karpy.scheduling import hostports, requirement, topology
+from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
@@ -37,10 +38,12 @@ class Placement:
     def __init__(self, dims: list[str], tmpls: list[templates.Template],
                  groups: Sequence[podgroups.PodGroup], existing: Sequence[results.ExistingNode],
                  daemon_pods: Sequence[pod_mod.Pod], *, count_matching: bool = False,
-                 table: nodetable.NodeTable | None = None) -> None:
+                 table: nodetable.NodeTable | None = None,
+                 namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY) -> None:
         """``count_matching``: pods matching a zonal (non-hostname) spread they do not carry keep
         that spread too (see :meth:`counted_spreads`). ``table``: existing nodes kept from earlier
-        runs (see :mod:`nodetable`); the run is the same with or without it."""
+        runs (see :mod:`nodetable`); the run is the same with or without it. ``namespaces``: the
+        cluster's Namespaces (pod affinity terms with a ``namespaceSelector``)."""
         self.dims = dims
         self.count_matching = count_matching
         self._counted_cache: dict[Any, list[topology.Term]] = {}
@@ -48,7 +51,7 @@ class Placement:
         self.daemon_pods = list(daemon_pods)
         self.dim_index = {d: i for i, d in enumerate(dims)}
         self.table = table if table is not None else nodetable.NodeTable()
-        rows = self.table.sync(existing)
+        rows = self.table.sync(existing, namespaces)
         self.rows = rows
         """The existing nodes' row indices in :attr:`table`, in bin order."""
         self.row_list: list[int] = rows.tolist()
@@ -78,9 +81,14 @@ class Placement:
         self.usable_memo: dict[Any, list[tuple[int, templates.Template, reqs_mod.Requirements]]] = {}
         """:func:`claims.usable_templates`' answers of this run."""
         self.narrowed_memo: dict[tuple[reqs_mod.Requirements, str, str], reqs_mod.Requirements] = {}
+        self.joined_memo: dict[tuple[reqs_mod.Requirements, reqs_mod.Requirements], reqs_mod.Requirements] = {}
         """New NodeClaims' requirement sets narrowed to one domain, one object each."""
         """:func:`claims.finalize`'s instance type options of this run."""
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
+        self.filtered_memo: dict[tuple[str, topology.NodeFilter], set[str]] = {}
+        """:func:`spread_filter.filtered_domains`' answers of this run."""
+        self.filter_memo: dict[tuple[topology.NodeFilter, int, int], bool] = {}
+        """:func:`spread_filter.counts_on`'s answers of this run."""
         total = np.zeros(len(dims), dtype=np.int64)
         for g in groups:
             total += self.vector(g.requests) * g.size
@@ -93,7 +101,7 @@ class Placement:
         self._add_existing()
         for tmpl in tmpls:
             for key in keys:
-                self.universe[key] |= self._template_domains(tmpl, key)
+                self.universe[key] |= spread_filter.template_domains(tmpl, key)
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -146,25 +154,16 @@ class Placement:
                     if here.any():
                         self._record_many(relevant, at[here], counts[here])
 
-    def _template_domains(self, tmpl: templates.Template, key: str) -> set[str]:
-        r = tmpl.requirements.get(key)
-        if key == wk.ZONE:
-            zones = {z for t in tmpl.table.types for z in t.zones}
-            return {z for z in zones if r is None or r.has(z)}
-        if key == wk.CAPACITY_TYPE:
-            cts = {c for t in tmpl.table.types for c in t.capacity_types}
-            return {c for c in cts if r is None or r.has(c)}
-        values = {t.labels[key] for t in tmpl.table.types if key in t.labels}
-        if values:
-            return {v for v in values if r is None or r.has(v)}
-        if r is not None and not r.complement:
-            return set(r.values)
-        return set()
-
     def _record_many(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
                      at: IntArray, counts: IntArray) -> None:
         """:meth:`_record_relevant` for ``counts[j]`` pods on each bin ``at[j]`` (distinct bins)."""
         for term, state, match, owner in relevant:
+            if term.node_filter is not None:  # a spread counts only the nodes its filter passes
+                f = term.node_filter
+                keep = np.fromiter((spread_filter.counts_on(self, f, int(b)) for b in at), np.bool_, len(at))
+                if not keep.all():
+                    self._record_many([(term, state, match, owner)], at[keep], counts[keep])
+                    continue
             if term.hostname:
                 state.grow(int(at.max()) + 1)
                 if match:
@@ -186,6 +185,8 @@ class Placement:
     def _record_relevant(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
                          b: int, n: int) -> None:
         for term, state, match, owner in relevant:
+            if term.node_filter is not None and not spread_filter.counts_on(self, term.node_filter, b):
+                continue
             domain = None if term.hostname else self.bins.domain_of(b, term.key)
             if domain is None and not term.hostname and term.kind == topology.ANTI_AFFINITY:
                 # as Karpenter: anti-affinity blocks every domain the bin may still land in
@@ -338,7 +339,8 @@ class Placement:
             if term.hostname:
                 continue
             state = self.terms[term]
-            eligible = self.eligible(term.key, greq, term.honor_node_affinity)
+            eligible = spread_filter.domains(self, term, g) if term.kind == topology.SPREAD else \
+                self.eligible(term.key, greq, True)
             allowed = topology.allowed_domains(state, eligible, self_match=term.matches(g.namespace, g.labels))
             out[term.key] = out[term.key] & allowed if term.key in out else allowed
         for term, state in self.terms.items():
@@ -355,9 +357,10 @@ class Placement:
         return sum(self.terms[t].counts.get(value, 0) for t in [*g.terms(), *self.counted_spreads(g)]
                    if t.key == key)
 
-    def eligible(self, key: str, greq: reqs_mod.Requirements, honor: bool) -> list[str]:
+    def eligible(self, key: str, greq: reqs_mod.Requirements, honor: bool,
+                 universe: set[str] | None = None) -> list[str]:
         r = greq.get(key)
-        values = self.universe.get(key, set())
+        values = self.universe.get(key, set()) if universe is None else universe
         return sorted(v for v in values if not honor or r is None or r.has(v))
 
     # -- placing --------------------------------------------------------------------------------
@@ -378,6 +381,10 @@ class Placement:
                 self.bins.ports[b] = usage
             for p in pods:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in g.host_ports])
+        if self.bins.template[b] >= 0:
+            from karpy.provisioning import claims
+
+            claims.join(self, g, b)
         relevant = self._recorded_terms(g)
         self._pin_counted_domains(relevant, b)
         self._record_relevant(relevant, b, k)
@@ -455,7 +462,7 @@ class Placement:
         return mask
 
     def daemon_overhead(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> IntArray:
-        """See :meth:`daemons.DaemonOverhead.on_claim`."""
+        """See :meth:`daemons.DaemonOverhead.on_claim` (one row per instance type of the template)."""
         return self.daemons.on_claim(tmpl_index, reqs)
 
     def daemon_ports(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> hostports.HostPortUsage | None:

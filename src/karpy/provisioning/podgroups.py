@@ -26,6 +26,7 @@ from typing import Any
 
 from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
+from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import topology
 
@@ -87,12 +88,30 @@ class PodGroup:
         return self._requirements
 
     def strict_requirements(self) -> reqs_mod.Requirements:
-        """Requirements without preferences: what the pod truly needs (for explanations)."""
+        """Requirements without preferences: what the pod truly needs (explanations, and the
+        domains a topology spread counts: Karpenter's ``StrictRequirements``)."""
+        hit = self.memo.get("strict")
+        if hit is not None and hit[0] == len(self.required_terms):  # relax() only drops terms
+            return hit[1]  # type: ignore[no-any-return]
+        r = self._strict_requirements()
+        self.memo["strict"] = (len(self.required_terms), r)
+        return r
+
+    def _strict_requirements(self) -> reqs_mod.Requirements:
         r = _selector_requirements(self.node_selector)
         if self.required_terms:
             r = r.intersect(reqs_mod.Requirements.from_node_selector_requirements(
                 _normalize(e) for e in self.required_terms[0].match_expressions))
         return r
+
+    def strict_requirements_per_term(self) -> tuple[reqs_mod.Requirements, ...]:
+        """The strict requirements with each OR'd required node affinity term in turn (the first
+        is :meth:`strict_requirements`); a pod may run where any of them holds."""
+        base = _selector_requirements(self.node_selector)
+        if not self.required_terms:
+            return (base,)
+        return tuple(base.intersect(reqs_mod.Requirements.from_node_selector_requirements(
+            _normalize(e) for e in t.match_expressions)) for t in self.required_terms)
 
     def terms(self) -> list[topology.Term]:
         """Topology terms this group must satisfy now."""
@@ -181,7 +200,8 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def make_group(pods: list[pod_mod.Pod]) -> PodGroup:
+def make_group(pods: list[pod_mod.Pod], namespaces: ns_mod.NamespaceIndex | None = None) -> PodGroup:
+    """``namespaces``: the cluster's Namespaces, for pod affinity terms with a ``namespaceSelector``."""
     p = pods[0]
     ns = p.namespace
     na = p.node_affinity
@@ -194,9 +214,11 @@ def make_group(pods: list[pod_mod.Pod]) -> PodGroup:
         if src is None:
             return []
         if required:
-            return [topology.term_from_affinity(t, ns, anti=anti_, required=True) for t in src.required]
+            return [topology.term_from_affinity(t, ns, anti=anti_, required=True, namespaces=namespaces)
+                    for t in src.required]
         ordered = sorted(src.preferred, key=lambda w: -w.weight)
-        return [topology.term_from_affinity(w.term, ns, anti=anti_, required=False) for w in ordered]
+        return [topology.term_from_affinity(w.term, ns, anti=anti_, required=False,
+                                            namespaces=namespaces) for w in ordered]
 
     return PodGroup(
         pods=pods,
@@ -213,12 +235,22 @@ def make_group(pods: list[pod_mod.Pod]) -> PodGroup:
         pod_affinity_preferred=terms(aff, anti_=False, required=False),
         anti_affinity_required=terms(anti, anti_=True, required=True),
         anti_affinity_preferred=terms(anti, anti_=True, required=False),
-        spreads=[topology.term_from_spread(c, ns) for c in p.topology_spread_constraints],
+        spreads=_spreads(p, required_terms),
     )
 
 
-def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, Any]] | None = None
-               ) -> list[PodGroup]:
+def _spreads(p: pod_mod.Pod, required_terms: list[Any]) -> list[topology.Term]:
+    if not p.topology_spread_constraints:
+        return []
+    base = _selector_requirements(dict(p.node_selector))
+    node_reqs = tuple(base.intersect(reqs_mod.Requirements.from_node_selector_requirements(
+        _normalize(e) for e in t.match_expressions)) for t in required_terms) or (base,)
+    return [topology.term_from_spread(c, p.namespace, p.labels, node_reqs, tuple(p.tolerations))
+            for c in p.topology_spread_constraints]
+
+
+def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, Any]] | None = None,
+               namespaces: ns_mod.NamespaceIndex | None = None) -> list[PodGroup]:
     """Group interchangeable pods, largest first (cpu, then memory), stable otherwise.
 
     ``memo``: pod signatures of the previous call, by Pod object (kept by a caller between runs;
@@ -246,7 +278,7 @@ def group_pods(pods: Iterable[pod_mod.Pod], memo: dict[int, tuple[pod_mod.Pod, A
             bucket.append(p)
         memo.clear()
         memo.update(now)
-    groups = [make_group(b) for b in buckets.values()]
+    groups = [make_group(b, namespaces) for b in buckets.values()]
     groups.sort(key=lambda g: (-g.requests.get("cpu", 0), -g.requests.get("memory", 0)))
     return groups
 

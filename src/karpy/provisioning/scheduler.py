@@ -34,8 +34,9 @@ from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import claims, explain, grouping_paths, packer, podgroups, results, reuse, templates
+from karpy.provisioning import claims, daemons, explain, grouping_paths, packer, podgroups, results, reuse, templates
 from karpy.provisioning import placement as placement_mod
+from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirement, topology
 from karpy.scheduling import requirements as reqs_mod
 from karpy.scheduling import taints as taints_mod
@@ -59,20 +60,25 @@ class Scheduler:
         usage: Mapping[str, Mapping[str, int]] | None = None,
         *,
         cache: reuse.SchedulingCache | None = None,
+        namespaces: ns_mod.NamespaceIndex | None = None,
     ) -> None:
         """``daemonsets`` are the DaemonSets' template pods; ``usage`` is each NodePool's
         launched-plus-in-flight capacity, counted against its limits. ``cache``: what the caller
-        keeps between runs (:mod:`reuse`); the results are the same with or without it."""
+        keeps between runs (:mod:`reuse`); the results are the same with or without it.
+        ``namespaces``: the cluster's Namespaces and their labels, which a pod affinity term's
+        ``namespaceSelector`` selects from (none known: such a selector selects only its listed
+        ``namespaces``)."""
         self.nodepools = list(nodepools)
         self.instance_types = dict(instance_types or {})
         self.existing = list(existing)
         self.daemon_pods = list(daemonsets)
         self.usage = dict(usage or {})
         self.cache = cache
+        self.namespaces = namespaces if namespaces is not None else ns_mod.EMPTY
 
     def solve(self, pods: Sequence[pod_mod.Pod]) -> results.Results:
         cache = self.cache
-        groups = podgroups.group_pods(pods, cache.pod_signatures if cache is not None else None)
+        groups = podgroups.group_pods(pods, cache.pod_signatures if cache is not None else None, self.namespaces)
         out = results.Results()
         if not groups:
             return out
@@ -85,7 +91,8 @@ class Scheduler:
                                           cache.tables if cache is not None else None)
         run = placement_mod.Placement(dims, tmpls, groups, self.existing, self.daemon_pods,
                                       count_matching=bool(self.nodepools),
-                                      table=cache.nodes if cache is not None else None)
+                                      table=cache.nodes if cache is not None else None,
+                                      namespaces=self.namespaces)
         free = [g for g in groups if _is_free(run, g)]
         free_ids = {id(g) for g in free}
         queue = [g for g in groups if id(g) not in free_ids]
@@ -258,12 +265,9 @@ def tolerated(tolerations: Sequence[Any], taints: Sequence[Any], *, prefer_ok: b
 
 def daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequence[Any], *,
                 node: bool) -> bool:
-    """Would a DaemonSet's pod run on a node with these requirements (labels) and taints?"""
-    if tolerated(dpod.tolerations, taints, prefer_ok=True) is not None:
-        return False
-    g = podgroups.make_group([dpod])
-    allow = frozenset() if node else wk.WELL_KNOWN_LABELS
-    return reqs.compatible(g.strict_requirements(), allow) is None
+    """Would a DaemonSet's pod run on a node with these requirements (labels) and taints?
+    (:func:`karpy.provisioning.daemons.daemon_fits`)"""
+    return daemons.daemon_fits(dpod, reqs, taints, node=node)
 
 
 def instance_type_requirements(t: instancetype.InstanceType) -> reqs_mod.Requirements:

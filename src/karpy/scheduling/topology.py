@@ -26,18 +26,48 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from karpy.api import labels as wk
 from karpy.api import podspec, selectors
+from karpy.scheduling import namespaces as ns_mod
+from karpy.scheduling import requirements as reqs_mod
+from karpy.scheduling import taints as taints_mod
 
 SPREAD = "spread"
 AFFINITY = "affinity"
 ANTI_AFFINITY = "anti-affinity"
 
 IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter:
+    """Which nodes' pods a topology spread counts, and which domains it spreads over.
+
+    Kubernetes' ``nodeAffinityPolicy: Honor`` (the default) counts only nodes that match the
+    pod's ``nodeSelector`` and one of its required node affinity terms; ``nodeTaintsPolicy:
+    Honor`` only nodes whose taints the pod tolerates (Karpenter ``TopologyNodeFilter``).
+    """
+
+    requirements: tuple[reqs_mod.Requirements, ...] = ()
+    """OR'd: the node must be compatible with one (empty: every node passes)."""
+    tolerations: tuple[podspec.Toleration, ...] | None = None
+    """None: taints are ignored."""
+
+    def passes(self, node_reqs: reqs_mod.Requirements, taints: Iterable[Any], *, claim: bool) -> bool:
+        """Does a node (``claim``: a new NodeClaim, whose undefined well-known labels may still
+        match) with these requirements and taints count?"""
+        if self.requirements:
+            allow = wk.WELL_KNOWN_LABELS if claim else frozenset()
+            if all(node_reqs.compatible(r, allow) is not None for r in self.requirements):
+                return False
+        if self.tolerations is not None:
+            return taints_mod.first_untolerated(self.tolerations, list(taints), ("NoSchedule", "NoExecute")) is None
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +85,15 @@ class Term:
     honor_node_taints: bool = False
     required: bool = True
     """False for preferred affinity terms and ScheduleAnyway spreads (relaxable)."""
+    node_filter: NodeFilter | None = None
+    """Spreads: which nodes' pods count (None: every node)."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         # terms key the run's dicts and are looked up once per placement: hash once
         object.__setattr__(self, "_hash", hash((self.kind, self.key, self.selector, self.namespaces, self.max_skew,
                                                 self.min_domains, self.honor_node_affinity,
-                                                self.honor_node_taints, self.required)))
+                                                self.honor_node_taints, self.required, self.node_filter)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -202,34 +234,51 @@ def hostname_caps(state: TermState, size: int, *, owner: bool, match: bool, lo: 
     return None
 
 
-def term_from_spread(c: podspec.TopologySpreadConstraint, namespace: str) -> Term:
-    """A :class:`Term` from a pod's TopologySpreadConstraint (``karpy.api.pod``)."""
+def term_from_spread(c: podspec.TopologySpreadConstraint, namespace: str,
+                     labels: Mapping[str, str] | None = None,
+                     node_requirements: tuple[reqs_mod.Requirements, ...] = (),
+                     tolerations: tuple[podspec.Toleration, ...] = ()) -> Term:
+    """A :class:`Term` from a pod's TopologySpreadConstraint (``karpy.api.pod``).
+
+    ``labels``: the pod's, for ``matchLabelKeys`` (each key the pod has adds ``key In [value]``
+    to the selector, as kube-scheduler and Karpenter do); ``node_requirements`` (its nodeSelector
+    with each OR'd required node affinity term) and ``tolerations`` make the :class:`NodeFilter`
+    of ``nodeAffinityPolicy`` / ``nodeTaintsPolicy: Honor``."""
+    selector = c.label_selector
+    keys = [k for k in c.match_label_keys if labels is not None and k in labels]
+    if selector is not None and keys:
+        assert labels is not None
+        extra = tuple(selectors.LabelSelectorRequirement(k, "In", (labels[k],)) for k in keys)
+        selector = selectors.LabelSelector(selector.match_labels, selector.match_expressions + extra)
+    honor_affinity = getattr(c, "node_affinity_policy", "Honor") != "Ignore"
+    honor_taints = getattr(c, "node_taints_policy", "Ignore") == "Honor"
+    reqs = tuple(r for r in node_requirements if len(r)) if honor_affinity else ()
+    if len(reqs) < len(node_requirements):
+        reqs = ()  # a term without requirements admits every node
+    node_filter = NodeFilter(reqs, tuple(tolerations) if honor_taints else None) \
+        if reqs or honor_taints else None
     return Term(
         kind=SPREAD,
         key=c.topology_key,
-        selector=c.label_selector,
+        selector=selector,
         namespaces=frozenset({namespace}),
         max_skew=int(c.max_skew),
         min_domains=c.min_domains,
-        honor_node_affinity=getattr(c, "node_affinity_policy", "Honor") != "Ignore",
-        honor_node_taints=getattr(c, "node_taints_policy", "Ignore") == "Honor",
+        honor_node_affinity=honor_affinity,
+        honor_node_taints=honor_taints,
         required=getattr(c, "when_unsatisfiable", "DoNotSchedule") == "DoNotSchedule",
+        node_filter=node_filter,
     )
 
 
-def term_from_affinity(t: podspec.PodAffinityTerm, namespace: str, *, anti: bool, required: bool) -> Term:
-    """A :class:`Term` from a PodAffinityTerm (``karpy.api.pod``)."""
-    namespaces = tuple(getattr(t, "namespaces", ()) or ())
-    ns_selector = getattr(t, "namespace_selector", None)
-    scope: frozenset[str] | None
-    if ns_selector is not None and ns_selector.is_empty():
-        scope = None  # an empty namespaceSelector selects every namespace
-    else:
-        scope = frozenset(namespaces) if namespaces else frozenset({namespace})
+def term_from_affinity(t: podspec.PodAffinityTerm, namespace: str, *, anti: bool, required: bool,
+                       namespaces: ns_mod.NamespaceIndex | None = None) -> Term:
+    """A :class:`Term` from a PodAffinityTerm (``karpy.api.pod``); ``namespaces`` resolves a
+    non-empty ``namespaceSelector`` (:func:`karpy.scheduling.namespaces.scope`)."""
     return Term(
         kind=ANTI_AFFINITY if anti else AFFINITY,
         key=t.topology_key,
         selector=t.label_selector,
-        namespaces=scope,
+        namespaces=ns_mod.scope(namespace, t.namespaces, t.namespace_selector, namespaces),
         required=required,
     )

@@ -52,6 +52,7 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import labels, node, pod
+from karpy.controllers import namespaces as namespaces_mod
 from karpy.controllers import runtime
 from karpy.kube import errors, events, interface
 from karpy.provisioning import results, reuse
@@ -103,6 +104,8 @@ class KubeScheduler:
         """Kept between passes (existing nodes as arrays): see karpy.provisioning.reuse."""
         self.models = scheduler_models.Models()
         """The pods' and nodes' models (karpy.simulator.scheduler_models)."""
+        self.namespaces = namespaces_mod.NamespaceWatch(cluster)
+        """The Namespaces' labels (pod affinity terms with a namespaceSelector)."""
         self.queue = scheduling_queue.Queue(self.models.node_reqs)
         """Backoff, the unschedulable pool and queueing hints (karpy.simulator.scheduling_queue)."""
         self._manager: runtime.Manager | None = None
@@ -132,6 +135,7 @@ class KubeScheduler:
         self._manager = manager
         manager.register(self.controller())
         self._watching = True
+        self.namespaces.start()
         for p in self.cluster.list("Pod"):
             self._track_pod(interface.ADDED, p)
         for n in self.cluster.list("Node"):
@@ -274,7 +278,8 @@ class KubeScheduler:
             usable = [u for u in usable if u[2].schedulable and all(u[3][d] >= need for d, need in floor.items())]
         placed_on: Mapping[str, Sequence[pod.Pod]] = {}
         if usable:  # no node a pod could use: every pod fails, no need to ask the core
-            placed_on = core.Scheduler(existing=[u[2] for u in usable], cache=self.scheduling_cache).solve(
+            placed_on = core.Scheduler(existing=[u[2] for u in usable], cache=self.scheduling_cache,
+                                       namespaces=self.namespaces.index()).solve(
                 pending).existing
         placed: set[scheduling_queue.PodKey] = set()
         for node_name in sorted(placed_on):

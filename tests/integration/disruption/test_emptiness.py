@@ -63,7 +63,7 @@ class World:
         self.cluster.create({
             "apiVersion": "v1", "kind": "Pod", "metadata": md,
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
-            "status": {"phase": "Running"},
+            "status": {"phase": "Running", "startTime": clock_mod.rfc3339(self.clock.now())},  # the kubelet's
         })
 
     def run_for(self, seconds: float) -> None:

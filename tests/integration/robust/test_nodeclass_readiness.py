@@ -28,7 +28,8 @@ def test_a_nodepool_with_a_ready_nodeclass_is_ready_and_provisions() -> None:
     world.at(60)
     pool = world.cluster.get("NodePool", "default")
     assert {c["type"]: c["status"] for c in pool["status"]["conditions"]} == {
-        "NodeClassReady": "True", "ValidationSucceeded": "True", "Ready": "True"}
+        "NodeClassReady": "True", "ValidationSucceeded": "True", "Ready": "True",
+        "NodeRegistrationHealthy": "True"}  # its NodeClaim registered (nodepool.registrationhealth)
     assert world.nodeclaims()
 
 

@@ -47,10 +47,11 @@ def test_daemonset_and_finished_pods_leave_a_node_empty() -> None:
     assert not candidates.is_empty([a_pod("ds", owner="DaemonSet"), a_pod("web")])
 
 
-def a_protected_pod(value: str, created: float) -> pod.Pod:
-    return pod.Pod(metadata=meta.ObjectMeta(name="job", namespace="default", creation_timestamp=created,
+def a_protected_pod(value: str, created: float, *, started: float | None = -1.0) -> pod.Pod:
+    """A running pod created 60 s before it started (``started`` -1: at ``created``; None: not yet)."""
+    return pod.Pod(metadata=meta.ObjectMeta(name="job", namespace="default", creation_timestamp=created - 60,
                                             annotations={labels.DO_NOT_DISRUPT: value}),
-                   node_name="n1", phase="Running")
+                   node_name="n1", phase="Running", start_time=created if started == -1.0 else started)
 
 
 def test_a_do_not_disrupt_duration_protects_the_node_only_until_it_has_passed_since_the_pod_started() -> None:
@@ -58,6 +59,13 @@ def test_a_do_not_disrupt_duration_protects_the_node_only_until_it_has_passed_si
     assert candidates.why_not(a_node(), CLAIM, POOL, [p], now=1000.0 + 299) == (
         'pod "default/job" has "karpenter.sh/do-not-disrupt" annotation')
     assert candidates.why_not(a_node(), CLAIM, POOL, [p], now=1000.0 + 300) is None
+
+
+def test_a_do_not_disrupt_duration_counts_from_the_pods_start_time_and_protects_a_pod_not_started() -> None:
+    """Karpenter ``IsDoNotDisruptActive`` (pkg/utils/pod/scheduling.go): pod age is now - status.startTime;
+    no startTime fails safe (protected)."""
+    assert a_protected_pod("5m", created=1000.0).protected(1000.0 + 299)  # 359 s after creation
+    assert a_protected_pod("5m", created=1000.0, started=None).protected(10**9)
 
 
 def test_do_not_disrupt_true_protects_for_good_and_a_bad_value_protects_nothing() -> None:
@@ -92,3 +100,20 @@ def test_an_unready_pod_under_an_always_allow_pdb_does_not_block() -> None:
                       conditions=(podspec.PodCondition(type="Ready", status="False"),))
     assert candidates.why_not(a_node(), CLAIM, POOL, [unready], [pdb]) is None
     assert candidates.why_not(a_node(), CLAIM, POOL, [a_pod("p")], [pdb]) == 'pdb "default/web" prevents pod evictions'
+
+
+def test_an_eventual_disruption_ignores_blocking_pods_only_for_a_nodeclaim_with_a_grace_period() -> None:
+    """Karpenter ``NewCandidate``: with ``EventualDisruptionClass`` and a terminationGracePeriod,
+    pods that block eviction do not keep the node from being a candidate; the node's own
+    do-not-disrupt annotation still does."""
+    import dataclasses
+
+    p = a_protected_pod("true", created=0.0)
+    with_grace = dataclasses.replace(CLAIM, spec=dataclasses.replace(CLAIM.spec, termination_grace_period=300.0))
+    assert candidates.why_not(a_node(), CLAIM, POOL, [p], now=1.0, eventual=True) is not None
+    assert candidates.why_not(a_node(), with_grace, POOL, [p], now=1.0) is not None
+    assert candidates.why_not(a_node(), with_grace, POOL, [p], now=1.0, eventual=True) is None
+    blocked = node.Node(metadata=meta.ObjectMeta(name="n1", labels=a_node().labels,
+                                                 annotations={labels.DO_NOT_DISRUPT: "true"}),
+                        conditions={"Ready": "True"})
+    assert candidates.why_not(blocked, with_grace, POOL, [p], now=1.0, eventual=True) is not None

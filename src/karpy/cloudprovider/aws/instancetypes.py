@@ -91,24 +91,27 @@ def instance_types(
     kubelet: kubelet_overrides.KubeletConfig | Mapping[str, Any] | None = None,
     vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
     zones: Sequence[str] | None = None,
+    root_volume: int | None = None,
 ) -> list[instancetype.InstanceType]:
     """Every priced EC2 type in ``region`` (only us-east-1 is in the data), sorted by name.
 
-    ``zones`` keeps only the offerings in those zones (types left without any are dropped).
+    ``zones`` keeps only the offerings in those zones (types left without any are dropped);
+    ``root_volume`` (milli-units of bytes) replaces the 20Gi default root volume (see :func:`build`).
     """
     if region != data()["region"]:
         raise errors.ValidationError.single(
             "catalog/aws", "region", f"{data()['region']} (the only region in karpy's AWS data)", region)
-    types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent)
+    types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent, root_volume)
     return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
 
 
 @functools.lru_cache(maxsize=16)
 def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig,
-                    vm_overhead: float) -> tuple[instancetype.InstanceType, ...]:
+                    vm_overhead: float, root_volume: int | None = None) -> tuple[instancetype.InstanceType, ...]:
     out = []
     for name, spec in sorted(data()["types"].items()):
-        t = build(name, spec, region=region, kubelet=kubelet, vm_memory_overhead_percent=vm_overhead)
+        t = build(name, spec, region=region, kubelet=kubelet, vm_memory_overhead_percent=vm_overhead,
+                  ephemeral_storage=root_volume)
         if t is not None:
             out.append(t)
     return tuple(out)

@@ -169,22 +169,25 @@ def instance_types(
     region: str = DEFAULT_REGION,
     kubelet: kubelet_overrides.KubeletConfig | Mapping[str, Any] | None = None,
     zones: Sequence[str] | None = None,
+    os_disk_gb: int | None = None,
 ) -> list[instancetype.InstanceType]:
-    """The AKS-supported, priced SKUs of ``region``, sorted by name, optionally only in ``zones``."""
+    """The AKS-supported, priced SKUs of ``region``, sorted by name, optionally only in ``zones``;
+    ``os_disk_gb``: the AKSNodeClass's ``osDiskSizeGB`` (``None``: the 128 GB default)."""
     if region not in data()["regions"]:
         expected = f"one of {', '.join(regions())} (the regions in karpy's Azure data)"
         raise errors.ValidationError.single("catalog/azure", "region", expected, region)
-    types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet))
+    types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), os_disk_gb or DEFAULT_OS_DISK_GB)
     return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
 
 
 @functools.lru_cache(maxsize=16)
-def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig) -> tuple[instancetype.InstanceType, ...]:
+def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig,
+                    os_disk_gb: int = DEFAULT_OS_DISK_GB) -> tuple[instancetype.InstanceType, ...]:
     out = []
     for name in sorted(data()["regions"][region]):
         rec = record(region, name)
         assert rec is not None
-        t = build(name, rec, region=region, kubelet=kubelet)
+        t = build(name, rec, region=region, kubelet=kubelet, os_disk_gb=os_disk_gb)
         if t is not None:
             out.append(t)
     return tuple(out)

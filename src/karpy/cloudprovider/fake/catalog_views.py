@@ -2,7 +2,8 @@
 
 :class:`CatalogViews` loads a built-in catalog (:func:`karpy.cloudprovider.catalog.load`) or keeps a
 caller's list, once per distinct kubelet configuration (a NodeClass's ``spec.kubelet``, an
-AKSNodeClass's ``maxPods``: they change allocatable), and answers:
+AKSNodeClass's ``maxPods``; its root disk: an EC2NodeClass's root volume, an AKSNodeClass's
+``osDiskSizeGB``, the ephemeral-storage capacity: they change allocatable), and answers:
 
 * :meth:`CatalogViews.types` / :meth:`CatalogViews.index`: the instance types (list, by name);
 * :meth:`CatalogViews.view`: the types with the given offerings switched to ``available=False``
@@ -25,13 +26,16 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy.api import labels, nodeclass, selectors
+from karpy.api import labels, nodeclass, quantity, selectors
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import errors, instancetype, interface
+from karpy.cloudprovider.aws import launchtemplates
 from karpy.cloudprovider.fake import capacity
 
 NodeClass = capacity.NodeClass
 MAX_VIEWS = 256
+DEFAULT_OS_DISK_GB = 128
+"""An AKSNodeClass's default ``osDiskSizeGB`` (the Azure catalog's default ephemeral-storage)."""
 MAX_CANDIDATE_LISTS = 512
 
 
@@ -45,10 +49,26 @@ def kubelet_overrides(nc: NodeClass | None) -> dict[str, Any] | None:
     return out or None
 
 
+def root_disk(nc: NodeClass | None) -> int | None:
+    """The node's root disk as ``nc`` sets it, milli-units of bytes (``None``: the default).
+
+    An EC2NodeClass's root volume (the ``rootVolume: true`` mapping, else the last one: Karpenter's
+    ephemeral-storage rule, ``pkg/providers/instancetype/types.go``), an AKSNodeClass's
+    ``osDiskSizeGB`` (GB, as the AKS provider reads it)."""
+    if isinstance(nc, nodeclass.EC2NodeClass):
+        return launchtemplates.root_volume_size(nc)
+    if isinstance(nc, nodeclass.AKSNodeClass) and nc.os_disk_size_gb and nc.os_disk_size_gb != DEFAULT_OS_DISK_GB:
+        return nc.os_disk_size_gb * 10**9 * quantity.MILLI
+    return None
+
+
 def kubelet_key(nc: NodeClass | None) -> Any:
-    """A hashable key per distinct kubelet configuration (``None``: the catalog's defaults)."""
+    """A hashable key per distinct allocatable-changing configuration: the kubelet settings and the
+    root disk (``None``: the catalog's defaults)."""
     overrides = kubelet_overrides(nc)
-    return None if overrides is None else catalog_mod.kubelet_config(overrides)
+    disk = root_disk(nc)
+    kubelet = None if overrides is None else catalog_mod.kubelet_config(overrides)
+    return kubelet if disk is None else (kubelet, disk)
 
 
 class CatalogViews:
@@ -74,7 +94,7 @@ class CatalogViews:
         if types is None:
             if isinstance(self.catalog, str):
                 types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
-                                         kubelet=kubelet_overrides(nc))
+                                         kubelet=kubelet_overrides(nc), root_disk=root_disk(nc))
             elif self.zones is not None:
                 types = instancetype.restrict_zones(self.catalog, self.zones)
             else:
