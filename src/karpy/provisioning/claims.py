@@ -23,7 +23,6 @@ import numpy.typing as npt
 
 from karpy.api import labels as wk
 from karpy.cloudprovider import instancetype
-from karpy.provisioning import bins as bins_mod
 from karpy.provisioning import placement as placement_mod
 from karpy.provisioning import podgroups, results, templates
 from karpy.scheduling import hostports, requirement
@@ -308,25 +307,3 @@ def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, cr
     overhead = {d: int(ds[target, j]) for j, d in enumerate(run.dims) if ds[target, j]}
     return types, out_reqs, requests, overhead, float(info.price[options[0]])
 
-
-def join(run: placement_mod.Placement, g: podgroups.PodGroup, b: int) -> None:
-    """New NodeClaim bin ``b`` takes on the requirements of group ``g``, whose pods it gets
-    (Karpenter's ``NodeClaim.Add``): a pod with a zone selector placed on a claim opened for other
-    pods pins the claim's zone. Domains the requirements now decide are narrowed."""
-    creqs = run.bins.requirements(b)
-    greq = g.requirements()
-    joined = run.joined_memo.get((creqs, greq))
-    if joined is None:
-        joined = run.joined_memo[(creqs, greq)] = creqs.intersect(greq)
-    if joined == creqs:
-        return
-    run.bins.set_requirements(b, joined)
-    for key in run.keys:
-        r = joined.get(key)
-        if r is None or run.bins.dom[key][b] != bins_mod.UNDETERMINED:
-            continue
-        left = frozenset(v for v in run.bins.possible_values(b, key) if r.has(v))
-        if len(left) == 1:
-            run.narrow(b, key, next(iter(left)))
-        elif left:
-            run.bins.set_domain(b, key, left)

@@ -382,12 +382,32 @@ class Placement:
             for p in pods:
                 usage.add(p.key, [hostports.host_port(*hp) for hp in g.host_ports])
         if self.bins.template[b] >= 0:
-            from karpy.provisioning import claims
-
-            claims.join(self, g, b)
+            self.join_claim(g, b)
         relevant = self._recorded_terms(g)
         self._pin_counted_domains(relevant, b)
         self._record_relevant(relevant, b, k)
+
+    def join_claim(self, g: podgroups.PodGroup, b: int) -> None:
+        """New NodeClaim bin ``b`` takes on the requirements of group ``g``, whose pods it gets
+        (Karpenter's ``NodeClaim.Add``): a pod with a zone selector placed on a claim opened for other
+        pods pins the claim's zone. Domains the requirements now decide are narrowed."""
+        creqs = self.bins.requirements(b)
+        greq = g.requirements()
+        joined = self.joined_memo.get((creqs, greq))
+        if joined is None:
+            joined = self.joined_memo[(creqs, greq)] = creqs.intersect(greq)
+        if joined == creqs:
+            return
+        self.bins.set_requirements(b, joined)
+        for key in self.keys:
+            r = joined.get(key)
+            if r is None or self.bins.dom[key][b] != bins_mod.UNDETERMINED:
+                continue
+            left = frozenset(v for v in self.bins.possible_values(b, key) if r.has(v))
+            if len(left) == 1:
+                self.narrow(b, key, next(iter(left)))
+            elif left:
+                self.bins.set_domain(b, key, left)
 
     def _recorded_terms(self, g: podgroups.PodGroup) -> list[tuple[topology.Term, topology.TermState, bool, bool]]:
         """The terms ``g``'s pods count for or own when placed (kept on the group while its terms

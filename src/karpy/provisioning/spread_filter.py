@@ -17,29 +17,31 @@ Answers are memoised on the :class:`~karpy.provisioning.placement.Placement` for
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from karpy.api import labels as wk
 from karpy.provisioning import podgroups, templates
 from karpy.scheduling import taints as taints_mod
 from karpy.scheduling import topology
 
-if TYPE_CHECKING:
-    from karpy.provisioning import placement as placement_mod
+Run = Any
+"""The :class:`karpy.provisioning.placement.Placement` being filled (placement imports this module, so the
+type is not imported here)."""
 
 HARD = ("NoSchedule", "NoExecute")
 
 
-def domains(run: placement_mod.Placement, term: topology.Term, g: podgroups.PodGroup) -> list[str]:
+def domains(run: Run, term: topology.Term, g: podgroups.PodGroup) -> list[str]:
     """The domains spread ``term`` of ``g`` counts (module docstring), sorted."""
     universe = None if term.node_filter is None else filtered_domains(run, term.key, term.node_filter)
-    return run.eligible(term.key, g.strict_requirements(), term.honor_node_affinity, universe)
+    out: list[str] = run.eligible(term.key, g.strict_requirements(), term.honor_node_affinity, universe)
+    return out
 
 
-def filtered_domains(run: placement_mod.Placement, key: str, node_filter: topology.NodeFilter) -> set[str]:
+def filtered_domains(run: Run, key: str, node_filter: topology.NodeFilter) -> set[str]:
     """Domains of ``key`` a spread with ``node_filter`` knows: those of the NodePools (whose hard
     taints it tolerates, with ``nodeTaintsPolicy: Honor``) and of the existing nodes it counts."""
-    hit = run.filtered_memo.get((key, node_filter))
+    hit: set[str] | None = run.filtered_memo.get((key, node_filter))
     if hit is None:
         hit = set()
         tolerations = node_filter.tolerations
@@ -54,12 +56,12 @@ def filtered_domains(run: placement_mod.Placement, key: str, node_filter: topolo
     return hit
 
 
-def counts_on(run: placement_mod.Placement, node_filter: topology.NodeFilter, b: int) -> bool:
+def counts_on(run: Run, node_filter: topology.NodeFilter, b: int) -> bool:
     """Does a spread with ``node_filter`` count the pods of bin ``b``? (memoised by requirement
     and taint set)"""
     bins = run.bins
     key = (node_filter, int(bins.reqset[b]), int(bins.taintset[b]))
-    hit = run.filter_memo.get(key)
+    hit: bool | None = run.filter_memo.get(key)
     if hit is None:
         reqs, is_node = bins.reqsets.values[key[1]]
         hit = node_filter.passes(reqs, bins.taintsets.values[key[2]], claim=not is_node)
