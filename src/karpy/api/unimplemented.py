@@ -28,6 +28,8 @@ class Field(NamedTuple):
     """What Karpenter does with it (for the warning and the docs)."""
 
 
+_AFFINITY = "spec.affinity.{}.{}DuringSchedulingIgnoredDuringExecution[].{}{}"
+
 FIELDS: tuple[Field, ...] = (
     Field("NodePool", "spec.replicas", "static NodePools: Karpenter keeps this many nodes whatever the pods"),
     Field("EC2NodeClass", "spec.capacityReservationSelectorTerms",
@@ -50,6 +52,22 @@ FIELDS: tuple[Field, ...] = (
     Field("AKSNodeClass", "spec.kubelet.failSwapOn", "the kubelet's failSwapOn"),
     Field("KWOKNodeClass", "spec.nodeRegistrationDelay", "how long a KWOK node takes to register"),
     Field("Pod", "spec.resourceClaims", "dynamic resource allocation (DRA) claims in scheduling"),
+    Field("Pod", _AFFINITY.format("podAffinity", "required", "", "matchLabelKeys"),
+          "the pod's own values of these label keys added to the term's selector (podAffinity)"),
+    Field("Pod", _AFFINITY.format("podAffinity", "preferred", "podAffinityTerm.", "matchLabelKeys"),
+          "the pod's own values of these label keys added to the term's selector (podAffinity)"),
+    Field("Pod", _AFFINITY.format("podAffinity", "required", "", "mismatchLabelKeys"),
+          "the pod's own values of these label keys excluded by the term's selector (podAffinity)"),
+    Field("Pod", _AFFINITY.format("podAffinity", "preferred", "podAffinityTerm.", "mismatchLabelKeys"),
+          "the pod's own values of these label keys excluded by the term's selector (podAffinity)"),
+    Field("Pod", _AFFINITY.format("podAntiAffinity", "required", "", "matchLabelKeys"),
+          "the pod's own values of these label keys added to the term's selector (podAntiAffinity)"),
+    Field("Pod", _AFFINITY.format("podAntiAffinity", "preferred", "podAffinityTerm.", "matchLabelKeys"),
+          "the pod's own values of these label keys added to the term's selector (podAntiAffinity)"),
+    Field("Pod", _AFFINITY.format("podAntiAffinity", "required", "", "mismatchLabelKeys"),
+          "the pod's own values of these label keys excluded by the term's selector (podAntiAffinity)"),
+    Field("Pod", _AFFINITY.format("podAntiAffinity", "preferred", "podAffinityTerm.", "mismatchLabelKeys"),
+          "the pod's own values of these label keys excluded by the term's selector (podAntiAffinity)"),
 )
 """Fields accepted and warned about, by kind."""
 

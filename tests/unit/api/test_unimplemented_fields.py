@@ -111,8 +111,9 @@ def test_every_schema_field_is_read_by_a_model_or_warned_about(kind: str, monkey
 
 def test_every_warned_field_is_a_field_of_karpys_schemas_or_of_a_pod() -> None:
     for f in unimplemented.FIELDS:
-        if f.kind == "Pod":
-            assert f.path == "spec.resourceClaims"
+        if f.kind == "Pod":  # Kubernetes' own fields: DRA claims and pod (anti-)affinity label keys
+            assert f.path == "spec.resourceClaims" or f.path.startswith("spec.affinity.pod"), f
+            assert f.path == "spec.resourceClaims" or f.path.endswith(("matchLabelKeys", "mismatchLabelKeys")), f
             continue
         paths = {p for p, _ in dsl.walk(crd.schema_of(f.kind))}
         assert f.path in paths, f
@@ -159,3 +160,14 @@ spec: {replicas: 2}
     assert any(w.startswith("Deployment default/gpu: template: spec.resourceClaims") and unimplemented.MESSAGE in w
                for w in warnings), warnings
     assert any(w.startswith("CapacityBuffer default/headroom:") and unimplemented.MESSAGE in w for w in warnings)
+
+
+def test_a_pod_affinity_term_with_match_label_keys_is_warned_about_not_silently_ignored() -> None:
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}},
+            "matchLabelKeys": ["pod-template-hash"]}
+    deployment = {"kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"},
+                  "spec": {"template": {"spec": {"affinity": {"podAntiAffinity": {
+                      "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": term}]}}}}}}
+    (warning,) = unimplemented.warnings_for(deployment)
+    assert warning.startswith("Deployment shop/web: template: spec.affinity.podAntiAffinity.preferred")
+    assert "podAffinityTerm.matchLabelKeys" in warning and unimplemented.MESSAGE in warning
