@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt
 from matplotlib import ticker
 
 from karpy.api import duration
-from karpy.simulator import engine, output
+from karpy.simulator import engine, timefmt
 
 TOP_TYPES = 10
 _COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
@@ -196,7 +196,7 @@ def render_html(result: engine.Result, images: dict[str, bytes]) -> str:
         parts.append(f"<h2>{e(title)}</h2><img alt='{e(title)}' src='data:image/png;base64,{data}'>")
     parts.append("<h2>Steps</h2><table><tr><th>at</th><th>step</th></tr>")
     for s in scn.steps:
-        parts.append(f"<tr><td class='t'>{e(output.offset(s.at))}</td><td>{e(s.describe)}</td></tr>")
+        parts.append(f"<tr><td class='t'>{e(timefmt.offset(s.at))}</td><td>{e(s.describe)}</td></tr>")
     parts.append("</table>")
     parts.append(f"<h2>Events ({len(result.events)})</h2><table><tr><th>time</th><th>type</th><th>reason</th>"
                  "<th>object</th><th>source</th><th>message</th></tr>")
@@ -204,7 +204,7 @@ def render_html(result: engine.Result, images: dict[str, bytes]) -> str:
         obj = ev["involvedObject"]
         count = f" (x{ev['count']})" if ev["count"] > 1 else ""
         parts.append(
-            f"<tr class='{e(ev['type'])}'><td class='t'>{e(output.offset(ev['t']))}</td>"
+            f"<tr class='{e(ev['type'])}'><td class='t'>{e(timefmt.offset(ev['t']))}</td>"
             f"<td class='type'>{e(ev['type'])}</td><td>{e(ev['reason'])}</td>"
             f"<td>{e(str(obj.get('kind', '')).lower())}/{e(str(obj.get('name', '')))}</td>"
             f"<td>{e(ev['source'])}</td><td>{e(ev['message'] + count)}</td></tr>")
