@@ -21,6 +21,7 @@ the standard library's (see :func:`_encode`); YAML uses libyaml's emitter when P
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -70,10 +71,10 @@ def document(result: engine.Result) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------ JSON
 
-_NOT_LIKE_STDLIB = re.compile(rb"e-\d(?!\d)|0\.0000\d")
-"""Where orjson's float text may differ from ``repr``: a one-digit negative exponent (``2.5e-7`` for
-``2.5e-07``) or a small number in positional form (``0.00001`` for ``1e-05``). A match inside a string
-only costs the slower encoder."""
+_NOT_LIKE_STDLIB = re.compile(rb"(?:^|: |\n *)-?(?:\d+(?:\.\d+)?e-\d(?:,|\n|$)|0\.0000\d)")
+"""Where orjson's float text may differ from ``repr``: a number token (after ``": "``, at the start of
+a line or of the text) with a one-digit negative exponent (``2.5e-7`` for ``2.5e-07``) or small in
+positional form (``0.00001`` for ``1e-05``). A match inside a string only costs the slower encoder."""
 
 
 def _encode(value: Any) -> str:
@@ -91,7 +92,7 @@ def _indented(text: str, level: int) -> str:
     return text.replace("\n", "\n" + "  " * level) if level else text
 
 
-def _json_value(value: Any, level: int, write: Callable[[str], None], stream: bool) -> None:
+def _json_value(value: Any, level: int, write: Callable[[str], object], stream: bool) -> None:
     """Write ``value`` as it would appear at nesting ``level``; ``stream``: item by item."""
     if stream and isinstance(value, Mapping) and value:
         write("{")
@@ -135,7 +136,16 @@ class _Dumper(_BaseDumper):  # type: ignore[misc]
 
 
 def _yaml(value: Any) -> str:
-    return yaml.dump(value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)  # type: ignore[no-any-return]
+    text: str = yaml.dump(value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+    return text
+
+
+def _under(key: str, items: list[Any]) -> dict[str, Any]:
+    return {key: items}
+
+
+def _nested(outer: str, key: str, items: list[Any]) -> dict[str, Any]:
+    return {outer: {key: items}}
 
 
 def _yaml_items(head: Callable[[list[Any]], Any], items: Sequence[Any], skip: int) -> Iterator[str]:
@@ -156,11 +166,11 @@ def write_yaml(result: engine.Result, file: IO[str]) -> None:
                     file.write(f"  {kind}: []\n")
                     continue
                 file.write(f"  {kind}:\n")
-                for text in _yaml_items(lambda one, kind=kind: {"objects": {kind: one}}, objs, 2):
+                for text in _yaml_items(functools.partial(_nested, "objects", kind), objs, 2):
                     file.write(text)
         elif key in _STREAMED and len(value):
             file.write(f"{key}:\n")
-            for text in _yaml_items(lambda one, key=key: {key: one}, value, 1):
+            for text in _yaml_items(functools.partial(_under, key), value, 1):
                 file.write(text)
         else:
             file.write(_yaml({key: list(value) if isinstance(value, _Lazy) else value}))

@@ -82,7 +82,7 @@ def run_command(path: str, *, until: str | None = None, seed: int | None = None,
     until_s: float | None = None
     if until is not None:
         try:
-            until_s = duration_mod.parsetimefmt.duration(until)
+            until_s = duration_mod.parse_duration(until)
         except duration_mod.DurationError:
             until_s = None
         if until_s is None or until_s <= 0:

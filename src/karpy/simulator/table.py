@@ -17,13 +17,15 @@
 Past :data:`SUMMARISE_PAST` nodes (or past :data:`ROWS_PAST` rows in one table) a table is
 summarised instead: nodes and NodeClaims grouped by NodePool, instance type, zone and capacity type
 with counts; launches grouped the same way with first / last time and pods; disruptions grouped by
-reason; pending pods grouped by reason; events grouped by reason with counts and first / last time.
+reason; pending pods grouped by reason (a nomination's ``node/NAME`` read as ``node/*``); events
+grouped by reason with counts and first / last time.
 ``wide=True`` (``karpy simulate --wide``) prints every row however many. Columns are padded as
 kubectl pads them; text is printed as it is.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
@@ -37,6 +39,8 @@ ROWS_PAST = 200
 """Rows past which one table is summarised even in a small cluster (unless wide)."""
 FAILED_PREFIX = "Failed to schedule pod, "
 _GAP = "   "
+_TARGET = re.compile(r"\b(node|nodeclaim)/[^\s,;]+")
+"""A nomination's target, left out when pending pods are grouped by reason."""
 
 
 def _print_table(file: IO[str], title: str, header: Sequence[str], rows: Iterable[Sequence[str]],
@@ -81,6 +85,11 @@ def pending_explanations(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str,
     return {k: v[1] for k, v in out.items()}
 
 
+def _by_count(groups: Mapping[Any, list[Any]]) -> list[tuple[Any, list[Any]]]:
+    """Groups biggest first, then by key."""
+    return sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))
+
+
 def _grouped(rows: Iterable[tuple[tuple[str, ...], float | None, int]]) -> list[list[str]]:
     """Rows ``(key, time, pods)`` -> one row per key: key, count, first / last time, pods."""
     groups: dict[tuple[str, ...], list[Any]] = {}
@@ -92,7 +101,7 @@ def _grouped(rows: Iterable[tuple[tuple[str, ...], float | None, int]]) -> list[
             g[2] = t if g[2] is None else max(g[2], t)
         g[3] += pods
     return [[*k, str(g[0]), "" if g[1] is None else timefmt.offset(g[1]), "" if g[2] is None else
-             timefmt.offset(g[2]), str(g[3])] for k, g in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))]
+             timefmt.offset(g[2]), str(g[3])] for k, g in _by_count(groups)]
 
 
 class _Report:
@@ -120,7 +129,8 @@ class _Report:
                                  c["created"], c["pods"]) for c in launched))
         else:
             self.table("NODECLAIMS LAUNCHED",
-                       ("TIME", "NODECLAIM", "NODEPOOL", "INSTANCE TYPE", "ZONE", "CAPACITY TYPE", "PODS", "FOR", "GONE"),
+                       ("TIME", "NODECLAIM", "NODEPOOL", "INSTANCE TYPE", "ZONE", "CAPACITY TYPE", "PODS", "FOR",
+                        "GONE"),
                        ([timefmt.offset(c["created"]), c["name"], c["nodepool"], c["instanceType"], c["zone"],
                          c["capacityType"], str(c["pods"]), c["launchedFor"],
                          "" if c["deleted"] is None else timefmt.offset(c["deleted"])] for c in launched))
@@ -140,7 +150,7 @@ class _Report:
         end = self.result.end
 
         def labels_of(o: Mapping[str, Any]) -> Mapping[str, str]:
-            return (o.get("metadata") or {}).get("labels") or {}  # type: ignore[no-any-return]
+            return (o.get("metadata") or {}).get("labels") or {}
 
         def ready(o: Mapping[str, Any]) -> str:
             return str((_condition(o, "Ready") or {}).get("status", "Unknown"))
@@ -155,7 +165,7 @@ class _Report:
                 g[0] += 1
                 g[1] += ready(o) == "True"
             self.table(f"{title} (grouped)", ("NODEPOOL", "INSTANCE TYPE", "ZONE", "CAPACITY TYPE", "COUNT", "READY"),
-                       ([*k, str(g[0]), str(g[1])] for k, g in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))))
+                       ([*k, str(g[0]), str(g[1])] for k, g in _by_count(groups)))
         elif kind == "Node":
             self.table(title, ("NAME", "INSTANCE TYPE", "CAPACITY TYPE", "ZONE", "NODEPOOL", "READY", "AGE"),
                        ([o["metadata"]["name"], labels_of(o).get(labels.INSTANCE_TYPE, ""),
@@ -185,10 +195,10 @@ class _Report:
         if self.summarise(len(rows)):
             groups: dict[tuple[str, str], list[Any]] = {}
             for ns, name, phase, _node, why in rows:
-                g = groups.setdefault((phase, why), [0, f"{ns}/{name}"])
+                g = groups.setdefault((phase, _TARGET.sub(r"\1/*", why)), [0, f"{ns}/{name}"])
                 g[0] += 1
             self.table("PODS NOT RUNNING (grouped)", ("PHASE", "COUNT", "FOR EXAMPLE", "REASON"),
-                       ([k[0], str(g[0]), g[1], k[1]] for k, g in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))))
+                       ([k[0], str(g[0]), g[1], k[1]] for k, g in _by_count(groups)))
         else:
             self.table("PODS NOT RUNNING", ("NAMESPACE", "NAME", "PHASE", "NODE", "REASON"), rows)
 
