@@ -254,7 +254,8 @@ class ReplicaSetController:
         self._owned: dict[tuple[str, str], dict[str, dict[str, Any]]] | None = None
         """(namespace, ReplicaSet name) -> pod name -> pod, fed by a watch once registered."""
         self._tallies = self._index.tallies
-        self._models: dict[tuple[str, str], tuple[str, api_workloads.ReplicaSet]] = {}
+        self._models: dict[tuple[str, str], tuple[Any, Any, api_workloads.ReplicaSet]] = {}
+        """(namespace, name) -> (the stored spec it was parsed from, uid, model)."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(
@@ -281,15 +282,16 @@ class ReplicaSetController:
         return [p for p in candidates if is_controlled_by(p, rs)]
 
     def _model(self, rs: Mapping[str, Any]) -> api_workloads.ReplicaSet:
-        """The ReplicaSet's model, parsed again only when its resourceVersion changed."""
+        """The ReplicaSet's model, parsed again only when its ``spec`` or uid changed (a status write,
+        which changes the resourceVersion, keeps the stored ``spec`` object: the model reads no status)."""
         md = rs.get("metadata", {})
         key = (md.get("namespace") or "", str(md.get("name")))
-        rv = str(md.get("resourceVersion", ""))
+        spec, uid = rs.get("spec"), md.get("uid")
         hit = self._models.get(key)
-        if hit is not None and hit[0] == rv and rv:
-            return hit[1]
+        if hit is not None and hit[0] is spec and hit[1] == uid and spec is not None:
+            return hit[2]
         model = api_workloads.ReplicaSet.from_manifest(rs)
-        self._models[key] = (rv, model)
+        self._models[key] = (spec, uid, model)
         return model
 
     def reconcile(self, key: str) -> float | None:
@@ -379,20 +381,21 @@ class DeploymentController:
     def __init__(self, cluster: interface.Cluster) -> None:
         self.cluster = cluster
         self._replicasets: owner_index.OwnerIndex | None = None
-        self._models: dict[tuple[str, str], tuple[str, api_workloads.Deployment, str]] = {}
-        """(namespace, name) -> (resourceVersion, model, template hash)."""
+        self._models: dict[tuple[str, str], tuple[Any, Any, api_workloads.Deployment, str]] = {}
+        """(namespace, name) -> (the stored spec it was parsed from, uid, model, template hash)."""
 
     def _model(self, deploy: Mapping[str, Any]) -> tuple[api_workloads.Deployment, str]:
-        """The Deployment's model and template hash, computed again only when its resourceVersion changed."""
+        """The Deployment's model and template hash, computed again only when its ``spec`` or uid
+        changed (a status write keeps the stored ``spec`` object: the model reads no status)."""
         md = deploy.get("metadata", {})
         key = (md.get("namespace") or "", str(md.get("name")))
-        rv = str(md.get("resourceVersion", ""))
+        spec, uid = deploy.get("spec"), md.get("uid")
         hit = self._models.get(key)
-        if hit is not None and hit[0] == rv and rv:
-            return hit[1], hit[2]
+        if hit is not None and hit[0] is spec and hit[1] == uid and spec is not None:
+            return hit[2], hit[3]
         model = api_workloads.Deployment.from_manifest(deploy)
         hash_ = template_hash(model.template)
-        self._models[key] = (rv, model, hash_)
+        self._models[key] = (spec, uid, model, hash_)
         return model, hash_
 
     def controller(self) -> runtime.Controller:
