@@ -75,6 +75,10 @@ _NOT_LIKE_STDLIB = re.compile(rb"(?:^|: |\n *)-?(?:\d+(?:\.\d+)?e-\d(?:,|\n|$)|0
 """Where orjson's float text may differ from ``repr``: a number token (after ``": "``, at the start of
 a line or of the text) with a one-digit negative exponent (``2.5e-7`` for ``2.5e-07``) or small in
 positional form (``0.00001`` for ``1e-05``). A match inside a string only costs the slower encoder."""
+_DIGITS_AS_ZERO = bytes(48 if 48 <= b <= 57 else b if b in b"e-." else 32 for b in range(256))
+"""A quick first look (most items have neither ``<digit>e-<digit>`` nor ``0.0000``; ``bytes.translate``
+and ``in`` cost a microsecond where a regular expression costs fifty): digits read as ``0``,
+everything but ``e``, ``-`` and ``.`` as a space; the precise pattern runs only where this finds one."""
 
 
 def _encode(value: Any) -> str:
@@ -83,7 +87,8 @@ def _encode(value: Any) -> str:
         data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except TypeError:  # keys that are not strings, integers past 64 bits, lone surrogates...
         return json.dumps(value, indent=2, ensure_ascii=False)
-    if _NOT_LIKE_STDLIB.search(data):
+    quick = data.translate(_DIGITS_AS_ZERO)
+    if (b"0e-0" in quick or b"0.0000" in quick) and _NOT_LIKE_STDLIB.search(data):
         return json.dumps(value, indent=2, ensure_ascii=False)
     return data.decode()
 
