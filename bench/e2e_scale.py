@@ -177,7 +177,8 @@ def _tracer(start: float) -> engine.Progress:
 
 
 def run_one(n: int, profile: bool, profile_out: str | None = None, trace: bool = False,
-            pdbs: bool = False, diverse: bool = False, render: str | None = None) -> dict[str, Any]:
+            pdbs: bool = False, diverse: bool = False, render: str | None = None,
+            report_dir: str | None = None) -> dict[str, Any]:
     """One run; ``render``: also write the result as ``karpy simulate --output`` does (to /dev/null),
     timed as part of the run (``render_s`` says how much of it)."""
     text = scenario_text(n, pdbs=pdbs, diverse=diverse)
@@ -193,6 +194,13 @@ def run_one(n: int, profile: bool, profile_out: str | None = None, trace: bool =
             output.render(result, render, sink)
     wall = clock.perf_counter() - start
     render_s = clock.perf_counter() - rendered
+    report_s = None
+    if report_dir is not None:  # karpy simulate --report: timed on its own, not part of wall
+        from karpy.simulator import report
+
+        began = clock.perf_counter()
+        report.write(result, report_dir)
+        report_s = clock.perf_counter() - began
     if profiler is not None:
         profiler.disable()
         if profile_out:
@@ -206,7 +214,8 @@ def run_one(n: int, profile: bool, profile_out: str | None = None, trace: bool =
     all_running = next((s.t for s in result.timeline if s.running_pods >= n and s.pending_pods == 0), None)
     return {"pods": n, "running": last.running_pods, "nodes": sum(last.nodes_by_nodepool.values()),
             "all_running_at": all_running, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
-            "peak_mb": usage.ru_maxrss / 1024, "render_s": render_s, "diverse": diverse}
+            "peak_mb": usage.ru_maxrss / 1024, "render_s": render_s, "diverse": diverse,
+            "report_s": report_s}
 
 
 TARGET_PODS_PER_SECOND = 1000.0
@@ -266,14 +275,18 @@ def main(argv: list[str] | None = None) -> int:
                          "35-Deployment case, both rendered as --output json; prints the CPU-per-pod ratio")
     ap.add_argument("--output", choices=output.OUTPUTS,
                     help="also render the result as karpy simulate --output does (timed; default with --diverse: json)")
+    ap.add_argument("--report", metavar="DIR", help="with --one: also write the HTML report (timed apart)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--json-line", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.diverse and args.output is None and not args.one:
         args.output = "json"
     if args.one:
-        r = run_one(args.one, args.profile, args.profile_out, args.trace, args.pdbs, args.diverse, args.output)
+        r = run_one(args.one, args.profile, args.profile_out, args.trace, args.pdbs, args.diverse, args.output,
+                    args.report)
         print(json.dumps(r) if args.json_line else _line(r), flush=True)
+        if r["report_s"] is not None:
+            print(f"report: {r['report_s']:.1f} s", flush=True)
         return 0 if r["all_running_at"] is not None else 1
     counts = [int(c) for c in args.counts.split(",")] + ([100_000] if args.big else [])
     print(HEADER, flush=True)

@@ -53,9 +53,12 @@ def _png(fig: Any) -> bytes:
 
 
 def _steps_on(ax: Any, result: engine.Result, scale: float) -> None:
-    for s in result.scenario.steps:
-        if s.at <= result.until:
-            ax.axvline(s.at / scale, color="#888888", linestyle=":", linewidth=1)
+    """A dotted line at each time a step happens (one line per time, however many steps share it: a
+    scenario scaling 600 Deployments at once drew 600 lines, most of the report's time)."""
+    times = sorted({s.at for s in result.scenario.steps if s.at <= result.until})
+    if times:
+        ax.vlines([t / scale for t in times], 0, 1, transform=ax.get_xaxis_transform(), colors="#888888",
+                  linestyles=":", linewidth=1)
 
 
 def _stacked(result: engine.Result, series: dict[str, list[int]], title: str) -> bytes:

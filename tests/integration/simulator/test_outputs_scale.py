@@ -160,3 +160,20 @@ def test_the_report_module_does_not_import_the_output_module() -> None:
     tree = ast.parse(inspect.getsource(report))
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     assert "output" not in imported
+
+
+def test_steps_at_one_time_draw_one_line_in_the_report() -> None:
+    import types
+
+    import matplotlib.pyplot as plt
+
+    from karpy.simulator import report
+
+    steps = [types.SimpleNamespace(at=10.0) for _ in range(600)] + [types.SimpleNamespace(at=70.0)]
+    run = types.SimpleNamespace(scenario=types.SimpleNamespace(steps=steps), until=180.0)
+    fig, ax = plt.subplots()
+    report._steps_on(ax, run, 60.0)  # type: ignore[arg-type]
+    segments = [seg for coll in ax.collections for seg in coll.get_segments()]
+    plt.close(fig)
+    assert sorted(seg[0][0] for seg in segments) == [10.0 / 60, 70.0 / 60]
+    assert not ax.lines
