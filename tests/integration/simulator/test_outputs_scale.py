@@ -173,7 +173,7 @@ def test_steps_at_one_time_draw_one_line_in_the_report() -> None:
     run = types.SimpleNamespace(scenario=types.SimpleNamespace(steps=steps), until=180.0)
     fig, ax = plt.subplots()
     report._steps_on(ax, run, 60.0)  # type: ignore[arg-type]
-    segments = [seg for coll in ax.collections for seg in coll.get_segments()]
+    segments = [seg for coll in ax.collections for seg in coll.get_segments()]  # type: ignore[attr-defined]
     plt.close(fig)
     assert sorted(seg[0][0] for seg in segments) == [10.0 / 60, 70.0 / 60]
     assert not ax.lines
