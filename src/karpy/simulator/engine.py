@@ -210,6 +210,7 @@ class Simulation:
         self._wired = True
         self.cluster.watch("Event", self._on_event)
         self.cluster.watch("NodeClaim", interface.Filtered(self.history.handle, interface.MESSAGES_ONLY))
+        self.cluster.watch("Pod", interface.Filtered(self.history.pod, interface.MESSAGES_ONLY))
         self.cluster.watch("Pod", interface.Filtered(self._on_pod, interface.MESSAGES_ONLY))
         self.cluster.watch("Pod", interface.Filtered(metrics_mod.PodStartupRecorder(self.metrics, self.clock).handle,
                                                      interface.MESSAGES_ONLY))

@@ -10,7 +10,6 @@ launched to replace it. Pure bookkeeping: nothing here writes the cluster.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,7 +18,8 @@ from karpy.disruption import orchestrator
 from karpy.kube import interface
 
 DISRUPTING = "Disrupting Node: "
-_NOMINATED_ON = re.compile(r"nodeclaim/([^\s,]+)")
+INVOLUNTARY = frozenset({"SpotInterrupted", "InstanceStopping", "InstanceTerminating", "InstanceUnhealthy"})
+"""Events on a NodeClaim that the cloud ended (interruption), disrupted without a disruption command."""
 
 
 class NodeClaimHistory:
@@ -29,6 +29,24 @@ class NodeClaimHistory:
         self._now = now
         self._start = start
         self._records: dict[str, dict[str, Any]] = {}
+        self._claim_of_node: dict[str, str] = {}
+        self._counted: set[str] = set()
+        """Uids of the pods already counted on a NodeClaim's node."""
+
+    def pod(self, event: str, obj: dict[str, Any]) -> None:
+        """A Pod watch handler: each pod (not a DaemonSet's) bound to a NodeClaim's node counts once
+        in that NodeClaim's ``pods``."""
+        node = (obj.get("spec") or {}).get("nodeName")
+        if not node or event == interface.DELETED:
+            return
+        claim = self._claim_of_node.get(node)
+        uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj))
+        if claim is None or uid in self._counted:
+            return
+        if any(ref.get("kind") == "DaemonSet" for ref in (obj.get("metadata") or {}).get("ownerReferences") or ()):
+            return
+        self._counted.add(uid)
+        self._records[claim]["pods"] += 1
 
     def handle(self, event: str, obj: dict[str, Any]) -> None:
         name = interface.name_of(obj)
@@ -38,7 +56,7 @@ class NodeClaimHistory:
             if event == interface.DELETED:
                 return
             rec = self._records[name] = {"name": name, "created": t, "deleted": None, "nodepool": "",
-                                         "instanceType": "", "zone": "", "capacityType": "", "node": ""}
+                                         "instanceType": "", "zone": "", "capacityType": "", "node": "", "pods": 0}
         md = obj.get("metadata") or {}
         lb = md.get("labels") or {}
         rec["nodepool"] = lb.get(labels.NODEPOOL, rec["nodepool"])
@@ -46,6 +64,8 @@ class NodeClaimHistory:
         rec["zone"] = lb.get(labels.ZONE, rec["zone"])
         rec["capacityType"] = lb.get(labels.CAPACITY_TYPE, rec["capacityType"])
         rec["node"] = (obj.get("status") or {}).get("nodeName") or rec["node"]
+        if rec["node"]:
+            self._claim_of_node[rec["node"]] = name
         if event == interface.DELETED and rec["deleted"] is None:
             rec["deleted"] = t
 
@@ -54,22 +74,24 @@ class NodeClaimHistory:
 
 
 def story(claims: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The NodeClaim records with what karpenter's events said of each: ``pods`` (distinct pods
-    nominated to it), ``launchedFor`` (``provisioning`` or the disruption reason of a replacement),
-    ``disrupted`` ({``t``, ``reason``} or None) and ``replacedBy`` (names of the NodeClaims launched
-    for the disruption that removed it; empty when it was deleted without replacement)."""
-    out = {str(c["name"]): {**c, "pods": 0, "launchedFor": "provisioning", "disrupted": None, "replacedBy": []}
+    """The NodeClaim records (``pods``: the pods that ran on its node, DaemonSets' aside) with what
+    karpenter's events said of each: ``launchedFor`` (``provisioning`` or the disruption reason of a
+    replacement), ``disrupted`` ({``t``, ``reason``} or None: a ``Disrupting Node: <Method>/<Decision>``,
+    or an involuntary one such as ``SpotInterrupted``) and ``replacedBy``: for a voluntary disruption
+    the NodeClaims launched for it; for an involuntary one the NodeClaims provisioning launched between
+    the warning and two minutes after the NodeClaim was gone (a reading of the timeline, not a link
+    karpy records); empty when nothing replaced it."""
+    out = {str(c["name"]): {**c, "launchedFor": "provisioning", "disrupted": None, "replacedBy": []}
            for c in claims}
-    nominated: dict[str, set[tuple[str, str]]] = {}
+    involuntary: list[tuple[float, str, str]] = []
     launching: list[tuple[float, str, str]] = []  # (t, NodeClaim, reason) of disruption replacements
     for e in events:
         if e.get("source") != "karpenter":
             continue
         obj = e.get("involvedObject") or {}
         reason = e.get("reason")
-        if reason == "Nominated" and obj.get("kind") == "Pod":
-            for claim in _NOMINATED_ON.findall(str(e.get("message", ""))):
-                nominated.setdefault(claim, set()).add((str(obj.get("namespace", "")), str(obj.get("name", ""))))
+        if obj.get("kind") == "NodeClaim" and reason in INVOLUNTARY and obj.get("name") in out:
+            involuntary.append((float(e["t"]), str(obj["name"]), str(reason)))
         elif obj.get("kind") == "NodeClaim" and reason == "DisruptionLaunching":
             why = str(e.get("message", "")).removeprefix("Launching NodeClaim: ")
             launching.append((float(e["t"]), str(obj.get("name")), why))
@@ -79,12 +101,16 @@ def story(claims: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any
             rec = out[str(obj["name"])]
             if rec["disrupted"] is None:
                 rec["disrupted"] = {"t": float(e["t"]), "reason": str(e.get("message", "")).removeprefix(DISRUPTING)}
-    for name, pods in nominated.items():
-        if name in out:
-            out[name]["pods"] = len(pods)
+    for t, name, reason in involuntary:
+        rec = out[name]
+        if rec["disrupted"] is None:
+            rec["disrupted"] = {"t": t, "reason": reason}
+            gone = rec["deleted"] if rec["deleted"] is not None else t
+            rec["replacedBy"] = [c["name"] for c in out.values() if c["launchedFor"] == "provisioning"
+                                 and t <= c["created"] <= gone + 120.0 and c["name"] != name]
     for rec in out.values():
         d = rec["disrupted"]
-        if d is not None and d["reason"].endswith("/Replace"):
+        if d is not None and d["reason"].endswith("/Replace") and not rec["replacedBy"]:
             # the replacements: launched for this disruption method before the candidate was terminated
             # and after the previous command of the same method had terminated its candidates
             method = d["reason"].split("/", 1)[0]

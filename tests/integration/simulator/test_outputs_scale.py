@@ -177,3 +177,17 @@ def test_steps_at_one_time_draw_one_line_in_the_report() -> None:
     plt.close(fig)
     assert sorted(seg[0][0] for seg in segments) == [10.0 / 60, 70.0 / 60]
     assert not ax.lines
+
+
+def test_a_spot_interruption_shows_as_a_disruption_replaced_by_the_next_launch() -> None:
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[3] / "examples" / "spot-interruption.yaml"
+    result = engine.Simulation(scenario.load(str(path))).run()
+    text = _table(result)
+    disrupted = text.split("NODES DISRUPTED\n", 1)[1].split("NODES\n", 1)[0]
+    (row,) = [line for line in disrupted.splitlines()[1:] if line.startswith("+")]
+    assert "SpotInterrupted" in row
+    launched = [c for c in result.nodeclaims if c["created"] > 290]
+    assert [c["name"] for c in launched] == [row.split()[-1]]
+    assert all(c["pods"] == 3 for c in result.nodeclaims)  # three app pods on each, DaemonSet pods aside
