@@ -14,7 +14,10 @@ Two cases (medians of ``--repeat`` runs, default 5):
 
 Prints seconds (median, min, max) and the cost of the new NodeClaims per case.
 
-Run: ``python bench/latency.py [--repeat 5] [--nodes 10000] [--pending 1000] [--changed 10]``.
+``--whole-catalog``: the NodePool requires only ``kubernetes.io/os: linux`` (every instance type,
+spot and on-demand), as ``bench/e2e_scale.py --diverse``'s does.
+
+Run: ``python bench/latency.py [--repeat 5] [--nodes 10000] [--pending 1000] [--changed 10] [--whole-catalog]``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import cost
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+WHOLE_CATALOG = [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]
 
 
 def existing_nodes(n: int, pods_per_node: int, types: list[Any]) -> list[results.ExistingNode]:
@@ -90,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--pending", type=int, default=1000)
     ap.add_argument("--changed", type=int, default=10, help="nodes changed between kept runs")
+    ap.add_argument("--whole-catalog", action="store_true",
+                    help="a NodePool requiring only kubernetes.io/os=linux (every type, both capacity types: "
+                         "bench/e2e_scale.py --diverse's) instead of Karpenter's getting-started one")
     args = ap.parse_args(argv)
-    np_ = cost.on_demand_nodepool(cost.NODEPOOLS["getting-started"])
+    np_ = cost.on_demand_nodepool(WHOLE_CATALOG if args.whole_catalog else cost.NODEPOOLS["getting-started"])
     reqs = templates.nodepool_requirements(np_)
     types = [t for t in catalog.load("aws") if templates._type_compatible(reqs, t)]
     ds = cost.daemonset_pod()

@@ -53,6 +53,8 @@ def catalog_command(name: str, output: str, zones: tuple[str, ...], region: str 
 @click.option("--output", "-o", type=click.Choice(("table", "json", "yaml")), default="table",
               show_default=True,
               help="Tables like kubectl, or the whole result (objects, events, metrics, timeline).")
+@click.option("--wide", is_flag=True,
+              help="With the table output: every node, event and pod, never grouped (past 50 nodes they are).")
 @click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Also write an HTML report with plots into DIR.")
 @click.option("--verbose", "-v", is_flag=True, help="Log controller warnings to stderr.")
@@ -62,7 +64,7 @@ def catalog_command(name: str, output: str, zones: tuple[str, ...], region: str 
               help="Like --logs, in this format.")
 @click.option("--autoscaler", type=click.Choice(("karpy", "cluster-autoscaler")), default="karpy", show_default=True,
               help="Run karpy, or a model of Cluster Autoscaler over node groups (spec.clusterAutoscaler).")
-def simulate_command(file: str, until: str | None, seed: int | None, output: str,
+def simulate_command(file: str, until: str | None, seed: int | None, output: str, wide: bool,
                      report_dir: str | None, verbose: bool, log_format: str | None, autoscaler: str) -> None:
     """Run karpy's controllers against the simulated cluster and cloud of scenario FILE."""
     import logging
@@ -79,7 +81,7 @@ def simulate_command(file: str, until: str | None, seed: int | None, output: str
     try:
         status = sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
                                         stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty(),
-                                        autoscaler=autoscaler)
+                                        autoscaler=autoscaler, wide=wide)
     except errors.ValidationError as exc:
         click.echo(f"Error: {file} cannot be simulated:", err=True)
         for e in exc.errors:

@@ -122,3 +122,12 @@ def test_the_report_has_an_html_page_with_the_plots(tmp_path: pathlib.Path) -> N
         assert len(png) > 5000
     assert page.count("data:image/png;base64,") == 4
     assert "FailedScheduling" in page and "Nominated" in page
+
+
+def test_the_default_table_tells_what_karpy_did_and_wide_is_accepted() -> None:
+    for flags in ((), ("--wide",)):
+        out = karpy("simulate", str(SEED), *flags)
+        assert out.returncode == 0, out.stderr
+        launched = out.stdout.split("NODECLAIMS LAUNCHED\n", 1)[1].split("NODES DISRUPTED", 1)[0]
+        assert launched.count("r5.large") == 3
+        assert out.stdout.split("NODES DISRUPTED\n", 1)[1].split("NODES\n", 1)[0].count("Empty/Delete") == 3

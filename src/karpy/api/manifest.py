@@ -96,6 +96,12 @@ class LoadResult:
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
 
 
+_RESOLVED: dict[tuple[str, Any], str] = {}
+"""(scalar text, implicit flags) -> tag, for :meth:`_Loader.resolve`; cleared when it reaches
+:data:`_RESOLVED_MAX` entries."""
+_RESOLVED_MAX = 200_000
+
+
 class _Loader(_SafeLoader):  # type: ignore[misc]
     """A safe loader that remembers keys given twice in one mapping (the later value wins)."""
 
@@ -114,6 +120,21 @@ class _Loader(_SafeLoader):  # type: ignore[misc]
                 seen[key] = line
         mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return mapping
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        """The tag of a node; a plain scalar's is remembered by its text (this loader has no path
+        resolvers, so the tag depends on nothing else): a big dump repeats the same values (times,
+        ``"True"``, label values) hundreds of thousands of times, and each look-up ran regular expressions."""
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = _RESOLVED.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(_RESOLVED) >= _RESOLVED_MAX:
+                _RESOLVED.clear()
+            _RESOLVED[key] = tag
+        return tag
 
     def construct_timestamp_as_str(self, node: yaml.ScalarNode) -> str:
         return str(self.construct_scalar(node))

@@ -46,6 +46,7 @@ from karpy.simulator import (
     cloud_bridge,
     daemonsets,
     gcpolicy,
+    history,
     kube_scheduler,
     kubelet,
     pdb_status,
@@ -177,6 +178,7 @@ class Simulation:
         self._events: dict[tuple[str, str], tuple[int, float, dict[str, Any]]] = {}
         self._event_seq = 0
         self._pods: dict[str, str] = {}
+        self.history = history.NodeClaimHistory(self.clock.now, self.start)
         self.notes: list[dict[str, Any]] = []
         self.timeline: list[Sample] = []
         self.karpy_controllers: list[str] = []
@@ -209,6 +211,8 @@ class Simulation:
             return
         self._wired = True
         self.cluster.watch("Event", self._on_event)
+        self.cluster.watch("NodeClaim", interface.Filtered(self.history.handle, interface.MESSAGES_ONLY))
+        self.cluster.watch("Pod", interface.Filtered(self.history.pod, interface.MESSAGES_ONLY))
         self.cluster.watch("Pod", interface.Filtered(self._on_pod, interface.MESSAGES_ONLY))
         self.cluster.watch("Pod", interface.Filtered(metrics_mod.PodStartupRecorder(self.metrics, self.clock).handle,
                                                      interface.MESSAGES_ONLY))
@@ -438,7 +442,8 @@ class Simulation:
             accrued_cost=self.bridge.accrued_cost(), karpy_controllers=list(self.karpy_controllers),
             reconcile_errors=[r for f in self._failures() for r in f.summary()],
             unexpected_errors=sum(f.unexpected for f in self._failures()),
-            error_lines=[line for f in self._failures() for line in f.lines(self.start)])
+            error_lines=[line for f in self._failures() for line in f.lines(self.start)],
+            nodeclaims=self.history.records())
 
     def _failures(self) -> list[Any]:
         return [self.manager.failures, *([self.chaos.failures] if self.chaos is not None else [])]

@@ -68,6 +68,9 @@ class Result:
     unexpected_errors: int = 0
     """How many reconciles failed with something other than a retryable API/cloud error."""
     error_lines: list[str] = field(default_factory=list)
+    nodeclaims: list[dict[str, Any]] = field(default_factory=list)
+    """Every NodeClaim created during the run, gone or not (:class:`karpy.simulator.history.NodeClaimHistory`);
+    the table's story of what karpy did. Not part of the JSON / YAML document."""
 
     @property
     def end(self) -> float:

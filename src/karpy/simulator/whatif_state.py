@@ -128,7 +128,10 @@ def _load(inputs: Sequence[tuple[str, str]]) -> tuple[list[dict[str, Any]], list
 
 
 def _strip(raw: Mapping[str, Any]) -> dict[str, Any]:
-    obj = copy.deepcopy(dict(raw))
+    """``raw`` without the server's metadata: a new top level and metadata, the rest shared (the
+    ReplicaSets, Nodes, NodeClaims and Pods this module changes are deep-copied where it changes them;
+    the other kinds are applied as they are)."""
+    obj = dict(raw)
     md = dict(obj.get("metadata") or {})
     for key in _SERVER_META:
         md.pop(key, None)

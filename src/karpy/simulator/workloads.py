@@ -44,7 +44,7 @@ from karpy.api import meta
 from karpy.api import workloads as api_workloads
 from karpy.controllers import runtime
 from karpy.kube import errors, interface
-from karpy.simulator import replicaset_index
+from karpy.simulator import owner_index, replicaset_index
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The characters Kubernetes uses for generated name suffixes (no vowels, no ambiguous digits)."""
@@ -254,7 +254,8 @@ class ReplicaSetController:
         self._owned: dict[tuple[str, str], dict[str, dict[str, Any]]] | None = None
         """(namespace, ReplicaSet name) -> pod name -> pod, fed by a watch once registered."""
         self._tallies = self._index.tallies
-        self._models: dict[tuple[str, str], tuple[str, api_workloads.ReplicaSet]] = {}
+        self._models: dict[tuple[str, str], tuple[Any, Any, api_workloads.ReplicaSet]] = {}
+        """(namespace, name) -> (the stored spec it was parsed from, uid, model)."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(
@@ -281,15 +282,16 @@ class ReplicaSetController:
         return [p for p in candidates if is_controlled_by(p, rs)]
 
     def _model(self, rs: Mapping[str, Any]) -> api_workloads.ReplicaSet:
-        """The ReplicaSet's model, parsed again only when its resourceVersion changed."""
+        """The ReplicaSet's model, parsed again only when its ``spec`` or uid changed (a status write,
+        which changes the resourceVersion, keeps the stored ``spec`` object: the model reads no status)."""
         md = rs.get("metadata", {})
         key = (md.get("namespace") or "", str(md.get("name")))
-        rv = str(md.get("resourceVersion", ""))
+        spec, uid = rs.get("spec"), md.get("uid")
         hit = self._models.get(key)
-        if hit is not None and hit[0] == rv and rv:
-            return hit[1]
+        if hit is not None and hit[0] is spec and hit[1] == uid and spec is not None:
+            return hit[2]
         model = api_workloads.ReplicaSet.from_manifest(rs)
-        self._models[key] = (rv, model)
+        self._models[key] = (spec, uid, model)
         return model
 
     def reconcile(self, key: str) -> float | None:
@@ -369,24 +371,31 @@ def _revision(rs: Mapping[str, Any]) -> int:
 
 
 class DeploymentController:
-    """Keeps one ReplicaSet per pod template of each Deployment. Register with :meth:`register`."""
+    """Keeps one ReplicaSet per pod template of each Deployment. Register with :meth:`register`.
+
+    Once registered, a ReplicaSet watch keeps an index of each Deployment's ReplicaSets
+    (:class:`karpy.simulator.owner_index.OwnerIndex`), so a reconcile reads its own ReplicaSets only,
+    however many Deployments the cluster has.
+    """
 
     def __init__(self, cluster: interface.Cluster) -> None:
         self.cluster = cluster
-        self._models: dict[tuple[str, str], tuple[str, api_workloads.Deployment, str]] = {}
-        """(namespace, name) -> (resourceVersion, model, template hash)."""
+        self._replicasets: owner_index.OwnerIndex | None = None
+        self._models: dict[tuple[str, str], tuple[Any, Any, api_workloads.Deployment, str]] = {}
+        """(namespace, name) -> (the stored spec it was parsed from, uid, model, template hash)."""
 
     def _model(self, deploy: Mapping[str, Any]) -> tuple[api_workloads.Deployment, str]:
-        """The Deployment's model and template hash, computed again only when its resourceVersion changed."""
+        """The Deployment's model and template hash, computed again only when its ``spec`` or uid
+        changed (a status write keeps the stored ``spec`` object: the model reads no status)."""
         md = deploy.get("metadata", {})
         key = (md.get("namespace") or "", str(md.get("name")))
-        rv = str(md.get("resourceVersion", ""))
+        spec, uid = deploy.get("spec"), md.get("uid")
         hit = self._models.get(key)
-        if hit is not None and hit[0] == rv and rv:
-            return hit[1], hit[2]
+        if hit is not None and hit[0] is spec and hit[1] == uid and spec is not None:
+            return hit[2], hit[3]
         model = api_workloads.Deployment.from_manifest(deploy)
         hash_ = template_hash(model.template)
-        self._models[key] = (rv, model, hash_)
+        self._models[key] = (spec, uid, model, hash_)
         return model, hash_
 
     def controller(self) -> runtime.Controller:
@@ -397,7 +406,29 @@ class DeploymentController:
         )
 
     def register(self, manager: runtime.Manager) -> None:
+        """Register the controller; from now on its ReplicaSets are found through an owner index."""
+        index = owner_index.OwnerIndex("Deployment", controller_ref)
+        manager.cluster.watch("ReplicaSet", interface.Filtered(index.index, interface.MESSAGES_ONLY))
+        for rs in manager.cluster.list("ReplicaSet"):
+            index.index(interface.ADDED, rs)
+        self._replicasets = index
         manager.register(self.controller())
+
+    def owned_replicasets(self, deploy: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The ReplicaSets ``deploy`` controls (through the index once registered)."""
+        md = deploy.get("metadata", {})
+        ns = md.get("namespace") or ""
+        if self._replicasets is not None:
+            candidates = self._replicasets.owned(ns, str(md.get("name")))
+        else:
+            candidates = self.cluster.list("ReplicaSet", ns)
+        return [rs for rs in candidates if is_controlled_by(rs, deploy)]
+
+    def _wrote(self, event: str, rs: dict[str, Any]) -> dict[str, Any]:
+        """What this controller just wrote goes into its index at once (a watch may deliver it later)."""
+        if self._replicasets is not None:
+            self._replicasets.index(event, rs)
+        return rs
 
     def reconcile(self, key: str) -> float | None:
         ns, name = split_key(key)
@@ -406,7 +437,7 @@ class DeploymentController:
             self._models.pop((ns, name), None)
             return None  # the cluster's garbage collector deletes the ReplicaSets it owned
         deploy = found[0]
-        owned = [rs for rs in self.cluster.list("ReplicaSet", ns) if is_controlled_by(rs, deploy)]
+        owned = self.owned_replicasets(deploy)
         model, hash_ = self._model(deploy)
         if not is_deleting(deploy):
             owned = self._sync(deploy, model, owned, hash_)
@@ -421,23 +452,25 @@ class DeploymentController:
                         == hash_), None)
         result: list[dict[str, Any]] = []
         if current is None:
-            current = self.cluster.create(self._new_replicaset(deploy, model, hash_, owned))
+            created = self.cluster.create(self._new_replicaset(deploy, model, hash_, owned))
+            current = self._wrote(interface.ADDED, created)
         elif spec_replicas(current) != want:
             updated = copy.deepcopy(current)
             updated.setdefault("spec", {})["replicas"] = want
-            current = self.cluster.update(updated)
+            current = self._wrote(interface.MODIFIED, self.cluster.update(updated))
         result.append(current)
         old = [rs for rs in owned if rs["metadata"]["name"] != current["metadata"]["name"]]
         for rs in old:
             if spec_replicas(rs) != 0:
                 updated = copy.deepcopy(rs)
                 updated.setdefault("spec", {})["replicas"] = 0
-                rs = self.cluster.update(updated)
+                rs = self._wrote(interface.MODIFIED, self.cluster.update(updated))
             result.append(rs)
         limit = deploy.get("spec", {}).get("revisionHistoryLimit", 10)
         idle = sorted((rs for rs in old if not (rs.get("status") or {}).get("replicas")), key=_revision)
         for rs in idle[: max(0, len(idle) - int(limit))]:
             delete_quietly(self.cluster, "ReplicaSet", rs["metadata"]["name"], ns)
+            self._wrote(interface.DELETED, rs)
             result = [r for r in result if r["metadata"]["name"] != rs["metadata"]["name"]]
         return result
 
