@@ -92,7 +92,7 @@ def kwok_prices(module: Path) -> dict[tuple[str, str], float]:
     return prices
 
 
-def nodepool(version: str = "1") -> dict[str, Any]:
+def nodepool(version: str = "1", budget: str = "10%") -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": NODEPOOL},
         "spec": {
@@ -108,7 +108,7 @@ def nodepool(version: str = "1") -> dict[str, Any]:
                 },
             },
             "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized",
-                           "consolidateAfter": f"{CONSOLIDATE_AFTER_S:.0f}s", "budgets": [{"nodes": "10%"}]},
+                           "consolidateAfter": f"{CONSOLIDATE_AFTER_S:.0f}s", "budgets": [{"nodes": budget}]},
         },
     }
 
@@ -339,7 +339,9 @@ def fresh_cluster(name: str, workdir: Path) -> Iterator[realcluster.RealCluster]
 
 
 def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[str, str], float],
-            settle: float, timeout: float) -> dict[str, Any]:
+            settle: float, timeout: float, budget: str = "10%") -> dict[str, Any]:
+    """One autoscaler through the three phases on a fresh cluster; ``budget``: the NodePool's disruption
+    budget (``nodes``), 10% as Karpenter's default."""
     workdir = Path(tempfile.mkdtemp(prefix=f"vs-{kind}-"))
     with fresh_cluster(f"vs-{kind}", workdir) as cluster:
         cluster.apply(karpenter_crds(module))
@@ -347,7 +349,7 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
                         "crd/nodeclaims.karpenter.sh", "crd/kwoknodeclasses.karpenter.kwok.sh")
         cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
                        {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
-                        "metadata": {"name": "default"}}, nodepool()])
+                        "metadata": {"name": "default"}}, nodepool(budget=budget)])
         auto = Autoscaler(kind, cluster, workdir)
         try:
             auto.ready()
@@ -383,7 +385,7 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
                           scale_down_nodes=len(obs.nodes),
                           scale_down_cost=round(obs.cost(), 4))
             claims_before_drift = len(obs.claims_seen)
-            cluster.apply([nodepool(version="2")])
+            cluster.apply([nodepool(version="2", budget=budget)])
 
             def drifted() -> bool:
                 return (bool(obs.nodes) and all(n["metadata"]["labels"].get("bench/version") == "2" for n in obs.nodes)
