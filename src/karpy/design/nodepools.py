@@ -37,7 +37,8 @@ from karpy.simulator import scenario
 
 LABEL_KEYS: dict[str, tuple[str, ...]] = {
     "instanceCategory": (labels.AWS_INSTANCE_CATEGORY,),
-    "instanceFamily": (labels.AWS_INSTANCE_FAMILY, "karpenter.azure.com/sku-family", "karpenter.kwok.sh/instance-family"),
+    "instanceFamily": (labels.AWS_INSTANCE_FAMILY, "karpenter.azure.com/sku-family",
+                       "karpenter.kwok.sh/instance-family"),
     "instanceGeneration": (labels.AWS_INSTANCE_GENERATION, "karpenter.azure.com/sku-version"),
     "instanceSize": (labels.AWS_INSTANCE_SIZE, "karpenter.kwok.sh/instance-size"),
     "architecture": (labels.ARCH,),
@@ -150,15 +151,13 @@ def _designed(target: Target, design: Mapping[str, Any], name: str, node_labels:
         if var not in design:
             continue
         value = design[var]
-        reqs = [r for r in reqs if r.get("key") != key]
         if var == "instanceGeneration":
-            reqs.append({"key": key, "operator": "Gt", "values": [str(int(value) - 1)]})
+            reqs = _replace(reqs, {"key": key, "operator": "Gt", "values": [str(int(value) - 1)]})
         else:
-            reqs.append({"key": key, "operator": "In", "values": [str(v) for v in (value if isinstance(value, list)
-                                                                                    else [value])]})
+            reqs = _replace(reqs, {"key": key, "operator": "In", "values": [str(v) for v in (
+                value if isinstance(value, list) else [value])]})
     for key, value in node_labels.items():
-        reqs = [r for r in reqs if r.get("key") != key]
-        reqs.append({"key": key, "operator": "In", "values": [value]})
+        reqs = _replace(reqs, {"key": key, "operator": "In", "values": [value]})
         tmpl.setdefault("metadata", {}).setdefault("labels", {})[key] = value
     tspec["requirements"] = reqs
     disruption = spec.setdefault("disruption", {})
@@ -176,11 +175,19 @@ def _designed(target: Target, design: Mapping[str, Any], name: str, node_labels:
     return pool
 
 
+def _replace(reqs: list[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """``reqs`` with ``new`` in place of the first requirement on its key (the others on it dropped), or
+    appended."""
+    at = next((i for i, r in enumerate(reqs) if r.get("key") == new["key"]), len(reqs))
+    rest = [r for r in reqs if r.get("key") != new["key"]]
+    return [*rest[:at], new, *rest[at:]]
+
+
 def _with_capacity(pool: dict[str, Any], capacity_type: str) -> dict[str, Any]:
     out = copy.deepcopy(pool)
     tspec = out["spec"]["template"]["spec"]
-    tspec["requirements"] = [r for r in tspec["requirements"] if r.get("key") != labels.CAPACITY_TYPE] + [
-        {"key": labels.CAPACITY_TYPE, "operator": "In", "values": [capacity_type]}]
+    tspec["requirements"] = _replace(tspec["requirements"],
+                                     {"key": labels.CAPACITY_TYPE, "operator": "In", "values": [capacity_type]})
     return out
 
 

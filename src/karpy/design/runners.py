@@ -52,17 +52,16 @@ class Serial:
         pass
 
 
-_WORKER_CONTEXT: trials.Context | None = None
+_WORKER: dict[str, trials.Context] = {}
+"""In a pool worker: the search's context, set once when the worker starts."""
 
 
 def _init_worker(ctx: trials.Context) -> None:
-    global _WORKER_CONTEXT
-    _WORKER_CONTEXT = ctx
+    _WORKER["ctx"] = ctx
 
 
 def _run_in_worker(job: trials.Job) -> trials.Outcome:
-    assert _WORKER_CONTEXT is not None, "the worker was not initialised with the search's context"
-    return trials.simulate(_WORKER_CONTEXT, job)
+    return trials.simulate(_WORKER["ctx"], job)
 
 
 def default_parallel() -> int:
@@ -111,7 +110,8 @@ class Ray:
                 kwargs["address"] = address
             ray.init(**kwargs)
             self._started = True
-        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        self.workers = max(1, int(resources.get("CPU", 1)))
         self.ctx_ref = ray.put(ctx)
         self.task = ray.remote(num_cpus=1)(_ray_simulate)
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.design import runners
-from karpy.design import trials as tr
 from karpy.design import space as space_mod
+from karpy.design import trials as tr
 
 Progress = Callable[["Status"], None]
 
@@ -39,6 +39,8 @@ class Status:
     simulations_done: int
     simulations_total: int
     best: tr.Summary | None
+    progress: float = 0.0
+    """Trials done, counting a generation in flight by its finished simulations."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +80,7 @@ def run(sp: space_mod.Space, runner: runners.Runner, opts: Options, progress: Pr
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.NSGAIISampler(population_size=population_size(opts), seed=opts.seed,
-                                            constraints_func=_constraints)
+    sampler = optuna.samplers.NSGAIISampler(population_size=population_size(opts), seed=opts.seed)
     study = optuna.create_study(directions=["minimize"] * len(tr.OBJECTIVES), sampler=sampler)
     summaries: dict[str, tr.Summary] = {}
     keys: list[str] = []
@@ -99,31 +100,23 @@ def run(sp: space_mod.Space, runner: runners.Runner, opts: Options, progress: Pr
                 new.setdefault(key, design)
         jobs = [tr.Job(key, design, s) for key, design in new.items() for s in seeds]
         status.simulations_total += len(jobs)
-
-        def done() -> None:
-            status.simulations_done += 1
-            if progress is not None:
-                progress(status)
-
-        outcomes = runner.run(jobs, done)
+        outcomes = runner.run(jobs, _Batch(status, progress, len(keys), len(asked), len(jobs)).done)
         for i, (key, design) in enumerate(new.items()):
             summaries[key] = tr.summarise(key, design, outcomes[i * len(seeds):(i + 1) * len(seeds)], opts.bounds)
         for trial, key, _ in asked:
             s = summaries[key]
-            trial.set_user_attr("constraints", list(s.constraints))
+            for name, value in zip(tr.CONSTRAINED, s.constraints, strict=False):
+                trial.set_constraint(name, value)
             study.tell(trial, [s.mean[k] for k in tr.OBJECTIVES])
             keys.append(key)
         status.trials_done = len(keys)
+        status.progress = float(len(keys))
         status.best = recommend(front(list(summaries.values())), opts.objective)
         if progress is not None:
             progress(status)
     fr = front(list(summaries.values()))
     return Result(space=sp, options=opts, summaries=summaries, trial_keys=keys, front=fr,
                   recommended=recommend(fr, opts.objective))
-
-
-def _constraints(trial: Any) -> Sequence[float]:
-    return list(trial.user_attrs.get("constraints", []))
 
 
 def grid(sp: space_mod.Space, runner: runners.Runner, opts: Options,
@@ -138,6 +131,7 @@ def grid(sp: space_mod.Space, runner: runners.Runner, opts: Options,
     def done() -> None:
         status.simulations_done += 1
         status.trials_done = status.simulations_done // len(seeds)
+        status.progress = status.simulations_done / len(seeds)
         if progress is not None:
             progress(status)
 
@@ -148,6 +142,21 @@ def grid(sp: space_mod.Space, runner: runners.Runner, opts: Options,
     fr = front(list(summaries.values()))
     return Result(space=sp, options=opts, summaries=summaries, trial_keys=list(summaries), front=fr,
                   recommended=recommend(fr, opts.objective))
+
+
+class _Batch:
+    """Counts a generation's finished simulations into the status."""
+
+    def __init__(self, status: Status, progress: Progress | None, first: int, trials: int, jobs: int) -> None:
+        self.status, self.progress, self.first, self.trials, self.jobs = status, progress, first, trials, jobs
+        self.finished = 0
+
+    def done(self) -> None:
+        self.finished += 1
+        self.status.simulations_done += 1
+        self.status.progress = self.first + self.trials * self.finished / max(1, self.jobs)
+        if self.progress is not None:
+            self.progress(self.status)
 
 
 def _dominates(a: Mapping[str, float], b: Mapping[str, float]) -> bool:

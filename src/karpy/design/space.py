@@ -179,8 +179,8 @@ def from_mapping(doc: Any, *, source: str = "<space>") -> Space:
     """Validate one space document; every problem is reported, not only the first."""
     if not isinstance(doc, Mapping):
         raise errors.ValidationError.single(source, "(document)", f"a {KIND} mapping", doc)
-    md = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
-    name = str(md.get("name") or "(unnamed)")
+    md = doc.get("metadata")
+    name = str((md.get("name") if isinstance(md, Mapping) else None) or "(unnamed)")
     obj = f"{source}: {KIND}/{name}"
     problems: list[errors.FieldError] = []
 
@@ -269,8 +269,7 @@ def _range(kind: VariableKind, raw: Mapping[str, Any], path: str,
             fail(f"{path}.{key}", "one of min, max, step", key)
     for key in ("min", "max", "step"):
         v = raw.get(key)
-        good = isinstance(v, int | float) and not isinstance(v, bool) and (not kind.integer or isinstance(v, int))
-        if not good:
+        if not isinstance(v, int | float) or isinstance(v, bool) or (kind.integer and not isinstance(v, int)):
             fail(f"{path}.{key}", f"{number} (required)", v)
             continue
         got[key] = float(v)
@@ -286,7 +285,7 @@ def _range(kind: VariableKind, raw: Mapping[str, Any], path: str,
     if step <= 0 or (hi - lo) / step > 1000:
         fail(f"{path}.step", f"a positive step giving at most 1001 values from {lo:g} to {hi:g}", raw["step"])
         return None
-    count = int(math.floor((hi - lo) / step + 1e-9)) + 1
+    count = math.floor((hi - lo) / step + 1e-9) + 1
     if kind.integer:
         return tuple(int(lo + i * step) for i in range(count))
     return tuple(round(lo + i * step, 10) for i in range(count))

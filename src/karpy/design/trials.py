@@ -30,6 +30,8 @@ from karpy.simulator import engine, scenario
 
 OBJECTIVES = ("cost", "p95Pending", "disruptionsPerHour", "nodesLaunched")
 """What every trial is measured by, all minimised."""
+CONSTRAINED = ("p95Pending", "disruptionsPerHour")
+"""The figures a bound may constrain (on the worst seed)."""
 UNITS = {"cost": "$/h", "p95Pending": "s", "disruptionsPerHour": "/h", "nodesLaunched": ""}
 
 
@@ -150,7 +152,8 @@ class Summary:
     violation: float = 0.0
     """How far the worst seed is beyond the constraints (0: feasible), in units of each bound."""
     constraints: tuple[float, ...] = ()
-    """Optuna's constraint values (<= 0: satisfied): worst p95 pending - bound, worst disruptions/h - bound."""
+    """Optuna's constraint values (<= 0: satisfied), one per bound given, in :data:`CONSTRAINED` order:
+    worst p95 pending - bound, worst disruptions/h - bound."""
 
     @property
     def feasible(self) -> bool:
@@ -174,12 +177,11 @@ def summarise(key: str, design: Mapping[str, Any], outcomes: Sequence[Outcome], 
     best = {k: min(o.figures[k] for o in outcomes) for k in OBJECTIVES}
     constraints: list[float] = []
     violation = 0.0
-    for figure, bound in (("p95Pending", bounds.max_p95_pending),
-                          ("disruptionsPerHour", bounds.max_disruptions_per_hour)):
+    for figure, bound in zip(CONSTRAINED, (bounds.max_p95_pending, bounds.max_disruptions_per_hour), strict=True):
+        over = worst[figure] - bound if bound is not None else 0.0
+        constraints.append(over)
         if bound is None:
             continue
-        over = worst[figure] - bound
-        constraints.append(over)
         if over > 0:
             violation += over / max(bound, 1e-9)
     return Summary(key=key, design=dict(design), outcomes=tuple(outcomes), mean=mean, worst=worst, best=best,
