@@ -111,7 +111,8 @@ def apply(design: Mapping[str, Any], target: Target) -> list[dict[str, Any]]:
     split = design.get("split", space_mod.NO_SPLIT)
     groups: list[tuple[str, dict[str, str], str]] = [(name, {}, "")]
     if split != space_mod.NO_SPLIT:
-        values = sorted(v[len(split) + 1:] for v in target.peak_cpu if v.startswith(split + "="))
+        values = sorted(v[len(split) + 1:] for v in target.peak_cpu if v.startswith(split + "=") and
+                        v != split + "=")
         groups = [(name, {}, "")] if _has_unlabelled(target, split) else []
         groups += [(_child(name, v), {split: v}, f"{split}={v}") for v in values]
     pools: list[dict[str, Any]] = []
