@@ -5,11 +5,13 @@ from __future__ import annotations
 from karpy.design import search, trials
 
 
-def _summary(name: str, cost: float, p95: float, disruptions: float = 0.0, launched: float = 1.0,
-             bounds: trials.Bounds = trials.Bounds(max_p95_pending=60.0)) -> trials.Summary:
+BOUNDS = trials.Bounds(max_p95_pending=60.0)
+
+
+def _summary(name: str, cost: float, p95: float, disruptions: float = 0.0, launched: float = 1.0) -> trials.Summary:
     out = trials.Outcome(seed=0, figures={"cost": cost, "p95Pending": p95, "disruptionsPerHour": disruptions,
                                           "nodesLaunched": launched}, timeline=())
-    return trials.summarise(name, {"name": name}, [out], bounds)
+    return trials.summarise(name, {"name": name}, [out], BOUNDS)
 
 
 def test_the_front_keeps_feasible_undominated_designs_cheapest_first() -> None:
