@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from karpy.design import search, trials
 
-
 BOUNDS = trials.Bounds(max_p95_pending=60.0)
 
 
