@@ -8,6 +8,8 @@ import pytest
 
 from karpy.api import errors
 from karpy.design import inputs, nodepools, space
+from karpy.kube import interface
+from karpy.simulator import scenario
 from support import design_workload
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "examples"
@@ -85,7 +87,7 @@ def test_the_document_itself_is_checked_kind_api_version_and_unknown_fields() ->
         ("spec.variables", "{}")}
 
 
-def _workload() -> inputs.scenario.Scenario:
+def _workload() -> scenario.Scenario:
     return inputs.load([("tiny.yaml", design_workload.SCENARIO)], trace=None, until=600)
 
 
@@ -112,9 +114,5 @@ def test_the_example_space_is_valid_against_the_example_workload() -> None:
     scn = inputs.load([("workload.yaml", (EXAMPLES / "design" / "workload.yaml").read_text())],
                       trace=(str(trace), trace.read_text()), until=86400)
     target = nodepools.resolve(sp, scn)
-    assert interface_name(target.base) == "general"
+    assert interface.name_of(target.base) == "general"
     assert len(scn.steps) == 144  # 48 half-hours x 3 Deployments
-
-
-def interface_name(obj: dict[str, object]) -> str:
-    return str((obj.get("metadata") or {}).get("name"))  # type: ignore[union-attr]
