@@ -1,13 +1,15 @@
 """The search of ``karpy design``: Optuna's NSGA-II over a design space, several objectives, constraints.
 
 :func:`run` asks Optuna (``optuna.samplers.NSGAIISampler``, seeded) for one generation of designs at a
-time (``population`` trials), simulates every new design with ``seeds`` seeds through a runner
+time (``population`` proposals), simulates every new design with ``seeds`` seeds through a runner
 (:mod:`karpy.design.runners`), and tells Optuna each trial's mean figures (the four objectives of
-:data:`karpy.design.tr.OBJECTIVES`, all minimised) and its constraint values (worst seed's p95
+:data:`karpy.design.trials.OBJECTIVES`, all minimised) and its constraint values (worst seed's p95
 pending time and disruptions per hour minus their bounds: NSGA-II's constrained domination ranks
-infeasible trials after feasible ones, and they never enter the front). A design proposed again is
-not simulated again. Then :func:`front` keeps the feasible designs no other feasible design dominates
-and :func:`recommend` picks the one with the lowest ``--objective`` (ties: the other objectives).
+infeasible trials after feasible ones, and they never enter the front). ``trials`` is the number
+of distinct designs simulated (at most the space's size): a design proposed again is told its
+figures again without a simulation and does not count; at most ``MAX_ASKS_PER_TRIAL`` proposals per
+trial. Then :func:`front` keeps the feasible designs no other feasible design dominates and
+:func:`recommend` picks the one with the lowest ``--objective`` (ties: the other objectives).
 
 Determinism: trials are asked and told in the same order whatever the runner or the order simulations
 finish in, the sampler's seed is the search seed, and every simulation is deterministic: the same space,
@@ -28,6 +30,9 @@ from karpy.design import space as space_mod
 from karpy.design import trials as tr
 
 Progress = Callable[["Status"], None]
+
+MAX_ASKS_PER_TRIAL = 10
+"""A search stops after this many proposals per trial even if NSGA-II keeps repeating designs."""
 
 
 @dataclass(slots=True)
@@ -61,7 +66,7 @@ class Result:
     summaries: dict[str, tr.Summary]
     """Every distinct design evaluated, by key, in the order first proposed."""
     trial_keys: list[str]
-    """The design each trial proposed, in trial order (repeats included)."""
+    """The design of every Optuna trial, in order (repeats of a design included)."""
     front: list[tr.Summary]
     recommended: tr.Summary | None
 
@@ -85,11 +90,13 @@ def run(sp: space_mod.Space, runner: runners.Runner, opts: Options, progress: Pr
     summaries: dict[str, tr.Summary] = {}
     keys: list[str] = []
     seeds = sim_seeds(opts)
-    status = Status(0, opts.trials, 0, 0, None)
+    budget = min(opts.trials, sp.size())
+    max_asks = MAX_ASKS_PER_TRIAL * opts.trials
+    status = Status(0, budget, 0, 0, None)
     batch = population_size(opts)
-    while len(keys) < opts.trials:
+    while len(summaries) < budget and len(keys) < max_asks:
         asked = []
-        for _ in range(min(batch, opts.trials - len(keys))):
+        for _ in range(min(batch, budget - len(summaries), max_asks - len(keys))):
             trial = study.ask()
             design = {v.name: v.values[v.labels().index(trial.suggest_categorical(v.name, v.labels()))]
                       for v in sp.variables}
@@ -100,7 +107,7 @@ def run(sp: space_mod.Space, runner: runners.Runner, opts: Options, progress: Pr
                 new.setdefault(key, design)
         jobs = [tr.Job(key, design, s) for key, design in new.items() for s in seeds]
         status.simulations_total += len(jobs)
-        outcomes = runner.run(jobs, _Batch(status, progress, len(keys), len(asked), len(jobs)).done)
+        outcomes = runner.run(jobs, _Batch(status, progress, len(summaries), len(new), len(jobs)).done)
         for i, (key, design) in enumerate(new.items()):
             summaries[key] = tr.summarise(key, design, outcomes[i * len(seeds):(i + 1) * len(seeds)], opts.bounds)
         for trial, key, _ in asked:
@@ -109,8 +116,8 @@ def run(sp: space_mod.Space, runner: runners.Runner, opts: Options, progress: Pr
                 trial.set_constraint(name, value)
             study.tell(trial, [s.mean[k] for k in tr.OBJECTIVES])
             keys.append(key)
-        status.trials_done = len(keys)
-        status.progress = float(len(keys))
+        status.trials_done = len(summaries)
+        status.progress = float(len(summaries))
         status.best = recommend(front(list(summaries.values())), opts.objective)
         if progress is not None:
             progress(status)
