@@ -5,7 +5,8 @@
 [--output table|json] [--report DIR]``
 
 Exit status: 0 with a recommended design, 1 when no design kept within the bounds (the closest one is
-shown), 2 for bad input (every problem named: file, field, expected, found).
+shown), 2 for bad input (every problem named: file, field, expected, found), 3 when ``--kubeconfig``'s
+cluster cannot be read.
 """
 
 from __future__ import annotations
@@ -104,9 +105,14 @@ def design_command(inputs: tuple[str, ...], space_file: str, trace_file: str | N
                                max_disruptions_per_hour=max_disruptions_per_hour)
     sources = [(f, _read(f)) for f in inputs]
     if kubeconfig:
+        from karpy.kube import errors as kube_errors
         from karpy.simulator import whatif_live
 
-        live, notes = whatif_live.read(kubeconfig, context)
+        try:
+            live, notes = whatif_live.read(kubeconfig, context)
+        except (kube_errors.KubeError, errors.ValidationError) as exc:
+            click.echo(f"Error: cannot read the cluster of {kubeconfig}: {exc}", err=True)
+            sys.exit(3)
         sources = [live]
         for note in notes:
             click.echo(f"Warning: {note}", err=True)

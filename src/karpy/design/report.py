@@ -5,7 +5,8 @@ page alone can be shared):
 
 * ``pareto.png``: every design simulated, mean $/h against mean p95 pending time, coloured by mean
   voluntary disruptions per hour; the front circled, the recommended design a star, the input a cross;
-* ``timeline-N.png``: for front design N, nodes and $/h over time (each seed one line);
+* ``timeline-N.png``: for front design N (the 30 cheapest at most), nodes and $/h over time (each seed
+  one line);
 * ``effects.png``: for each variable, the mean $/h of the designs simulated with each of its values
   (how each variable moved cost), with the number of designs behind each bar;
 
@@ -24,6 +25,9 @@ from typing import Any
 
 from karpy.design import search, trials
 from karpy.design import space as space_mod
+
+MAX_TIMELINES = 30
+"""Timelines drawn at most (the cheapest front designs)."""
 
 
 def _plt() -> Any:
@@ -152,7 +156,9 @@ def write(result: search.Result, baseline: trials.Summary | None, data: Mapping[
         parts.append(f"<h2>Recommended: {html.escape(rec['label'])}</h2><pre>{html.escape(rec['yaml'])}</pre>"
                      f"<h3>Diff against the input</h3><pre>{html.escape(rec['diff'])}</pre>")
     parts.append("<h2>Each front design over time</h2>")
-    for i, s in enumerate(result.front):
+    if len(result.front) > MAX_TIMELINES:
+        parts.append(f"<p>The first {MAX_TIMELINES} of {len(result.front)} front designs (cheapest first).</p>")
+    for i, s in enumerate(result.front[:MAX_TIMELINES]):
         name = f"timeline-{i + 1}.png"
         images.append((name, timeline_png(s, f"{i + 1}: {_label(s.design)}"), f"timeline of design {i + 1}"))
         parts.append(_img(*images[-1]))
