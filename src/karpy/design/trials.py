@@ -6,7 +6,8 @@ one seed's :class:`Outcome`:
 
 * ``cost``: average $/h over the run (dollars accrued by every instance, divided by the simulated hours);
 * ``p95Pending``: the 95th percentile of pod pending time, from a pod's creation to its binding to a
-  node (a pod still pending at the end counts until the end; one deleted while pending, until then);
+  node (a pod still pending at the end counts until the end; one deleted while pending, until then;
+  DaemonSet pods are not counted);
 * ``disruptionsPerHour``: nodes karpy disrupted voluntarily (consolidation, emptiness, drift, expiration:
   every ``DisruptionTerminating`` event) per simulated hour;
 * ``nodesLaunched``: instances launched.
@@ -24,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy import clock as clock_mod
 from karpy.design import nodepools
 from karpy.kube import interface
 from karpy.simulator import engine, scenario
@@ -74,7 +76,7 @@ def simulate(ctx: Context, job: Job) -> Outcome:
     pools = nodepools.apply(job.design, ctx.target)
     scn = nodepools.scenario_with(ctx.scenario, ctx.target, pools, job.design)
     sim = engine.Simulation(scn, seed=job.seed, until=ctx.until, scheduler_events=False)
-    pending = _PendingTimes(sim)
+    pending = PendingTimes(sim.clock)
     sim.cluster.watch("Pod", interface.Filtered(pending.handle, interface.MESSAGES_ONLY))
     result = sim.run()
     hours = ctx.until / 3600.0
@@ -95,15 +97,18 @@ def simulate(ctx: Context, job: Job) -> Outcome:
                    disruptions=dict(sorted(disruptions.items())))
 
 
-class _PendingTimes:
-    """Each pod's time from creation to binding (virtual seconds)."""
+class PendingTimes:
+    """Each workload pod's time from creation to binding (virtual seconds); DaemonSet pods, bound to their
+    node when created, are not workload pods and not counted."""
 
-    def __init__(self, sim: engine.Simulation) -> None:
-        self.clock = sim.clock
+    def __init__(self, clock: clock_mod.Clock) -> None:
+        self.clock = clock
         self.created: dict[str, float] = {}
         self.waits: list[float] = []
 
     def handle(self, event: str, obj: dict[str, Any]) -> None:
+        if any(r.get("kind") == "DaemonSet" for r in interface.owner_references(obj)):
+            return
         uid = interface.uid_of(obj)
         now = self.clock.now()
         if event == interface.DELETED:

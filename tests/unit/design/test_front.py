@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from karpy.clock import VirtualClock
 from karpy.design import search, trials
+from karpy.kube.interface import ADDED, MODIFIED
 
 BOUNDS = trials.Bounds(max_p95_pending=60.0)
 
@@ -39,3 +43,23 @@ def test_constraints_bound_the_worst_seed_while_the_objectives_are_means() -> No
 def test_percentile_interpolates_like_numpy() -> None:
     assert trials.percentile([0.0, 10.0, 20.0, 30.0, 40.0], 95.0) == 38.0
     assert trials.percentile([5.0], 95.0) == 5.0
+
+
+def test_pending_time_runs_from_creation_to_binding_or_the_end_and_skips_daemon_set_pods() -> None:
+    clock = VirtualClock()
+    times = trials.PendingTimes(clock)
+
+    def pod(uid: str, node: str = "", owner: str = "ReplicaSet") -> dict[str, Any]:
+        return {"metadata": {"uid": uid, "ownerReferences": [{"kind": owner, "name": "x", "controller": True}]},
+                "spec": {"nodeName": node} if node else {}}
+
+    start = clock.now()
+    times.handle(ADDED, pod("a"))
+    times.handle(ADDED, pod("b"))
+    times.handle(ADDED, pod("ds", node="n1", owner="DaemonSet"))
+    clock.set(start + 30)
+    times.handle(MODIFIED, pod("a", node="n1"))
+    times.handle(MODIFIED, pod("a", node="n1"))  # counted once
+    clock.set(start + 100)
+    assert times.waits == [30.0]
+    assert times.p95(clock.now()) == trials.percentile([30.0, 100.0], 95.0) == 96.5
