@@ -137,8 +137,8 @@ def design_command(inputs: tuple[str, ...], space_file: str, trace_file: str | N
         runner.close()
     data = out_mod.to_dict(result, baseline, target)
     out_mod.write(data, output, sys.stdout)
-    click.echo(f"{len(result.trial_keys)} trials, {len(result.summaries)} designs simulated with {seeds} seed(s) on "
-               f"{runner.workers} worker(s) in {time.monotonic() - started:.1f}s", err=True)
+    click.echo(f"{len(result.summaries)} designs simulated ({len(result.trial_keys)} NSGA-II proposals) with {seeds} "
+               f"seed(s) on {runner.workers} worker(s) in {time.monotonic() - started:.1f}s", err=True)
     if report_dir:
         from karpy.design import report
 
