@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -132,6 +133,13 @@ class Cached:
         pass
 
 
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished workers (a loaded machine slows wall time, not this)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=200)
@@ -155,7 +163,7 @@ def main() -> None:
     ctx = trials.Context(scn, nodepools.resolve(wide, scn), until)
     runner = runners.make(ctx, parallel=args.parallel, ray_address=None)
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu_seconds()
         base = trials.summarise("{}", {}, runner.run([trials.Job("{}", {}, s) for s in search.sim_seeds(opts)],
                                                      lambda: None), opts.bounds)
         t_input = time.perf_counter() - t0
@@ -164,6 +172,7 @@ def main() -> None:
         wall = time.perf_counter() - t0
     finally:
         runner.close()
+    cpu = _cpu_seconds() - c0
     rec = result.recommended
     assert rec is not None
     sims = len(result.summaries) * args.seeds
@@ -172,7 +181,8 @@ def main() -> None:
           f"({t_input:.1f}s for {args.seeds} simulations)")
     print(f"search: {args.trials} trials x {args.seeds} seeds ({len(result.summaries)} distinct designs, {sims} "
           f"simulations) on {runner.workers} processes: {wall:.1f}s wall, {args.trials / wall * 60:.1f} trials/min, "
-          f"{sims / wall * 60:.1f} simulations/min")
+          f"{sims / wall * 60:.1f} simulations/min; {cpu:.0f} CPU seconds with the input's "
+          f"({cpu / (sims + args.seeds):.2f} per simulation)")
     print(f"recommended: {output.describe(rec.design)}: ${rec.mean['cost']:.3f}/h "
           f"({rec.mean['cost'] / base.mean['cost'] - 1:+.1%} against the input), p95 pending "
           f"{rec.mean['p95Pending']:.0f}s, {rec.mean['disruptionsPerHour']:.2f} disruptions/h; front of "
