@@ -27,8 +27,7 @@ from karpy.kube import interface, memory_eviction
 from karpy.simulator import engine, scenario
 
 _CANDIDATE = candidates.candidate
-EXAMPLES = sorted(p for p in (Path(__file__).parents[3] / "examples").glob("*.yaml")
-                  if "whatif" not in p.name and p.stem != "design-space")
+EXAMPLES = sorted(p for p in (Path(__file__).parents[3] / "examples").glob("*.yaml") if "whatif" not in p.name)
 
 
 def plain_check(ctl: disruption.DisruptionController, obs: observation.Observation, *, drift: bool = True) -> None:

@@ -36,7 +36,7 @@ def karpy_nodes(result: engine.Result) -> list[dict[str, Any]]:
 
 
 def test_every_example_loads_without_errors() -> None:
-    names = sorted(p.stem for p in EXAMPLES.glob("*.yaml") if p.stem != "design-space")  # karpy design's space
+    names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
     assert names == ["aks-nap", "commitments-ri", "compare-eks",
                      "eks-scale-out-v1alpha5", "insufficient-capacity", "spot-interruption",
                      "topology-spread", "whatif-source"]

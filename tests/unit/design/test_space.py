@@ -109,7 +109,7 @@ def test_a_node_pool_the_input_does_not_have_is_named_with_the_ones_it_has() -> 
 
 
 def test_the_example_space_is_valid_against_the_example_workload() -> None:
-    sp = space.load(str(EXAMPLES / "design-space.yaml"))
+    sp = space.load(str(EXAMPLES / "design" / "space.yaml"))
     trace = EXAMPLES / "design" / "trace.csv"
     scn = inputs.load([("workload.yaml", (EXAMPLES / "design" / "workload.yaml").read_text())],
                       trace=(str(trace), trace.read_text()), until=86400)
