@@ -20,6 +20,7 @@ import base64
 import html
 import io
 import pathlib
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,7 +78,7 @@ def pareto_png(result: search.Result, baseline: trials.Summary | None) -> bytes:
     ax.set_ylabel("$/h (mean over seeds)")
     ax.set_title("Designs: cost against startup")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="best")
     return _png(fig)
 
 
@@ -91,7 +92,7 @@ def timeline_png(s: trials.Summary, title: str) -> bytes:
     top.set_ylabel("nodes")
     bottom.set_ylabel("$/h")
     bottom.set_xlabel("hours since start")
-    top.set_title(title, fontsize=9)
+    top.set_title(textwrap.fill(title, 110), fontsize=8)
     top.legend(fontsize=7, loc="upper left")
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
