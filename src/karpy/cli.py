@@ -19,6 +19,7 @@ import karpy
 from karpy import controller_cli
 from karpy.api import errors
 from karpy.cloudprovider import catalog
+from karpy.design import command as design_command
 from karpy.install import cli as install_cli
 
 
@@ -267,6 +268,7 @@ def _fail(what: str, files: tuple[str, ...] | list[str], exc: errors.ValidationE
 
 main.add_command(controller_cli.controller_command)  # `karpy controller` (karpy.controller_run)
 main.add_command(install_cli.crds_command)  # `karpy crds` (karpy.install.cli)
+main.add_command(design_command.design_command)  # `karpy design` (karpy.design; optuna imported when run)
 
 
 if __name__ == "__main__":
