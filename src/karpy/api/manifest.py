@@ -369,6 +369,10 @@ def load_documents(
                 problems.extend(_rewrap(exc, label))
                 continue
             problems.extend(dataclasses.replace(e, obj=label) for e in errs)
+            if isinstance(model, nodepool.NodePool):
+                warning = nodepool.policy_warning(model.name, model.disruption.consolidation_policy)
+                if warning:
+                    result.warnings.append(f"{label}: {warning}")
             result.objects.append(Loaded(doc.index, new_kind, str(manifest.get("apiVersion")), kind,
                                          api_version, model, manifest))
     if problems:
