@@ -112,7 +112,7 @@ def test_karpenters_crds_are_replaced_by_karpys_and_the_objects_made_under_them_
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *karpenter.KARPY_CRDS)
     for kind, old in before.items():
         now = cluster.get_json(kind.lower(), old["metadata"]["name"])
-        assert now["spec"] == old["spec"], kind
+        assert now.get("spec") == old.get("spec"), kind
         assert now["metadata"]["uid"] == old["metadata"]["uid"], kind
     # the objects still validate under karpy's schemas: an update of each goes through
     for obj in _karpenter_objects():
