@@ -188,7 +188,7 @@ def test_karpy_and_karpenter_holding_the_same_lease_never_both_lead(
         assert not led(k), k.log()[-3000:]
         time.sleep(1)
 
-    kp.send_signal(signal.SIGTERM)  # Karpenter releases its Lease on shutdown
+    kp.send_signal(signal.SIGTERM)  # karpy takes over at the latest when Karpenter's record expires (15 s)
     kp.wait(30)
     _wait_holder(cluster, lambda h: h.endswith(f"_{k.proc.pid}"), 15 + RETRY_PERIOD + SLACK + 10,
                  "karpy to take over from Karpenter")
@@ -202,4 +202,4 @@ def test_karpy_and_karpenter_holding_the_same_lease_never_both_lead(
         assert holder(cluster).endswith(f"_{k.proc.pid}"), (tmp_path / "karpenter2.log").read_text()[-3000:]
         time.sleep(1)
     karpenter_log = (tmp_path / "karpenter2.log").read_text()
-    assert "successfully acquired lease" not in karpenter_log, karpenter_log[-3000:]
+    assert "successfully acquired lease" not in karpenter_log.lower(), karpenter_log[-3000:]
