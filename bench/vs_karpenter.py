@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -333,7 +334,7 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
                 return obs.all_running(remaining) and time.time() - last["since"] >= settle
 
             t = wait(obs, "scale-down", settled, timeout)
-            result.update(scale_down_s=t - settle if t == t else t, scale_down_nodes=len(obs.nodes),
+            result.update(scale_down_s=t if math.isnan(t) else t - settle, scale_down_nodes=len(obs.nodes),
                           scale_down_cost=round(obs.cost(), 4))
             claims_before_drift = len(obs.claims_seen)
             cluster.apply([nodepool(version="2")])
@@ -386,7 +387,7 @@ def print_table(table: dict[int, dict[str, dict[str, float]]], repeats: int) -> 
         print(f"\n{size} pods   {'karpenter':>12} {'karpy':>12} {'karpy/karpenter':>16}")
         for f in FIGURES:
             a, b = by.get("karpenter", {}).get(f), by.get("karpy", {}).get(f)
-            ratio = f"{b / a:.2f}" if a and b is not None and a == a and b == b else "-"
+            ratio = f"{b / a:.2f}" if a and b is not None and not math.isnan(a) and not math.isnan(b) else "-"
             print(f"  {f:<16} {a if a is not None else '-':>12} {b if b is not None else '-':>12} {ratio:>16}")
 
 

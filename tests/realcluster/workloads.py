@@ -12,7 +12,8 @@ def node_class(name: str = "default") -> dict[str, Any]:
 
 
 def nodepool(name: str, *, consolidate_after: str = "0s", policy: str = "WhenEmptyOrUnderutilized",
-             labels: dict[str, str] | None = None, expire_after: str = "Never", budgets: list[dict[str, Any]] | None = None,
+             labels: dict[str, str] | None = None, expire_after: str = "Never",
+             budgets: list[dict[str, Any]] | None = None,
              node_class_name: str = "default", cpu_limit: str = "1000") -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
@@ -54,7 +55,8 @@ def deployment(name: str, namespace: str, replicas: int, *, cpu: str = "1", memo
 
 
 def pdb(name: str, namespace: str, selector: dict[str, str], max_unavailable: int) -> dict[str, Any]:
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": namespace},
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": namespace},
             "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": selector}}}
 
 

@@ -75,7 +75,8 @@ class RealCluster:
     bin: Path
     env: dict[str, str] = field(default_factory=dict)
 
-    def _run(self, argv: Sequence[str], stdin: str | None, check: bool, timeout: float) -> subprocess.CompletedProcess[str]:
+    def _run(self, argv: Sequence[str], stdin: str | None, check: bool,
+             timeout: float) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(list(argv), input=stdin, capture_output=True, text=True, check=False, timeout=timeout,
                               env={**os.environ, **self.env, "KUBECONFIG": str(self.kubeconfig)})
         if check and proc.returncode != 0:

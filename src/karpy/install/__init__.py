@@ -1,1 +1,2 @@
-"""Install artifacts: karpy's Helm charts rendered by the real helm (:mod:`karpy.install.chart`), the generated kustomize directories, `karpy crds`."""
+"""Install artifacts: karpy's Helm charts rendered by the real helm (:mod:`karpy.install.chart`), the
+generated kustomize directories, ``karpy crds``."""
