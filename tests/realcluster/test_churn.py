@@ -3,9 +3,9 @@ its default ``pod-complete`` stage), then deleted with their Job, while karpy ru
 (VmRSS) must return to within 20 % of its level before the churn: caches that keep what was deleted get a
 controller OOM-killed on a cluster with CronJob or CI churn (issue 19's informer sharing table).
 
-N is 2,000 by default (CI); KARPY_CHURN_PODS=20000 for the figure of the issue. The pods are bound at
-creation (``spec.nodeName``) to a KWOK node of the test's own, so the churn is the API's and karpy's
-informers', not the scheduler's or the provisioner's.
+N is 2,000 by default (CI), in Jobs of 10 pods; KARPY_CHURN_PODS=20000 for the figure of the issue.
+The pods are bound at creation (``spec.nodeName``) to a KWOK node of the test's own, so the churn is
+the API's and karpy's informers', not the scheduler's or the provisioner's.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from realcluster.conftest import Scope, wait_until
 from support import realcluster
 
 PODS = int(os.environ.get("KARPY_CHURN_PODS", "2000"))
-JOBS = 10
-"""Jobs run at once (kube-controller-manager syncs 5 Jobs at a time; one Job's pods come slowly)."""
-PARALLELISM = 50
+JOB_PODS = 10
+"""Pods per Job: CronJob and CI churn is many small Jobs, each with its own uid, labels and owner
+references (a few big Jobs would share most of their pods' content in karpy's cache)."""
 WARM_UP = 200
 TOLERANCE = 0.20
 NODE = "rc-churn-node"
@@ -50,7 +50,7 @@ def kwok_node() -> dict[str, Any]:
 def job(name: str, ns: str, completions: int, group: str) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": ns, "labels": {"rc/churn": group}},
-            "spec": {"completions": completions, "parallelism": min(PARALLELISM, completions), "backoffLimit": 0,
+            "spec": {"completions": completions, "parallelism": completions, "backoffLimit": 0,
                      "template": {"metadata": {"labels": {"rc/churn": group}, "annotations": FAST},
                                   "spec": {"nodeName": NODE, "restartPolicy": "Never",
                                            "terminationGracePeriodSeconds": 0,
@@ -65,11 +65,11 @@ def _succeeded(real: realcluster.RealCluster, ns: str, group: str) -> int:
 
 
 def churn(real: realcluster.RealCluster, ns: str, group: str, pods: int, timeout: float) -> float:
-    """Run :data:`JOBS` Jobs of ``pods`` pods in all to their end, delete them and their pods; the seconds
-    it took."""
+    """Run Jobs of :data:`JOB_PODS` pods, ``pods`` pods in all, to their end, delete them and their pods;
+    the seconds it took."""
     start = time.monotonic()
-    sizes = [pods // JOBS + (1 if i < pods % JOBS else 0) for i in range(JOBS)]
-    real.apply([job(f"{group}-{i}", ns, n, group) for i, n in enumerate(sizes) if n])
+    sizes = [min(JOB_PODS, pods - i) for i in range(0, pods, JOB_PODS)]
+    real.apply([job(f"{group}-{i}", ns, n, group) for i, n in enumerate(sizes)])
     wait_until(lambda: _succeeded(real, ns, group) >= pods, timeout,
                lambda: f"{pods} pods of the {group} Jobs to complete ({_succeeded(real, ns, group)} did)", interval=2.0)
     real.kubectl("delete", "jobs", "-n", ns, "-l", f"rc/churn={group}", "--cascade=background", "--wait=true",
