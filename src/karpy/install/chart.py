@@ -36,7 +36,7 @@ def helm_binary() -> Path | None:
     (``$KARPY_UPSTREAM_CACHE/bin/helm``, default ``~/.cache/karpy-upstream/bin/helm``); None if none."""
     explicit = os.environ.get("KARPY_HELM")
     if explicit:
-        return Path(explicit)
+        return Path(explicit) if os.access(explicit, os.X_OK) else None
     found = shutil.which("helm")
     if found:
         return Path(found)
@@ -75,8 +75,10 @@ def render(chart_dir: Path, values: Mapping[str, Any] | None = None, *, release:
     other than ``Helm`` replaces the ``app.kubernetes.io/managed-by`` label (Helm always renders
     ``.Release.Service`` as ``Helm``; the kustomize base says ``kustomize``)."""
     binary = helm or helm_binary()
-    if binary is None:
-        raise ChartError("helm is not installed: set KARPY_HELM, put helm on PATH or run scripts/realcluster/build.sh")
+    if binary is None or not os.access(binary, os.X_OK):
+        raise ChartError(f"helm is not installed{f' at {binary}' if binary else ''} (KARPY_HELM: "
+                         f"{os.environ.get('KARPY_HELM') or 'unset'}): set KARPY_HELM to an executable helm, put "
+                         "helm on PATH or run scripts/realcluster/build.sh")
     with tempfile.TemporaryDirectory(prefix="karpy-helm-") as home:
         values_file = Path(home) / "values.yaml"
         values_file.write_text(yaml.safe_dump(dict(values or {})))

@@ -344,3 +344,11 @@ def test_aks_nap_mode_may_create_the_nodepools_and_aksnodeclasses_it_creates() -
         assert (group, plural, "create") not in plain, obj["kind"]
     assert "NAP_MODE" not in env(render({"settings": {"napMode": True}})), "NAP mode is Azure's"
     expect_valid(objects)
+
+
+def test_rendering_without_an_executable_helm_is_a_chart_error_that_says_how_to_get_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(chart.ChartError, match="KARPY_HELM"):
+        chart.render(CHART, REQUIRED, helm=tmp_path / "no-helm")
+    monkeypatch.setenv("KARPY_HELM", str(tmp_path / "no-helm"))
+    assert chart.helm_binary() is None
