@@ -23,6 +23,8 @@ PODS = int(os.environ.get("KARPY_CHURN_PODS", "2000"))
 JOB_PODS = 10
 """Pods per Job: CronJob and CI churn is many small Jobs, each with its own uid, labels and owner
 references (a few big Jobs would share most of their pods' content in karpy's cache)."""
+WAVE_JOBS = 40
+"""Jobs created at once; a wave is deleted when it completed (the cluster never holds all N pods)."""
 WARM_UP = 200
 TOLERANCE = 0.20
 NODE = "rc-churn-node"
@@ -47,11 +49,11 @@ def kwok_node() -> dict[str, Any]:
                        "capacity": {"cpu": "256", "memory": "1Ti", "pods": "5000"}}}
 
 
-def job(name: str, ns: str, completions: int, group: str) -> dict[str, Any]:
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": ns, "labels": {"rc/churn": group}},
+def job(name: str, ns: str, completions: int, group: str, wave: str) -> dict[str, Any]:
+    labels = {"rc/churn": group, "rc/wave": wave}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns, "labels": labels},
             "spec": {"completions": completions, "parallelism": completions, "backoffLimit": 0,
-                     "template": {"metadata": {"labels": {"rc/churn": group}, "annotations": FAST},
+                     "template": {"metadata": {"labels": labels, "annotations": FAST},
                                   "spec": {"nodeName": NODE, "restartPolicy": "Never",
                                            "terminationGracePeriodSeconds": 0,
                                            "tolerations": [{"key": "rc/churn", "operator": "Exists"}],
@@ -59,23 +61,32 @@ def job(name: str, ns: str, completions: int, group: str) -> dict[str, Any]:
                                                            "resources": {"requests": {"cpu": "10m"}}}]}}}}
 
 
-def _succeeded(real: realcluster.RealCluster, ns: str, group: str) -> int:
-    jobs = real.get_json("jobs", "-n", ns, "-l", f"rc/churn={group}")["items"]
+def _succeeded(real: realcluster.RealCluster, ns: str, wave: str) -> int:
+    jobs = real.get_json("jobs", "-n", ns, "-l", f"rc/wave={wave}")["items"]
     return sum(int((j.get("status") or {}).get("succeeded", 0)) for j in jobs)
 
 
+def _wait_wave(real: realcluster.RealCluster, ns: str, wave: str, pods: int, timeout: float) -> None:
+    wait_until(lambda: _succeeded(real, ns, wave) >= pods, timeout,
+               lambda: f"the Jobs of wave {wave} to complete ({_succeeded(real, ns, wave)} of {pods} pods did)",
+               interval=1.0)
+
+
 def churn(real: realcluster.RealCluster, ns: str, group: str, pods: int, timeout: float) -> float:
-    """Run Jobs of :data:`JOB_PODS` pods, ``pods`` pods in all, to their end, delete them and their pods;
-    the seconds it took."""
+    """Run Jobs of :data:`JOB_PODS` pods, ``pods`` pods in all, in waves of :data:`WAVE_JOBS` Jobs: each
+    wave runs to its end and is deleted (pods with it) while the next runs, as CronJobs come and go.
+    The seconds it took until every pod was gone."""
     start = time.monotonic()
+    deadline = start + timeout
     sizes = [min(JOB_PODS, pods - i) for i in range(0, pods, JOB_PODS)]
-    real.apply([job(f"{group}-{i}", ns, n, group) for i, n in enumerate(sizes)])
-    wait_until(lambda: _succeeded(real, ns, group) >= pods, timeout,
-               lambda: f"{pods} pods of the {group} Jobs to complete ({_succeeded(real, ns, group)} did)", interval=2.0)
-    real.kubectl("delete", "jobs", "-n", ns, "-l", f"rc/churn={group}", "--cascade=background", "--wait=true",
-                 timeout=timeout)
+    for first in range(0, len(sizes), WAVE_JOBS):
+        wave = f"{group}-{first // WAVE_JOBS}"
+        batch = sizes[first:first + WAVE_JOBS]
+        real.apply([job(f"{wave}-{i}", ns, n, group, wave) for i, n in enumerate(batch)])
+        _wait_wave(real, ns, wave, sum(batch), max(deadline - time.monotonic(), 1.0))
+        real.kubectl("delete", "jobs", "-n", ns, "-l", f"rc/wave={wave}", "--cascade=background", "--wait=false")
     listed = ("get", "pods", "-n", ns, "-l", f"rc/churn={group}", "-o", "name")
-    wait_until(lambda: not real.kubectl(*listed).stdout.strip(), timeout,
+    wait_until(lambda: not real.kubectl(*listed).stdout.strip(), max(deadline - time.monotonic(), 60),
                f"the pods of the {group} Jobs to be deleted", interval=2.0)
     return time.monotonic() - start
 
