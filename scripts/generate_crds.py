@@ -1,4 +1,5 @@
-"""Write karpy's CRDs (``charts/karpy/crds/*.yaml``) from the schemas in ``karpy.api.schemas``.
+"""Write karpy's CRDs (``charts/karpy/crds/*.yaml`` and the CRD chart's ``charts/karpy-crd/templates/*.yaml``,
+the same text) from the schemas in ``karpy.api.schemas``.
 
     python scripts/generate_crds.py            # (re)write the files
     python scripts/generate_crds.py --check    # exit 1 and name the files that differ
@@ -18,18 +19,26 @@ from karpy.api.schemas import crd
 
 ROOT = Path(__file__).resolve().parent.parent
 CRD_DIR = ROOT / "charts" / "karpy" / "crds"
+CRD_CHART_DIR = ROOT / "charts" / "karpy-crd" / "templates"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write karpy's CRDs from karpy.api.schemas.")
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when a file differs")
-    parser.add_argument("--out", type=Path, default=CRD_DIR, help="directory to write (default: %(default)s)")
+    parser.add_argument("--out", type=Path, action="append",
+                        help=f"directory to write (repeatable; default: {CRD_DIR} and {CRD_CHART_DIR})")
     args = parser.parse_args(argv)
+    code = 0
+    for out in args.out or [CRD_DIR, CRD_CHART_DIR]:
+        code |= _write(out, args.check)
+    return code
+
+
+def _write(out: Path, check: bool) -> int:
     want = crd.files()
-    out: Path = args.out
     stale = [name for name, text in want.items() if not (out / name).exists() or (out / name).read_text() != text]
     extra = sorted(p.name for p in out.glob("*.yaml") if p.name not in want) if out.exists() else []
-    if args.check:
+    if check:
         for name in stale:
             print(f"{out / name} differs from karpy.api.schemas: run python scripts/generate_crds.py")
         for name in extra:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from karpy.api.schemas import crd
-from karpy.install import kustomize
+from karpy.install import chart, kustomize
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "karpy"
@@ -26,7 +26,9 @@ AKS_OVERLAY = KUSTOMIZE / "overlays" / "aks-example"
 KUBERNETES_VERSION = "1.32"
 
 pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")]
+              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
+              pytest.mark.skipif(chart.helm_binary() is None, reason="helm is not built nor on PATH (the chart's "
+                                                                     "render is helm's)")]
 
 
 @functools.cache
@@ -63,7 +65,7 @@ def test_kubectl_kustomize_renders_each_cloud_as_the_chart_renders_it(cloud: str
     for k, definition in crds.items():
         assert rendered[k] == definition, k
     (c,) = rendered[("Deployment", "karpy")]["spec"]["template"]["spec"]["containers"]
-    assert c["args"] == ["controller", "--cloud-provider", cloud]
+    assert c["args"][:3] == ["controller", "--cloud-provider", cloud]
 
 
 def test_every_object_of_the_base_and_the_overlay_is_valid_for_the_api_server() -> None:
@@ -102,7 +104,7 @@ def test_the_aks_overlay_sets_workload_identity_on_the_azure_directory() -> None
     template = objects[("Deployment", "karpy")]["spec"]["template"]
     assert template["metadata"]["labels"]["azure.workload.identity/use"] == "true"
     (c,) = template["spec"]["containers"]
-    assert c["args"] == ["controller", "--cloud-provider", "azure"]
+    assert c["args"][:3] == ["controller", "--cloud-provider", "azure"]
     assert {e["name"]: e.get("value") for e in c["env"]}["CLUSTER_NAME"] == "aks-prod"
     rules = objects[("ClusterRole", "karpy")]["rules"]
     assert {g for r in rules for g in r["apiGroups"]} == {"karpenter.azure.com"}

@@ -149,3 +149,15 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str | Callabl
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what if isinstance(what, str) else what()}")
         time.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def second(upstream_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[realcluster.RealCluster]:
+    """A second cluster for what must not touch ``real``'s state: Karpenter's CRDs replaced by karpy's,
+    Karpenter itself and karpy replicas competing for a Lease (test_chart, test_leader)."""
+    workdir = tmp_path_factory.mktemp("second")
+    cluster = realcluster.start("karpy-rc2", workdir, bins=upstream_bin)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

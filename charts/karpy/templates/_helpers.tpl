@@ -1,7 +1,6 @@
 {{/*
-Helpers of karpy's chart (Karpenter's, renamed). The templates use a small subset of Helm's
-template language (if/with/define, include, toYaml, nindent, quote, default, required, eq, printf,
-contains, trunc, trimSuffix, join) so that karpy's tests render them without helm (karpy.install.chart).
+Helpers of karpy's chart (Karpenter's, renamed). karpy's tests render the chart with the real helm
+(karpy.install.chart) and install it on a real cluster (tests/realcluster).
 */}}
 
 {{/* Expand the name of the chart. */}}

@@ -29,7 +29,23 @@ KIND = "NodePool"
 
 WHEN_EMPTY = "WhenEmpty"
 WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
+BALANCED = "Balanced"
 CONSOLIDATION_POLICIES = (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED)
+"""The policies karpy implements."""
+NOT_IMPLEMENTED_POLICIES = (BALANCED,)
+"""Policies Karpenter's CRD admits that karpy does not implement yet: a NodePool may hold one (the CRD
+admits it, so a NodePool written for Karpenter applies), its nodes are consolidated only when empty
+(as ``WhenEmpty``: a subset of what the policy allows), and karpy says so (:func:`policy_warning`)."""
+ADMITTED_POLICIES = CONSOLIDATION_POLICIES + NOT_IMPLEMENTED_POLICIES
+"""What the CRD's enum admits (Karpenter v1.14's)."""
+
+
+def policy_warning(pool_name: str, policy: str) -> str | None:
+    """The warning for a policy karpy does not implement yet, else None."""
+    if policy not in NOT_IMPLEMENTED_POLICIES:
+        return None
+    return (f"NodePool {pool_name}: spec.disruption.consolidationPolicy {policy} is not implemented yet by karpy; "
+            f"only empty nodes are consolidated (as {WHEN_EMPTY})")
 REASON_EMPTY = "Empty"
 REASON_DRIFTED = "Drifted"
 REASON_UNDERUTILIZED = "Underutilized"

@@ -235,11 +235,11 @@ def validate_nodepool(np: nodepool.NodePool) -> list[errors.FieldError]:
     _check_taints(c, spec_path, (("taints", tmpl.spec.taints), ("startupTaints", tmpl.spec.startup_taints)))
     _check_node_class_ref(c, f"{spec_path}.nodeClassRef", tmpl.spec.node_class_ref)
     d = np.disruption
-    if d.consolidation_policy not in nodepool.CONSOLIDATION_POLICIES:
+    if d.consolidation_policy not in nodepool.ADMITTED_POLICIES:
         hint = " (v1beta1's WhenUnderutilized is now WhenEmptyOrUnderutilized)" if (
             d.consolidation_policy == "WhenUnderutilized") else ""
         c.add("spec.disruption.consolidationPolicy",
-              "one of " + ", ".join(nodepool.CONSOLIDATION_POLICIES) + hint, d.consolidation_policy)
+              "one of " + ", ".join(nodepool.ADMITTED_POLICIES) + hint, d.consolidation_policy)
     if len(d.budgets) > MAX_BUDGETS:
         c.add("spec.disruption.budgets", f"at most {MAX_BUDGETS} budgets", len(d.budgets))
     for i, b in enumerate(d.budgets):

@@ -21,7 +21,7 @@ REASON = nodepool.REASON_EMPTY
 
 def emptiness_enabled(pool: nodepool.NodePool) -> bool:
     d = pool.disruption
-    return d.consolidate_after is not None and d.consolidation_policy in nodepool.CONSOLIDATION_POLICIES
+    return d.consolidate_after is not None and d.consolidation_policy in nodepool.ADMITTED_POLICIES
 
 
 def empty_since(claim: nodeclaim.NodeClaim, tracked: float | None) -> float | None:

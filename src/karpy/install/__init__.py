@@ -1,1 +1,2 @@
-"""Install artifacts: rendering karpy's Helm chart without helm (:mod:`karpy.install.chart`)."""
+"""Install artifacts: karpy's Helm charts rendered by the real helm (:mod:`karpy.install.chart`), the
+generated kustomize directories, ``karpy crds``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import pytest
@@ -151,3 +152,24 @@ def test_karpys_controllers_provision_register_initialize_and_terminate_kwok_nod
     cluster.delete("NodeClaim", interface.name_of(nc))
     run(30)
     assert cluster.list("NodeClaim") == [] and cluster.list("Node") == []
+
+
+LABEL_VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?"
+"""What kube-apiserver accepts as a label value (validation.IsValidLabelValue)."""
+
+
+@pytest.mark.parametrize("name", ["c" * 64, "prod-" + "x" * 95, "eks_cluster-" + "y" * 60 + "_", "-odd." + "z" * 70])
+def test_a_cluster_name_over_63_characters_gives_a_valid_distinct_owner_label_and_the_provider_still_owns_its_nodes(
+        name: str) -> None:
+    cluster, cloud = kwok(name)
+    cloud.create(claim("mine"))
+    value = cluster.get("Node", "mine")["metadata"]["labels"][provider.OWNER_LABEL]
+    assert re.fullmatch(LABEL_VALUE, value) and len(value) <= 63, value
+    assert value != provider.owner_value(name[:-1] + "q"), "two long names sharing a prefix stay distinct"
+    assert [c.name for c in cloud.list()] == ["mine"]
+    cloud.delete(claim("mine", provider_id="kwok://mine"))
+
+
+def test_a_cluster_name_that_is_a_valid_label_value_is_the_owner_label_as_it_is() -> None:
+    assert provider.owner_value("c" * 63) == "c" * 63
+    assert provider.owner_value("prod.eu-west_1") == "prod.eu-west_1"

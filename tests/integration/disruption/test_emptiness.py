@@ -274,3 +274,12 @@ def test_consolidation_waits_for_a_launching_nodeclaim_without_building_its_snap
         "spec": {"providerID": "fake://c2"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     })
     assert w.controller.unsettled(w.controller.observe(w.clock.now())) == "node c2 is initializing"
+
+
+def test_a_balanced_pool_which_karpy_does_not_implement_yet_consolidates_only_its_empty_nodes() -> None:
+    w = World({"consolidationPolicy": "Balanced", "consolidateAfter": "30s"})
+    w.add_node("empty")
+    w.add_node("busy")
+    w.add_pod("app", "busy", owner_kind="ReplicaSet")
+    w.run_for(120)
+    assert w.deleting_claims() == ["empty"]

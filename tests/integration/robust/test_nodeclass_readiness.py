@@ -73,3 +73,14 @@ def test_conditions_keep_their_transition_time_while_unchanged() -> None:
     flipped = nodeclass_status.merge_conditions(old, [{"type": "Ready", "status": "False"}], 100.0)
     assert same[0]["lastTransitionTime"] == "2020-01-01T00:00:00Z"
     assert flipped[0]["lastTransitionTime"] != "2020-01-01T00:00:00Z"
+
+
+def test_a_balanced_nodepool_is_valid_and_its_condition_says_karpy_does_not_implement_it_yet() -> None:
+    world = builders.make_world()
+    pool = builders.nodepool_manifest()
+    pool["spec"]["disruption"] = {"consolidationPolicy": "Balanced", "consolidateAfter": "0s"}
+    world.cluster.create(pool)
+    world.at(30)
+    validation = _condition(world.cluster.get("NodePool", "default"), "ValidationSucceeded")
+    assert validation["status"] == "True"
+    assert "Balanced is not implemented yet" in validation["message"]

@@ -19,6 +19,7 @@ from . import crd_check
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = ROOT / "charts" / "karpy" / "crds"
+CRD_CHART_DIR = ROOT / "charts" / "karpy-crd" / "templates"
 
 FIXTURES: dict[str, tuple[str, ...]] = {
     "NodePool": ("nodepool-full.yaml", "nodepool-static.yaml"),
@@ -84,9 +85,10 @@ def _prefixed(path: str, prefixes: frozenset[str]) -> bool:
 # ------------------------------------------------------------------------------------ generation
 
 
-def test_the_crd_files_in_the_chart_are_exactly_what_the_schemas_generate() -> None:
+@pytest.mark.parametrize("directory", [CRD_DIR, CRD_CHART_DIR], ids=["karpy/crds", "karpy-crd/templates"])
+def test_the_crd_files_in_the_charts_are_exactly_what_the_schemas_generate(directory: Path) -> None:
     want = crd.files()
-    have = {p.name: p.read_text() for p in CRD_DIR.glob("*.yaml")}
+    have = {p.name: p.read_text() for p in directory.glob("*.yaml")}
     assert sorted(have) == sorted(want), "run python scripts/generate_crds.py"
     stale = [name for name in want if have[name] != want[name]]
     assert stale == [], f"{stale} differ from karpy.api.schemas: run python scripts/generate_crds.py"

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from karpy.api import errors, nodeclaim, nodeclass, nodepool, validation
+from karpy.api import errors, manifest, nodeclaim, nodeclass, nodepool, validation
 
 REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
@@ -481,3 +481,27 @@ def test_aks_max_pods_must_be_between_10_and_250() -> None:
 def test_template_labels_in_the_kubernetes_domains_are_accepted_as_karpenter_v1_does() -> None:
     pool = _pool(labels={"node-role.kubernetes.io/worker": "", "example.k8s.io/team": "web"})
     assert validation.validate_nodepool(pool) == []
+
+
+def test_the_balanced_policy_karpenters_crd_admits_is_accepted_with_a_not_implemented_warning() -> None:
+    np = _pool(disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "0s"})
+    assert validation.validate_nodepool(np) == []
+    warning = nodepool.policy_warning(np.name, np.disruption.consolidation_policy)
+    assert warning and "Balanced is not implemented yet" in warning and "only empty nodes" in warning
+    assert nodepool.policy_warning(np.name, "WhenEmpty") is None
+
+
+def test_loading_a_balanced_nodepool_warns_that_karpy_does_not_implement_it_yet() -> None:
+    text = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: bal}
+spec:
+  disruption: {consolidationPolicy: Balanced, consolidateAfter: 0s}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+"""
+    result = manifest.load_documents(text)
+    assert [w for w in result.warnings if "consolidationPolicy Balanced is not implemented yet" in w], result.warnings

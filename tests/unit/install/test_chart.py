@@ -1,5 +1,7 @@
-"""The Helm chart ``charts/karpy``: Karpenter's value names, what its templates render, least-privilege
-RBAC, and every rendered object valid for the Kubernetes API (kubernetes-validate, strict)."""
+"""The Helm chart ``charts/karpy``, rendered by the real ``helm template``: Karpenter's value names,
+what its templates render, least-privilege RBAC, and every rendered object valid for the Kubernetes API
+(kubernetes-validate, strict). Skipped when helm is not built (scripts/realcluster/build.sh), as the
+real-cluster suite is; tests/realcluster/test_chart.py also has the real apiserver accept them."""
 
 from __future__ import annotations
 
@@ -12,13 +14,17 @@ import pytest
 import yaml
 
 from karpy import controller_cli, controller_run, settings_sources
+from karpy.cloudprovider.azure import nap
 from karpy.controllers import leader
-from karpy.install import chart, template
+from karpy.install import chart
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "karpy"
 KUBERNETES_VERSION = "1.32"
 REQUIRED = {"settings": {"clusterName": "prod"}}
+
+pytestmark = pytest.mark.skipif(chart.helm_binary() is None,
+                                reason="helm is not built (scripts/realcluster/build.sh) nor on PATH")
 
 KARPENTER_VALUES = (
     "nameOverride", "fullnameOverride", "additionalLabels", "additionalAnnotations", "imagePullPolicy",
@@ -38,8 +44,10 @@ KARPENTER_VALUES = (
     "settings.featureGates.staticCapacity",
 )
 """Value names of Karpenter's chart (charts/karpenter/values.yaml) that karpy's chart keeps."""
-KARPY_ONLY = ("cloudProvider", "settings.kubeClientQPS", "settings.kubeClientBurst")
-"""karpy's values Karpenter's chart does not have (KUBE_CLIENT_QPS/BURST are flags there)."""
+KARPY_ONLY = ("cloudProvider", "settings.kubeClientQPS", "settings.kubeClientBurst", "settings.napMode",
+              "leaderElection.id")
+"""karpy's values Karpenter's chart does not have (KUBE_CLIENT_QPS/BURST are flags there; the Lease
+name is a flag there too, and NAP mode is AKS-managed Karpenter's)."""
 SETTINGS_ENV = {env: key for key, env in settings_sources.ENVIRONMENT.items()}
 """The environment ``karpy controller`` reads (Karpenter's names) -> the camelCase setting."""
 
@@ -112,7 +120,7 @@ def test_every_value_a_template_reads_exists_in_values_yaml() -> None:
 
 
 def test_the_chart_cannot_be_rendered_without_a_cluster_name() -> None:
-    with pytest.raises(template.TemplateError, match=r"settings\.clusterName"):
+    with pytest.raises(chart.ChartError, match=r"settings\.clusterName"):
         chart.render(CHART)
 
 
@@ -146,7 +154,7 @@ def test_two_replicas_run_off_the_nodes_karpy_manages_on_different_nodes_and_zon
 
 def test_the_controller_runs_karpy_controller_non_root_on_a_read_only_root_file_system() -> None:
     c = container(render())
-    assert c["args"] == ["controller", "--cloud-provider", "aws"]
+    assert c["args"] == ["controller", "--cloud-provider", "aws", "--leader-election-id", "karpenter-leader-election"]
     sc = c["securityContext"]
     assert sc["runAsNonRoot"] and sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"]
     assert sc["capabilities"]["drop"] == ["ALL"]
@@ -273,7 +281,7 @@ def test_each_cloud_gets_its_own_nodeclass_kind_only() -> None:
     assert not any(g == "karpenter.k8s.aws" for g, _, _ in azure)
     kwok = render({"cloudProvider": "kwok"})
     assert ("", "nodes", "create") in _rules(kwok)
-    assert container(kwok)["args"] == ["controller", "--cloud-provider", "kwok"]
+    assert container(kwok)["args"][:3] == ["controller", "--cloud-provider", "kwok"]
     expect_valid(kwok)
 
 
@@ -313,3 +321,34 @@ def test_a_values_file_written_for_karpenters_chart_renders() -> None:
     assert container(objects)["resources"]["limits"] == {"cpu": 1, "memory": "1Gi"}
     assert settings_sources.load(environ=variables).feature_gate("SpotToSpotConsolidation")
     expect_valid(objects)
+
+
+def test_the_lease_role_and_the_flag_follow_the_leader_election_id() -> None:
+    objects = render({"leaderElection": {"id": "karpy-prod-leader"}})
+    (lease_write,) = [r for r in one(objects, "Role")["rules"] if "update" in r["verbs"]]
+    assert lease_write["resourceNames"] == ["karpy-prod-leader"]
+    args = container(objects)["args"]
+    ctx = controller_cli.controller_command.make_context("controller", list(args[1:]))
+    assert ctx.params["leader_election_id"] == "karpy-prod-leader"
+
+
+def test_aks_nap_mode_may_create_the_nodepools_and_aksnodeclasses_it_creates() -> None:
+    plain = _rules(render({"cloudProvider": "azure"}))
+    objects = render({"cloudProvider": "azure", "settings": {"napMode": True}})
+    napped = _rules(objects)
+    assert env(objects)["NAP_MODE"] == "true" and "NAP_MODE" not in env(render({"cloudProvider": "azure"}))
+    for obj in nap.default_objects():
+        group = obj["apiVersion"].split("/")[0]
+        plural = {"AKSNodeClass": "aksnodeclasses", "NodePool": "nodepools"}[obj["kind"]]
+        assert (group, plural, "create") in napped, obj["kind"]
+        assert (group, plural, "create") not in plain, obj["kind"]
+    assert "NAP_MODE" not in env(render({"settings": {"napMode": True}})), "NAP mode is Azure's"
+    expect_valid(objects)
+
+
+def test_rendering_without_an_executable_helm_is_a_chart_error_that_says_how_to_get_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(chart.ChartError, match="KARPY_HELM"):
+        chart.render(CHART, REQUIRED, helm=tmp_path / "no-helm")
+    monkeypatch.setenv("KARPY_HELM", str(tmp_path / "no-helm"))
+    assert chart.helm_binary() is None

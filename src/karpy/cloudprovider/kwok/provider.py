@@ -12,7 +12,9 @@ What a caller may rely on (on top of :class:`karpy.cloudprovider.interface.Cloud
   allocatable holds its requests, and creates Node ``<nodeclaim name>`` with provider ID
   ``kwok://<node name>``; labels: the claim's, its single-valued requirements, the instance type's,
   zone, region-less capacity type, ``kubernetes.io/hostname``, ``kwok.x-k8s.io/node=fake`` and the
-  ownership label :data:`OWNER_LABEL` = cluster name; annotation ``kwok.x-k8s.io/node: fake``; the
+  ownership label :data:`OWNER_LABEL` = :func:`owner_value` of the cluster name (the name itself when
+  it is a valid label value, else a 52-character prefix and a hash: a label value holds at most 63
+  characters, and an EKS cluster name up to 100); annotation ``kwok.x-k8s.io/node: fake``; the
   ``karpenter.sh/unregistered:NoExecute`` taint; capacity/allocatable of the instance type; phase
   Pending and no Ready condition (KWOK sets those). The Node's name is the NodeClaim's, so a repeated
   create (a restart mid-launch) finds the Node it made and returns it instead of making another.
@@ -31,6 +33,8 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,6 +55,21 @@ NODE_CLASS_GROUP = "karpenter.kwok.sh"
 NODE_CLASS_KIND = "KWOKNodeClass"
 PRICE_LABEL = "eks-node-viewer/instance-price"
 UNREGISTERED_TAINT = {"key": labels.TAINT_UNREGISTERED, "effect": "NoExecute"}
+_LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+OWNER_PREFIX = 52
+"""Characters of a long cluster name kept before ``-`` and its hash (52 + 1 + 10 = 63)."""
+
+
+def owner_value(cluster_name: str) -> str:
+    """The :data:`OWNER_LABEL` value for ``cluster_name``: the name when it is a valid label value (63
+    characters at most, alphanumeric at both ends, ``-_.`` inside), else its first 52 label characters
+    and the first 10 hex digits of its SHA-256 (distinct long names stay distinct)."""
+    if _LABEL_VALUE.fullmatch(cluster_name):
+        return cluster_name
+    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:10]
+    prefix = re.sub(r"[^-A-Za-z0-9_.]", "-", cluster_name)[:OWNER_PREFIX]
+    prefix = re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", prefix)
+    return f"{prefix}-{digest}" if prefix else digest
 
 
 class KwokCloudProvider:
@@ -62,6 +81,7 @@ class KwokCloudProvider:
                  types: Sequence[instancetype.InstanceType] | None = None) -> None:
         self.cluster = cluster
         self.cluster_name = cluster_name
+        self.owner = owner_value(cluster_name)
         self.types = list(types) if types is not None else instancetypes.kwok()
         self._by_name = {t.name: t for t in self.types}
         self._defined = capacity.defined_keys(self.types)
@@ -118,7 +138,7 @@ class KwokCloudProvider:
         node_labels.update(it.labels)
         node_labels.update({
             labels.INSTANCE_TYPE: it.name, labels.ZONE: offering.zone, labels.CAPACITY_TYPE: offering.capacity_type,
-            labels.HOSTNAME: claim.name, KWOK_NODE_KEY: KWOK_NODE_VALUE, OWNER_LABEL: self.cluster_name,
+            labels.HOSTNAME: claim.name, KWOK_NODE_KEY: KWOK_NODE_VALUE, OWNER_LABEL: self.owner,
             PRICE_LABEL: f"{offering.price:f}",
         })
         return {
@@ -134,7 +154,7 @@ class KwokCloudProvider:
 
     def _owned(self, node: Mapping[str, Any]) -> bool:
         pid = str((node.get("spec") or {}).get("providerID") or "")
-        return pid.startswith(PROVIDER_PREFIX) and interface.labels_of(node).get(OWNER_LABEL) == self.cluster_name
+        return pid.startswith(PROVIDER_PREFIX) and interface.labels_of(node).get(OWNER_LABEL) == self.owner
 
     def _claim_of(self, node: Mapping[str, Any]) -> nodeclaim.NodeClaim:
         status = node.get("status") or {}
@@ -167,8 +187,8 @@ class KwokCloudProvider:
             raise errors.NodeClaimNotFoundError(f"instance {pid or '(no provider id)'} of NodeClaim {claim.name} "
                                                 "not found")
         if not self._owned(node):
-            raise errors.NotOwnedError(f"node {interface.name_of(node)} is not labelled {OWNER_LABEL}="
-                                       f"{self.cluster_name}; refusing to delete it")
+            raise errors.NotOwnedError(f"node {interface.name_of(node)} is not labelled {OWNER_LABEL}={self.owner} "
+                                       f"(cluster {self.cluster_name}); refusing to delete it")
         try:
             self.cluster.delete("Node", interface.name_of(node))
         except kube_errors.NotFound:
@@ -181,7 +201,7 @@ class KwokCloudProvider:
         return self._claim_of(node)
 
     def list(self) -> builtins.list[nodeclaim.NodeClaim]:
-        nodes = [n for n in self.cluster.list("Node", label_selector={OWNER_LABEL: self.cluster_name})
+        nodes = [n for n in self.cluster.list("Node", label_selector={OWNER_LABEL: self.owner})
                  if self._owned(n) and not interface.is_terminating(n)]
         nodes.sort(key=lambda n: (str((n.get("metadata") or {}).get("creationTimestamp") or ""), interface.name_of(n)))
         return [self._claim_of(n) for n in nodes]
