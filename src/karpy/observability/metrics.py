@@ -170,6 +170,15 @@ class Metrics:
         self.interruption_deleted = prometheus_client.Counter(
             "karpenter_interruption_deleted_messages", "Count of messages deleted from the interruption queue.",
             registry=r)
+        self.interruption_malformed = prometheus_client.Counter(
+            "karpy_interruption_malformed_messages",
+            "Messages of the interruption queue that could not be parsed (each logged and deleted).", registry=r)
+        self.interruption_poller_alive = prometheus_client.Gauge(
+            "karpy_interruption_poller_alive", "1 while the interruption queue's receiving thread runs, else 0.",
+            registry=r)
+        self.interruption_poller_restarts = prometheus_client.Counter(
+            "karpy_interruption_poller_restarts",
+            "Times the interruption queue's receiving loop failed and started again after a backoff.", registry=r)
         self.disruption_decisions = prometheus_client.Counter(
             "karpenter_voluntary_disruption_decisions", "Number of disruption decisions performed.",
             ["decision", "reason", "consolidation_type"], registry=r)
