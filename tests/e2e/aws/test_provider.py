@@ -223,3 +223,26 @@ def test_concurrent_identical_launches_are_batched_and_each_instance_carries_its
     assert aws.provider.fleet.calls - calls < 12  # identical requests shared CreateFleet calls
     for c in launched:
         assert tags(instance(aws, c.status.provider_id))["karpenter.sh/nodeclaim"] == c.name
+
+
+def test_launch_template_cleanup_deletes_only_templates_with_every_tag_karpy_writes(aws: AWS) -> None:
+    aws.node_class()
+    aws.provider.create(claim("default-lt", ["m5.large"]))
+    (ours,) = aws.provider.templates.created
+    cluster_tag = {"Key": "karpenter.k8s.aws/cluster", "Value": moto_world.CLUSTER}
+    foreign = {
+        "karpenter.k8s.aws/1234": [cluster_tag],  # karpy's name, one tag only
+        "team-template": [cluster_tag, {"Key": "eks:eks-cluster-name", "Value": moto_world.CLUSTER},
+                          {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "default"}],  # every tag, not our name
+        "karpenter.k8s.aws/5678": [cluster_tag, {"Key": "eks:eks-cluster-name", "Value": "another"},
+                                   {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "default"}],
+    }
+    for name, tag_list in foreign.items():
+        aws.ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={"ImageId": "ami-1"},
+                                       TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list}])
+    for _ in range(3):
+        aws.clock.advance(3700)
+        aws.provider.list()
+    left = {t["LaunchTemplateName"] for t in aws.ec2.describe_launch_templates()["LaunchTemplates"]}
+    assert ours not in left
+    assert set(foreign) <= left
