@@ -7,7 +7,9 @@ controller. A caller may rely on:
 * :func:`check_structure` accepts any value YAML can produce and reports, as
   :class:`karpy.api.errors.FieldError` values, what JSON (and so the API server) cannot carry:
   recursive anchors, nesting deeper than :data:`MAX_DEPTH`, more than :data:`MAX_NODES` values
-  once anchors are expanded, keys that are not strings, ``.inf`` / ``.nan``. It never raises and
+  once anchors are expanded, keys that are not strings, ``.inf`` / ``.nan``, and values only YAML has
+  (``!!set``, ``!!binary``, ``!!omap`` / ``!!pairs``: anything that is not a string, number,
+  boolean, null, list or mapping), each named by its field path. It never raises and
   its time is bounded by :data:`MAX_NODES`.
 * :func:`check_fields` reports every unknown field of the kinds karpy reads (Karpenter kinds of
   every version karpy reads, Pod, Node, workloads, PDB, volumes, Namespace, PriorityClass), naming
@@ -88,6 +90,8 @@ def check_structure(data: Any, obj: str, *, string_keys: bool = True) -> list[er
             out.append(errors.FieldError(obj, path or "(root)", "a finite number", value))
             return True
         if not isinstance(value, Mapping | list):
+            if value is not None and not isinstance(value, str | int | float):
+                out.append(errors.FieldError(obj, path or "(root)", _JSON_VALUE, _yaml_only(value)))
             return True
         if id(value) in on_path:
             out.append(errors.FieldError(obj, path or "(root)", "a value that does not contain itself",
@@ -117,6 +121,16 @@ def check_structure(data: Any, obj: str, *, string_keys: bool = True) -> list[er
 
     walk(data, "", 0)
     return out
+
+
+_JSON_VALUE = "a string, number, boolean, null, list or mapping (what JSON and the API server carry)"
+_YAML_ONLY = {set: "a YAML set (!!set)", frozenset: "a YAML set (!!set)", bytes: "YAML binary data (!!binary)",
+              tuple: "a YAML ordered mapping or pairs (!!omap / !!pairs)"}
+
+
+def _yaml_only(value: Any) -> str:
+    """What a value JSON cannot carry is, in YAML's words."""
+    return _YAML_ONLY.get(type(value), f"a YAML {type(value).__name__}")
 
 
 # --- fields ---------------------------------------------------------------------------------------
