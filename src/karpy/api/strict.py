@@ -124,13 +124,15 @@ def check_structure(data: Any, obj: str, *, string_keys: bool = True) -> list[er
 
 
 _JSON_VALUE = "a string, number, boolean, null, list or mapping (what JSON and the API server carry)"
-_YAML_ONLY = {set: "a YAML set (!!set)", frozenset: "a YAML set (!!set)", bytes: "YAML binary data (!!binary)",
-              tuple: "a YAML ordered mapping or pairs (!!omap / !!pairs)"}
-
-
 def _yaml_only(value: Any) -> str:
     """What a value JSON cannot carry is, in YAML's words."""
-    return _YAML_ONLY.get(type(value), f"a YAML {type(value).__name__}")
+    if isinstance(value, set | frozenset):
+        return "a YAML set (!!set)"
+    if isinstance(value, bytes):
+        return "YAML binary data (!!binary)"
+    if isinstance(value, tuple):
+        return "a YAML ordered mapping or pairs (!!omap / !!pairs)"
+    return f"a YAML {type(value).__name__}"
 
 
 # --- fields ---------------------------------------------------------------------------------------
