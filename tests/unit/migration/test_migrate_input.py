@@ -31,13 +31,13 @@ def _error(doc: Any) -> errors.FieldError:
 
 
 def _asg(**changes: Any) -> dict[str, Any]:
-    doc = copy.deepcopy(ASG)
+    doc: dict[str, Any] = copy.deepcopy(ASG)
     doc["AutoScalingGroups"][0].update(changes)
     return doc
 
 
 def _eks(**changes: Any) -> dict[str, Any]:
-    doc = copy.deepcopy(EKS)
+    doc: dict[str, Any] = copy.deepcopy(EKS)
     doc["nodegroup"].update(changes)
     return doc
 
