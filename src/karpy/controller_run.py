@@ -174,6 +174,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     env = os.environ if environ is None else environ
     err = stderr if stderr is not None else sys.stderr
     try:
+        settings_sources.check_bind_address(opts.bind_address)
         settings = settings_sources.load(opts.settings_flags, env, opts.settings_file)
         logs.configure(settings.log_level, fmt=opts.log_format, components=opts.component_levels, stream=err)
         lease_config = leader.Config(
@@ -220,8 +221,20 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
         return serve.Health(synced=st.synced, leader=st.leader, running=st.running,
                             stalled_for=max(0.0, wall.now() - st.last_loop) if st.last_loop else 0.0)
 
-    servers = [serve.serve_metrics(built.metrics.registry, opts.bind_address, settings.metrics_port),
-               serve.serve_probes(probe, opts.bind_address, settings.health_probe_port)]
+    servers: list[serve.Server] = []
+    try:
+        servers.append(serve.serve_metrics(built.metrics.registry, opts.bind_address, settings.metrics_port))
+        servers.append(serve.serve_probes(probe, opts.bind_address, settings.health_probe_port))
+    except OSError as exc:  # an address that is not this host's, a port in use: say which, no traceback
+        for s in servers:
+            s.stop()
+        which = "--metrics-port" if not servers else "--health-probe-port"
+        port = settings.metrics_port if not servers else settings.health_probe_port
+        err.write(f"Error: cannot listen on --bind-address {opts.bind_address} {which} {port}: {exc}\n")
+        close = getattr(cluster, "close", None)
+        if callable(close):
+            close()
+        return EXIT_BAD_INPUT
     if install_signals:
         watchdog: list[threading.Thread] = []
 
