@@ -50,6 +50,10 @@ EXPECTED_BUDGET = "a duration in whole minutes or hours such as 30m, 8h or 1h30m
 MAX_SECONDS = (2**63 - 1) / 1e9
 """Go's largest ``time.Duration`` (2562047h47m16.854775807s); a longer duration is an error, not a
 silently infinite or overflowing number."""
+MAX_TEXT = 64
+"""The longest duration text read (Go's largest, ``2562047h47m16.854775807s``, has 24 characters): longer
+text is an error before the term regex, whose backtracking is cubic in the length."""
+_LONG_NUMBER = re.compile(r"[0-9]+(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h)?")
 EXPECTED_MAX = "a duration of at most 2562047h47m16s (Go's largest duration)"
 
 
@@ -83,6 +87,10 @@ def parse_duration(text: str | int | float | None) -> float | None:
     value = str(text).strip()
     if value == NEVER:
         return None
+    if len(value) > MAX_TEXT:  # the term regex backtracks: a long text must never reach it
+        if _LONG_NUMBER.fullmatch(value):
+            raise DurationTooLargeError(f"expected {EXPECTED_MAX}, found a number of {len(value)} characters")
+        raise DurationError(f"expected {EXPECTED_OR_NEVER} of at most {MAX_TEXT} characters, found {len(value)}")
     if value == "0" or re.fullmatch(r"[0-9]+", value):
         # Go accepts only "0" without a unit; a bare number of seconds is what ttlSeconds* give.
         return _bounded(float(value) if len(value) <= 20 else float("inf"), text)

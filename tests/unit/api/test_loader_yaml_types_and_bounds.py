@@ -93,3 +93,13 @@ def test_v1beta1_kubelet_errors_name_the_users_field_not_the_compatibility_annot
 def test_an_empty_unknown_key_is_named() -> None:
     (err,) = _errors(V1BETA1.replace("EVICTION", '{"": "5%"}'))
     assert err.path == 'spec.template.spec.kubelet.evictionHard[""]'
+
+
+@pytest.mark.parametrize("text", ["9" * 2000 + "x", "1" * 3000 + ".", "5" * 1000 + "hm"])
+def test_a_long_duration_text_is_refused_at_once_not_after_regex_backtracking(text: str) -> None:
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(duration.DurationError):
+        duration.parse_duration(text)
+    assert time.perf_counter() - start < 0.5  # 24 s for "9" * 2000 + "x" before the length bound
