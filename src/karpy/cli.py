@@ -65,8 +65,13 @@ def catalog_command(name: str, output: str, zones: tuple[str, ...], region: str 
               help="Like --logs, in this format.")
 @click.option("--autoscaler", type=click.Choice(("karpy", "cluster-autoscaler")), default="karpy", show_default=True,
               help="Run karpy, or a model of Cluster Autoscaler over node groups (spec.clusterAutoscaler).")
+@click.option("--max-pods", type=int, default=None, metavar="N",
+              help="Pods one run may hold (default 100000): a scenario asking for more is refused at load.")
+@click.option("--max-nodes", type=int, default=None, metavar="N",
+              help="Nodes one run may hold (default 10000): the run stops with an error above it.")
 def simulate_command(file: str, until: str | None, seed: int | None, output: str, wide: bool,
-                     report_dir: str | None, verbose: bool, log_format: str | None, autoscaler: str) -> None:
+                     report_dir: str | None, verbose: bool, log_format: str | None, autoscaler: str,
+                     max_pods: int | None, max_nodes: int | None) -> None:
     """Run karpy's controllers against the simulated cluster and cloud of scenario FILE."""
     import logging
 
@@ -82,7 +87,7 @@ def simulate_command(file: str, until: str | None, seed: int | None, output: str
     try:
         status = sim_output.run_command(file, until=until, seed=seed, output=output, report_dir=report_dir,
                                         stdout=sys.stdout, stderr=sys.stderr, progress=sys.stderr.isatty(),
-                                        autoscaler=autoscaler, wide=wide)
+                                        autoscaler=autoscaler, wide=wide, max_pods=max_pods, max_nodes=max_nodes)
     except errors.ValidationError as exc:
         click.echo(f"Error: {file} cannot be simulated:", err=True)
         for e in exc.errors:

@@ -175,6 +175,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     env = os.environ if environ is None else environ
     err = stderr if stderr is not None else sys.stderr
     try:
+        settings_sources.check_bind_address(opts.bind_address)
         settings = settings_sources.load(opts.settings_flags, env, opts.settings_file)
         logs.configure(settings.log_level, fmt=opts.log_format, components=opts.component_levels, stream=err)
         lease_config = leader.Config(
@@ -208,7 +209,14 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
                             stalled_for=max(0.0, wall.now() - st.last_loop) if st.last_loop else 0.0)
 
     # probes first: /readyz answers 503 while the caches sync (controller-runtime serves them before)
-    probes = serve.serve_probes(probe, opts.bind_address, settings.health_probe_port)
+    try:
+        probes = serve.serve_probes(probe, opts.bind_address, settings.health_probe_port)
+    except OSError as exc:  # an address that is not this host's, a port in use: say which, no traceback
+        err.write(f"Error: cannot listen on --bind-address {opts.bind_address} --health-probe-port "
+                  f"{settings.health_probe_port}: {exc}\n")
+        with contextlib.suppress(Exception):
+            cluster.close()
+        return EXIT_BAD_INPUT
     pool = cloudcalls.Pool(opts.cloud_workers, wake=lambda: driver_ref[0].wake() if driver_ref else None)
     manager = runtime.Manager(cluster, wall, calls=pool)
     try:
@@ -242,7 +250,17 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
         ["name"], registry=built.metrics.registry,
     ).labels(lease_config.name).set_function(lambda: 1.0 if driver.is_leader() else 0.0)
 
-    servers = [serve.serve_metrics(built.metrics.registry, opts.bind_address, settings.metrics_port), probes]
+    servers: list[serve.Server] = [probes]
+    try:
+        servers.insert(0, serve.serve_metrics(built.metrics.registry, opts.bind_address, settings.metrics_port))
+    except OSError as exc:  # an address that is not this host's, a port in use: say which, no traceback
+        probes.stop()
+        err.write(f"Error: cannot listen on --bind-address {opts.bind_address} --metrics-port "
+                  f"{settings.metrics_port}: {exc}\n")
+        close = getattr(cluster, "close", None)
+        if callable(close):
+            close()
+        return EXIT_BAD_INPUT
     if install_signals:
         watchdog: list[threading.Thread] = []
 

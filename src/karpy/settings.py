@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +30,12 @@ from karpy.api import duration, errors
 from karpy.cloudprovider import commitments as commitments_mod
 
 OBJECT = "Settings"
+MAX_KEYS = 1000
+"""More keys than this in one settings mapping is an error before any is read."""
+MAX_ERRORS = 20
+"""Unknown keys reported at most (each with a suggestion)."""
+MAX_STRING = 16_384
+"""The longest string setting (an SSH key or a bootstrap token fits)."""
 
 DEFAULT_FEATURE_GATES: tuple[tuple[str, bool], ...] = (
     ("NodeRepair", False), ("ReservedCapacity", True), ("SpotToSpotConsolidation", False),
@@ -153,10 +161,15 @@ class Settings:
             raise errors.ValidationError.single(OBJECT, "(root)", "a mapping of settings", data)
         problems: list[errors.FieldError] = []
         values: dict[str, Any] = {}
+        if len(data) > MAX_KEYS:
+            raise errors.ValidationError.single(OBJECT, "(root)", f"at most {MAX_KEYS} settings",
+                                                f"{len(data)} keys")
         for key, raw in data.items():
             spec = _FIELDS.get(str(key)) or _ENV_STYLE.get(str(key))
             if spec is None:
-                close = difflib.get_close_matches(str(key), list(_FIELDS), n=1)
+                if len(problems) >= MAX_ERRORS:
+                    continue
+                close = difflib.get_close_matches(str(key)[:64], list(_FIELDS), n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 problems.append(errors.FieldError(
                     OBJECT, str(key), "one of " + ", ".join(sorted(_FIELDS)) + hint, raw))
@@ -308,6 +321,9 @@ def _convert(kind: str, raw: Any) -> Any:
         if value is None:
             raise ValueError("a duration such as 1s, 500ms or 15m (Never is not allowed here)")
         return value
+    if kind in (_STRING, _OPTIONAL_STRING) and isinstance(raw, str) and \
+            (len(raw) > MAX_STRING or any(ord(c) < 32 or ord(c) == 127 for c in raw.strip())):
+        raise ValueError(f"a string of at most {MAX_STRING} characters without control characters")
     if kind == _STRING:
         if not isinstance(raw, str) or not raw.strip():
             raise ValueError("a non-empty string")
@@ -344,16 +360,20 @@ def _convert(kind: str, raw: Any) -> Any:
         if isinstance(raw, str) and raw.lower() in ("true", "false"):
             return raw.lower() == "true"
         raise ValueError("true or false")
-    if kind == _INT:
-        if isinstance(raw, bool) or not (isinstance(raw, int) or (isinstance(raw, str) and raw.isdigit())):
+    if kind == _INT:  # ASCII digits only (fullwidth digits are not a port), and not so long int() refuses them
+        if isinstance(raw, str) and _DIGITS.fullmatch(raw.strip()):
+            raw = int(raw.strip())
+        if isinstance(raw, bool) or not isinstance(raw, int):
             raise ValueError("a non-negative integer")
-        return int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        return raw
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str) or (isinstance(raw, str) and len(raw) > 64):
         raise ValueError("a number")
     try:
         number = float(raw)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ValueError("a number") from None
+    if not math.isfinite(number):
+        raise ValueError("a finite number (not .inf or .nan)")
     if number < 0:
         raise ValueError("a non-negative number")
     return number
@@ -389,9 +409,44 @@ def _parse_gates(raw: Any) -> tuple[tuple[str, bool], ...]:
     return tuple(defaults.items())
 
 
+_DIGITS = re.compile(r"[0-9]{1,18}")
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+"""EKS's rule for cluster names (AKS's is narrower); the name goes into tags, labels and resource names."""
+_INT_RANGES = {"spotToSpotMinFlexibility": (0, 1000), "reservedENIs": (0, 100), "kubeClientQPS": (1, 100_000),
+               "kubeClientBurst": (1, 100_000)}
+_DURATION_RANGES = {"batchIdleDuration": (1e-3, 3600.0), "batchMaxDuration": (1e-3, 86_400.0),
+                    "registrationTTL": (1.0, 86_400.0), "launchTTL": (1.0, 86_400.0),
+                    "iceCacheTTL": (1.0, 86_400.0), "consolidationValidationDelay": (0.0, 3600.0)}
+"""Seconds each duration setting may take (a 1ns TTL would delete every NodeClaim at once)."""
+
+
+def _ranges(s: Settings) -> list[errors.FieldError]:
+    """A range for every number setting (see :data:`_INT_RANGES`, :data:`_DURATION_RANGES`)."""
+    out: list[errors.FieldError] = []
+    for key, (low, high) in _INT_RANGES.items():
+        value = getattr(s, _FIELDS[key][0])
+        if not low <= value <= high:
+            out.append(errors.FieldError(OBJECT, key, f"an integer from {low} to {high}", value))
+    for key, (lo, hi) in _DURATION_RANGES.items():
+        seconds = getattr(s, _FIELDS[key][0])
+        if not lo <= seconds <= hi:
+            out.append(errors.FieldError(OBJECT, key, f"a duration from {duration.format_duration(lo)} to "
+                                         f"{duration.format_duration(hi)}", duration.format_duration(seconds)))
+    if not 0 <= s.consolidation_min_saving <= 1:
+        out.append(errors.FieldError(OBJECT, "consolidationMinSaving", "a fraction from 0 to 1",
+                                     s.consolidation_min_saving))
+    if not _CLUSTER_NAME.fullmatch(s.cluster_name):
+        out.append(errors.FieldError(OBJECT, "clusterName", "1 to 100 letters, digits, '-', '_' or '.', starting "
+                                     "with a letter or digit", s.cluster_name))
+    if s.metrics_port == s.health_probe_port:
+        out.append(errors.FieldError(OBJECT, "healthProbePort", f"a port other than metricsPort ({s.metrics_port})",
+                                     s.health_probe_port))
+    return out
+
+
 def _check(s: Settings) -> list[errors.FieldError]:
     """Rules across fields (after every value parsed)."""
-    out: list[errors.FieldError] = []
+    out: list[errors.FieldError] = _ranges(s)
     if s.batch_idle_duration <= 0:
         out.append(errors.FieldError(OBJECT, "batchIdleDuration", "a duration above 0s",
                                      duration.format_duration(s.batch_idle_duration)))

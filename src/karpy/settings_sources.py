@@ -15,19 +15,23 @@ settings (``registrationTTL``, ``consolidationValidationDelay``...) are read fro
 
 A bad value raises :class:`karpy.api.errors.ValidationError` naming the setting as the user wrote
 it (``--metrics-port``, ``METRICS_PORT`` or ``settings.yaml: metricsPort``), what was expected and
-what was found; every problem is reported at once and nothing is applied.
+what was found; every problem is reported at once and nothing is applied. The file is read by one
+bounded reader (:func:`read_file`: the manifest loader's guards against alias bombs, deep nesting,
+huge numbers and YAML-only values, a size limit), every number has a range
+(:mod:`karpy.settings`), and :func:`check_bind_address` checks ``--bind-address``: no input ends in
+a traceback.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from karpy import settings as settings_mod
-from karpy.api import errors
+from karpy.api import errors, manifest
 
 ENVIRONMENT: dict[str, str] = {
     "clusterName": "CLUSTER_NAME",
@@ -66,6 +70,8 @@ ENVIRONMENT: dict[str, str] = {
     "enableZonalShift": "ENABLE_ZONAL_SHIFT",
 }
 """camelCase setting -> Karpenter's environment variable."""
+MAX_FILE_BYTES = 1 << 20
+"""The largest settings file read (a settings file is a few hundred bytes)."""
 
 AZURE_ENVIRONMENT: dict[str, str] = {
     "kubeletBootstrapToken": "KUBELET_BOOTSTRAP_TOKEN",
@@ -103,14 +109,27 @@ def option_name(key: str) -> str:
 
 
 def read_file(path: str | Path) -> dict[str, Any]:
-    """The camelCase settings of a YAML settings file (``settings:`` may wrap them)."""
+    """The camelCase settings of a YAML settings file (``settings:`` may wrap them), read with the
+    manifest loader's guards (:func:`karpy.api.manifest.parse_yaml`: anchors expanded at most
+    :data:`karpy.api.strict.MAX_NODES` times, :data:`karpy.api.strict.MAX_DEPTH` levels, no ``.inf`` /
+    ``.nan``, no value only YAML has, no integer too long to read) from at most :data:`MAX_FILE_BYTES`."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise errors.ValidationError.single(str(p), "(file)", "a readable settings file", str(exc)) from None
-    except yaml.YAMLError as exc:
-        raise errors.ValidationError.single(str(p), "(file)", "YAML", str(exc).splitlines()[0]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise errors.ValidationError.single(str(p), "(file)", f"a settings file of at most {MAX_FILE_BYTES} bytes",
+                                            "a larger file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise errors.ValidationError.single(str(p), "(file)", "UTF-8 text", str(exc)) from None
+    docs = manifest.parse_yaml(text, str(p))
+    if len(docs) > 1:
+        raise errors.ValidationError.single(str(p), "(file)", "one YAML document", f"{len(docs)} documents")
+    data = docs[0] if docs else None
     if data is None:
         return {}
     if isinstance(data, Mapping) and set(data) == {"settings"} and isinstance(data["settings"], Mapping):
@@ -148,3 +167,20 @@ def load(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | No
         raise errors.ValidationError(
             errors.FieldError(e.obj, origin.get(e.path, e.path), e.expected, e.found) for e in exc.errors
         ) from None
+
+
+def check_bind_address(address: str) -> None:
+    """``--bind-address`` must be an IP address (``0.0.0.0``, ``::``, ``127.0.0.1``) or a host name;
+    raises :class:`errors.ValidationError` naming the flag otherwise."""
+    try:
+        ipaddress.ip_address(address)
+        return
+    except ValueError:
+        pass
+    if not _HOST.fullmatch(address):
+        raise errors.ValidationError.single("--bind-address", "(option)",
+                                            "an IP address such as 0.0.0.0, :: or 127.0.0.1, or a host name", address)
+
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*")

@@ -41,6 +41,7 @@ from karpy.api import (
     nodeclaim,
     nodeclass,
     nodepool,
+    validation,
 )
 
 SUPPORTED_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -149,6 +150,12 @@ def _kubelet(f: fields.Fields, key: str, obj: str, result: Result) -> dict[str, 
     if kubelet.pop("containerRuntime", None) is not None:
         result.warn(f"{obj}: {f.at(key)}.containerRuntime is dropped: Karpenter v1 nodes always use "
                     "containerd")
+    # read it here, where the user wrote it: an error names spec.template.spec.kubelet.evictionHard, not the
+    # compatibility annotation karpy moves it into
+    problems = validation.validate_kubelet(nodeclass.KubeletConfiguration.parse(fields.Fields(kubelet, obj, f.at(key))),
+                                           obj, f.at(key))
+    if problems:
+        raise errors.ValidationError(problems)
     return kubelet
 
 

@@ -8,7 +8,10 @@ A caller may rely on:
 
 * :func:`parse_duration` accepts Go's full grammar (``"1.5h"``, ``"300ms"``, ``"2h45m10s"``) plus an
   integer or float number of seconds (the v1alpha5 ``ttlSeconds*`` fields) and returns ``None`` for
-  ``"Never"``. It raises :class:`DurationError` (a ``ValueError``) otherwise.
+  ``"Never"``. It raises :class:`DurationError` (a ``ValueError``) otherwise, and
+  :class:`DurationTooLargeError` for anything longer than Go's largest duration (:data:`MAX_SECONDS`,
+  about 292 years), whether a huge integer, ``1e400`` or ``99999...h``: never an ``OverflowError``
+  or an infinite number.
 * :func:`read` reads a manifest field with the stricter pattern Karpenter's CRDs enforce
   (whole numbers of ``s``, ``m`` or ``h``), raising :class:`karpy.api.errors.ValidationError`
   naming object, path, expected and found.
@@ -18,9 +21,10 @@ A caller may rely on:
 
 from __future__ import annotations
 
+import math
 import re
 
-from karpy.api import fields
+from karpy.api import errors, fields
 
 NEVER = "Never"
 
@@ -43,10 +47,31 @@ EXPECTED_OR_NEVER = "a duration such as 30s, 10m, 1h30m or 720h, or Never"
 EXPECTED_BUDGET = "a duration in whole minutes or hours such as 30m, 8h or 1h30m"
 
 
+MAX_SECONDS = (2**63 - 1) / 1e9
+"""Go's largest ``time.Duration`` (2562047h47m16.854775807s); a longer duration is an error, not a
+silently infinite or overflowing number."""
+MAX_TEXT = 64
+"""The longest duration text read (Go's largest, ``2562047h47m16.854775807s``, has 24 characters): longer
+text is an error before the term regex, whose backtracking is cubic in the length."""
+_LONG_NUMBER = re.compile(r"[0-9]+(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h)?")
+EXPECTED_MAX = "a duration of at most 2562047h47m16s (Go's largest duration)"
+
+
 class DurationError(ValueError):
     """The text is not a duration. Never retryable."""
 
     retryable = False
+
+
+class DurationTooLargeError(DurationError):
+    """The text is a duration longer than :data:`MAX_SECONDS`."""
+
+
+def _bounded(seconds: float, text: object) -> float:
+    if not seconds <= MAX_SECONDS:  # also NaN
+        shown = errors.describe(text)
+        raise DurationTooLargeError(f"expected {EXPECTED_MAX}, found {shown}")
+    return seconds
 
 
 def parse_duration(text: str | int | float | None) -> float | None:
@@ -56,13 +81,19 @@ def parse_duration(text: str | int | float | None) -> float | None:
     if isinstance(text, int | float):
         if text < 0:
             raise DurationError(f"expected a non-negative number of seconds, found {text!r}")
-        return float(text)
+        if isinstance(text, int) and text > MAX_SECONDS:  # float() of it may overflow
+            return _bounded(float("inf"), text)
+        return _bounded(float(text), text)
     value = str(text).strip()
     if value == NEVER:
         return None
-    if value == "0" or re.fullmatch(r"\d+", value):
+    if len(value) > MAX_TEXT:  # the term regex backtracks: a long text must never reach it
+        if _LONG_NUMBER.fullmatch(value):
+            raise DurationTooLargeError(f"expected {EXPECTED_MAX}, found a number of {len(value)} characters")
+        raise DurationError(f"expected {EXPECTED_OR_NEVER} of at most {MAX_TEXT} characters, found {len(value)}")
+    if value == "0" or re.fullmatch(r"[0-9]+", value):
         # Go accepts only "0" without a unit; a bare number of seconds is what ttlSeconds* give.
-        return float(value)
+        return _bounded(float(value) if len(value) <= 20 else float("inf"), text)
     sign = 1.0
     body = value
     if body and body[0] in "+-":
@@ -75,13 +106,13 @@ def parse_duration(text: str | int | float | None) -> float | None:
     for m in _GO_TERM.finditer(body):
         if m.start() != pos:
             raise DurationError(f"expected {EXPECTED_OR_NEVER}, found {text!r}")
-        total += float(m.group(1)) * _UNITS[m.group(2)]
+        total += float(m.group(1)) * _UNITS[m.group(2)] if len(m.group(1)) <= 40 else float("inf")
         pos = m.end()
     if pos != len(body):
         raise DurationError(f"expected {EXPECTED_OR_NEVER}, found {text!r}")
     if sign < 0 and total > 0:
         raise DurationError(f"expected a non-negative duration, found {text!r}")
-    return round(total, 9)
+    return round(_bounded(total, text), 9)
 
 
 def is_karpenter_duration(text: str) -> bool:
@@ -100,6 +131,8 @@ def format_duration(seconds: float | None) -> str:
         return NEVER
     if seconds < 0:
         raise DurationError(f"a duration cannot be negative: {seconds!r}")
+    if not math.isfinite(seconds):
+        raise DurationError(f"a duration must be finite: {seconds!r}")
     whole = int(seconds)
     frac = round(seconds - whole, 9)
     if frac >= 1:
@@ -153,6 +186,8 @@ def read(
         raise f.fail(key, expected + f" (write '{raw}s' for {raw} seconds)", raw)
     try:
         return parse_duration(raw)
+    except DurationTooLargeError:
+        raise f.fail(key, EXPECTED_MAX, raw) from None
     except DurationError:
         raise f.fail(key, expected, raw) from None
 
@@ -165,4 +200,6 @@ def read_seconds(f: fields.Fields, key: str) -> float | None:
     value = f.int(key)
     if value is None or value < 0:
         raise f.fail(key, "a non-negative whole number of seconds", raw)
+    if value > MAX_SECONDS:
+        raise f.fail(key, f"a whole number of seconds of at most {int(MAX_SECONDS)} (Go's largest duration)", raw)
     return float(value)

@@ -33,10 +33,14 @@ def describe(value: Any) -> str:
     """A short, quoted rendering of a found value for error messages."""
     if value is None:
         return "nothing"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"  # repr may refuse it
     try:
         text = repr(value)
     except RecursionError:  # a value nested too deeply to print
         text = reprlib.repr(value)
+    except ValueError:  # an integer with more digits than Python prints, inside a container
+        text = f"({type(value).__name__})"
     if len(text) > 80:
         text = text[:77] + "..."
     return text

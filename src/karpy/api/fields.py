@@ -43,6 +43,8 @@ class Fields:
         """The field path of ``key`` below this mapping."""
         if isinstance(key, int):
             return f"{self.path}[{key}]"
+        if not key:  # an empty key is named, not lost in a trailing dot
+            return f'{self.path}[""]'
         return f"{self.path}.{key}" if self.path else key
 
     def fail(self, key: str | int, expected: str, found: Any) -> errors.ValidationError:

@@ -273,6 +273,13 @@ def validate_kubelet(k: nodeclass.KubeletConfiguration | None, obj: str, path: s
     return c.errors
 
 
+def _at(path: str, *keys: str) -> str:
+    """``path.key...``, an empty key written ``[""]`` so that it is seen."""
+    for key in keys:
+        path = f'{path}[""]' if not key else f"{path}.{key}"
+    return path
+
+
 def _check_kubelet(c: _Collector, path: str, k: nodeclass.KubeletConfiguration | None) -> None:
     if k is None:
         return
@@ -283,23 +290,23 @@ def _check_kubelet(c: _Collector, path: str, k: nodeclass.KubeletConfiguration |
     for key, reserved in (("systemReserved", k.system_reserved), ("kubeReserved", k.kube_reserved)):
         for name, amount in reserved.items():
             if name not in nodeclass.RESERVED_RESOURCES:
-                c.add(f"{path}.{key}.{name}", "one of " + ", ".join(nodeclass.RESERVED_RESOURCES), name)
+                c.add(_at(path, key, name), "one of " + ", ".join(nodeclass.RESERVED_RESOURCES), name)
             elif amount < 0:
-                c.add(f"{path}.{key}.{name}", "a non-negative quantity",
+                c.add(_at(path, key, name), "a non-negative quantity",
                       quantity.format_quantity(name, amount))
     for key, thresholds in (("evictionHard", k.eviction_hard), ("evictionSoft", k.eviction_soft)):
         for signal, value in thresholds.items():
             if signal not in nodeclass.EVICTION_SIGNALS:
-                c.add(f"{path}.{key}.{signal}", "one of " + ", ".join(nodeclass.EVICTION_SIGNALS), signal)
+                c.add(_at(path, key, signal), "one of " + ", ".join(nodeclass.EVICTION_SIGNALS), signal)
                 continue
             if not _PERCENT.match(value):
                 try:
                     quantity.parse_milli(value)
                 except quantity.QuantityError:
-                    c.add(f"{path}.{key}.{signal}", "a percentage such as 10% or a quantity such as 500Mi",
+                    c.add(_at(path, key, signal), "a percentage such as 10% or a quantity such as 500Mi",
                           value)
     for signal, value in k.eviction_soft_grace_period.items():
-        at = f"{path}.evictionSoftGracePeriod.{signal}"
+        at = _at(path, "evictionSoftGracePeriod", signal)
         if signal not in nodeclass.EVICTION_SIGNALS:
             c.add(at, "one of " + ", ".join(nodeclass.EVICTION_SIGNALS), signal)
             continue
@@ -309,11 +316,11 @@ def _check_kubelet(c: _Collector, path: str, k: nodeclass.KubeletConfiguration |
             c.add(at, duration.EXPECTED, value)
     for signal in k.eviction_soft:
         if signal not in k.eviction_soft_grace_period:
-            c.add(f"{path}.evictionSoftGracePeriod.{signal}",
+            c.add(_at(path, "evictionSoftGracePeriod", signal),
                   f"a grace period for every evictionSoft signal ({signal})", None)
     for signal in k.eviction_soft_grace_period:
         if signal not in k.eviction_soft:
-            c.add(f"{path}.evictionSoft.{signal}",
+            c.add(_at(path, "evictionSoft", signal),
                   f"a threshold for every evictionSoftGracePeriod signal ({signal})", None)
     high, low = k.image_gc_high_threshold_percent, k.image_gc_low_threshold_percent
     for key, percent in (("imageGCHighThresholdPercent", high), ("imageGCLowThresholdPercent", low)):

@@ -72,6 +72,22 @@ class InterruptionQueue(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class QueueHealth:
+    """What a queue that receives on a background thread says about itself (see
+    :meth:`karpy.cloudprovider.aws.interruption.SQSQueue.queue_health`); the interruption controller
+    turns it into metrics."""
+
+    alive: bool
+    """The receiving thread is running (or the queue receives synchronously)."""
+    malformed: int
+    """Messages that could not be parsed so far (each was logged and deleted)."""
+    restarts: int
+    """Times the receiving loop failed and started again after a backoff."""
+    last_receive: float | None
+    """Clock time of the last successful receive, ``None`` before the first."""
+
+
 class CloudProvider(Protocol):
     """A cloud karpy can launch nodes in. See the module docstring for provider ID formats."""
 

@@ -13,7 +13,10 @@ by provider ID and:
 - ``Rebalance``: records ``SpotRebalanceRecommendation`` only (Karpenter does not act on it).
 
 Every message is acknowledged once handled, including messages for instances karpy does not
-know (they are not ours to act on). A provider without a queue makes this controller a no-op.
+know (they are not ours to act on). A provider without a queue makes this controller a no-op. A
+queue that reports its health (``queue_health()``, :class:`karpy.cloudprovider.interface.QueueHealth`)
+has it exported on every pass: ``karpy_interruption_poller_alive``,
+``karpy_interruption_malformed_messages`` and ``karpy_interruption_poller_restarts``.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ class Interruption:
         self.metrics = metrics
         self.handled: list[tuple[str, str, str]] = []
         """(kind, provider id, action) of every message handled, for reports and tests."""
+        self._seen = (0, 0)
+        """(malformed, restarts) of the queue already counted in the metrics."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [])
@@ -77,6 +82,7 @@ class Interruption:
     def reconcile(self, key: str) -> float | None:
         if self.queue is None:
             return None
+        self._report_health()
         for msg in list(self.queue.pending_interruptions()):
             try:
                 self.metrics.interruption_received.labels(message_type=metric_kind(msg)).inc()
@@ -88,6 +94,20 @@ class Interruption:
             self.metrics.interruption_deleted.inc()
             self.metrics.interruption_queue_duration.observe(max(0.0, self.clock.now() - msg.time))
         return INTERVAL
+
+    def _report_health(self) -> None:
+        """The queue's own health (a queue that has :meth:`queue_health`) as metrics: the poller alive,
+        malformed messages and poller restarts."""
+        health_of = getattr(self.queue, "queue_health", None)
+        health = health_of() if callable(health_of) else None
+        if not isinstance(health, cp_interface.QueueHealth):
+            return
+        self.metrics.interruption_poller_alive.set(1.0 if health.alive else 0.0)
+        if health.malformed > self._seen[0]:
+            self.metrics.interruption_malformed.inc(health.malformed - self._seen[0])
+        if health.restarts > self._seen[1]:
+            self.metrics.interruption_poller_restarts.inc(health.restarts - self._seen[1])
+        self._seen = (health.malformed, health.restarts)
 
     def _handle(self, msg: cp_interface.InterruptionMessage) -> None:
         claim_name = self.state.nodeclaim_name_for_provider_id(msg.provider_id)

@@ -15,7 +15,10 @@ Two controllers and the rule the provisioner applies:
   the NodeClass's own reason when its Ready condition is False, Unknown with
   ``NodeClassReadinessUnknown`` before its status is written) and the root ``Ready`` (True when both
   are True, else False with reason ``UnhealthyDependents`` naming the failing condition). Conditions
-  of other types are kept.
+  of other types are kept. A NodePool whose ``spec``, ``template``, template ``spec`` or
+  ``nodeClassRef`` is not a mapping gets ``ValidationSucceeded`` False naming the field (and a log
+  line); a NodeClass whose status is not a mapping makes its NodePools' ``NodeClassReady`` False
+  (``NodeClassInvalid``). Neither ever stops the readiness of the other objects.
 * :func:`readiness` is what the provisioner asks before planning with a NodePool: a NodePool whose
   NodeClass (of a kind in :data:`KINDS`) is missing or not Ready is skipped, with the reason in its
   pods' FailedScheduling events. NodeClass kinds outside :data:`KINDS` (e.g. KWOK's) are not gated.
@@ -60,15 +63,41 @@ class Readiness:
         return self.status == "True"
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else an empty one (a hostile object must not raise here)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _conditions(obj: Any) -> list[Mapping[str, Any]]:
+    """The well-formed entries of ``obj.status.conditions`` (none when any level is not as expected)."""
+    conditions = _mapping(_mapping(obj).get("status")).get("conditions")
+    return [c for c in conditions if isinstance(c, Mapping)] if isinstance(conditions, list) else []
+
+
 def _condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if isinstance(c, Mapping) and c.get("type") == type_:
+    for c in _conditions(obj):
+        if c.get("type") == type_:
             return c
     return None
 
 
+def shape_problem(pool: Mapping[str, Any]) -> str:
+    """Why NodePool ``pool`` cannot be read for readiness (``""`` when it can): ``spec``,
+    ``spec.template``, ``spec.template.spec`` or ``nodeClassRef`` that is there but not a mapping."""
+    value: Any = pool
+    path = ""
+    for key in ("spec", "template", "spec", "nodeClassRef"):
+        value = value.get(key)
+        path = f"{path}.{key}" if path else key
+        if value is None:
+            return ""
+        if not isinstance(value, Mapping):
+            return f"{path} is not a mapping (found {type(value).__name__})"
+    return ""
+
+
 def _ref(pool: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    ref = (((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")
+    ref = _mapping(_mapping(_mapping(_mapping(pool).get("spec")).get("template")).get("spec")).get("nodeClassRef")
     return ref if isinstance(ref, Mapping) else None
 
 
@@ -77,7 +106,10 @@ def readiness(cluster: interface.Cluster, pool: Mapping[str, Any]) -> Readiness:
     ref = _ref(pool)
     if ref is None:
         return Readiness("True", "NodeClassReady", "")
-    return readiness_of(cluster, str(ref.get("kind") or ""), str(ref.get("name") or ""))
+    kind, name = ref.get("kind"), ref.get("name")
+    if not isinstance(kind, str | None) or not isinstance(name, str | None):
+        return Readiness("False", "NodeClassInvalid", "spec.template.spec.nodeClassRef kind and name must be strings")
+    return readiness_of(cluster, kind or "", name or "")
 
 
 def readiness_of(cluster: interface.Cluster, kind: str, name: str) -> Readiness:
@@ -90,12 +122,17 @@ def readiness_of(cluster: interface.Cluster, kind: str, name: str) -> Readiness:
         return Readiness("False", "NodeClassNotFound", f"{kind} {name} not found on cluster")
     if interface.is_terminating(nc):
         return Readiness("False", "NodeClassTerminating", f"{kind} {name} is terminating")
+    if not isinstance(nc.get("status"), Mapping | None):
+        return Readiness("False", "NodeClassInvalid",
+                         f"{kind} {name} has a status that is not a mapping (found {type(nc['status']).__name__})")
     cond = _condition(nc, READY)
     if cond is None or cond.get("status") not in ("True", "False"):
         return Readiness("Unknown", "NodeClassReadinessUnknown", f"{kind} {name} readiness unknown")
     if cond.get("status") == "False":
-        reason = str(cond.get("reason") or "NodeClassNotReady")
-        message = str(cond.get("message") or "")
+        reason = cond.get("reason")
+        reason = reason if isinstance(reason, str) and reason else "NodeClassNotReady"
+        message = cond.get("message")
+        message = message if isinstance(message, str) else ""
         return Readiness("False", reason, f"{kind} {name} is not ready" + (f": {message}" if message else ""))
     return Readiness("True", "NodeClassReady", "")
 
@@ -178,12 +215,12 @@ class NodeClassStatus:
             if exc.retryable:
                 raise
             return RESYNC
-        old = dict(obj.get("status") or {})
-        status["conditions"] = merge_conditions(old.get("conditions") or [], status.get("conditions") or [],
-                                                self.clock.now())
+        old = dict(_mapping(obj.get("status")))
+        old_conditions = _conditions(obj)
+        status["conditions"] = merge_conditions(old_conditions, status.get("conditions") or [], self.clock.now())
         same = {k: v for k, v in old.items() if k != "conditions"} == \
             {k: v for k, v in status.items() if k != "conditions"} and \
-            _strip_times(old.get("conditions") or []) == _strip_times(status["conditions"])
+            _strip_times(old_conditions) == _strip_times(status["conditions"])
         if not same:
             updated = copy.deepcopy(obj)
             updated["status"] = status
@@ -205,6 +242,8 @@ class NodePoolReadiness:
                                   [("NodePool", runtime.by_name), *((k, self._pools_of) for k in self.kinds)])
 
     def _pools_of(self, _event: str, obj: dict[str, Any]) -> Iterable[str]:
+        """The NodePools that reference NodeClass ``obj``; a NodePool that cannot be read is skipped (its
+        own reconcile says why), never the others."""
         kind, name = str(obj.get("kind") or ""), interface.name_of(obj)
         out = []
         for pool in self.cluster.list("NodePool"):
@@ -214,8 +253,18 @@ class NodePoolReadiness:
         return out
 
     def conditions(self, pool: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The three conditions this controller owns, for NodePool ``pool`` now."""
-        gen = (pool.get("metadata") or {}).get("generation")
+        """The three conditions this controller owns, for NodePool ``pool`` now. A NodePool whose
+        ``spec``, ``template``, template ``spec`` or ``nodeClassRef`` is not a mapping gets
+        ``ValidationSucceeded`` False saying which (and is not Ready)."""
+        gen = _mapping(pool.get("metadata")).get("generation")
+        problem = shape_problem(pool)
+        if problem:
+            log.warning("%s: NodePool %s cannot be read: %s", READINESS_NAME, interface.name_of(pool), problem)
+            return self._stamp([
+                {"type": NODECLASS_READY, "status": "Unknown", "reason": "NodePoolInvalid", "message": problem},
+                {"type": VALIDATION_SUCCEEDED, "status": "False", "reason": "ValidationFailed", "message": problem},
+                {"type": READY, "status": "False", "reason": "UnhealthyDependents",
+                 "message": f"{VALIDATION_SUCCEEDED}=False"}], gen)
         r = readiness(self.cluster, pool)
         nodeclass = {"type": NODECLASS_READY, "status": r.status, "reason": r.reason, "message": r.message}
         policy = ((pool.get("spec") or {}).get("disruption") or {}).get("consolidationPolicy")
@@ -227,8 +276,11 @@ class NodePoolReadiness:
         else:
             ready = {"type": READY, "status": "False" if r.status == "False" else "Unknown",
                      "reason": "UnhealthyDependents", "message": f"{NODECLASS_READY}={r.status}"}
-        out = [nodeclass, validation, ready]
-        if gen is not None:
+        return self._stamp([nodeclass, validation, ready], gen)
+
+    @staticmethod
+    def _stamp(out: list[dict[str, Any]], gen: Any) -> list[dict[str, Any]]:
+        if isinstance(gen, int) and not isinstance(gen, bool):
             for c in out:
                 c["observedGeneration"] = gen
         return out
@@ -238,14 +290,16 @@ class NodePoolReadiness:
             pool = self.cluster.get("NodePool", key)
         except kube_errors.NotFound:
             return None
-        old = (pool.get("status") or {}).get("conditions") or []
+        old = _conditions(pool)
         new = merge_conditions(old, self.conditions(pool), self.clock.now())
-        if _strip_times(old) != _strip_times(new):
+        if _strip_times(old) != _strip_times(new) or not isinstance(pool.get("status"), Mapping | None):
             warning = next((c["message"] for c in new if c["type"] == VALIDATION_SUCCEEDED and c["message"]), None)
             if warning:
                 log.warning("%s", warning)
             updated = copy.deepcopy(pool)
-            updated.setdefault("status", {})["conditions"] = new
+            if not isinstance(updated.get("status"), Mapping):
+                updated["status"] = {}
+            updated["status"]["conditions"] = new
             self.cluster.update_status(updated)
         return None
 

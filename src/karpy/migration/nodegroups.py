@@ -16,7 +16,11 @@ labels, taints; ``limits.cpu`` from max size times its largest type's vCPUs) and
 the cluster (the node role, the AMI family as an alias, the node groups' subnets by id, security
 groups by Karpenter's discovery tag, the root volume size), plus the migration steps of the EKS field
 report filled in for this cluster. Input problems raise :class:`karpy.api.errors.ValidationError`
-naming the file and field.
+naming the file and field (``AutoScalingGroups[0].MixedInstancesPolicy.InstancesDistribution: expected
+an object``), as the manifest loader does: a value of the wrong type anywhere, numbers out of range
+(sizes up to :data:`MAX_GROUP_SIZE`, ``diskSize`` up to :data:`MAX_DISK_GIB`); and the NodePools and
+EC2NodeClass it writes go through the manifest loader before they are returned (a node-template label
+no NodePool may carry is an error naming the node group).
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import errors, labels
+import yaml
+
+from karpy.api import errors, labels, manifest
 from karpy.cloudprovider import catalog
 
 _AMI_ALIASES = {"AL2_": "al2@latest", "AL2023": "al2023@latest", "BOTTLEROCKET": "bottlerocket@latest",
@@ -34,6 +40,11 @@ _AMI_ALIASES = {"AL2_": "al2@latest", "AL2023": "al2023@latest", "BOTTLEROCKET":
 _TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 _CA_LABEL = "k8s.io/cluster-autoscaler/node-template/label/"
 _CA_TAINT = "k8s.io/cluster-autoscaler/node-template/taint/"
+MAX_GROUP_SIZE = 100_000
+"""The largest node-group size read (an Auto Scaling group's hard limit is far below); more is an error,
+not a ``limits.cpu`` thousands of digits long."""
+MAX_DISK_GIB = 65_536
+"""The largest ``diskSize`` read (EBS volumes hold at most 64 TiB)."""
 
 
 @dataclass(slots=True)
@@ -95,7 +106,7 @@ class _Bad(Exception):
 
 
 def _keys(doc: Any) -> Any:
-    return sorted(doc)[:5] if isinstance(doc, Mapping) else type(doc).__name__
+    return sorted(str(k) for k in doc)[:5] if isinstance(doc, Mapping) else type(doc).__name__
 
 
 def _str(d: Mapping[str, Any], key: str, *, required: bool = True) -> str:
@@ -107,68 +118,118 @@ def _str(d: Mapping[str, Any], key: str, *, required: bool = True) -> str:
     return value
 
 
-def _int(d: Mapping[str, Any], key: str) -> int:
+def _int(d: Mapping[str, Any], key: str, *, high: int = MAX_GROUP_SIZE) -> int:
     value = d.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Bad(key, "a non-negative integer", value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+        raise _Bad(key, f"an integer from 0 to {high}", value)
     return value
 
 
+def _map(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """The object at ``key`` (empty when absent); anything else is an error naming the field."""
+    value = d.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _Bad(key, "an object", value)
+    return value
+
+
+def _list(d: Mapping[str, Any], key: str) -> list[Any]:
+    value = d.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Bad(key, "a list", value)
+    return value
+
+
+def _strings(d: Mapping[str, Any], key: str) -> list[str]:
+    values = _list(d, key)
+    for i, v in enumerate(values):
+        if not isinstance(v, str) or not v:
+            raise _Bad(f"{key}[{i}]", "a non-empty string", v)
+    return values
+
+
+def _string_map(d: Mapping[str, Any], key: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in _map(d, key).items():
+        if not isinstance(k, str) or not k or not isinstance(v, str):
+            raise _Bad(f"{key}.{k}", "a string value under a non-empty string key", v)
+        out[k] = v
+    return out
+
+
+def _under(prefix: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args)`` with the path of an error put under ``prefix``."""
+    try:
+        return fn(*args, **kwargs)
+    except _Bad as exc:
+        raise _Bad(f"{prefix}.{exc.path}", exc.expected, exc.found) from None
+
+
 def _eks(d: Mapping[str, Any]) -> Group:
-    types = d.get("instanceTypes") or ["t3.medium"]  # EKS's default for managed node groups
-    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
-        raise _Bad("instanceTypes", "a list of instance types", types)
-    scaling = d.get("scalingConfig")
-    if not isinstance(scaling, Mapping):
-        raise _Bad("scalingConfig", "{minSize, maxSize, desiredSize}", scaling)
+    types = _strings(d, "instanceTypes") or ["t3.medium"]  # EKS's default for managed node groups
+    if "scalingConfig" not in d or not isinstance(d["scalingConfig"], Mapping):
+        raise _Bad("scalingConfig", "{minSize, maxSize, desiredSize}", d.get("scalingConfig"))
+    scaling = d["scalingConfig"]
     taints = []
-    for i, t in enumerate(d.get("taints") or []):
-        if not isinstance(t, Mapping) or t.get("effect") not in _TAINT_EFFECTS or not isinstance(t.get("key"), str):
+    for i, t in enumerate(_list(d, "taints")):
+        effect = t.get("effect") if isinstance(t, Mapping) else None
+        if not isinstance(t, Mapping) or not isinstance(effect, str) or effect not in _TAINT_EFFECTS \
+                or not isinstance(t.get("key"), str) or not t["key"] or not isinstance(t.get("value"), str | None):
             raise _Bad(f"taints[{i}]", "{key, value, effect: NO_SCHEDULE|NO_EXECUTE|PREFER_NO_SCHEDULE}", t)
-        taint = {"key": t["key"], "effect": _TAINT_EFFECTS[t["effect"]]}
+        taint = {"key": t["key"], "effect": _TAINT_EFFECTS[effect]}
         if t.get("value"):
-            taint["value"] = str(t["value"])
+            taint["value"] = t["value"]
         taints.append(taint)
-    node_labels = d.get("labels") or {}
-    if not isinstance(node_labels, Mapping):
-        raise _Bad("labels", "a mapping", node_labels)
     capacity = _str(d, "capacityType", required=False) or "ON_DEMAND"
     if capacity not in ("ON_DEMAND", "SPOT"):
         raise _Bad("capacityType", "ON_DEMAND or SPOT", capacity)
-    disk = d.get("diskSize")
+    disk = None if d.get("diskSize") is None else _int(d, "diskSize", high=MAX_DISK_GIB)
     return Group(name=_str(d, "nodegroupName"), instance_types=list(types),
                  capacity_type=labels.CAPACITY_TYPE_SPOT if capacity == "SPOT" else labels.CAPACITY_TYPE_ON_DEMAND,
-                 min_size=_scaling(scaling, "minSize"), max_size=_scaling(scaling, "maxSize"),
-                 labels={str(k): str(v) for k, v in node_labels.items()}, taints=taints,
-                 subnets=[str(s) for s in d.get("subnets") or []], ami_type=_str(d, "amiType", required=False),
-                 node_role=_str(d, "nodeRole", required=False),
-                 disk_size=disk if isinstance(disk, int) and not isinstance(disk, bool) else None,
-                 cluster=_str(d, "clusterName", required=False))
-
-
-def _scaling(scaling: Mapping[str, Any], key: str) -> int:
-    try:
-        return _int(scaling, key)
-    except _Bad as exc:
-        raise _Bad(f"scalingConfig.{exc.path}", exc.expected, exc.found) from None
+                 min_size=_under("scalingConfig", _int, scaling, "minSize"),
+                 max_size=_under("scalingConfig", _int, scaling, "maxSize"),
+                 labels=_string_map(d, "labels"), taints=taints, subnets=_strings(d, "subnets"),
+                 ami_type=_str(d, "amiType", required=False), node_role=_str(d, "nodeRole", required=False),
+                 disk_size=disk or None, cluster=_str(d, "clusterName", required=False))
 
 
 def _asg(a: Mapping[str, Any]) -> Group:
     if not isinstance(a, Mapping):
         raise _Bad("(item)", "an Auto Scaling group", a)
-    overrides = (((a.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}).get("Overrides") or [])
-    types = [str(o["InstanceType"]) for o in overrides if isinstance(o, Mapping) and o.get("InstanceType")]
-    tags = {str(t.get("Key")): str(t.get("Value", "")) for t in a.get("Tags") or [] if isinstance(t, Mapping)}
+    policy = _map(a, "MixedInstancesPolicy")
+    template = _under("MixedInstancesPolicy", _map, policy, "LaunchTemplate")
+    overrides = _under("MixedInstancesPolicy.LaunchTemplate", _list, template, "Overrides")
+    types = []
+    for i, o in enumerate(overrides):
+        at = f"MixedInstancesPolicy.LaunchTemplate.Overrides[{i}]"
+        if not isinstance(o, Mapping):
+            raise _Bad(at, "an object", o)
+        if o.get("InstanceType") is not None:
+            types.append(_under(at, _str, o, "InstanceType"))
+    tags: dict[str, str] = {}
+    for i, t in enumerate(_list(a, "Tags")):
+        if not isinstance(t, Mapping):
+            raise _Bad(f"Tags[{i}]", "an object {Key, Value}", t)
+        tags[_under(f"Tags[{i}]", _str, t, "Key")] = _under(f"Tags[{i}]", _str, t, "Value", required=False)
     node_labels = {k[len(_CA_LABEL):]: v for k, v in tags.items() if k.startswith(_CA_LABEL)}
     taints = []
     for k, v in tags.items():
         if k.startswith(_CA_TAINT):
             value, _, effect = v.partition(":")
+            if effect not in ("", *_TAINT_EFFECTS.values()):
+                raise _Bad(f"Tags[{k}]", "a taint as value:NoSchedule|NoExecute|PreferNoSchedule", v)
             taints.append({"key": k[len(_CA_TAINT):], "value": value, "effect": effect or "NoSchedule"})
-    cluster = next((k.split("/", 2)[2] for k, v in tags.items() if k.startswith("kubernetes.io/cluster/")), "")
-    subnets = [s.strip() for s in str(a.get("VPCZoneIdentifier") or "").split(",") if s.strip()]
-    distribution = (a.get("MixedInstancesPolicy") or {}).get("InstancesDistribution") or {}
-    spot = distribution.get("OnDemandPercentageAboveBaseCapacity")
+    cluster = next((k.split("/", 2)[2] for k in tags if k.startswith("kubernetes.io/cluster/")), "")
+    subnets = [s.strip() for s in _str(a, "VPCZoneIdentifier", required=False).split(",") if s.strip()]
+    distribution = _under("MixedInstancesPolicy", _map, policy, "InstancesDistribution")
+    spot = None
+    if distribution.get("OnDemandPercentageAboveBaseCapacity") is not None:
+        spot = _under("MixedInstancesPolicy.InstancesDistribution", _int, distribution,
+                      "OnDemandPercentageAboveBaseCapacity", high=100)
     return Group(name=_str(a, "AutoScalingGroupName"), instance_types=types,
                  capacity_type=labels.CAPACITY_TYPE_SPOT if spot == 0 else labels.CAPACITY_TYPE_ON_DEMAND,
                  min_size=_int(a, "MinSize"), max_size=_int(a, "MaxSize"), labels=node_labels, taints=taints,
@@ -224,7 +285,23 @@ def plan(groups: Sequence[Group], *, cluster_name: str = "", region: str | None 
         if biggest and g.max_size:
             pool["spec"]["limits"] = {"cpu": str(biggest * g.max_size)}
         manifests.append(pool)
+    _validate(manifests, groups)
     return Plan(manifests=manifests, steps=_steps(cluster, groups), warnings=warnings)
+
+
+def _validate(manifests: Sequence[dict[str, Any]], groups: Sequence[Group]) -> None:
+    """Read what :func:`plan` wrote with the manifest loader; its errors name the node group they come from."""
+    try:
+        manifest.load_documents(yaml.safe_dump_all(list(manifests), sort_keys=False), source="migrate")
+    except errors.ValidationError as exc:
+        problems = []
+        for e in exc.errors:
+            number = e.obj.removeprefix("migrate ").removeprefix("document ").split(" ", 1)[0]
+            index = int(number) - 2 if number.isdigit() else -1
+            where = f"node group {groups[index].name}" if 0 <= index < len(groups) else "the EC2NodeClass"
+            problems.append(errors.FieldError(f"{where} ({e.obj.split('(', 1)[-1].rstrip(')')})", e.path,
+                                              e.expected, e.found))
+        raise errors.ValidationError(problems) from None
 
 
 def _dns(name: str) -> str:

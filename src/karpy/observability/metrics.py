@@ -162,6 +162,18 @@ class Metrics:
         self.build_info.labels(__version__, "python" + platform.python_version(), platform.machine(), "").set(1)
         for kind in ("multi", "single"):  # Karpenter starts these at 0
             self.disruption_consolidation_timeouts.labels(kind)
+        # karpy's own (the interruption queue's poller health, issue 22)
+        self.interruption_malformed = prometheus_client.Counter(
+            "karpy_interruption_malformed_messages",
+            "Messages of the interruption queue that could not be parsed (each logged and deleted).",
+            registry=self.registry)
+        self.interruption_poller_alive = prometheus_client.Gauge(
+            "karpy_interruption_poller_alive", "1 while the interruption queue's receiving thread runs, else 0.",
+            registry=self.registry)
+        self.interruption_poller_restarts = prometheus_client.Counter(
+            "karpy_interruption_poller_restarts",
+            "Times the interruption queue's receiving loop failed and started again after a backoff.",
+            registry=self.registry)
         self.registry.register(_Collected(self))
 
     def _now(self) -> float:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.api import labels, nodeclass, nodepool
+from karpy.api import duration, labels, nodeclass, nodepool
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider.azure import nap
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -49,6 +49,7 @@ from karpy.simulator import (
     history,
     kube_scheduler,
     kubelet,
+    limits,
     pdb_status,
     provider_bridge,
     real_cloud,
@@ -133,14 +134,17 @@ class Simulation:
 
     def __init__(self, scn: scenario.Scenario, *, seed: int | None = None, until: float | None = None,
                  sample_interval: float | None = None, progress: Progress | None = None,
-                 karpy: bool = True, scheduler_events: bool = True, autoscaler: str = "karpy") -> None:
+                 karpy: bool = True, scheduler_events: bool = True, autoscaler: str = "karpy",
+                 notify: Callable[[str], None] | None = None) -> None:
         """``autoscaler``: ``"karpy"`` (karpy's controllers) or ``"cluster-autoscaler"`` (a model of Cluster
-        Autoscaler over node groups, :mod:`karpy.simulator.cluster_autoscaler`, instead of karpy)."""
+        Autoscaler over node groups, :mod:`karpy.simulator.cluster_autoscaler`, instead of karpy).
+        ``notify`` hears when the run nears its pod or node limit (:mod:`karpy.simulator.limits`)."""
         self.scenario = scn
         self.seed = seed if seed is not None else (scn.seed if scn.seed is not None else 0)
         self.until = float(until if until is not None else scn.until)
         self.sample_interval = sample_interval or default_sample_interval(self.until)
         self.progress = progress
+        self.limit_watch = limits.Watch(scn.limits, notify)
         rngs = random.Random(self.seed)
         seeds = [rngs.getrandbits(64) for _ in range(6)]
         self.clock = clock_mod.VirtualClock()
@@ -412,6 +416,8 @@ class Simulation:
             it = lb.get(labels.INSTANCE_TYPE) or "(unknown)"
             by_type[it] = by_type.get(it, 0) + 1
         phases = list(self._pods.values())
+        self.limit_watch.observe(len(phases), sum(by_pool.values()),
+                                 duration.format_duration(self.clock.now() - self.start))
         return Sample(
             t=self.clock.now() - self.start, nodes_by_nodepool=by_pool, nodes_by_instance_type=by_type,
             pending_pods=phases.count("Pending"), running_pods=phases.count("Running"),

@@ -62,14 +62,17 @@ def render(result: engine.Result, output: str, file: IO[str], *, width: int | No
 
 def run_command(path: str, *, until: str | None = None, seed: int | None = None, output: str = "table",
                 report_dir: str | None = None, stdout: IO[str], stderr: IO[str],
-                progress: bool = False, autoscaler: str = "karpy", wide: bool = False) -> int:
+                progress: bool = False, autoscaler: str = "karpy", wide: bool = False, max_pods: int | None = None,
+                max_nodes: int | None = None) -> int:
     """The body of ``karpy simulate``: load and validate everything, run, write the outputs.
 
     Returns the exit status: 0, or :data:`EXIT_RECONCILE_ERRORS` when a reconcile failed with
     something other than a retryable API/cloud error (summarised on ``stderr`` either way).
 
     Raises :class:`karpy.api.errors.ValidationError` for bad input *before* anything runs (the
-    scenario, ``until``, the output format, a report directory that cannot be created).
+    scenario, ``until``, the output format, a report directory that cannot be created, a scenario asking
+    for more pods than ``max_pods``), and :class:`karpy.simulator.limits.LimitExceededError` when the run
+    goes over ``max_pods`` / ``max_nodes`` (:mod:`karpy.simulator.limits`; it says so on ``stderr`` near them).
     """
     import pathlib
 
@@ -98,13 +101,21 @@ def run_command(path: str, *, until: str | None = None, seed: int | None = None,
         except OSError as exc:
             raise errors.ValidationError.single("--report", "(option)", "a directory that can be created",
                                                 f"{report_dir} ({exc.strerror})") from None
-    scn = scenario_mod.load(path, until=until_s)
+    from karpy.simulator import limits as limits_mod
+
+    run_limits = limits_mod.Limits(max_pods=limits_mod.DEFAULT_MAX_PODS if max_pods is None else max_pods,
+                                   max_nodes=limits_mod.DEFAULT_MAX_NODES if max_nodes is None else max_nodes)
+    scn = scenario_mod.load(path, until=until_s, limits=run_limits)
+
+    def notify(message: str) -> None:
+        stderr.write(f"warning: {message}\n")
+
     for w in scn.warnings:
         stderr.write(f"warning: {w}\n")
     sim_progress = _progress_bar(stderr) if progress else None
     try:
         result = engine.Simulation(scn, seed=seed, progress=sim_progress.update if sim_progress else None,
-                                   autoscaler=autoscaler).run()
+                                   autoscaler=autoscaler, notify=notify).run()
     finally:
         if sim_progress is not None:
             sim_progress.close()

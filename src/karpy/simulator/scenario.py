@@ -52,6 +52,7 @@ from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import interface as cloud_interface
 from karpy.simulator import faultspec, scenario_schema
+from karpy.simulator import limits as limits_mod
 
 API_VERSION = "karpy.io/v1alpha1"
 KIND = "Scenario"
@@ -174,6 +175,8 @@ class Scenario:
     """The scenario document as written."""
     faults: faultspec.Faults = field(default_factory=faultspec.Faults)
     """``spec.faults``: what the run injects (:mod:`karpy.simulator.faultspec`)."""
+    limits: limits_mod.Limits = limits_mod.DEFAULT
+    """Pods and nodes this run may hold (:mod:`karpy.simulator.limits`); checked at load and while running."""
 
     def with_until(self, until: float) -> Scenario:
         return dataclasses.replace(self, until=until)
@@ -196,16 +199,17 @@ class Scenario:
 # --------------------------------------------------------------------------------------- loading
 
 
-def load(path: str | pathlib.Path, *, until: float | None = None) -> Scenario:
+def load(path: str | pathlib.Path, *, until: float | None = None, limits: limits_mod.Limits | None = None) -> Scenario:
     """Read and validate a scenario file (see the module docstring). ``until`` overrides
-    ``spec.until``. Raises :class:`errors.ValidationError`, also for an unreadable file."""
+    ``spec.until``; ``limits`` (default :data:`karpy.simulator.limits.DEFAULT`) bounds the pods the
+    scenario may ask for. Raises :class:`errors.ValidationError`, also for an unreadable file."""
     p = pathlib.Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise errors.ValidationError.single(str(p), "(file)", "a readable UTF-8 YAML file",
                                             str(exc)) from None
-    return load_text(text, source=str(p), until=until)
+    return load_text(text, source=str(p), until=until, limits=limits)
 
 
 def _label(index: int, kind: str, name: str) -> str:
@@ -224,7 +228,8 @@ def _is_scenario(d: Any) -> bool:
         str(d.get("apiVersion", "")).startswith("karpy.io/")
 
 
-def load_text(text: str, *, source: str = "<input>", until: float | None = None) -> Scenario:
+def load_text(text: str, *, source: str = "<input>", until: float | None = None,
+              limits: limits_mod.Limits | None = None) -> Scenario:
     """Parse and validate a scenario text; see :func:`load`."""
     raw_docs = manifest.parse_yaml(text, source, string_keys=False)  # spec.clusterAutoscaler.priorities
     problems: list[errors.FieldError] = []
@@ -267,7 +272,12 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None)
             problems.extend(exc.errors)
     if problems or scenario is None:
         raise errors.ValidationError(problems)
-    return scenario
+    limits = limits or limits_mod.DEFAULT
+    applied = [o for st in scenario.steps if isinstance(st.action, Apply) for o in st.action.objects]
+    scales = [(a.kind, a.namespace, a.name, a.replicas) for a in (st.action for st in scenario.steps)
+              if isinstance(a, Scale)]
+    limits_mod.check(source, limits_mod.requested_pods([*scenario.objects, *applied], scales), limits)
+    return dataclasses.replace(scenario, limits=limits)
 
 
 def _doc_name(d: Mapping[str, Any]) -> str:
@@ -419,8 +429,8 @@ def _read_step(f: fields.Fields, index: int, known: _Known, *, cloud: Cloud | No
         name = s.req_str("name")
         replicas = s.int("replicas", required=True)
         assert replicas is not None
-        if replicas < 0:
-            raise s.fail("replicas", "a non-negative integer", replicas)
+        if not 0 <= replicas <= strict.MAX_INT32:
+            raise s.fail("replicas", f"an integer from 0 to {strict.MAX_INT32} (Kubernetes' int32)", replicas)
         if (kind, ns, name) not in known.keys:
             raise s.fail("name", f"a {kind} in namespace {ns} that the scenario creates before this step",
                          name)

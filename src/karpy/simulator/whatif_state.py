@@ -10,10 +10,12 @@ what the simulator's own controllers re-create:
 * server-set metadata (uid, resourceVersion, managedFields, creationTimestamp, generation) is dropped;
   owner references are re-pointed by owner name after the owners are created with new uids;
 * a Deployment is represented by its ReplicaSets (the simulated Deployment controller would hash
-  templates differently from the API server and roll new ReplicaSets); StatefulSets become a ReplicaSet
-  of the same name (the simulator has no StatefulSet controller: their pods are re-created elsewhere
-  when evicted, without stable identity); pods of a DaemonSet are left to the simulated DaemonSet
-  controller; finished pods (Succeeded, Failed) are dropped; pods of a Job keep running without owner;
+  templates differently from the API server and roll new ReplicaSets); a Deployment that wants pods
+  but has no ReplicaSet with replicas in the dump gets a warning saying its pods are not simulated;
+  StatefulSets become a ReplicaSet of the same name (the simulator has no StatefulSet controller: their
+  pods are re-created elsewhere when evicted, without stable identity); pods of a DaemonSet are left to
+  the simulated DaemonSet controller; finished pods (Succeeded, Failed) are dropped; pods of a Job keep
+  running without owner;
 * Nodes with the ``karpenter.sh/nodepool`` label and a provider ID are **managed**: they are adopted as
   instances of the simulated cloud (with karpy's tags, never garbage-collected as unknown) and keep
   their NodeClaim (synthesised from the Node when the dump has none); every other Node is
@@ -99,6 +101,7 @@ def read(inputs: Sequence[tuple[str, str]], nodepools: Sequence[tuple[str, str]]
                  "NodePool", "PersistentVolumeClaim", "PodDisruptionBudget", "DaemonSet"):
         state.objects.extend(by_kind.get(kind, ()))
     state.objects.extend(_replicasets(by_kind))
+    state.warnings.extend(_deployments_without_replicasets(by_kind))
     pool_classes = {interface.name_of(p): str((((p.get("spec") or {}).get("template") or {}).get("spec") or {})
                                                  .get("nodeClassRef", {}).get("name") or "")
                     for p in by_kind.get("NodePool", [])}
@@ -154,6 +157,25 @@ def _replicasets(by_kind: Mapping[str, list[dict[str, Any]]]) -> Iterable[dict[s
                             "labels": dict(interface.labels_of(sts))},
                "spec": {"replicas": int(spec.get("replicas", 1) or 0), "selector": spec.get("selector") or {},
                         "template": spec.get("template") or {}}}
+
+
+def _deployments_without_replicasets(by_kind: Mapping[str, list[dict[str, Any]]]) -> Iterable[str]:
+    """A warning for each Deployment that wants pods but has no ReplicaSet with replicas in the dump: its
+    pods are not simulated (a Deployment is represented by its ReplicaSets)."""
+    owners = set()
+    for rs in by_kind.get("ReplicaSet", ()):
+        if int((rs.get("spec") or {}).get("replicas") or 0) <= 0:
+            continue
+        for ref in (rs.get("metadata") or {}).get("ownerReferences") or ():
+            if isinstance(ref, Mapping) and ref.get("kind") == "Deployment":
+                owners.add((interface.namespace_of(rs) or "default", str(ref.get("name"))))
+    for dep in by_kind.get("Deployment", ()):
+        replicas = (dep.get("spec") or {}).get("replicas", 1)
+        key = (interface.namespace_of(dep) or "default", interface.name_of(dep))
+        if isinstance(replicas, int) and replicas > 0 and key not in owners:
+            yield (f"Deployment {key[0]}/{key[1]} ({replicas} replicas) has no ReplicaSet with replicas in the "
+                   "input, so none of its pods is simulated: add the ReplicaSets (kubectl get replicasets -A -o "
+                   "yaml) to the dump")
 
 
 def _nodes(state: State, nodes: list[dict[str, Any]], claims: list[dict[str, Any]],

@@ -236,3 +236,26 @@ def test_the_batcher_and_user_data_metrics_are_fed_by_the_aws_provider(aws: AWS)
     assert m.value("karpenter_cloudprovider_batcher_batch_size_count", batcher="create_fleet") == 1
     assert m.value("karpenter_cloudprovider_batcher_batch_size_sum", batcher="create_fleet") == 1
     assert m.value("karpenter_ec2nodeclasses_userdata_bytes", nodeclass="default") > 100
+
+
+def test_launch_template_cleanup_deletes_only_templates_with_every_tag_karpy_writes(aws: AWS) -> None:
+    aws.node_class()
+    aws.provider.create(claim("default-lt", ["m5.large"]))
+    (ours,) = aws.provider.templates.created
+    cluster_tag = {"Key": "karpenter.k8s.aws/cluster", "Value": moto_world.CLUSTER}
+    foreign = {
+        "karpenter.k8s.aws/1234": [cluster_tag],  # karpy's name, one tag only
+        "team-template": [cluster_tag, {"Key": "eks:eks-cluster-name", "Value": moto_world.CLUSTER},
+                          {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "default"}],  # every tag, not our name
+        "karpenter.k8s.aws/5678": [cluster_tag, {"Key": "eks:eks-cluster-name", "Value": "another"},
+                                   {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "default"}],
+    }
+    for name, tag_list in foreign.items():
+        aws.ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={"ImageId": "ami-1"},
+                                       TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list}])
+    for _ in range(3):
+        aws.clock.advance(3700)
+        aws.provider.list()
+    left = {t["LaunchTemplateName"] for t in aws.ec2.describe_launch_templates()["LaunchTemplates"]}
+    assert ours not in left
+    assert set(foreign) <= left

@@ -393,3 +393,60 @@ def test_a_capacity_error_wrapped_in_a_generic_one_is_still_recognised(world: Wo
     launched = world.cloud.create(claim())
     assert launched.metadata.labels[labels.ZONE] == "japaneast-2"
     assert set(world.cloud.unavailable.entries().values()) == {"ZonalAllocationFailure"}
+
+
+def _vm_with(world: World, name: str, nic_ids: list[str], disk: str | None = None) -> None:
+    props: dict[str, Any] = {"networkProfile": {"networkInterfaces": [{"id": i} for i in nic_ids]}}
+    if disk is not None:
+        props["storageProfile"] = {"osDisk": {"name": disk, "managedDisk": {"storageAccountType": "Premium_LRS"}}}
+    world.arm.add("virtualMachines", RG, name,
+                  {"location": REGION, "tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "properties": props})
+
+
+def _nic_id(rg: str, name: str, subscription: str = fake_arm.SUBSCRIPTION) -> str:
+    return f"/subscriptions/{subscription}/resourceGroups/{rg}/providers/Microsoft.Network/networkInterfaces/{name}"
+
+
+def _claim_for(provider_id: str) -> nodeclaim.NodeClaim:
+    return nodeclaim.NodeClaim.from_manifest({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                              "metadata": {"name": "x"}, "status": {"providerID": provider_id}})
+
+
+def test_deleting_an_owned_vm_leaves_its_nics_and_disk_that_are_not_tagged_for_this_cluster(world: World) -> None:
+    ours = {"tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "location": REGION, "properties": {}}
+    theirs = {"tags": {"team": "payments"}, "location": REGION, "properties": {}}
+    world.arm.add("networkInterfaces", RG, "aks-mine", ours)
+    world.arm.add("networkInterfaces", RG, "payments-nic", theirs)
+    world.arm.add("networkInterfaces", "other-rg", "aks-elsewhere", ours)
+    world.arm.add("disks", RG, "payments-disk", theirs)
+    _vm_with(world, "aks-shared", [_nic_id(RG, "aks-mine"), _nic_id(RG, "payments-nic"),
+                                   _nic_id("other-rg", "aks-elsewhere")], disk="payments-disk")
+    world.cloud.delete(_claim_for(world.cloud.provider_id("aks-shared")))
+    assert "aks-shared" not in world.arm.of_type("virtualmachines")
+    assert set(world.arm.of_type("networkinterfaces")) == {"payments-nic", "aks-elsewhere"}
+    assert set(world.arm.of_type("disks")) == {"payments-disk"}
+
+
+def test_a_vm_without_nics_deletes_no_nic_of_its_own_name(world: World) -> None:
+    world.arm.add("networkInterfaces", RG, "aks-lonely",
+                  {"tags": {instances.CLUSTER_TAG: "aks-karp-test"}, "location": REGION, "properties": {}})
+    _vm_with(world, "aks-lonely", [])
+    world.cloud.delete(_claim_for(world.cloud.provider_id("aks-lonely")))
+    assert "aks-lonely" not in world.arm.of_type("virtualmachines")
+    assert "aks-lonely" in world.arm.of_type("networkinterfaces")
+
+
+@pytest.mark.parametrize("where", ["resource group", "subscription"])
+def test_a_provider_id_naming_a_vm_elsewhere_never_deletes_karpys_vm_of_the_same_name(world: World,
+                                                                                      where: str) -> None:
+    launched = world.cloud.create(claim())
+    pid = launched.status.provider_id
+    if where == "resource group":
+        elsewhere = pid.replace(f"/resourceGroups/{RG}/", "/resourceGroups/someone-elses-rg/")
+    else:
+        elsewhere = pid.replace(fake_arm.SUBSCRIPTION, "99999999-1111-2222-3333-444444444444")
+    with pytest.raises(errors.NotOwnedError):
+        world.cloud.delete(_claim_for(elsewhere))
+    with pytest.raises(errors.NodeClaimNotFoundError):
+        world.cloud.get(elsewhere)
+    assert "aks-default-65f84" in world.arm.of_type("virtualmachines")

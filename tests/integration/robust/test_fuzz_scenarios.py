@@ -39,6 +39,8 @@ DOCS: list[dict[str, Any]] = [
 ]
 
 HOSTILE = st.one_of(st.none(), st.booleans(), st.integers(-5, 40), st.floats(allow_nan=True),
+                    st.integers(min_value=2**63, max_value=10**300),  # above int32 and Go's durations (issue 22)
+                    st.sets(st.integers(0, 3), max_size=2), st.binary(max_size=4),  # !!set, !!binary
                     st.text(max_size=6), st.dates(),
                     st.sampled_from(["1e30", "-1", "1e300000", "0", "1m", "2m", ".inf", "Web_1", "spot"]),
                     st.lists(st.integers(), max_size=2),

@@ -64,8 +64,14 @@ BASES: list[dict[str, Any]] = [
                 "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}}},
 ]
 
+BIG = st.one_of(st.integers(min_value=2**63 - 2, max_value=2**64), st.integers(min_value=10**300, max_value=10**4000),
+                st.sampled_from(["9" * 400 + "h", "2562048h", "9" * 30 + "s", "1e400", "9" * 400, "-" + "9" * 40]))
+"""Numbers too large for int64, for a float or for a Go duration (issue 22 item 6)."""
+YAML_ONLY = st.one_of(st.sets(st.integers(0, 5), max_size=3), st.binary(max_size=8))
+"""Values only YAML has (``safe_dump`` writes them as ``!!set`` and ``!!binary``)."""
+
 HOSTILE = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=10**20, max_value=10**40),
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=10**20, max_value=10**40), BIG, YAML_ONLY,
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
     st.sampled_from(["-1", "1e400", "1e300000", "abc", "", "1Ki", "-5m", ".inf", "2024-01-01", "${X}",
                      "9" * 80, "Web_1", "WhenEmpty"]),
@@ -124,7 +130,34 @@ def test_text_mutations_load_or_give_a_validation_error(doc: dict[str, Any], dat
     for _ in range(data.draw(st.integers(1, 4))):
         pos = data.draw(st.integers(0, len(text)))
         insert = data.draw(st.sampled_from(["&a ", "*a", ": ", "\n", "- ", "{", "[", "!!binary ", "? ", "1e400",
-                                            "2024-01-01 ", "0x", "\t", "'", "~", "---\n"]))
+                                            "2024-01-01 ", "0x", "\t", "'", "~", "---\n", "!!set ", "!!omap ",
+                                            "!!pairs ", "!!timestamp ", "!!python/object/apply:os.getcwd ",
+                                            "!!python/name:os.system ", "!!float ", "!!int ", "!!str ",
+                                            "9" * 400, "2562048h"]))
         text = text[:pos] + insert + text[pos:]
     _load(text)
 
+
+
+def _numeric_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Paths of every number and every string that starts with a digit (durations, quantities)."""
+    return [p for p in _paths(value, prefix) if p and _leaf_is_numeric(value, p)]
+
+
+def _leaf_is_numeric(doc: Any, path: tuple[Any, ...]) -> bool:
+    for k in path:
+        doc = doc[k]
+    return (isinstance(doc, int | float) and not isinstance(doc, bool)) or (isinstance(doc, str) and doc[:1].isdigit())
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(BASES), st.data())
+def test_big_numbers_in_every_numeric_and_duration_field_give_a_validation_error_or_a_result(
+        doc: dict[str, Any], data: st.DataObject) -> None:
+    doc = copy.deepcopy(doc)
+    path = data.draw(st.sampled_from(_numeric_paths(doc)))
+    parent: Any = doc
+    for k in path[:-1]:
+        parent = parent[k]
+    parent[path[-1]] = data.draw(BIG)
+    _load(yaml.safe_dump(doc, sort_keys=False))

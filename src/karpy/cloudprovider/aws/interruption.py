@@ -15,8 +15,14 @@ simulator). Each body is parsed:
   one ``ScheduledChange`` per affected instance.
 
 Provider ids need the instance's zone: it is looked up with ``DescribeInstances`` (and remembered).
-A message that is not JSON or not one of these shapes is logged and deleted at once, as Karpenter
-does. A message stays pending until :meth:`SQSQueue.ack` deletes it (``DeleteMessage`` with its
+A message that is not JSON or not one of these shapes (a body that is not an object, an
+``instance-id`` that is not a string naming an instance, ``affectedEntities`` that is not a list, a
+body too deep to parse...) is counted (:attr:`SQSQueue.malformed`), logged and deleted at once, as
+Karpenter does; whatever a message holds, it never stops the queue. The background poller survives
+any exception: it logs it, waits (:data:`BACKOFF`, doubling) and receives again;
+:meth:`SQSQueue.queue_health` says whether it runs (the interruption controller exports it as
+metrics), and :meth:`SQSQueue.pending_interruptions` starts it again should its thread have died.
+A message stays pending until :meth:`SQSQueue.ack` deletes it (``DeleteMessage`` with its
 receipt handle); SQS's visibility timeout brings back messages nobody acknowledged.
 :meth:`SQSQueue.send` writes a notice in EventBridge's shape (for rehearsals and tests).
 """
@@ -27,6 +33,7 @@ import builtins
 import datetime
 import json
 import logging
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -43,13 +50,20 @@ REBALANCE = "EC2 Instance Rebalance Recommendation"
 STATE_CHANGE = "EC2 Instance State-change Notification"
 HEALTH = "AWS Health Event"
 ACTED_STATES = ("stopping", "stopped", "shutting-down", "terminated")
+INSTANCE_ID = re.compile(r"i-[0-9a-zA-Z]{1,64}")
+"""What an ``instance-id`` must look like; anything else makes the message malformed."""
+MAX_BODY = 262_144
+"""SQS's largest message (256 KiB); a longer body is malformed."""
+BACKOFF = (1.0, 60.0)
+"""The poller waits this long after a failed receive, doubling up to the second value."""
 
 
 class SQSQueue:
     """See the module docstring."""
 
     def __init__(self, sess: session.Session, queue: str, clock: clock_mod.Clock,
-                 ice: unavailable.UnavailableOfferings | None = None, *, wait_seconds: int = 20) -> None:
+                 ice: unavailable.UnavailableOfferings | None = None, *, wait_seconds: int = 20,
+                 backoff: tuple[float, float] = BACKOFF) -> None:
         self.session = sess
         self.clock = clock
         self.ice = ice
@@ -63,6 +77,9 @@ class SQSQueue:
         self._where: dict[str, tuple[str, str]] = {}
         """instance id -> (zone, instance type)."""
         self.malformed = 0
+        self.restarts = 0
+        self.last_receive: float | None = None
+        self.backoff = backoff
         self._pending: dict[str, interface.InterruptionMessage] = {}
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
@@ -79,37 +96,72 @@ class SQSQueue:
             return list(self._pending.values())
 
     def receive(self) -> int:
-        """One ``ReceiveMessage`` (long-polling ``wait_seconds``); returns the number of notices added."""
+        """One ``ReceiveMessage`` (long-polling ``wait_seconds``); returns the number of notices added.
+        A message that cannot be parsed, whatever is wrong with it, is counted, logged and deleted."""
         response = session.call(self.session.sqs, "receive_message", QueueUrl=self.url, MaxNumberOfMessages=10,
                                 WaitTimeSeconds=self.wait_seconds, AttributeNames=["SentTimestamp"])
         added = 0
-        for m in response.get("Messages") or ():
-            parsed = self._parse(m)
+        messages = response.get("Messages") if isinstance(response, Mapping) else None
+        for m in messages if isinstance(messages, list) else ():
+            receipt = m.get("ReceiptHandle") if isinstance(m, Mapping) else None
+            if not isinstance(receipt, str) or not receipt:
+                self._malformed(m.get("MessageId") if isinstance(m, Mapping) else None, "no receipt handle")
+                continue
+            try:
+                parsed = self._parse(m)
+            except Exception as exc:
+                self._malformed(m.get("MessageId"), f"{type(exc).__name__}: {_short(exc)}")
+                parsed = []
             if not parsed:
-                self._delete(str(m["ReceiptHandle"]))
+                self._delete(receipt)
                 continue
             with self._lock:
                 for p in parsed:
-                    self._receipts[p.id] = str(m["ReceiptHandle"])
+                    self._receipts[p.id] = receipt
                     if p.id not in self._pending:
                         self._pending[p.id] = p
                         added += 1
         return added
 
+    def _malformed(self, message_id: Any, why: str) -> None:
+        with self._lock:
+            self.malformed += 1
+        log.error("deleting a malformed interruption message %s: %s", _short(message_id), why)
+
     def _start_poller(self) -> None:
         with self._lock:
-            if self._poller is not None:
+            if self._poller is not None and (self._poller.is_alive() or self._stop.is_set()):
                 return
+            if self._poller is not None:  # it died of something _poll could not catch: start it again
+                self.restarts += 1
+                log.error("the interruption queue poller had stopped; starting it again")
             self._poller = threading.Thread(target=self._poll, name="karpy-sqs-interruption", daemon=True)
         self._poller.start()
 
     def _poll(self) -> None:
+        delay = self.backoff[0]
         while not self._stop.is_set():
             try:
                 self.receive()
-            except errors.CloudProviderError as exc:
-                log.warning("receiving interruption messages failed: %s", exc)
-                self._stop.wait(5.0)
+            except Exception as exc:
+                with self._lock:
+                    self.restarts += 1
+                if isinstance(exc, errors.CloudProviderError):
+                    log.warning("receiving interruption messages failed (again in %.0fs): %s", delay, exc)
+                else:
+                    log.exception("the interruption queue poller failed; receiving again in %.0fs", delay)
+                self._stop.wait(delay)
+                delay = min(delay * 2, self.backoff[1])
+            else:
+                with self._lock:
+                    self.last_receive = self.clock.now()
+                delay = self.backoff[0]
+
+    def queue_health(self) -> interface.QueueHealth:
+        """Whether the poller runs, how many messages were malformed, how often receiving failed."""
+        with self._lock:
+            alive = self.wait_seconds <= 0 or (self._poller is not None and self._poller.is_alive())
+            return interface.QueueHealth(alive, self.malformed, self.restarts, self.last_receive)
 
     def close(self) -> None:
         """Stop the background poller (it ends after its current long poll)."""
@@ -131,26 +183,37 @@ class SQSQueue:
             log.warning("deleting an interruption message failed: %s", exc)
 
     def _parse(self, m: Mapping[str, Any]) -> builtins.list[interface.InterruptionMessage]:
+        """The notices of one message; ``[]`` (after counting and logging it) when it is malformed or of
+        a kind karpy does not act on. Raises nothing it can check for; :meth:`receive` catches the rest."""
+        mid = m.get("MessageId")
+        raw = m.get("Body")
+        if not isinstance(raw, str) or len(raw) > MAX_BODY:
+            self._malformed(mid, f"the body is not text of at most {MAX_BODY} characters")
+            return []
         try:
-            body = json.loads(str(m.get("Body") or ""))
-            source, kind, detail = body["source"], body["detail-type"], body.get("detail") or {}
-            if not isinstance(detail, Mapping):
-                raise TypeError("detail is not an object")
-        except (ValueError, KeyError, TypeError) as exc:
-            self.malformed += 1
-            log.error("deleting a malformed interruption message %s: %s", m.get("MessageId"), exc)
+            body = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            self._malformed(mid, f"the body is not JSON ({_short(exc)})")
+            return []
+        if not isinstance(body, Mapping):
+            self._malformed(mid, f"the body is not a JSON object (found {type(body).__name__})")
+            return []
+        source, kind, detail = body.get("source"), body.get("detail-type"), body.get("detail")
+        detail = {} if detail is None else detail
+        if not isinstance(source, str) or not isinstance(kind, str) or not isinstance(detail, Mapping):
+            self._malformed(mid, "source and detail-type must be strings and detail an object")
             return []
         when = _time(body.get("time"), self.clock.now())
-        mid = str(m.get("MessageId") or body.get("id") or "")
+        mid = mid if isinstance(mid, str) and mid else body.get("id")
+        mid = mid if isinstance(mid, str) else ""
         if source == "aws.ec2" and kind in (SPOT_WARNING, REBALANCE, STATE_CHANGE):
-            iid = str(detail.get("instance-id") or "")
-            if not iid:
-                self.malformed += 1
-                log.error("deleting interruption message %s without an instance id", mid)
+            iid = detail.get("instance-id")
+            if not isinstance(iid, str) or not INSTANCE_ID.fullmatch(iid):
+                self._malformed(mid, f"detail.instance-id is not an instance id (found {_short(iid)})")
                 return []
             if kind == STATE_CHANGE:
-                state = str(detail.get("state") or "")
-                if state not in ACTED_STATES:
+                state = detail.get("state")
+                if not isinstance(state, str) or state not in ACTED_STATES:
                     return []
                 return [interface.InterruptionMessage(mid, self._provider_id(iid), "StateChange", when, state)]
             if kind == SPOT_WARNING:
@@ -161,13 +224,18 @@ class SQSQueue:
             return [interface.InterruptionMessage(mid, self._provider_id(iid), "Rebalance", when)]
         if source == "aws.health" and kind == HEALTH and detail.get("eventTypeCategory") == "scheduledChange" \
                 and detail.get("service", "EC2") == "EC2":
-            entities = [str(e.get("entityValue")) for e in detail.get("affectedEntities") or ()
-                        if isinstance(e, Mapping) and str(e.get("entityValue", "")).startswith("i-")]
+            affected = detail.get("affectedEntities")
+            affected = [] if affected is None else affected
+            if not isinstance(affected, list):
+                self._malformed(mid, f"detail.affectedEntities is not a list (found {type(affected).__name__})")
+                return []
+            entities = [e["entityValue"] for e in affected
+                        if isinstance(e, Mapping) and isinstance(e.get("entityValue"), str)
+                        and INSTANCE_ID.fullmatch(e["entityValue"])]
             return [interface.InterruptionMessage(f"{mid}/{i}" if len(entities) > 1 else mid, self._provider_id(iid),
                                                   "ScheduledChange", when)
                     for i, iid in enumerate(entities)]
-        self.malformed += 1
-        log.error("deleting interruption message %s of an unknown kind (%s / %s)", mid, source, kind)
+        self._malformed(mid, f"a message of an unknown kind ({_short(source)} / {_short(kind)})")
         return []
 
     def _locate(self, iid: str) -> tuple[str, str]:
@@ -218,7 +286,18 @@ def event(instance_id: str, kind: str, time: str, detail: str = "") -> dict[str,
 
 
 def _time(value: Any, default: float) -> float:
-    try:
-        return datetime.datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
-    except ValueError:
+    if not isinstance(value, str) or len(value) > 64:
         return default
+    try:
+        return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
+    except (ValueError, OverflowError):
+        return default
+
+
+def _short(value: Any) -> str:
+    """At most 120 characters of ``value`` for a log line (a hostile message may be huge)."""
+    if isinstance(value, BaseException):
+        value = str(value) or type(value).__name__
+    text = value if isinstance(value, str) else repr(value) if isinstance(value, int | float | None) \
+        else f"({type(value).__name__})"
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -15,7 +15,11 @@ device mappings, metadata options, detailed monitoring and tags. What a caller m
   ``/dev/xvdb``); metadata options default to IMDSv2 required with a hop limit of 1 (the
   EC2NodeClass model's defaults); detailed monitoring is off unless asked.
 * :meth:`LaunchTemplates.cleanup` deletes this cluster's templates that are not in ``keep`` and were
-  not used for :data:`UNUSED_TTL` seconds of the clock (Karpenter deletes templates when they fall out
+  not used for :data:`UNUSED_TTL` seconds of the clock. A template is this cluster's only when it
+  carries every tag karpy writes on its own (:func:`is_ours`: ``karpenter.k8s.aws/cluster`` and
+  ``eks:eks-cluster-name`` equal to the cluster, a non-empty ``karpenter.k8s.aws/ec2nodeclass``) and
+  karpy's name (``karpenter.k8s.aws/<digits>``); a template with one tag alone is never deleted
+  (Karpenter deletes templates when they fall out
   of its cache or their NodeClass goes away).
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +40,8 @@ from karpy.cloudprovider.aws import session
 NAME_PREFIX = "karpenter.k8s.aws/"
 TAG_CLUSTER = "karpenter.k8s.aws/cluster"
 TAG_NODECLASS = "karpenter.k8s.aws/ec2nodeclass"
+TAG_EKS_CLUSTER = "eks:eks-cluster-name"
+_DIGITS = re.compile(r"[0-9]{1,20}")
 UNUSED_TTL = 3600.0
 DEFAULT_ROOT_SIZE_GIB = 20
 
@@ -150,7 +157,7 @@ class LaunchTemplates:
             if not exc.code.startswith("InvalidLaunchTemplateName"):
                 raise
         tags = {**dict(c.tags), TAG_CLUSTER: self.cluster, TAG_NODECLASS: c.node_class,
-                "eks:eks-cluster-name": self.cluster}
+                TAG_EKS_CLUSTER: self.cluster}
         try:
             session.call(self.ec2, "create_launch_template", LaunchTemplateName=name, LaunchTemplateData=dict(data),
                          TagSpecifications=[{"ResourceType": "launch-template",
@@ -169,6 +176,8 @@ class LaunchTemplates:
                                      Filters=[{"Name": f"tag:{TAG_CLUSTER}", "Values": [self.cluster]}]):
             for lt in page.get("LaunchTemplates") or ():
                 name = str(lt["LaunchTemplateName"])
+                if not is_ours(lt, self.cluster):
+                    continue
                 with self._lock:
                     last = self._known.get(name)
                 if name in keep or (last is not None and now - last < UNUSED_TTL):
@@ -186,6 +195,16 @@ class LaunchTemplates:
                     self._known.pop(name, None)
                 deleted.append(name)
         return deleted
+
+
+def is_ours(template: Mapping[str, Any], cluster: str) -> bool:
+    """Whether a ``DescribeLaunchTemplates`` entry is a template karpy made for ``cluster``: its name
+    and every tag karpy writes on its own templates (see the module docstring)."""
+    name = template.get("LaunchTemplateName")
+    if not isinstance(name, str) or not name.startswith(NAME_PREFIX) or not _DIGITS.fullmatch(name[len(NAME_PREFIX):]):
+        return False
+    tags = {str(t.get("Key")): t.get("Value") for t in template.get("Tags") or () if isinstance(t, Mapping)}
+    return tags.get(TAG_CLUSTER) == cluster and tags.get(TAG_EKS_CLUSTER) == cluster and bool(tags.get(TAG_NODECLASS))
 
 
 def tags_list(tags: Mapping[str, str]) -> Sequence[dict[str, str]]:

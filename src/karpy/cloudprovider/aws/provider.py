@@ -424,6 +424,11 @@ class AWSCloudProvider:
         if self.queue is not None:
             self.queue.ack(message)
 
+    def queue_health(self) -> interface.QueueHealth | None:
+        """The interruption queue's :class:`~karpy.cloudprovider.interface.QueueHealth` (``None`` without one)."""
+        health = getattr(self.queue, "queue_health", None)
+        return health() if callable(health) else None
+
     def mark_insufficient(self, instance_type: str, zone: str, capacity_type: str, until: float) -> None:
         """Treat an offering as out of capacity until ``until`` (the simulator's insufficientCapacity step)."""
         self.ice.mark(instance_type, zone, capacity_type, "InsufficientCapacity", until=until)

@@ -20,20 +20,26 @@ What a caller may rely on:
   the custom data of :mod:`.bootstrap`; ``identity``: the user-assigned ``NODE_IDENTITIES``;
 * spot VMs have ``priority: Spot``, ``evictionPolicy: Delete`` and ``billingProfile.maxPrice: -1``;
   on-demand VMs ``priority: Regular``;
-* :meth:`Instances.delete` removes the VM, then its NIC and its managed OS disk (each
-  not-found is fine), as Karpenter's ``cleanupAzureResources`` does.
+* :meth:`Instances.delete` removes the VM, then its NICs and its managed OS disk (each not-found is
+  fine), as Karpenter's ``cleanupAzureResources`` does, but only what is karpy's: each NIC and the
+  disk is read first and deleted only when it is in the node resource group (subscription and
+  resource group of its ID) and carries this cluster's ownership tag; anything else is left alone
+  and named in the log. A VM that names no NIC deletes none (no NIC is guessed from its name).
 
 Every azure.core error comes out as :class:`karpy.cloudprovider.azure.clients.AzureAPIError`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from karpy.api import labels
 from karpy.cloudprovider.azure import clients
+
+log = logging.getLogger("karpy.cloudprovider.azure.instances")
 
 CLUSTER_TAG = "karpenter.azure.com_cluster"
 NODEPOOL_TAG = "karpenter.sh_nodepool"
@@ -168,8 +174,25 @@ class Instances:
         self.resource_group = resource_group
 
     def vm_id(self, name: str) -> str:
+        return self.resource_id("Microsoft.Compute", "virtualMachines", name)
+
+    def resource_id(self, provider: str, rtype: str, name: str) -> str:
         return (f"/subscriptions/{self.azure.subscription_id}/resourceGroups/{self.resource_group}"
-                f"/providers/Microsoft.Compute/virtualMachines/{name}")
+                f"/providers/{provider}/{rtype}/{name}")
+
+    def delete_if_owned(self, name: str, cluster_name: str) -> None:
+        """Delete the VM and the NIC called ``name`` when each carries this cluster's tag (what a failed
+        launch leaves); a resource of that name without the tag is left alone."""
+        for rtype, get, delete in (("virtualMachines", self.get_vm, self.delete_vm),
+                                   ("networkInterfaces", self.get_nic, self.delete_nic)):
+            try:
+                found = get(name)
+            except clients.NotFoundError:
+                continue
+            if owned(found.get("tags"), cluster_name):
+                delete(name)
+            else:
+                log.warning("not deleting %s %s: it is not tagged %s=%s", rtype, name, CLUSTER_TAG, cluster_name)
 
     def create_nic(self, spec: LaunchSpec) -> dict[str, Any]:
         poller = clients.call(f"creating NIC {spec.name}", self.azure.network.network_interfaces.begin_create_or_update,
@@ -225,16 +248,63 @@ class Instances:
         return self._ignore_missing(f"deleting disk {name}", self.azure.compute.disks.begin_delete,
                                     self.resource_group, name)
 
-    def delete(self, vm: Mapping[str, Any]) -> None:
-        """Remove a VM, its NICs and its managed OS disk (see the module docstring)."""
+    def get_nic(self, name: str) -> dict[str, Any]:
+        return _dict(clients.call(f"getting NIC {name}", self.azure.network.network_interfaces.get,
+                                  self.resource_group, name))
+
+    def get_disk(self, name: str) -> dict[str, Any]:
+        return _dict(clients.call(f"getting disk {name}", self.azure.compute.disks.get, self.resource_group, name))
+
+    def in_resource_group(self, resource_id: Any, provider: str, rtype: str) -> str | None:
+        """The resource's name when ``resource_id`` is an ARM ID of type ``provider/rtype`` in this
+        subscription and node resource group (compared as ARM does, ignoring case); else ``None``."""
+        if not isinstance(resource_id, str):
+            return None
+        parts = resource_id.strip("/").split("/")
+        if len(parts) != 8 or [p.lower() for p in (parts[0], parts[2], parts[4], parts[5], parts[6])] != \
+                ["subscriptions", "resourcegroups", "providers", provider.lower(), rtype.lower()]:
+            return None
+        if parts[1].lower() != str(self.azure.subscription_id).lower() or \
+                parts[3].lower() != self.resource_group.lower() or not parts[7]:
+            return None
+        return parts[7]
+
+    def _owned_by_id(self, resource_id: Any, rtype: str, cluster_name: str) -> str | None:
+        """The name of the NIC or disk ``resource_id`` names when it is karpy's to delete (see the module
+        docstring); ``None`` (logged) otherwise, or when it is already gone."""
+        provider = "Microsoft.Network" if rtype == "networkInterfaces" else "Microsoft.Compute"
+        name = self.in_resource_group(resource_id, provider, rtype)
+        if name is None:
+            log.warning("not deleting %s %s: not in node resource group %s of subscription %s",
+                        rtype, resource_id, self.resource_group, self.azure.subscription_id)
+            return None
+        try:
+            found = self.get_nic(name) if rtype == "networkInterfaces" else self.get_disk(name)
+        except clients.NotFoundError:
+            return None
+        if not owned(found.get("tags"), cluster_name):
+            log.warning("not deleting %s %s: it is not tagged %s=%s", rtype, name, CLUSTER_TAG, cluster_name)
+            return None
+        return name
+
+    def delete(self, vm: Mapping[str, Any], cluster_name: str) -> None:
+        """Remove a VM, then those of its NICs and its managed OS disk that are karpy's (see the module
+        docstring). The caller has checked the VM's own ownership tag."""
         name = str(vm.get("name"))
         props = vm.get("properties") or {}
-        nics = [str(n.get("id", "")).rsplit("/", 1)[-1]
-                for n in (props.get("networkProfile") or {}).get("networkInterfaces") or ()] or [name]
-        os_disk = (props.get("storageProfile") or {}).get("osDisk") or {}
-        disk = os_disk.get("name") if os_disk.get("managedDisk") is not None else None
+        refs = ((props.get("networkProfile") or {}).get("networkInterfaces") or ()) if isinstance(props, Mapping) \
+            else ()
+        nics = [n for n in (self._owned_by_id(r.get("id"), "networkInterfaces", cluster_name)
+                            for r in refs if isinstance(r, Mapping)) if n is not None]
+        os_disk = ((props.get("storageProfile") or {}).get("osDisk") or {}) if isinstance(props, Mapping) else {}
+        managed = os_disk.get("managedDisk") if isinstance(os_disk, Mapping) else None
+        disk = None
+        if isinstance(managed, Mapping):  # ARM gives the disk's ID; without one, the disk of that name here
+            disk_id = managed.get("id") or (self.resource_id("Microsoft.Compute", "disks", os_disk["name"])
+                                            if isinstance(os_disk.get("name"), str) and os_disk["name"] else None)
+            disk = self._owned_by_id(disk_id, "disks", cluster_name)
         self.delete_vm(name)
         for nic in nics:
             self.delete_nic(nic)
         if disk:
-            self.delete_disk(str(disk))
+            self.delete_disk(disk)

@@ -34,6 +34,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
@@ -281,11 +282,8 @@ class Launcher:
 
     def _cleanup(self, name: str) -> None:
         """Remove what a failed launch left (the VM in Failed state, the NIC)."""
-        try:
-            self.instances.delete_vm(name)
-            self.instances.delete_nic(name)
-        except clients.AzureAPIError:
-            pass  # the NIC garbage collection removes what is left
+        with contextlib.suppress(clients.AzureAPIError):  # the NIC garbage collection removes what is left
+            self.instances.delete_if_owned(name, self.config.cluster_name)
 
     def _launched(self, claim: nodeclaim.NodeClaim, nc: aksnodeclass.AKSNodeClass | None,
                   it: instancetype.InstanceType, offer: instancetype.Offering, vm: Mapping[str, Any]

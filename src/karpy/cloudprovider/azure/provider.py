@@ -16,7 +16,9 @@ the contract there). Azure specifics a caller may rely on:
 * provider IDs are ``azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/
   virtualMachines/aks-<nodeclaim>``; :meth:`list` and :meth:`get` see only VMs tagged
   ``karpenter.azure.com_cluster=<cluster>`` (each as :meth:`.launch.Launcher.claim_of` reads it);
-  :meth:`delete` refuses others (:class:`NotOwnedError`);
+  :meth:`delete` refuses others (:class:`NotOwnedError`), as it refuses a provider ID whose subscription
+  or resource group is not the node resource group's (the whole ID must match, not the VM name), and
+  deletes a VM's NICs and OS disk only when each carries the tag too (:meth:`.instances.Instances.delete`);
 * images: the AKSNodeClass family's definition for the size (arch, Hyper-V generation) at its pinned
   ``imageVersion``, else the gallery's newest version (:mod:`.gallery`, kept 3 days), else the default;
   a VM whose image is no longer one of those is ``ImageDrift`` (a new gallery version drifts nodes);
@@ -155,10 +157,17 @@ class AzureCloudProvider:
         return self.launcher.provider_id(vm_name)
 
     def _vm_name(self, provider_id: str) -> str:
-        prefix = "azure:///subscriptions/"
-        if not provider_id.startswith(prefix) or "/virtualMachines/" not in provider_id:
+        """The VM name of a provider ID naming a VM of the node resource group; a VM elsewhere (another
+        resource group or subscription) is not karpy's: :class:`NodeClaimNotFoundError`."""
+        prefix = "azure://"
+        if not provider_id.startswith(prefix + "/subscriptions/") or "/virtualMachines/" not in provider_id:
             raise errors.NodeClaimNotFoundError(f"{provider_id or '(no provider id)'} is not an Azure VM")
-        return provider_id.rsplit("/", 1)[-1]
+        name = self.instances.in_resource_group(provider_id[len(prefix):], "Microsoft.Compute", "virtualMachines")
+        if name is None:
+            raise errors.NodeClaimNotFoundError(
+                f"{provider_id} is not a VM of node resource group {self.instances.resource_group} in subscription "
+                f"{self.instances.azure.subscription_id}")
+        return name
 
     def _owned_vm(self, provider_id: str) -> dict[str, Any]:
         name = self._vm_name(provider_id)
@@ -172,12 +181,18 @@ class AzureCloudProvider:
         return vm
 
     def delete(self, claim: nodeclaim.NodeClaim) -> None:
+        try:
+            self._vm_name(claim.status.provider_id)
+        except errors.NodeClaimNotFoundError as exc:
+            if claim.status.provider_id.startswith("azure:///subscriptions/"):
+                raise errors.NotOwnedError(f"refusing to delete: {exc}") from exc
+            raise
         vm = self._owned_vm(claim.status.provider_id)
         if not instances.owned(vm.get("tags"), self.config.cluster_name):
             raise errors.NotOwnedError(f"VM {vm.get('name')} is not tagged {instances.CLUSTER_TAG}="
                                        f"{self.config.cluster_name}; refusing to delete it")
         try:
-            self.instances.delete(vm)
+            self.instances.delete(vm, self.config.cluster_name)
         except clients.AzureAPIError as exc:
             raise errors.CloudProviderError(f"deleting NodeClaim {claim.name}: {exc.message}",
                                             reason=exc.code or "AzureAPIError", retryable=exc.retryable) from exc
