@@ -102,7 +102,8 @@ def test_a_bad_bind_address_exits_2_naming_the_flag_without_a_traceback(address:
 
 def test_an_address_that_is_not_this_hosts_exits_2_saying_it_cannot_listen() -> None:
     code, err = _run(bind_address="192.0.2.1", settings_flags={"metricsPort": "18080", "healthProbePort": "18081"})
-    assert code == 2 and "cannot listen on --bind-address 192.0.2.1 --metrics-port 18080" in err
+    # the probes listen first (/readyz answers 503 while the caches sync), so their port is the one named
+    assert code == 2 and "cannot listen on --bind-address 192.0.2.1 --health-probe-port 18081" in err
 
 
 def test_equal_metrics_and_health_ports_exit_2_naming_the_setting() -> None:
