@@ -239,7 +239,8 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     elector = leader.LeaderElector(cluster, wall, lease_config) if leader_elect else None
     pump = cluster if callable(getattr(cluster, "pump", None)) else None
     driver = realtime.Driver(manager, wall, pool=pool, elector=elector, pump=pump, synced=caches_synced,
-                             shutdown_grace=max(1.0, opts.renew_deadline))
+                             shutdown_grace=max(1.0, opts.renew_deadline),
+                             renew_in_background=not opts.in_memory_cluster)
     driver_ref.append(driver)
 
     import prometheus_client

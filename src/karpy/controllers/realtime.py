@@ -66,7 +66,8 @@ class Driver:
     def __init__(self, manager: runtime.Manager, clock: clock_mod.Clock, *,
                  pool: cloudcalls.Pool | None = None, elector: leader.LeaderElector | None = None,
                  pump: EventPump | None = None, synced: Callable[[], bool] | None = None,
-                 poll: float = 0.05, idle: float = 1.0, batch: int = 50, shutdown_grace: float = 25.0) -> None:
+                 poll: float = 0.05, idle: float = 1.0, batch: int = 50, shutdown_grace: float = 25.0,
+                 renew_in_background: bool = False) -> None:
         self.manager = manager
         self.clock = clock
         self.pool = pool
@@ -83,6 +84,13 @@ class Driver:
         self.last_loop = 0.0
         self.loops = 0
         self.reconciles = 0
+        self.renew_in_background = renew_in_background
+        """Renew the Lease on a thread of its own during :meth:`run` (Karpenter's elector is a goroutine of its
+        own): a reconcile that takes longer than the renew deadline (a drain, a consolidation pass on a busy
+        machine) must not cost the Lease. Only with a cluster that accepts calls from any thread (the adapter);
+        :meth:`step` alone ticks the elector inline (tests, the in-memory cluster)."""
+        self._elector_lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
 
     # ----------------------------------------------------------------------------- control
 
@@ -112,7 +120,8 @@ class Driver:
         self.loops += 1
         self._pump()
         if self.elector is not None:
-            self.elector.tick()
+            if self._renewer is None:
+                self._tick_elector()
             if self.elector.final:
                 return 0.0
         if self.is_leader() and (self._synced is None or self._synced()):
@@ -125,11 +134,36 @@ class Driver:
                 ran += 1
                 if ran % self.batch == 0:
                     self._pump()
-                if self.elector is not None:
+                if self.elector is not None and self._renewer is None:
                     nxt = self.elector.next_attempt()
                     if nxt is not None and nxt <= self.clock.now():
-                        self.elector.tick()
+                        self._tick_elector()
         return self._sleep_for()
+
+    def _tick_elector(self) -> None:
+        if self.elector is not None:
+            with self._elector_lock:
+                self.elector.tick()
+
+    def _renew_loop(self) -> None:
+        """The Lease's own thread: tick the elector when an attempt is due, wake the loop after each."""
+        elector = self.elector
+        while elector is not None and not self._stopping.is_set() and not elector.final:
+            nxt = elector.next_attempt()
+            now = self.clock.now()
+            if nxt is not None and nxt > now:
+                self._stopping.wait(min(1.0, nxt - now))
+                continue
+            try:
+                self._tick_elector()
+            except Exception as exc:  # the loop thread decides on the state; never die silently
+                log.warning("leader election: renewal failed: %s", exc, extra={"controller": "manager"})
+                self._stopping.wait(0.5)
+            self._wake.set()
+
+    def _stop_renewer(self) -> None:
+        if self._renewer is not None:
+            self._renewer.join(5.0)
 
     def _pump(self) -> None:
         if self.pump is not None:
@@ -144,7 +178,7 @@ class Driver:
             due = self.manager.next_due()
             if due is not None:
                 wait = min(wait, due - now)
-        if self.elector is not None:
+        if self.elector is not None and self._renewer is None:
             nxt = self.elector.next_attempt()
             if nxt is not None:
                 wait = min(wait, nxt - now)
@@ -156,11 +190,16 @@ class Driver:
         """Loop until stopped or the lease is lost; see the module docstring for the return value."""
         self._running = True
         log.info("starting controllers", extra={"controller": "manager"})
+        if self.elector is not None and self.renew_in_background:
+            self._renewer = threading.Thread(target=self._renew_loop, name="lease-renewal", daemon=True)
+            self._renewer.start()
         try:
             while not self._stopping.is_set():
                 wait = self.step()
                 if self.elector is not None and self.elector.state is leader.State.LOST:
                     log.error("leader election lost", extra={"controller": "manager"})
+                    self._stopping.set()
+                    self._stop_renewer()
                     return LOST_LEADERSHIP
                 if wait > 0:
                     self._wake.wait(wait)
@@ -187,4 +226,6 @@ class Driver:
                 except Exception as exc:
                     log.warning("shutting down: %s %s: %s", controller, key, exc, extra={"controller": controller})
         if self.elector is not None:
-            self.elector.release()
+            self._stop_renewer()
+            with self._elector_lock:
+                self.elector.release()
