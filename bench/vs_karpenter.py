@@ -474,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--only", choices=AUTOSCALERS)
-    ap.add_argument("--settle", type=float, default=45.0, help="seconds without a node change that end scale-down")
+    ap.add_argument("--settle", type=float, default=60.0, help="seconds without a node change that end scale-down")
     ap.add_argument("--timeout", type=float, default=1200.0)
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--report")
