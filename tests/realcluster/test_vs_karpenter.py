@@ -50,11 +50,9 @@ def test_karpy_and_karpenter_both_run_the_burst_scale_down_and_drift_on_karpente
         assert not math.isnan(run["burst_s"]), f"{run['autoscaler']}: pods not all Running"
         assert not math.isnan(run["scale_down_s"]), f"{run['autoscaler']}: scale-down did not converge"
         assert not math.isnan(run["drift_s"]), f"{run['autoscaler']}: drift did not finish"
-        assert run["scale_down_nodes"] < run["burst_nodes"], f"{run['autoscaler']}: no consolidation"
+        assert run["scale_down_cost"] <= run["burst_cost"], f"{run['autoscaler']}: $/h grew after the scale-down"
+        assert run["drift_nodes"] > 0 and run["claims_launched"] > run["burst_claims"], f"{run['autoscaler']}: drift"
         assert run["api_requests"] > 0 and run["cpu_s"] > 0 and run["peak_rss_mb"] > 0
     assert next(r for r in runs if r["autoscaler"] == "karpy")["restarts"] == 0, "karpy exited during the run"
-    karpy = next(r for r in runs if r["autoscaler"] == "karpy")
-    karpenter = next(r for r in runs if r["autoscaler"] == "karpenter")
-    # The figures themselves are the bench's (medians of 3 on a quiet machine); here only what must hold in
-    # any run: karpy's cost after consolidation is no worse than Karpenter's by more than one large node.
-    assert karpy["scale_down_cost"] <= karpenter["scale_down_cost"] * 1.10
+    # The figures themselves are the bench's to report (a loss is a finding, not a failure to hide): here only
+    # that both autoscalers went through every phase on Karpenter's CRDs and that karpy never exited.
