@@ -52,22 +52,11 @@ FIELDS: tuple[Field, ...] = (
     Field("AKSNodeClass", "spec.kubelet.failSwapOn", "the kubelet's failSwapOn"),
     Field("KWOKNodeClass", "spec.nodeRegistrationDelay", "how long a KWOK node takes to register"),
     Field("Pod", "spec.resourceClaims", "dynamic resource allocation (DRA) claims in scheduling"),
-    Field("Pod", _AFFINITY.format("podAffinity", "required", "", "matchLabelKeys"),
-          "the pod's own values of these label keys added to the term's selector (podAffinity)"),
-    Field("Pod", _AFFINITY.format("podAffinity", "preferred", "podAffinityTerm.", "matchLabelKeys"),
-          "the pod's own values of these label keys added to the term's selector (podAffinity)"),
-    Field("Pod", _AFFINITY.format("podAffinity", "required", "", "mismatchLabelKeys"),
-          "the pod's own values of these label keys excluded by the term's selector (podAffinity)"),
-    Field("Pod", _AFFINITY.format("podAffinity", "preferred", "podAffinityTerm.", "mismatchLabelKeys"),
-          "the pod's own values of these label keys excluded by the term's selector (podAffinity)"),
-    Field("Pod", _AFFINITY.format("podAntiAffinity", "required", "", "matchLabelKeys"),
-          "the pod's own values of these label keys added to the term's selector (podAntiAffinity)"),
-    Field("Pod", _AFFINITY.format("podAntiAffinity", "preferred", "podAffinityTerm.", "matchLabelKeys"),
-          "the pod's own values of these label keys added to the term's selector (podAntiAffinity)"),
-    Field("Pod", _AFFINITY.format("podAntiAffinity", "required", "", "mismatchLabelKeys"),
-          "the pod's own values of these label keys excluded by the term's selector (podAntiAffinity)"),
-    Field("Pod", _AFFINITY.format("podAntiAffinity", "preferred", "podAffinityTerm.", "mismatchLabelKeys"),
-          "the pod's own values of these label keys excluded by the term's selector (podAntiAffinity)"),
+    *(Field("Pod", _AFFINITY.format(term, when, inner, key),
+            f"the pod's own values of these label keys {verb} the term's selector ({term})")
+      for term in ("podAffinity", "podAntiAffinity")
+      for key, verb in (("matchLabelKeys", "added to"), ("mismatchLabelKeys", "excluded by"))
+      for when, inner in (("required", ""), ("preferred", "podAffinityTerm."))),
 )
 """Fields accepted and warned about, by kind."""
 
