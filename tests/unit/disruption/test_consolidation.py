@@ -53,6 +53,21 @@ def test_the_node_with_fewer_and_lower_priority_pods_goes_first() -> None:
     expect_command(cmd, "Delete", ["light"])
 
 
+def test_a_dearer_node_that_saves_more_is_consolidated_before_a_cheap_one_that_saves_little() -> None:
+    """karpy's departure from Karpenter (which executes the first candidate in disruption-cost order):
+    a large node holding more pods, and so dearer to disrupt, is replaced first when it saves more."""
+    tiny = make_type("tiny", 1, 0.04)
+    types = [*CATALOG, tiny]
+    busy = [running(f"b{i}", "big", cpu="200m") for i in range(3)]
+    snap, cands = cluster([entry("big", LARGE, busy, created=0.0),
+                           entry("small", SMALL, [running("s", "small", cpu="500m")], created=0.0)], types)
+    assert [c.name for c in consolidation.order_candidates(snap, cands)] == ["small", "big"]
+    cmd = expect_command(consolidation.single_node(snap, cands, DEFAULTS), "Delete", ["big"])
+    small_alone = consolidation.single_node(snap, [c for c in cands if c.name == "small"], DEFAULTS)
+    assert small_alone is not None and small_alone.names == ["small"]
+    assert cmd.savings_per_hour > small_alone.savings_per_hour
+
+
 def test_a_node_whose_pods_need_a_smaller_type_is_replaced_with_that_type() -> None:
     snap, cands = cluster([entry("n1", LARGE, [running("a", "n1", cpu="1500m")])], CATALOG)
     cmd = expect_command(consolidation.single_node(snap, cands, DEFAULTS), "Replace", ["n1"])
