@@ -42,8 +42,8 @@ def test_karpy_and_karpenter_both_run_the_burst_scale_down_and_drift_on_karpente
     # A 100% budget: the harness's every phase, bounded in time (the bench's figures use Karpenter's 10%).
     # The quiet window must outlast consolidateAfter (30 s) plus the 15 s validation of a first consolidation:
     # with 15 s, karpy's first deletions (at about 50 s) came after the window had declared it converged.
-    # 900 s a phase: karpy's scale-down after a burst that left large nodes took 465 s on a quiet machine (CI failed at 600 s
-    # before single-node consolidation took the larger savings first).
+    # 900 s a phase: karpy's scale-down after a burst that left large nodes took 465 s on a quiet machine
+    # (CI failed at 600 s before single-node consolidation took the larger savings first).
     runs = [bench.run_one(kind, pods, 7, module, prices, settle=60.0, timeout=900.0, budget="100%")
             for kind in bench.AUTOSCALERS]
     table = bench.summarise(runs)

@@ -10,7 +10,7 @@ balancers). (3) Drain (Karpenter's ``DrainReconciler``): the pods on it are evic
 API (:meth:`karpy.kube.interface.Cluster.evict`, with the pod's uid as precondition: a 409 means the pod
 was replaced and counts as gone) in Karpenter's groups: non-critical non-DaemonSet pods, then non-critical
 DaemonSet pods, then critical (``system-cluster-critical`` / ``system-node-critical`` priority class)
-non-DaemonSet pods, then critical DaemonSet pods (:data:`EVICTION_ORDER`); a group holds its terminating
+non-DaemonSet pods, then critical DaemonSet pods (:data:`drain.EVICTION_ORDER`); a group holds its terminating
 pods too, so a group starts only once every earlier group is fully deleted. Terminal pods, static
 (mirror) pods, pods tolerating the disrupted taint and pods stuck terminating (over a minute past their
 deletion time) are not waited for. An eviction refused (429 by a budget, 500 for a pod under two budgets)
@@ -44,12 +44,11 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import labels as wk
-from karpy.api import node as node_mod
 from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, drain_report, lifecycle, ownership, runtime, state, volume_detachment
+from karpy.controllers import cloudcalls, drain, lifecycle, ownership, runtime, state, volume_detachment
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
@@ -65,17 +64,6 @@ WAIT = 10.0
 DEFAULT_POD_GRACE = 30
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
 
-DISRUPTED_TAINT = node_mod.Taint(key=wk.TAINT_DISRUPTED, effect="NoSchedule")
-
-NON_CRITICAL_NON_DAEMON = "non-critical"
-NON_CRITICAL_DAEMON = "non-critical-daemon"
-CRITICAL_NON_DAEMON = "critical"
-CRITICAL_DAEMON = "critical-daemon"
-EVICTION_ORDER = (NON_CRITICAL_NON_DAEMON, NON_CRITICAL_DAEMON, CRITICAL_NON_DAEMON, CRITICAL_DAEMON)
-"""Karpenter's eviction groups, first to last (sigs.k8s.io/karpenter ``Terminator.Evict``)."""
-
-CRITICAL_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
-
 REASON_EVICTED = "Evicted"
 REASON_DISRUPTED = "Disrupted"
 REASON_FAILED_DRAINING = "FailedDraining"
@@ -87,36 +75,6 @@ VOLUMES_DETACHED = "VolumesDetached"
 INSTANCE_TERMINATING = "InstanceTerminating"
 """The NodeClaim conditions Karpenter sets while terminating (``ConditionTypeDrained`` & co.)."""
 VOLUME_RETRY = 5.0
-
-
-def eviction_group(p: pod_mod.Pod) -> str:
-    """Karpenter's ``groupPodsByPriority``: critical by priority class name only."""
-    daemon = p.owner_kind == "DaemonSet"
-    if p.priority_class_name in CRITICAL_PRIORITY_CLASSES:
-        return CRITICAL_DAEMON if daemon else CRITICAL_NON_DAEMON
-    return NON_CRITICAL_DAEMON if daemon else NON_CRITICAL_NON_DAEMON
-
-
-def is_drain_ignored(p: pod_mod.Pod) -> bool:
-    """Terminal pods, static pods and pods tolerating the disrupted taint are not drained."""
-    if p.is_terminal or p.owner_kind == "Node" or pod_mod.MIRROR_POD_ANNOTATION in p.annotations:
-        return True
-    return any(t.tolerates(DISRUPTED_TAINT) for t in p.tolerations)
-
-
-def termination_time(claim: nodeclaim_mod.NodeClaim | None) -> float | None:
-    """When every pod of the claim's node must be gone: deletion time + terminationGracePeriod."""
-    if claim is None:
-        return None
-    text = claim.metadata.annotations.get(wk.NODECLAIM_TERMINATION_TIMESTAMP)
-    if text:
-        with contextlib.suppress(ValueError):
-            return clock_mod.parse_rfc3339(text)
-    tgp = claim.spec.termination_grace_period
-    deleted = claim.metadata.deletion_timestamp
-    if tgp is None or deleted is None:
-        return None
-    return deleted + tgp
 
 
 class Termination:
@@ -242,7 +200,7 @@ class Termination:
         if claim.spec.termination_grace_period is None or \
                 wk.NODECLAIM_TERMINATION_TIMESTAMP in claim.metadata.annotations:
             return
-        expiry = termination_time(claim)
+        expiry = drain.termination_time(claim)
         if expiry is None:
             return
         stamp = clock_mod.rfc3339(expiry)
@@ -313,7 +271,7 @@ class Termination:
                 self.cluster.delete("NodeClaim", claim.name)
             claim = self.state.nodeclaim(claim.name)
         self._taint(name)
-        expiry = termination_time(claim)
+        expiry = drain.termination_time(claim)
         remaining, next_check = self._drain(name, obj, expiry)
         if remaining:
             if claim is not None:
@@ -349,7 +307,7 @@ class Termination:
         node = self.cluster.get("Node", name)
         spec = node.setdefault("spec", {})
         taints = [dict(t) for t in spec.get("taints") or ()]
-        want = DISRUPTED_TAINT.to_dict()
+        want = drain.DISRUPTED_TAINT.to_dict()
         has_taint = any(t.get("key") == want["key"] and t.get("effect") == want["effect"] and not t.get("value")
                         for t in taints)
         node_labels = node["metadata"].get("labels") or {}
@@ -360,21 +318,21 @@ class Termination:
         node["metadata"]["labels"] = {**node_labels, EXCLUDE_LB_LABEL: "karpenter"}
         self.cluster.update(node)
         log.info("tainted node", extra=logs.fields(NAME, Node=name, **{
-            "taint.Key": DISRUPTED_TAINT.key, "taint.Value": DISRUPTED_TAINT.value or "",
-            "taint.Effect": DISRUPTED_TAINT.effect}))
+            "taint.Key": drain.DISRUPTED_TAINT.key, "taint.Value": drain.DISRUPTED_TAINT.value or "",
+            "taint.Effect": drain.DISRUPTED_TAINT.effect}))
 
     def _drain(self, name: str, node_obj: dict[str, Any], expiry: float | None) -> tuple[int, float]:
         """Evict what may go now; returns (pods still waiting, seconds until the next look).
 
         Karpenter's drain: pods past their delete time (the NodeClaim's termination time less their
         grace period) are deleted with the grace that is left; the others wait in
-        :data:`EVICTION_ORDER` groups (terminating ones included, stuck ones not), and only the first
+        :data:`drain.EVICTION_ORDER` groups (terminating ones included, stuck ones not), and only the first
         group that still has pods is evicted - a group starts once every earlier one is gone."""
         now = self.clock.now()
         next_check = WAIT
-        groups: dict[str, list[pod_mod.Pod]] = {g: [] for g in EVICTION_ORDER}
+        groups: dict[str, list[pod_mod.Pod]] = {g: [] for g in drain.EVICTION_ORDER}
         for p in self.state.pods_on(name):
-            if is_drain_ignored(p) or volume_detachment.stuck_terminating(p, now):
+            if drain.is_drain_ignored(p) or volume_detachment.stuck_terminating(p, now):
                 continue
             if expiry is not None and not p.is_terminating:
                 grace = p.termination_grace_period_seconds
@@ -383,9 +341,9 @@ class Termination:
                     self._force_delete(p, expiry, grace)
                 else:
                     next_check = min(next_check, delete_at - now)
-            groups[eviction_group(p)].append(p)
+            groups[drain.eviction_group(p)].append(p)
         refused: list[str] = []
-        for group in EVICTION_ORDER:
+        for group in drain.EVICTION_ORDER:
             pods = [p for p in groups[group] if self._present(p)]
             if not pods:
                 continue
@@ -397,7 +355,7 @@ class Termination:
             if any(self._present(p) for p in pods):
                 break
         waiting = [p for p in self.state.pods_on(name)  # read again: a pod may have taken an evicted one's name
-                   if not is_drain_ignored(p) and not volume_detachment.stuck_terminating(p, now)]
+                   if not drain.is_drain_ignored(p) and not volume_detachment.stuck_terminating(p, now)]
         if refused:
             next_check = min(next_check, EVICTION_RETRY)
         if waiting:
@@ -406,12 +364,12 @@ class Termination:
             if refused:
                 self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
                             "Failed to drain node: " + "; ".join(refused[:3]) + (" ..." if len(refused) > 3 else ""))
-            stuck = drain_report.blocking(waiting, now, expiry)
+            stuck = drain.blocking(waiting, now, expiry)
             if stuck:
                 deleted = (node_obj.get("metadata") or {}).get("deletionTimestamp")
                 since = clock_mod.parse_rfc3339(str(deleted)) if deleted else None
                 self._event(node_obj, events.WARNING, REASON_FAILED_DRAINING,
-                            drain_report.message(name, stuck, since, now))
+                            drain.message(name, stuck, since, now))
         return len(waiting), max(0.0, next_check)
 
     def _present(self, p: pod_mod.Pod) -> bool:

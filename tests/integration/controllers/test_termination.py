@@ -8,7 +8,7 @@ import pytest
 
 from karpy import clock
 from karpy.cloudprovider import errors as cp_errors
-from karpy.controllers import termination
+from karpy.controllers import drain
 from karpy.kube import errors, interface
 
 from . import builders as b
@@ -156,14 +156,14 @@ def test_deleting_the_node_deletes_its_nodeclaim_and_terminates_the_instance() -
 
 
 @pytest.mark.parametrize(("priority_class", "daemon", "group"), [
-    ("", False, termination.NON_CRITICAL_NON_DAEMON),
-    ("", True, termination.NON_CRITICAL_DAEMON),
-    ("system-cluster-critical", False, termination.CRITICAL_NON_DAEMON),
-    ("system-node-critical", True, termination.CRITICAL_DAEMON),
+    ("", False, drain.NON_CRITICAL_NON_DAEMON),
+    ("", True, drain.NON_CRITICAL_DAEMON),
+    ("system-cluster-critical", False, drain.CRITICAL_NON_DAEMON),
+    ("system-node-critical", True, drain.CRITICAL_DAEMON),
 ])
 def test_each_pod_falls_into_its_eviction_group(priority_class: str, daemon: bool, group: str) -> None:
     from karpy.api import pod
 
     spec: dict[str, Any] = {"priorityClassName": priority_class} if priority_class else {}
     manifest = b.running_pod("p", "n", owner=b.daemonset_owner("d") if daemon else None, **spec)
-    assert termination.eviction_group(pod.Pod.from_manifest(manifest)) == group
+    assert drain.eviction_group(pod.Pod.from_manifest(manifest)) == group

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from karpy.controllers import drain_report
+from karpy.controllers import drain as drain_report
 from karpy.simulator import drains
 
 from ..controllers import builders
