@@ -39,7 +39,7 @@ from karpy.api import workloads as api_workloads
 from karpy.controllers import runtime
 from karpy.kube import errors, interface
 from karpy.scheduling import requirements, taints
-from karpy.simulator import workloads
+from karpy.simulator import owned as owned_mod
 
 CONTROLLER = "simulator.daemonset"
 REVISION_HASH = "controller-revision-hash"
@@ -128,7 +128,7 @@ class DaemonSetController:
             reconcile=self.reconcile,
             watches=[
                 ("DaemonSet", runtime.by_name),
-                ("Pod", runtime.only(workloads.owner_mapper("DaemonSet"))),
+                ("Pod", runtime.only(owned_mod.owner_mapper("DaemonSet"))),
                 ("Node", self._map_node),
             ],
         )
@@ -152,7 +152,7 @@ class DaemonSetController:
                 for ds in self.cluster.list("DaemonSet")]
 
     def reconcile(self, key: str) -> float | None:
-        ns, name = workloads.split_key(key)
+        ns, name = owned_mod.split_key(key)
         try:
             ds = self.cluster.get("DaemonSet", name, ns)
         except errors.NotFound:
@@ -162,12 +162,12 @@ class DaemonSetController:
         ns = interface.namespace_of(ds) or meta.DEFAULT_NAMESPACE
         tmpl = api_workloads.DaemonSet.from_manifest(ds).template_pod
         template = ds.get("spec", {}).get("template") or {}
-        revision = workloads.template_hash(template)
-        owned = [p for p in self.cluster.list("Pod", ns) if workloads.is_controlled_by(p, ds)]
+        revision = owned_mod.template_hash(template)
+        owned = [p for p in self.cluster.list("Pod", ns) if owned_mod.is_controlled_by(p, ds)]
         taken = {interface.name_of(p) for p in owned}
         by_node: dict[str, list[dict[str, Any]]] = {}
         for p in owned:
-            if workloads.is_deleting(p):
+            if owned_mod.is_deleting(p):
                 continue
             if p.get("status", {}).get("phase") == "Failed":
                 self._delete(p)  # Kubernetes deletes failed daemon pods so they are replaced
@@ -179,7 +179,7 @@ class DaemonSetController:
         for raw in nodes:
             n = node.Node.from_manifest(raw)
             pods = sorted(by_node.pop(n.name, []),
-                          key=lambda p: (workloads.creation_time(p), interface.name_of(p)))
+                          key=lambda p: (owned_mod.creation_time(p), interface.name_of(p)))
             run = should_run(tmpl, n) and not n.deleting
             keep = should_continue(tmpl, n)
             if not keep:
@@ -199,12 +199,12 @@ class DaemonSetController:
             if pods:
                 counts["scheduled" if (run or keep) else "misscheduled"] += 1
                 counts["updated"] += 1
-                counts["ready"] += int(workloads.is_pod_ready(pods[0]))
+                counts["ready"] += int(owned_mod.is_pod_ready(pods[0]))
         for stale in by_node.values():  # bound to nodes that no longer exist (or never bound)
             for p in stale:
                 self._delete(p)
 
-        workloads.update_status_if_changed(self.cluster, ds, {
+        owned_mod.update_status_if_changed(self.cluster, ds, {
             "desiredNumberScheduled": counts["desired"],
             "currentNumberScheduled": counts["scheduled"],
             "numberMisscheduled": counts["misscheduled"],
@@ -217,16 +217,16 @@ class DaemonSetController:
         return None
 
     def _delete(self, p: Mapping[str, Any]) -> None:
-        workloads.delete_quietly(self.cluster, "Pod", interface.name_of(p), interface.namespace_of(p))
+        owned_mod.delete_quietly(self.cluster, "Pod", interface.name_of(p), interface.namespace_of(p))
 
     def _create(self, ds: dict[str, Any], tmpl: pod.Pod, revision: str, node_name: str,
                 taken: set[str]) -> dict[str, Any]:
         template = ds.get("spec", {}).get("template") or {}
         generation = ds.get("metadata", {}).get("generation", 1) or 1
         while True:
-            name = workloads.generate_name(interface.name_of(ds), self.rng, taken)
+            name = owned_mod.generate_name(interface.name_of(ds), self.rng, taken)
             taken.add(name)
-            manifest = workloads.pod_from_template(
+            manifest = owned_mod.pod_from_template(
                 ds, name, template, {REVISION_HASH: revision, TEMPLATE_GENERATION: str(generation)})
             spec = manifest["spec"]
             spec["nodeName"] = node_name

@@ -26,217 +26,28 @@ What a caller may rely on:
   changes. Cascading deletion (a deleted Deployment's ReplicaSets, a deleted ReplicaSet's pods) is
   the cluster's garbage collector's job (see :meth:`karpy.kube.interface.Cluster.delete`).
 
-The helpers :func:`generate_name`, :func:`pod_from_template`, :func:`controller_key`,
-:func:`owner_mapper` and :func:`is_active` are shared with :mod:`karpy.simulator.daemonsets`.
+What they share with :mod:`karpy.simulator.daemonsets` (generated names, owner references, pods from
+templates, the scale-down order) is in :mod:`karpy.simulator.owned`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import json
 import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from karpy import clock as clock_mod
 from karpy.api import meta
 from karpy.api import workloads as api_workloads
 from karpy.controllers import runtime
 from karpy.kube import errors, interface
+from karpy.simulator import owned as owned_mod
 from karpy.simulator import owner_index, replicaset_index
-
-NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-"""The characters Kubernetes uses for generated name suffixes (no vowels, no ambiguous digits)."""
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
-DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
-
 REPLICASET_CONTROLLER = "simulator.replicaset"
 DEPLOYMENT_CONTROLLER = "simulator.deployment"
-
-_MAX_NAME = 63
-_SUFFIX = 5
-_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
-
-
-# ---------------------------------------------------------------------------------------------
-# helpers shared by the simulated workload controllers
-
-
-def random_suffix(rng: random.Random, length: int = _SUFFIX) -> str:
-    return "".join(rng.choice(NAME_ALPHABET) for _ in range(length))
-
-
-def generate_name(base: str, rng: random.Random, taken: Iterable[str] = ()) -> str:
-    """``<base>-<5 random chars>`` as ``metadata.generateName`` would give, avoiding ``taken``.
-
-    The base is cut so the name stays within 63 characters, as the API server does. A set
-    ``taken`` is read as is (not copied: a ReplicaSet creating thousands of pods passes its growing set).
-    """
-    used = taken if isinstance(taken, (set, frozenset)) else set(taken)
-    prefix = base[: _MAX_NAME - _SUFFIX - 1] + "-"
-    while True:
-        name = prefix + random_suffix(rng)
-        if name not in used:
-            return name
-
-
-def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The owner reference with ``controller: true``, or None."""
-    for ref in obj.get("metadata", {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
-
-
-def controller_key(kind: str, obj: Mapping[str, Any]) -> str | None:
-    """``namespace/name`` of ``obj``'s controlling owner when it is of ``kind``, else None."""
-    ref = controller_ref(obj)
-    if ref is None or ref.get("kind") != kind:
-        return None
-    ns = obj.get("metadata", {}).get("namespace") or ""
-    return f"{ns}/{ref.get('name')}" if ns else str(ref.get("name"))
-
-
-def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    """``obj``'s controller reference points at ``owner`` (by uid when both have one, else name)."""
-    ref = controller_ref(obj)
-    if ref is None:
-        return False
-    omd = owner.get("metadata", {})
-    if ref.get("kind") != owner.get("kind") or ref.get("name") != omd.get("name"):
-        return False
-    uid, owner_uid = ref.get("uid"), omd.get("uid")
-    return not uid or not owner_uid or uid == owner_uid
-
-
-def owner_mapper(kind: str) -> runtime.Mapper:
-    """A watch mapper from an object to the key of its controlling owner of ``kind``."""
-
-    def mapper(_event: str, obj: dict[str, Any]) -> Iterable[str]:
-        key = controller_key(kind, obj)
-        return (key,) if key else ()
-
-    return mapper
-
-
-def is_deleting(obj: Mapping[str, Any]) -> bool:
-    return bool(obj.get("metadata", {}).get("deletionTimestamp"))
-
-
-def is_active(pod: Mapping[str, Any]) -> bool:
-    """Counts toward a controller's replicas: not being deleted and not Succeeded/Failed."""
-    phase = pod.get("status", {}).get("phase", "Pending")
-    return not is_deleting(pod) and phase not in ("Succeeded", "Failed")
-
-
-def is_pod_ready(pod: Mapping[str, Any]) -> bool:
-    for cond in pod.get("status", {}).get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
-
-
-def creation_time(obj: Mapping[str, Any]) -> float:
-    value = obj.get("metadata", {}).get("creationTimestamp")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str) and value:
-        try:
-            return clock_mod.parse_rfc3339(value)
-        except ValueError:
-            return 0.0
-    return 0.0
-
-
-def split_key(key: str) -> tuple[str, str]:
-    """``"ns/name"`` -> ``("ns", "name")``; ``"name"`` -> ``("", "name")``."""
-    ns, _, name = key.rpartition("/")
-    return ns, name
-
-
-def spec_replicas(obj: Mapping[str, Any]) -> int:
-    """``spec.replicas`` as stored (1 when unset, as Kubernetes defaults it)."""
-    value = obj.get("spec", {}).get("replicas")
-    return 1 if value is None else int(value)
-
-
-def pod_from_template(owner: Mapping[str, Any], name: str, template: Mapping[str, Any],
-                      extra_labels: Mapping[str, str] | None = None, *, copy_spec: bool = True) -> dict[str, Any]:
-    """A new Pod manifest from a pod template, controlled by ``owner``. ``copy_spec=False`` shares
-    the template's ``spec`` (for a manifest passed straight to ``Cluster.create``, which copies it)."""
-    tmd = template.get("metadata") or {}
-    labels = dict(tmd.get("labels") or {})
-    labels.update(extra_labels or {})
-    md: dict[str, Any] = {
-        "name": name,
-        "namespace": owner.get("metadata", {}).get("namespace") or meta.DEFAULT_NAMESPACE,
-        "labels": labels,
-        "ownerReferences": [interface.owner_reference(owner)],
-    }
-    if tmd.get("annotations"):
-        md["annotations"] = dict(tmd["annotations"])
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": md,
-        "spec": copy.deepcopy(dict(template.get("spec") or {})) if copy_spec else template.get("spec") or {},
-        "status": {"phase": "Pending"},
-    }
-
-
-def delete_quietly(cluster: interface.Cluster, kind: str, name: str, namespace: str = "") -> None:
-    """Delete, treating "already gone" as success."""
-    with contextlib.suppress(errors.NotFound):
-        cluster.delete(kind, name, namespace)
-
-
-def update_status_if_changed(cluster: interface.Cluster, obj: Mapping[str, Any],
-                             status: Mapping[str, Any]) -> None:
-    """Write ``status`` fields when any differs from ``obj``'s (avoids endless watch loops).
-
-    A merge patch of the status subresource: ``obj`` (which may be a shared, stored object) is not copied.
-    """
-    current = obj.get("status") or {}
-    if all(current.get(k) == v for k, v in status.items()):
-        return
-    cluster.patch_status(str(obj.get("kind")), interface.name_of(obj), {"status": dict(status)},
-                         interface.namespace_of(obj))
-
-
-def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
-    """A stable short hash of a pod template: FNV-1a (32 bit) of its canonical JSON, spelled in
-    :data:`NAME_ALPHABET` so it is a valid label value and name part."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":"), default=str).encode()
-    h = 0x811C9DC5
-    for byte in data + str(collision_count).encode():
-        h ^= byte
-        h = (h * 0x01000193) & 0xFFFFFFFF
-    return "".join(NAME_ALPHABET[int(d)] for d in str(h))
-
-
-# ---------------------------------------------------------------------------------------------
-# ReplicaSet
-
-
-def deletion_rank(pod: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Sort key: pods that sort first are deleted first when scaling down (Kubernetes' order)."""
-    md = pod.get("metadata", {})
-    status = pod.get("status", {})
-    try:
-        cost = int((md.get("annotations") or {}).get(DELETION_COST_ANNOTATION, 0))
-    except (TypeError, ValueError):
-        cost = 0
-    return (
-        bool(pod.get("spec", {}).get("nodeName")),
-        _PHASE_RANK.get(status.get("phase", "Pending"), 0),
-        is_pod_ready(pod),
-        cost,
-        -creation_time(pod),
-        md.get("name", ""),
-    )
 
 
 class ReplicaSetController:
@@ -250,7 +61,7 @@ class ReplicaSetController:
     def __init__(self, cluster: interface.Cluster, rng: random.Random) -> None:
         self.cluster = cluster
         self.rng = rng
-        self._index = replicaset_index.PodIndex(is_active, is_pod_ready, controller_ref)
+        self._index = replicaset_index.PodIndex(owned_mod.is_active, owned_mod.is_pod_ready, owned_mod.controller_ref)
         self._owned: dict[tuple[str, str], dict[str, dict[str, Any]]] | None = None
         """(namespace, ReplicaSet name) -> pod name -> pod, fed by a watch once registered."""
         self._tallies = self._index.tallies
@@ -261,7 +72,7 @@ class ReplicaSetController:
         return runtime.Controller(
             name=REPLICASET_CONTROLLER,
             reconcile=self.reconcile,
-            watches=[("ReplicaSet", runtime.by_name), ("Pod", runtime.only(owner_mapper("ReplicaSet")))],
+            watches=[("ReplicaSet", runtime.by_name), ("Pod", runtime.only(owned_mod.owner_mapper("ReplicaSet")))],
         )
 
     def register(self, manager: runtime.Manager) -> None:
@@ -279,7 +90,7 @@ class ReplicaSetController:
             candidates = list(self._owned.get((ns, str(md.get("name"))), {}).values())
         else:
             candidates = self.cluster.list("Pod", ns)
-        return [p for p in candidates if is_controlled_by(p, rs)]
+        return [p for p in candidates if owned_mod.is_controlled_by(p, rs)]
 
     def _model(self, rs: Mapping[str, Any]) -> api_workloads.ReplicaSet:
         """The ReplicaSet's model, parsed again only when its ``spec`` or uid changed (a status write,
@@ -295,7 +106,7 @@ class ReplicaSetController:
         return model
 
     def reconcile(self, key: str) -> float | None:
-        ns, name = split_key(key)
+        ns, name = owned_mod.split_key(key)
         found = self.cluster.list("ReplicaSet", ns, field_selector=f"metadata.name={name}")
         if not found:
             self._models.pop((ns, name), None)
@@ -304,17 +115,17 @@ class ReplicaSetController:
         model = self._model(rs)
         if self._owned is None:  # not registered: read the pods from the cluster
             pods = self.owned_pods(rs)
-            active = [p for p in pods if is_active(p)]
-            active = active if is_deleting(rs) else self._scale(rs, model, ns, active, pods)
-            self._write_status(rs, len(active), sum(1 for p in active if is_pod_ready(p)), sum(
+            active = [p for p in pods if owned_mod.is_active(p)]
+            active = active if owned_mod.is_deleting(rs) else self._scale(rs, model, ns, active, pods)
+            self._write_status(rs, len(active), sum(1 for p in active if owned_mod.is_pod_ready(p)), sum(
                 1 for p in active if model.selector.matches(p.get("metadata", {}).get("labels") or {})))
             return None
         rs_key = (ns, name)
         uid = str(rs.get("metadata", {}).get("uid") or "")
         active_count, _, _ = self._tallies.totals(rs_key, uid, model.selector, self._owned.get(rs_key, {}))
-        if not is_deleting(rs) and active_count != model.replicas:
+        if not owned_mod.is_deleting(rs) and active_count != model.replicas:
             pods = self.owned_pods(rs)
-            self._scale(rs, model, ns, [p for p in pods if is_active(p)], pods)
+            self._scale(rs, model, ns, [p for p in pods if owned_mod.is_active(p)], pods)
         active_count, ready, labeled = self._tallies.totals(rs_key, uid, model.selector, self._owned.get(rs_key, {}))
         self._write_status(rs, active_count, ready, labeled)
         return None
@@ -325,15 +136,15 @@ class ReplicaSetController:
         if len(active) < want:
             active.extend(self._create(rs, want - len(active), pods))
         elif len(active) > want:
-            victims = sorted(active, key=deletion_rank)[: len(active) - want]
+            victims = sorted(active, key=owned_mod.deletion_rank)[: len(active) - want]
             for pod in victims:
-                delete_quietly(self.cluster, "Pod", pod["metadata"]["name"], ns)
+                owned_mod.delete_quietly(self.cluster, "Pod", pod["metadata"]["name"], ns)
             gone = {id(p) for p in victims}
             active = [p for p in active if id(p) not in gone]
         return active
 
     def _write_status(self, rs: dict[str, Any], active: int, ready: int, labeled: int) -> None:
-        update_status_if_changed(self.cluster, rs, {
+        owned_mod.update_status_if_changed(self.cluster, rs, {
             "replicas": active,
             "fullyLabeledReplicas": labeled,
             "readyReplicas": ready,
@@ -349,10 +160,11 @@ class ReplicaSetController:
         created: list[dict[str, Any]] = []
         for _ in range(count):
             while True:
-                name = generate_name(md["name"], self.rng, taken)
+                name = owned_mod.generate_name(md["name"], self.rng, taken)
                 taken.add(name)
                 try:
-                    created.append(self.cluster.create(pod_from_template(rs, name, template, copy_spec=False)))
+                    pod_obj = owned_mod.pod_from_template(rs, name, template, copy_spec=False)
+                    created.append(self.cluster.create(pod_obj))
                     break
                 except errors.AlreadyExists:
                     continue
@@ -394,7 +206,7 @@ class DeploymentController:
         if hit is not None and hit[0] is spec and hit[1] == uid and spec is not None:
             return hit[2], hit[3]
         model = api_workloads.Deployment.from_manifest(deploy)
-        hash_ = template_hash(model.template)
+        hash_ = owned_mod.template_hash(model.template)
         self._models[key] = (spec, uid, model, hash_)
         return model, hash_
 
@@ -402,12 +214,12 @@ class DeploymentController:
         return runtime.Controller(
             name=DEPLOYMENT_CONTROLLER,
             reconcile=self.reconcile,
-            watches=[("Deployment", runtime.by_name), ("ReplicaSet", owner_mapper("Deployment"))],
+            watches=[("Deployment", runtime.by_name), ("ReplicaSet", owned_mod.owner_mapper("Deployment"))],
         )
 
     def register(self, manager: runtime.Manager) -> None:
         """Register the controller; from now on its ReplicaSets are found through an owner index."""
-        index = owner_index.OwnerIndex("Deployment", controller_ref)
+        index = owner_index.OwnerIndex("Deployment", owned_mod.controller_ref)
         manager.cluster.watch("ReplicaSet", interface.Filtered(index.index, interface.MESSAGES_ONLY))
         for rs in manager.cluster.list("ReplicaSet"):
             index.index(interface.ADDED, rs)
@@ -422,7 +234,7 @@ class DeploymentController:
             candidates = self._replicasets.owned(ns, str(md.get("name")))
         else:
             candidates = self.cluster.list("ReplicaSet", ns)
-        return [rs for rs in candidates if is_controlled_by(rs, deploy)]
+        return [rs for rs in candidates if owned_mod.is_controlled_by(rs, deploy)]
 
     def _wrote(self, event: str, rs: dict[str, Any]) -> dict[str, Any]:
         """What this controller just wrote goes into its index at once (a watch may deliver it later)."""
@@ -431,7 +243,7 @@ class DeploymentController:
         return rs
 
     def reconcile(self, key: str) -> float | None:
-        ns, name = split_key(key)
+        ns, name = owned_mod.split_key(key)
         found = self.cluster.list("Deployment", ns, field_selector=f"metadata.name={name}")
         if not found:
             self._models.pop((ns, name), None)
@@ -439,7 +251,7 @@ class DeploymentController:
         deploy = found[0]
         owned = self.owned_replicasets(deploy)
         model, hash_ = self._model(deploy)
-        if not is_deleting(deploy):
+        if not owned_mod.is_deleting(deploy):
             owned = self._sync(deploy, model, owned, hash_)
         self._write_status(deploy, model, owned, hash_)
         return None
@@ -454,14 +266,14 @@ class DeploymentController:
         if current is None:
             created = self.cluster.create(self._new_replicaset(deploy, model, hash_, owned))
             current = self._wrote(interface.ADDED, created)
-        elif spec_replicas(current) != want:
+        elif owned_mod.spec_replicas(current) != want:
             updated = copy.deepcopy(current)
             updated.setdefault("spec", {})["replicas"] = want
             current = self._wrote(interface.MODIFIED, self.cluster.update(updated))
         result.append(current)
         old = [rs for rs in owned if rs["metadata"]["name"] != current["metadata"]["name"]]
         for rs in old:
-            if spec_replicas(rs) != 0:
+            if owned_mod.spec_replicas(rs) != 0:
                 updated = copy.deepcopy(rs)
                 updated.setdefault("spec", {})["replicas"] = 0
                 rs = self._wrote(interface.MODIFIED, self.cluster.update(updated))
@@ -469,7 +281,7 @@ class DeploymentController:
         limit = deploy.get("spec", {}).get("revisionHistoryLimit", 10)
         idle = sorted((rs for rs in old if not (rs.get("status") or {}).get("replicas")), key=_revision)
         for rs in idle[: max(0, len(idle) - int(limit))]:
-            delete_quietly(self.cluster, "ReplicaSet", rs["metadata"]["name"], ns)
+            owned_mod.delete_quietly(self.cluster, "ReplicaSet", rs["metadata"]["name"], ns)
             self._wrote(interface.DELETED, rs)
             result = [r for r in result if r["metadata"]["name"] != rs["metadata"]["name"]]
         return result
@@ -486,7 +298,7 @@ class DeploymentController:
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
             "metadata": {
-                "name": f"{md['name'][: _MAX_NAME - len(hash_) - 1]}-{hash_}",
+                "name": f"{md['name'][: owned_mod.MAX_NAME - len(hash_) - 1]}-{hash_}",
                 "namespace": md.get("namespace") or meta.DEFAULT_NAMESPACE,
                 "labels": dict(tmpl["metadata"]["labels"]),
                 "annotations": {REVISION_ANNOTATION: str(revision)},
@@ -503,7 +315,7 @@ class DeploymentController:
 
         updated = [rs for rs in owned if (rs["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH) == hash_]
         available = total("availableReplicas", owned)
-        update_status_if_changed(self.cluster, deploy, {
+        owned_mod.update_status_if_changed(self.cluster, deploy, {
             "replicas": total("replicas", owned),
             "updatedReplicas": total("replicas", updated),
             "readyReplicas": total("readyReplicas", owned),

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from karpy.kube import interface
+from karpy.simulator import owned as owned_mod
 from karpy.simulator import workloads
 
 from . import conftest
@@ -34,7 +35,7 @@ def test_a_deployment_scaled_to_five_creates_five_pods_owned_by_its_replicaset(w
     pods = world.pods(app="web")
     assert len(pods) == 5
     for p in pods:
-        assert re.fullmatch(rf"web-{hash_}-[{workloads.NAME_ALPHABET}]{{5}}", interface.name_of(p))
+        assert re.fullmatch(rf"web-{hash_}-[{owned_mod.NAME_ALPHABET}]{{5}}", interface.name_of(p))
         assert conftest.owned_by([p], "ReplicaSet", interface.name_of(rs)) == [p]
         assert p["metadata"]["labels"][workloads.POD_TEMPLATE_HASH] == hash_
         assert conftest.phase(p) == "Pending"
@@ -78,7 +79,7 @@ def test_scale_down_removes_not_ready_before_ready_and_newer_before_older() -> N
         pod("not-ready", node="n", ready=False),
         pod("pending"),
     ]
-    order = [p["metadata"]["name"] for p in sorted(pods, key=workloads.deletion_rank)]
+    order = [p["metadata"]["name"] for p in sorted(pods, key=owned_mod.deletion_rank)]
     assert order == ["pending", "not-ready", "new-ready", "old-ready"]
 
 

@@ -26,7 +26,9 @@ from karpy.simulator import (
     scheduler_models,
     scheduling_queue,
     unschedulable,
-    workloads,
+)
+from karpy.simulator import (
+    owned as owned_mod,
 )
 
 TAINTS = [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
@@ -192,7 +194,7 @@ def _rs_pod(name: str, owner: str, app: str, phase: str, ready: bool,
 def test_a_replicaset_pod_index_fed_every_write_counts_what_one_fed_the_final_pods_counts(
         writes: list[tuple[int, str, str, str, bool, bool, bool]]) -> None:
     def index() -> replicaset_index.PodIndex:
-        return replicaset_index.PodIndex(workloads.is_active, workloads.is_pod_ready, workloads.controller_ref)
+        return replicaset_index.PodIndex(owned_mod.is_active, owned_mod.is_pod_ready, owned_mod.controller_ref)
 
     live = index()
     selector = _Selector("web")
