@@ -23,8 +23,8 @@ import numpy.typing as npt
 
 from karpy.api import labels as wk
 from karpy.cloudprovider import instancetype
+from karpy.provisioning import daemons, podgroups, results, templates
 from karpy.provisioning import placement as placement_mod
-from karpy.provisioning import podgroups, results, templates
 from karpy.scheduling import hostports, requirement
 from karpy.scheduling import requirements as reqs_mod
 
@@ -43,7 +43,7 @@ def usable_templates(run: placement_mod.Placement, g: podgroups.PodGroup
     if usable is None:  # the templates' taints and requirements do not change during a run
         usable = []
         for ti, tmpl in enumerate(run.templates):
-            if placement_mod._untolerated(g.tolerations, tmpl.taints,
+            if daemons.untolerated(g.tolerations, tmpl.taints,
                                           prefer_ok=g.tolerate_prefer_no_schedule) is not None:
                 continue
             if tmpl.requirements.compatible(greq) is not None:

@@ -28,7 +28,7 @@ from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-BIG = np.int64(1 << 40)
+BIG = topology.UNLIMITED
 NEAR_TIE = 1.01
 
 
@@ -58,7 +58,7 @@ class Placement:
         # topology terms: from pending groups and from running pods' anti-affinity (inverse rule)
         self.terms: dict[topology.Term, topology.TermState] = {}
         for g in groups:
-            for t in _all_terms(g):
+            for t in g.terms():
                 self.terms.setdefault(t, topology.TermState(t))
         anti = self.table.anti
         for i in self.row_list:
@@ -293,7 +293,7 @@ class Placement:
         hit = self._tol.get(key)
         if hit is None:
             taints = self.bins.taintsets.values[ts_id]
-            hit = _untolerated(g.tolerations, taints, prefer_ok=g.tolerate_prefer_no_schedule) is None
+            hit = daemons.untolerated(g.tolerations, taints, prefer_ok=g.tolerate_prefer_no_schedule) is None
             self._tol[key] = hit
         return hit
 
@@ -314,7 +314,7 @@ class Placement:
             c = topology.hostname_caps(state, size, owner=owner, match=match, lo=lo)
             if c is None:
                 if owner and term.kind == topology.AFFINITY:
-                    c = self._hostname_affinity_cap(state, size, match, lo)
+                    c = topology.hostname_affinity_cap(state, size, match, lo)
                 elif self.count_matching and match and term.kind == topology.SPREAD and term.required:
                     # a pod that only matches a hostname spread stays off the carriers' nodes: they
                     # may bind after it and must then still find their node within maxSkew
@@ -324,12 +324,6 @@ class Placement:
                     continue
             cap = c if cap is None else np.minimum(cap, c)
         return cap
-
-    def _hostname_affinity_cap(self, state: topology.TermState, size: int, match: bool, lo: int = 0) -> IntArray:
-        state.grow(size)
-        if match and not state.bin_counts.any():
-            return np.full(size - lo, BIG, dtype=np.int64)  # bootstrap: any node, then follow it
-        return np.where(state.bin_counts[lo:size] > 0, BIG, 0).astype(np.int64)
 
     def domain_constraints(self, g: podgroups.PodGroup) -> dict[str, set[str]]:
         """Allowed domains per non-hostname key for one more pod of ``g``."""
@@ -498,11 +492,3 @@ def resource_vector(size: int, index: dict[str, int], resources: Any) -> IntArra
         if i is not None:
             v[i] = amount
     return v
-
-
-_untolerated = daemons.untolerated  # kept: other modules use it from here
-
-
-def _all_terms(g: podgroups.PodGroup) -> list[topology.Term]:
-    return (g.spreads + g.pod_affinity_required + g.pod_affinity_preferred
-            + g.anti_affinity_required + g.anti_affinity_preferred)

@@ -210,6 +210,20 @@ def spread_water_fill(state: TermState, eligible: list[str], n: int,
     return out
 
 
+UNLIMITED = np.int64(1 << 40)
+"""A per-bin pod cap that does not limit."""
+
+
+def hostname_affinity_cap(state: TermState, size: int, match: bool, lo: int = 0) -> IntArray:
+    """Per bin of ``lo:size``, for the owner of a required hostname pod affinity: no limit on bins that
+    hold a pod the term selects, none elsewhere; while no bin holds one, a pod the term itself
+    selects may start anywhere (then the others follow it)."""
+    state.grow(size)
+    if match and not state.bin_counts.any():
+        return np.full(size - lo, UNLIMITED, dtype=np.int64)
+    return np.where(state.bin_counts[lo:size] > 0, UNLIMITED, 0).astype(np.int64)
+
+
 def hostname_caps(state: TermState, size: int, *, owner: bool, match: bool, lo: int = 0) -> IntArray | None:
     """Per-bin cap on how many more pods of a group may go, for one hostname term (bins ``lo:size``).
 
