@@ -475,22 +475,7 @@ class InMemoryCluster:
         """
         with self._lock:
             old = self._seals.check(self._require("Pod", name, namespace))
-            bound = (old.get("spec") or {}).get("nodeName")
-            if bound:
-                raise errors.Conflict(f'pod {name} is already assigned to node "{bound}"',
-                                      kind="Pod", name=name, namespace=namespace)
-            if interface.is_terminating(old):
-                raise errors.Conflict(f"pod {name} is being deleted, cannot be assigned to a host",
-                                      kind="Pod", name=name, namespace=namespace)
-            new = dict(old)
-            new["metadata"] = dict(old["metadata"])
-            new["spec"] = {**(old.get("spec") or {}), "nodeName": node_name}
-            status = dict(old.get("status") or {})
-            scheduled = {"type": "PodScheduled", "status": "True",
-                         "lastTransitionTime": clock_mod.rfc3339(self.clock.now())}
-            status["conditions"] = [scheduled, *(c for c in status.get("conditions") or ()
-                                                 if c.get("type") != "PodScheduled")]
-            new["status"] = status
+            new = memory_objects.bound_pod(old, node_name, clock_mod.rfc3339(self.clock.now()))
             result = self._replace(old, new)
             self._watches.drain()
             return result

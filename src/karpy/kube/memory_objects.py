@@ -248,3 +248,26 @@ class Seals:
         """Check every stored object."""
         for stored, _ in list(self._sealed.values()):
             self.check(stored)
+
+
+def bound_pod(old: dict[str, Any], node_name: str, now: str) -> dict[str, Any]:
+    """What the ``pods/binding`` subresource writes: ``old`` with ``spec.nodeName`` and a
+    ``PodScheduled=True`` condition (first, replacing any other, its ``lastTransitionTime`` ``now``).
+    Raises Conflict, as the API server does, if the pod is already bound or being deleted."""
+    name, namespace = old["metadata"].get("name", ""), old["metadata"].get("namespace", "")
+    bound = (old.get("spec") or {}).get("nodeName")
+    if bound:
+        raise errors.Conflict(f'pod {name} is already assigned to node "{bound}"',
+                              kind="Pod", name=name, namespace=namespace)
+    if interface.is_terminating(old):
+        raise errors.Conflict(f"pod {name} is being deleted, cannot be assigned to a host",
+                              kind="Pod", name=name, namespace=namespace)
+    new = dict(old)
+    new["metadata"] = dict(old["metadata"])
+    new["spec"] = {**(old.get("spec") or {}), "nodeName": node_name}
+    status = dict(old.get("status") or {})
+    scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": now}
+    status["conditions"] = [scheduled, *(c for c in status.get("conditions") or ()
+                                         if c.get("type") != "PodScheduled")]
+    new["status"] = status
+    return new
