@@ -313,18 +313,29 @@ def wait(observer: Observer, auto: Autoscaler, phase: str, done: Callable[[], bo
         time.sleep(interval)
 
 
-def api_requests(cluster: realcluster.RealCluster, agent_prefix: str) -> int:
+def api_requests(cluster: realcluster.RealCluster, agent_prefix: str) -> tuple[int, dict[str, int]]:
+    """The requests the audit log holds from ``agent_prefix``'s user agent: their number, and how many
+    of each verb and resource (``"list pods"``, ``"patch nodes/status"``), most first."""
     path = cluster.workdir / "clusters" / cluster.name / "logs" / "audit.log"
     count = 0
+    by: dict[str, int] = {}
     with path.open() as f:
         for line in f:
             if agent_prefix in line:
                 try:
-                    if json.loads(line).get("userAgent", "").startswith(agent_prefix):
-                        count += 1
+                    entry = json.loads(line)
                 except json.JSONDecodeError:
                     continue
-    return count
+                if not entry.get("userAgent", "").startswith(agent_prefix):
+                    continue
+                count += 1
+                ref = entry.get("objectRef") or {}
+                what = ref.get("resource", entry.get("requestURI", "?"))
+                if ref.get("subresource"):
+                    what += "/" + ref["subresource"]
+                key = f"{entry.get('verb', '?')} {what}"
+                by[key] = by.get(key, 0) + 1
+    return count, dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 @contextmanager
@@ -399,7 +410,7 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
         finally:
             auto.stop()
         agent = "karpenter" if kind == "karpenter" else "karpy"
-        result["api_requests"] = api_requests(cluster, agent)
+        result["api_requests"], result["api_requests_by"] = api_requests(cluster, agent)
         result["timeline"] = obs.timeline
         events = cluster.get_json("events", "-A")["items"]
         result["events_by_reason"] = _count(e.get("reason", "") for e in events
@@ -438,6 +449,22 @@ def print_table(table: dict[int, dict[str, dict[str, float]]], repeats: int) -> 
             a, b = by.get("karpenter", {}).get(f), by.get("karpy", {}).get(f)
             ratio = f"{b / a:.2f}" if a and b is not None and not (math.isnan(a) or math.isnan(b)) else "-"
             print(f"  {f:<16} {a if a is not None else '-':>12} {b if b is not None else '-':>12} {ratio:>16}")
+
+
+def print_api_breakdown(runs: list[dict[str, Any]], top: int = 10) -> None:
+    """Per size and autoscaler: the verbs and resources of its API requests, the mean over repeats."""
+    for size in sorted({r["pods"] for r in runs}):
+        print(f"\nAPI requests by verb and resource, {size} pods (mean of repeats)")
+        for kind in AUTOSCALERS:
+            mine = [r for r in runs if r["pods"] == size and r["autoscaler"] == kind and r.get("api_requests_by")]
+            if not mine:
+                continue
+            total: dict[str, float] = {}
+            for r in mine:
+                for key, n in r["api_requests_by"].items():
+                    total[key] = total.get(key, 0.0) + n / len(mine)
+            ranked = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+            print(f"  {kind}: " + ", ".join(f"{key} {n:.0f}" for key, n in ranked))
 
 
 def report(runs: list[dict[str, Any]], out: Path) -> None:
@@ -494,6 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps({k: v for k, v in r.items() if k != "timeline"}), flush=True)
     table = summarise(runs)
     print_table(table, args.repeats)
+    print_api_breakdown(runs)
     if args.json_path:
         Path(args.json_path).write_text(json.dumps({"runs": runs, "medians": table}, indent=1))
     if args.report:

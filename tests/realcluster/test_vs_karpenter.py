@@ -48,6 +48,7 @@ def test_karpy_and_karpenter_both_run_the_burst_scale_down_and_drift_on_karpente
             for kind in bench.AUTOSCALERS]
     table = bench.summarise(runs)
     bench.print_table(table, 1)
+    bench.print_api_breakdown(runs)
     for run in runs:
         assert not math.isnan(run["burst_s"]), f"{run['autoscaler']}: pods not all Running"
         assert not math.isnan(run["scale_down_s"]), f"{run['autoscaler']}: scale-down did not converge"
@@ -55,6 +56,7 @@ def test_karpy_and_karpenter_both_run_the_burst_scale_down_and_drift_on_karpente
         assert run["scale_down_cost"] <= run["burst_cost"], f"{run['autoscaler']}: $/h grew after the scale-down"
         assert run["drift_nodes"] > 0 and run["claims_launched"] > run["burst_claims"], f"{run['autoscaler']}: drift"
         assert run["api_requests"] > 0 and run["cpu_s"] > 0 and run["peak_rss_mb"] > 0
+        assert sum(run["api_requests_by"].values()) == run["api_requests"]
     assert next(r for r in runs if r["autoscaler"] == "karpy")["restarts"] == 0, "karpy exited during the run"
     # The figures themselves are the bench's to report (a loss is a finding, not a failure to hide): here only
     # that both autoscalers went through every phase on Karpenter's CRDs and that karpy never exited.
