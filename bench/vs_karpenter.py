@@ -313,6 +313,14 @@ def wait(observer: Observer, auto: Autoscaler, phase: str, done: Callable[[], bo
         time.sleep(interval)
 
 
+def within(timeline: list[dict[str, float]], phase: int, start: float, cost: float) -> float:
+    """Seconds from ``start`` until the $/h of ``phase`` first came down to ``cost`` (NaN: never)."""
+    for point in timeline:
+        if point["phase"] == phase and point["cost"] <= cost + 1e-9:
+            return round(max(0.0, point["t"] - start), 1)
+    return float("nan")
+
+
 def api_requests(cluster: realcluster.RealCluster, agent_prefix: str) -> tuple[int, dict[str, int]]:
     """The requests the audit log holds from ``agent_prefix``'s user agent: their number, and how many
     of each verb and resource (``"list pods"``, ``"patch nodes/status"``), most first."""
@@ -394,7 +402,8 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
             t = wait(obs, auto, "scale-down", settled, timeout)
             result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
                           scale_down_nodes=len(obs.nodes),
-                          scale_down_cost=round(obs.cost(), 4))
+                          scale_down_cost=round(obs.cost(), 4),
+                          scale_down_within_5pct_s=within(obs.timeline, 1, scaled_at - obs.t0, obs.cost() * 1.05))
             claims_before_drift = len(obs.claims_seen)
             cluster.apply([nodepool(version="2", budget=budget)])
 
@@ -427,7 +436,8 @@ def _count(xs: Iterator[str] | Any) -> dict[str, int]:
 
 
 FIGURES = ("burst_s", "pending_p50_s", "pending_p95_s", "burst_claims", "burst_nodes", "burst_cost", "scale_down_s",
-           "scale_down_nodes", "scale_down_cost", "drift_s", "drift_claims", "drift_cost", "claims_launched",
+           "scale_down_within_5pct_s", "scale_down_nodes", "scale_down_cost", "drift_s", "drift_claims", "drift_cost",
+           "claims_launched",
            "cpu_s", "peak_rss_mb", "api_requests", "restarts")
 
 
