@@ -215,6 +215,18 @@ def _str_map(f: fields.Fields, key: str, shared: bool) -> Mapping[str, str]:
     return f.str_map(key)
 
 
+def created_at(obj: Mapping[str, Any]) -> float | None:
+    """A raw object's ``metadata.creationTimestamp`` in seconds since the epoch; None when absent or
+    not RFC 3339."""
+    created = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not created:
+        return None
+    try:
+        return clock.parse_rfc3339(str(created))
+    except ValueError:
+        return None
+
+
 def object_name(kind: str, d: Mapping[str, Any]) -> str:
     """``"Pod default/web-1"`` or ``"NodePool default"`` for error messages. Never raises."""
     try:

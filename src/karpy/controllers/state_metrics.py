@@ -28,8 +28,8 @@ from prometheus_client import core as prom_core
 
 from karpy import clock as clock_mod
 from karpy.api import labels as wk
+from karpy.api import meta, quantity
 from karpy.api import pod as pod_mod
-from karpy.api import quantity
 from karpy.cloudprovider import instancetype
 from karpy.controllers import state as state_mod
 from karpy.kube import interface
@@ -142,7 +142,7 @@ class StateMetrics:
                                             overhead), strict=True):
                 for res, milli in sorted(values.items()):
                     fams[name].add_metric([*base, resource_label(res)], milli / quantity.MILLI)
-            created = _created(obj)
+            created = meta.created_at(obj)
             if created is not None:
                 lifetime.add_metric(base, max(0.0, now - created))
             if managed:
@@ -223,7 +223,7 @@ class StateMetrics:
                 continue
             key = [interface.name_of(obj), interface.namespace_of(obj)]
             node_name = str((obj.get("spec") or {}).get("nodeName") or "")
-            created = _created(obj)
+            created = meta.created_at(obj)
             uid = interface.uid_of(obj) or "/".join(interface.meta_key(obj)[1:])
             decided = recorder.decided_at.get(uid) if recorder is not None else None
             seen = recorder.first_seen.get(uid) if recorder is not None else None
@@ -289,13 +289,3 @@ def _pod_state(obj: Mapping[str, Any], node: Mapping[str, Any] | None, phase: st
         "ready": conditions.get("Ready", "false").lower(), "managed": "true" if wk.NODEPOOL in node_labels else "false",
     }
     return [values[k] for k in catalog.POD_STATE_LABELS]
-
-
-def _created(obj: Mapping[str, Any]) -> float | None:
-    created = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not created:
-        return None
-    try:
-        return clock_mod.parse_rfc3339(str(created))
-    except ValueError:
-        return None

@@ -29,6 +29,7 @@ import prometheus_client
 from prometheus_client import core as prom_core
 
 from karpy import clock as clock_mod
+from karpy.api import meta
 from karpy.kube import interface
 from karpy.observability import catalog, summary
 
@@ -279,7 +280,7 @@ class PodStartupRecorder:
         bound = bool((obj.get("spec") or {}).get("nodeName"))
         if (not bound or uid in self._bound) and (not running or uid in self._started):
             return  # most events (created, unschedulable, already counted) need nothing
-        created = _created(obj)
+        created = meta.created_at(obj)
         now = self.clock.now()
         decided = self.decided_at.get(uid)
         if bound and uid not in self._bound:
@@ -294,13 +295,3 @@ class PodStartupRecorder:
                 self.metrics.pods_startup_duration.observe(max(0.0, now - created))
             if decided is not None:
                 self.metrics.pods_provisioning_startup_duration.observe(max(0.0, now - decided))
-
-
-def _created(obj: dict[str, Any]) -> float | None:
-    created = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not created:
-        return None
-    try:
-        return clock_mod.parse_rfc3339(str(created))
-    except ValueError:
-        return None

@@ -54,14 +54,3 @@ def created_age(obj: Mapping[str, Any], end: float) -> str:
         return age(end - clock_mod.parse_rfc3339(str(created)))
     except ValueError:
         return "?"
-
-
-def created_at(obj: Mapping[str, Any]) -> float | None:
-    """``obj``'s ``creationTimestamp`` in seconds since the epoch, None when unknown."""
-    created = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not created:
-        return None
-    try:
-        return clock_mod.parse_rfc3339(str(created))
-    except ValueError:
-        return None
