@@ -512,7 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--only", choices=AUTOSCALERS)
     ap.add_argument("--settle", type=float, default=60.0, help="seconds without a node change that end scale-down")
-    ap.add_argument("--timeout", type=float, default=1200.0)
+    ap.add_argument("--timeout", type=float, default=1200.0, help="seconds each phase may take")
+    ap.add_argument("--budget", default="10%", help="the NodePool's disruption budget (nodes); Karpenter's default 10%%")
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--report")
     args = ap.parse_args(argv)
@@ -525,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size in (int(s) for s in args.sizes.split(",")):
         for rep in range(args.repeats):
             for kind in AUTOSCALERS if args.only is None else (args.only,):
-                r = run_one(kind, size, args.seed, module, prices, args.settle, args.timeout)
+                r = run_one(kind, size, args.seed, module, prices, args.settle, args.timeout, args.budget)
                 r["repeat"] = rep
                 runs.append(r)
                 print(json.dumps({k: v for k, v in r.items() if k != "timeline"}), flush=True)
