@@ -513,7 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", choices=AUTOSCALERS)
     ap.add_argument("--settle", type=float, default=60.0, help="seconds without a node change that end scale-down")
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds each phase may take")
-    ap.add_argument("--budget", default="10%", help="the NodePool's disruption budget (nodes); Karpenter's default 10%%")
+    ap.add_argument("--budget", default="10%", help="the NodePool's disruption budget (nodes), 10%% by default")
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--report")
     args = ap.parse_args(argv)
