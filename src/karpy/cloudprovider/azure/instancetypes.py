@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from karpy.api import errors, labels, quantity
+from karpy.api import aksnodeclass, errors, labels, quantity
 from karpy.cloudprovider import instancetype, kubelet_overrides
 from karpy.cloudprovider import spot as spot_mod
 
@@ -412,3 +412,42 @@ def offerings(name: str, rec: Mapping[str, Any], region: str,
             spot = known if known is not None else spot_mod.spot_price(name, zone, price)
             out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))
     return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------------
+# Sizes an AKSNodeClass may launch
+
+
+def nodeclass_filter(nc: aksnodeclass.AKSNodeClass | None) -> tuple[bool, bool, bool, bool]:
+    """What of ``nc`` narrows its sizes, as a cache key: (encryption at host, trusted launch, LocalDNS on,
+    artifact streaming explicitly on)."""
+    if nc is None:
+        return (False, False, False, False)
+    return (nc.encryption_at_host(), nc.trusted_launch(), nc.local_dns_enabled(), bool(nc.artifact_streaming))
+
+
+def supported(it: instancetype.InstanceType, key: tuple[bool, bool, bool, bool]) -> bool:
+    """Whether an AKSNodeClass with filter ``key`` (:func:`nodeclass_filter`) may launch size ``it``, by
+    Karpenter's Azure provider's rules: encryption at host needs an ``EncryptionAtHostSupported`` size;
+    trusted launch a Gen2 amd64 size (the trusted-launch images are Gen2 amd64; the Resource SKU's
+    ``TrustedLaunchDisabled`` capability is not in karpy's data); LocalDNS at least 4 vCPUs; explicit
+    artifact streaming no arm64 size. (GPU ``mode: Driver`` keeps the NVIDIA sizes, which are the only
+    GPU sizes of the catalog.)"""
+    encryption, trusted, local_dns, streaming = key
+    if encryption and it.labels.get(labels.AZURE_SKU_ENCRYPTION_AT_HOST) != "true":
+        return False
+    arch = it.labels.get(labels.ARCH, "amd64")
+    if trusted and (arch != "amd64" or it.labels.get(labels.AZURE_SKU_HYPERV_GENERATION) != "2"):
+        return False
+    if local_dns and it.capacity.get("cpu", 0) < 4 * quantity.MILLI:
+        return False
+    return not (streaming and arch == "arm64")
+
+
+def for_nodeclass(types: Sequence[instancetype.InstanceType],
+                  nc: aksnodeclass.AKSNodeClass | None) -> list[instancetype.InstanceType]:
+    """The sizes of ``types`` ``nc`` may launch (all when nothing of ``nc`` narrows them)."""
+    key = nodeclass_filter(nc)
+    if not any(key):
+        return list(types)
+    return [t for t in types if supported(t, key)]
