@@ -84,8 +84,10 @@ class LinuxOSConfig:
         if not isinstance(raw, Mapping):
             raise f.fail("sysctls", "a mapping of sysctl settings", raw)
         for key, value in raw.items():
-            if isinstance(value, bool) and key != "netIPv4TCPTwReuse" or not isinstance(value, int | str):
-                raise errors.ValidationError.single(f.obj, f"{f.at('sysctls')}.{key}", "an integer (netIPv4IPLocalPortRange: 'first last', netIPv4TCPTwReuse: a boolean)", value)
+            if (isinstance(value, bool) and key != "netIPv4TCPTwReuse") or not isinstance(value, int | str):
+                raise errors.ValidationError.single(
+                    f.obj, f"{f.at('sysctls')}.{key}",
+                    "an integer (netIPv4IPLocalPortRange: 'first last', netIPv4TCPTwReuse: a boolean)", value)
         return LinuxOSConfig(sysctls=dict(sorted(raw.items())),
                              transparent_huge_page_enabled=_enum(f, "transparentHugePageEnabled", THP_ENABLED),
                              transparent_huge_page_defrag=_enum(f, "transparentHugePageDefrag", THP_DEFRAG),

@@ -90,6 +90,7 @@ def _claim(*, arch: tuple[str, ...] = ("amd64",), sizes: tuple[str, ...] = ()) -
 
 def _vm(arm: fake_arm.FakeARM) -> dict[str, Any]:
     [vm] = [c.body for c in arm.put_calls("virtualMachines")]
+    assert isinstance(vm, dict)
     return vm
 
 

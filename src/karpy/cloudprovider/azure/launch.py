@@ -22,9 +22,11 @@
   ones (instance type, zone, region, capacity type) plus AKS's ``kubernetes.azure.com/*`` labels of
   the cluster's network and of the AKSNodeClass (:func:`nodeclass_labels`: ``os-sku``,
   ``os-sku-requested``, ``os-sku-effective``, ``fips_enabled``, ``localdns-state``,
-  ``artifactstreaming-enabled``, as Karpenter's Azure provider sets them); the custom data (:func:`node_bootstrap`, :mod:`.bootstrap`) carries them
-  with the claim's taints and startup taints, ``maxPods`` (the AKSNodeClass's ``maxPods``, else its
-  kubelet's, else AKS's default) and the OS SKU of the image family;
+  ``artifactstreaming-enabled``, as Karpenter's Azure provider sets them); the custom data
+  (:func:`node_bootstrap`, :mod:`.bootstrap`) carries them with the claim's taints and startup
+  taints, ``maxPods`` (the AKSNodeClass's ``maxPods``, else its kubelet's, else AKS's default), and
+  the AKSNodeClass's ``gpu.mode``, ``linuxOSConfig`` and ``kubelet.failSwapOn``; the VM's
+  ``securityProfile`` and trusted-launch image follow its ``security``;
 * the launched NodeClaim has those labels, the AKSNodeClass hash annotation, the provider ID, the
   image ID and the instance type's capacity and allocatable;
 * provider IDs are ``azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/

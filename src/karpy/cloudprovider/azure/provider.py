@@ -8,8 +8,8 @@ the contract there). Azure specifics a caller may rely on:
   formulas (:mod:`.instancetypes`) for the NodePool's AKSNodeClass (``osDiskSizeGB`` ->
   ephemeral-storage; ``maxPods`` and ``kubelet`` -> pods and overhead); sizes without a price are
   left out, and so are sizes the AKSNodeClass cannot launch (:func:`.instancetypes.for_nodeclass`:
-  encryption at host, trusted launch, LocalDNS, artifact streaming). Offerings in the unavailable-offerings cache (:mod:`.offerings`) are
-  ``available=False``;
+  encryption at host, trusted launch, LocalDNS, artifact streaming). Offerings in the
+  unavailable-offerings cache (:mod:`.offerings`) are ``available=False``;
 * :meth:`create` checks the claim's AKSNodeClass is there and ``Ready`` (else
   :class:`NodeClassNotReadyError`), then launches on the offerings of its instance types as
   :mod:`.launch` says (spot first, cheapest first, skipping cached offerings, moving on after a
