@@ -226,6 +226,9 @@ def unsupported_reason(name: str, rec: Mapping[str, Any]) -> str | None:
         return "unknown or fractional GPU count"
     if _gpus(rec) > 0 and gpu_manufacturer(size, rec) != "nvidia":
         return "GPU without NVIDIA drivers support"
+    price = rec.get("price")
+    if price is not None and price <= 0:  # eastus lists some M*bs_v4 sizes at 0: not sold there
+        return "no price (0 USD/hour in the price data)"
     return None
 
 
