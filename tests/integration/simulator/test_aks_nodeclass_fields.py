@@ -76,10 +76,12 @@ def test_encryption_at_host_launches_only_sizes_that_support_it() -> None:
     assert result.timeline[-1].pending_pods == 0
 
 
-def test_trusted_launch_launches_gen2_amd64_sizes() -> None:
-    nodes, _ = _run("{security: {trustedLaunch: {secureBoot: true}}}")
+def test_trusted_launch_launches_gen2_amd64_sizes_from_the_trusted_launch_image() -> None:
+    nodes, result = _run("{security: {trustedLaunch: {secureBoot: true}}}")
     for lb in _labels(nodes):
         assert lb[labels.ARCH] == "amd64" and lb[labels.AZURE_SKU_HYPERV_GENERATION] == "2"
+    claims = result.objects["nodeclaims"]
+    assert claims and all("/images/2204gen2TLcontainerd/versions/" in c["status"]["imageID"] for c in claims)
 
 
 def test_artifact_streaming_leaves_out_arm64() -> None:
