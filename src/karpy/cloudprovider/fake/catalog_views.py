@@ -19,7 +19,8 @@ launch: :func:`karpy.cloudprovider.azure.instancetypes.for_nodeclass`), and answ
 :class:`NodeClassReadiness` is the simulated cloud's NodeClass resolution: EC2NodeClass and
 AKSNodeClass are Ready (their status kept) unless a test made one not Ready; other kinds are not. An
 AKSNodeClass gets ``status.localDNSState`` as the Azure provider resolves it
-(:func:`karpy.cloudprovider.azure.images.local_dns_state`, at the scenario's Kubernetes version) and is
+(:func:`karpy.cloudprovider.azure.images.local_dns_state`; the simulated cloud knows no Kubernetes
+version, so ``Preferred`` resolves to ``Disabled`` unless it was ``Enabled`` already) and is
 not Ready with ``fipsMode: FIPS``, as with the Azure provider (no FIPS images in the community galleries).
 
 Pure; nothing here does I/O or reads a clock.
