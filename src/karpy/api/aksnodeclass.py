@@ -36,6 +36,16 @@ LOCAL_DNS_MODES = ("Preferred", "Required", "Disabled")
 FIPS_MODES = ("FIPS", "Disabled")
 THP_ENABLED = ("always", "madvise", "never")
 THP_DEFRAG = ("always", "defer", "defer+madvise", "madvise", "never")
+SYSCTL_FIELDS = frozenset({
+    "fsAioMaxNr", "fsFileMax", "fsInotifyMaxUserWatches", "fsNrOpen", "kernelThreadsMax", "netCoreNetdevMaxBacklog",
+    "netCoreOptmemMax", "netCoreRmemDefault", "netCoreRmemMax", "netCoreSomaxconn", "netCoreWmemDefault",
+    "netCoreWmemMax", "netIPv4IPLocalPortRange", "netIPv4NeighDefaultGcThresh1", "netIPv4NeighDefaultGcThresh2",
+    "netIPv4NeighDefaultGcThresh3", "netIPv4TCPFinTimeout", "netIPv4TCPKeepaliveIntvl", "netIPv4TCPKeepaliveProbes",
+    "netIPv4TCPKeepaliveTime", "netIPv4TCPMaxSynBacklog", "netIPv4TCPMaxTwBuckets", "netIPv4TCPTwReuse",
+    "netNetfilterNfConntrackBuckets", "netNetfilterNfConntrackMax", "vmMaxMapCount", "vmSwappiness",
+    "vmVfsCachePressure",
+})
+"""The ``linuxOSConfig.sysctls`` fields AKS sets."""
 
 
 def _enum(f: fields.Fields, key: str, allowed: tuple[str, ...]) -> str | None:
@@ -84,6 +94,9 @@ class LinuxOSConfig:
         if not isinstance(raw, Mapping):
             raise f.fail("sysctls", "a mapping of sysctl settings", raw)
         for key, value in raw.items():
+            if key not in SYSCTL_FIELDS:
+                raise errors.ValidationError.single(f.obj, f"{f.at('sysctls')}.{key}",
+                                                    "a sysctl AKS sets (fsFileMax, netCoreSomaxconn, ...)", key)
             if (isinstance(value, bool) and key != "netIPv4TCPTwReuse") or not isinstance(value, int | str):
                 raise errors.ValidationError.single(
                     f.obj, f"{f.at('sysctls')}.{key}",

@@ -70,6 +70,7 @@ def test_each_new_field_changes_the_drift_hash(change: dict[str, Any]) -> None:
     ({"linuxOSConfig": {"transparentHugePageEnabled": "sometimes"}}, "spec.linuxOSConfig.transparentHugePageEnabled",
      "one of always, madvise, never"),
     ({"linuxOSConfig": {"sysctls": {"vmSwappiness": True}}}, "spec.linuxOSConfig.sysctls.vmSwappiness", "an integer"),
+    ({"linuxOSConfig": {"sysctls": {"kernelPanic": 1}}}, "spec.linuxOSConfig.sysctls.kernelPanic", "a sysctl AKS sets"),
     ({"security": {"encryptionAtHost": "yes"}}, "spec.security.encryptionAtHost", "true or false"),
 ])
 def test_a_bad_value_names_object_field_expected_and_found(spec: dict[str, Any], path: str, expected: str) -> None:
@@ -77,3 +78,11 @@ def test_a_bad_value_names_object_field_expected_and_found(spec: dict[str, Any],
         _nc(copy.deepcopy(spec))
     [err] = info.value.errors
     assert err.obj == "AKSNodeClass x" and err.path == path and expected in err.expected
+
+
+def test_the_sysctls_the_model_knows_are_the_crd_schemas_and_each_has_a_kernel_name() -> None:
+    from karpy.api.schemas import aksnodeclass as schema
+    from karpy.cloudprovider.azure import bootstrap
+
+    names = {n for n, _, _ in schema.SYSCTLS} | {"netIPv4IPLocalPortRange", "netIPv4TCPTwReuse"}
+    assert aksnodeclass.SYSCTL_FIELDS == names == set(bootstrap.SYSCTL_NAMES)
