@@ -50,13 +50,13 @@ class World:
 
 
 def _world(arm: fake_arm.FakeARM, spec: dict[str, Any], *, kubernetes_version: str = "1.33.2",
-           network_plugin: str = "azure") -> World:
+           network_plugin: str = "azure", region: str = REGION) -> World:
     vclock = clock.VirtualClock()
     cluster = memory.InMemoryCluster(vclock)
     s = SETTINGS if network_plugin == "azure" else dataclasses.replace(
         SETTINGS, network_plugin=network_plugin, network_plugin_mode="")
     cloud = factory.build(s, vclock, cluster, environ={}, subscription_id=fake_arm.SUBSCRIPTION, resource_group=RG,
-                          region=REGION, subnet_id=SUBNET, endpoint_url=arm.endpoint, polling_interval=0,
+                          region=region, subnet_id=SUBNET, endpoint_url=arm.endpoint, polling_interval=0,
                           retail_prices_endpoint="", ssh_public_key="ssh-rsa AAAA karpy",
                           kubernetes_version=kubernetes_version)
     assert isinstance(cloud, provider.AzureCloudProvider)
@@ -286,3 +286,36 @@ def test_a_changed_security_setting_drifts_the_node(arm: fake_arm.FakeARM) -> No
     node_class["spec"]["security"] = {"encryptionAtHost": True}
     w.cluster.update(node_class)
     assert w.cloud.is_drifted(launched) == "NodeClassDrift"
+
+
+AMD = "Standard_NV28adms_V710_v5"
+
+
+@pytest.mark.parametrize("family", ["Ubuntu2204", "AzureLinux"])
+def test_gpu_mode_none_lets_an_ubuntu_node_class_launch_an_amd_gpu_size_without_a_driver(family: str) -> None:
+    skus = [fake_arm.sku(AMD, "eastus", vcpus=28, memory_gb=160, extra={"GPUs": "1"}),
+            fake_arm.sku("Standard_D4_v4", "eastus", vcpus=4, memory_gb=16)]
+    with fake_arm.FakeARM(skus=skus) as arm:
+        w = _world(arm, {"imageFamily": family, "gpu": {"mode": "None"}}, region="eastus")
+        if family == "AzureLinux":  # AKS supports its AMD GPU sizes on Ubuntu only
+            with pytest.raises(errors.CreateError, match="no offering"):
+                w.cloud.create(_claim(sizes=(AMD,)))
+            assert arm.put_calls("virtualMachines") == []
+            return
+        launched = w.cloud.create(_claim(sizes=(AMD,)))
+        vm = _vm(arm)
+        assert vm["properties"]["hardwareProfile"]["vmSize"] == AMD
+        env = _env(vm)
+        assert (env["GPU_NODE"], env["CONFIG_GPU_DRIVER_IF_NEEDED"]) == ("false", "false")
+        assert launched.status.capacity["amd.com/gpu"] == 1000
+        assert launched.metadata.labels[labels.AZURE_SKU_GPU_MANUFACTURER] == "amd"
+
+
+def test_with_the_gpu_driver_mode_an_amd_gpu_size_is_never_launched() -> None:
+    skus = [fake_arm.sku(AMD, "eastus", vcpus=28, memory_gb=160, extra={"GPUs": "1"})]
+    with fake_arm.FakeARM(skus=skus) as arm:
+        w = _world(arm, {"gpu": {"mode": "Driver"}}, region="eastus")
+        assert AMD not in {t.name for t in w.cloud.get_instance_types(None)}
+        with pytest.raises(errors.CreateError, match="no offering"):
+            w.cloud.create(_claim(sizes=(AMD,)))
+        assert arm.put_calls("virtualMachines") == []

@@ -109,3 +109,33 @@ def test_the_os_disk_size_is_the_nodes_ephemeral_storage(gb: int) -> None:
     nodes, _ = _run(f"{{osDiskSizeGB: {gb}}}")
     for n in nodes:
         assert quantity.parse_milli(n["status"]["capacity"]["ephemeral-storage"]) == gb * 10**9 * quantity.MILLI
+
+
+AMD_POD = """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: render, namespace: default}
+spec:
+  containers:
+  - {name: render, image: rocm, resources: {requests: {cpu: "1", amd.com/gpu: "1"}, limits: {amd.com/gpu: "1"}}}
+"""
+
+
+@pytest.mark.parametrize(("mode", "launched"), [("None", True), ("Driver", False)])
+def test_an_amd_gpu_pod_gets_a_node_only_when_the_node_class_installs_no_driver(mode: str, launched: bool) -> None:
+    text = SCENARIO.format(spec=f"{{imageFamily: Ubuntu2204, gpu: {{mode: {mode}}}}}").replace(
+        "values: [D]}", "values: [N]}") + AMD_POD
+    result = engine.Simulation(scenario.load_text(text)).run()
+    gpu_nodes = [n for n in result.objects["nodes"]
+                 if n["metadata"]["labels"].get(labels.AZURE_SKU_GPU_MANUFACTURER) == "amd"]
+    if launched:
+        [node] = gpu_nodes
+        assert node["metadata"]["labels"][labels.INSTANCE_TYPE] == "Standard_NV24ads_V710_v5"  # the cheaper one
+        assert node["status"]["capacity"]["amd.com/gpu"] == "1"
+        render = [p for p in result.objects["pods"] if p["metadata"]["name"] == "render"]
+        assert render and render[0]["spec"].get("nodeName") == node["metadata"]["name"]
+    else:
+        assert gpu_nodes == []
+        render = [p for p in result.objects["pods"] if p["metadata"]["name"] == "render"]
+        assert render and not render[0]["spec"].get("nodeName")

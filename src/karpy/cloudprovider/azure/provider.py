@@ -8,7 +8,8 @@ the contract there). Azure specifics a caller may rely on:
   formulas (:mod:`.instancetypes`) for the NodePool's AKSNodeClass (``osDiskSizeGB`` ->
   ephemeral-storage; ``maxPods`` and ``kubelet`` -> pods and overhead); sizes without a price are
   left out, and so are sizes the AKSNodeClass cannot launch (:func:`.instancetypes.for_nodeclass`:
-  encryption at host, trusted launch, LocalDNS, artifact streaming). Offerings in the
+  encryption at host, trusted launch, LocalDNS, artifact streaming); AMD GPU sizes only for an
+  AKSNodeClass with ``gpu.mode: None`` (:func:`.instancetypes.amd_gpus_allowed`). Offerings in the
   unavailable-offerings cache (:mod:`.offerings`) are ``available=False``;
 * :meth:`create` checks the claim's AKSNodeClass is there and ``Ready`` (else
   :class:`NodeClassNotReadyError`), then launches on the offerings of its instance types as
@@ -121,7 +122,8 @@ class AzureCloudProvider:
                 if price is None:
                     continue
                 t = instancetypes.build(name, {**rec, "price": price}, region=self.config.region, kubelet=kc,
-                                        os_disk_gb=os_disk, spot_prices=spot)
+                                        os_disk_gb=os_disk, spot_prices=spot,
+                                        amd_gpus=instancetypes.amd_gpus_allowed(nc))
                 if t is not None:
                     cached.append(t)
             cached = instancetypes.for_nodeclass(cached, nc)

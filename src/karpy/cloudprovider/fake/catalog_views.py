@@ -5,7 +5,8 @@ caller's list, once per distinct kubelet configuration (a NodeClass's ``spec.kub
 AKSNodeClass's ``maxPods``; its root disk: an EC2NodeClass's root volume, an AKSNodeClass's
 ``osDiskSizeGB``, the ephemeral-storage capacity: they change allocatable; an AKSNodeClass's
 encryption at host, trusted launch, LocalDNS and artifact streaming, which leave out the sizes it cannot
-launch: :func:`karpy.cloudprovider.azure.instancetypes.for_nodeclass`), and answers:
+launch: :func:`karpy.cloudprovider.azure.instancetypes.for_nodeclass`, and its ``gpu.mode: None``, which
+adds the AMD GPU sizes: :func:`karpy.cloudprovider.azure.instancetypes.amd_types`), and answers:
 
 * :meth:`CatalogViews.types` / :meth:`CatalogViews.index`: the instance types (list, by name);
 * :meth:`CatalogViews.view`: the types with the given offerings switched to ``available=False``
@@ -108,8 +109,14 @@ class CatalogViews:
             if isinstance(self.catalog, str):
                 types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
                                          kubelet=kubelet_overrides(nc), root_disk=root_disk(nc))
-                if isinstance(nc, nodeclass.AKSNodeClass):
+                if isinstance(nc, nodeclass.AKSNodeClass) and self.catalog == "azure":
                     types = azure_types.for_nodeclass(types, nc)
+                    if azure_types.amd_gpus_allowed(nc):
+                        amd = azure_types.amd_types(self.region or azure_types.DEFAULT_REGION,
+                                                    catalog_mod.kubelet_config(kubelet_overrides(nc)),
+                                                    nc.os_disk_size_gb or DEFAULT_OS_DISK_GB)
+                        amd = instancetype.restrict_zones(amd, self.zones) if self.zones else amd
+                        types = sorted([*types, *azure_types.for_nodeclass(amd, nc)], key=lambda t: t.name)
             elif self.zones is not None:
                 types = instancetype.restrict_zones(self.catalog, self.zones)
             else:
