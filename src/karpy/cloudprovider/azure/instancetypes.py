@@ -8,8 +8,8 @@ a selection of the Resource SKUs API (whose capabilities win) and the Azure Reta
 SKU (:mod:`karpy.cloudprovider.azure.skus`) into an instance type. As the Azure provider does, SKUs
 AKS cannot run are left out: sizes AKS restricts (``Standard_A0``, ``B1s``, ``Basic_*``...), fewer
 than 2 vCPU, less than 3.5 GiB, constrained-vCPU sizes (``M8-2ms``), confidential sizes
-(``DC``/``EC``), GPU sizes without NVIDIA GPUs or with an unknown (fractional) GPU count, and sizes
-of unknown architecture. :func:`unsupported_reason` says why a SKU is left out.
+(``DC``/``EC``), GPU sizes without NVIDIA GPUs (AMD ones: only for ``gpu.mode: None``, :func:`amd_types`)
+or with an unknown (fractional) GPU count, sizes priced at 0, and sizes of unknown architecture. :func:`unsupported_reason` says why a SKU is left out.
 
 * labels: ``karpenter.azure.com/sku-name``, ``sku-series`` (``Dpls_v6``),
   ``kubernetes.azure.com/sku-cpu`` / ``sku-memory`` (AKS's copies of the karpenter.azure.com ones),
@@ -24,7 +24,7 @@ of unknown architecture. :func:`unsupported_reason` says why a SKU is left out.
 * capacity: ``cpu``; ``memory`` = whole GiB less ``ceil(bytes * 7.5%)`` bytes; ``ephemeral-storage``
   = the OS disk, ``osDiskSizeGB`` GB of the AKSNodeClass (128 by default); ``pods`` = 250 (AKS's
   default with Azure CNI overlay, NAP's network) unless ``maxPods`` is set, capped by
-  ``podsPerCore * vCPU``; ``nvidia.com/gpu``;
+  ``podsPerCore * vCPU``; ``nvidia.com/gpu`` / ``amd.com/gpu``;
 * overhead: AKS's kube-reserved, which differs from AWS's: cpu 6% of the first core, 4% of the
   second, 2% of cores 3-4, 1% above; memory 25% of the first 4 GiB, 20% of the next 4, 10% of the
   next 8, 6% up to 128 GiB, 2% above; eviction threshold ``memory.available`` 750Mi. Kubelet
