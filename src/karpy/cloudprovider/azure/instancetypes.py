@@ -9,7 +9,8 @@ SKU (:mod:`karpy.cloudprovider.azure.skus`) into an instance type. As the Azure 
 AKS cannot run are left out: sizes AKS restricts (``Standard_A0``, ``B1s``, ``Basic_*``...), fewer
 than 2 vCPU, less than 3.5 GiB, constrained-vCPU sizes (``M8-2ms``), confidential sizes
 (``DC``/``EC``), GPU sizes without NVIDIA GPUs (AMD ones: only for ``gpu.mode: None``, :func:`amd_types`)
-or with an unknown (fractional) GPU count, sizes priced at 0, and sizes of unknown architecture. :func:`unsupported_reason` says why a SKU is left out.
+or with an unknown (fractional) GPU count, sizes priced at 0, and sizes of unknown architecture.
+:func:`unsupported_reason` says why a SKU is left out.
 
 * labels: ``karpenter.azure.com/sku-name``, ``sku-series`` (``Dpls_v6``),
   ``kubernetes.azure.com/sku-cpu`` / ``sku-memory`` (AKS's copies of the karpenter.azure.com ones),
