@@ -11,7 +11,8 @@
 * ``azure`` - a selection of Azure VM SKUs with AKS Node Auto-Provisioning's formulas
   (:mod:`karpy.cloudprovider.azure.instancetypes`).
 
-``zones`` keeps only the offerings in those zones (types left without offerings are dropped);
+``zones`` keeps only the offerings in those zones (types left without offerings are dropped; a zone the
+catalog does not offer in that region is an error naming the region's zones);
 ``region`` picks the region of the cloud catalogs; ``kubelet`` overrides kubelet settings the way
 an EC2NodeClass / AKSNodeClass ``spec.kubelet`` does (see
 :class:`karpy.cloudprovider.kubelet_overrides.KubeletConfig`). Results are
@@ -80,7 +81,23 @@ def load(name: str, *, zones: Sequence[str] | None = None, region: str | None = 
         raise errors.ValidationError.single("catalog", "name", f"one of {', '.join(NAMES)}", name)
     config = kubelet_config(kubelet)
     zone_key = tuple(sorted(set(zones))) if zones else None
+    if zone_key is not None:  # a zone of another region (or a typo) would leave a catalog without it
+        known, in_region = _zones(name, region)
+        for i, zone in enumerate(zones or ()):
+            if zone not in known:
+                where = f" of region {in_region}" if in_region else ""
+                names = ", ".join(sorted(z or '"" (regional)' for z in known))
+                raise errors.ValidationError.single("catalog", f"zones[{i}]", f"a zone{where}: {names}", zone)
     return list(_load(name, zone_key, region, config, root_disk))
+
+
+@functools.lru_cache(maxsize=32)
+def _zones(name: str, region: str | None) -> tuple[frozenset[str], str]:
+    """The zones catalog ``name`` offers in ``region`` (its default region when ``None``) and that region
+    (``""`` for a catalog without one)."""
+    types = _load(name, None, region, kubelet_config(None))
+    found = region or next((t.labels[labels.REGION] for t in types if labels.REGION in t.labels), "")
+    return frozenset(z for t in types for z in t.zones), found
 
 
 @functools.lru_cache(maxsize=64)

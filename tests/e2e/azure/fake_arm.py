@@ -76,14 +76,15 @@ class _Failure:
 def sku(name: str, region: str, *, zones: tuple[str, ...] = ("1", "2", "3"), vcpus: int = 2, memory_gb: float = 8,
         low_priority: bool = True, ephemeral: bool = True, cached_disk_bytes: int = 0, resource_disk_mb: int = 0,
         arch: str = "x64", accelerated: bool = True, restrictions: list[dict[str, Any]] | None = None,
-        resource_type: str = "virtualMachines") -> dict[str, Any]:
-    """A Resource SKU in ARM's wire form."""
+        resource_type: str = "virtualMachines", encryption_at_host: bool = True,
+        extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Resource SKU in ARM's wire form (``extra``: more capabilities, e.g. ``{"GPUs": "1"}``)."""
     size = name.removeprefix("Standard_")
     caps = {"vCPUs": str(vcpus), "MemoryGB": str(memory_gb), "CpuArchitectureType": arch,
             "HyperVGenerations": "V1,V2", "PremiumIO": "True", "AcceleratedNetworkingEnabled": str(accelerated),
-            "EncryptionAtHostSupported": "True", "EphemeralOSDiskSupported": str(ephemeral),
+            "EncryptionAtHostSupported": str(encryption_at_host), "EphemeralOSDiskSupported": str(ephemeral),
             "LowPriorityCapable": str(low_priority), "CachedDiskBytes": str(cached_disk_bytes),
-            "MaxResourceVolumeMB": str(resource_disk_mb), "MaxNetworkInterfaces": "2"}
+            "MaxResourceVolumeMB": str(resource_disk_mb), "MaxNetworkInterfaces": "2", **(extra or {})}
     return {"resourceType": resource_type, "name": name, "tier": "Standard", "size": size,
             "family": f"standard{size}Family", "locations": [region],
             "locationInfo": [{"location": region, "zones": list(zones)}],

@@ -131,8 +131,7 @@ def test_the_kubelet_registers_with_the_claims_labels_taints_and_node_class_sett
     assert node_labels["kubernetes.azure.com/ebpf-dataplane"] == "cilium"
     assert node_labels["kubernetes.azure.com/os-sku"] == "Ubuntu"
     assert "node-role.kubernetes.io/agent" not in node_labels  # the kubelet may not set it on itself
-    assert {k: v for k, v in launched.metadata.labels.items() if k in node_labels} == {
-        k: v for k, v in node_labels.items() if k != "kubernetes.azure.com/os-sku"}
+    assert {k: v for k, v in launched.metadata.labels.items() if k in node_labels} == node_labels
     flags = _flags(env)
     assert flags["--register-with-taints"] == (
         "dedicated=web:NoSchedule,node.cilium.io/agent-not-ready=true:NoExecute,karpenter.sh/unregistered:NoExecute")

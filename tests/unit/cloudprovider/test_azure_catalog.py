@@ -314,3 +314,11 @@ def test_the_sku_series_label_is_the_size_without_its_cpu_count(size: str, expec
     parsed = azure.parse_size(size)
     assert parsed is not None and azure.series(parsed) == expected
     assert azure_types("japaneast")["Standard_D2_v4"].labels[labels.AZURE_SKU_SERIES] == "D_v4"
+
+
+def test_a_size_priced_at_zero_is_left_out_as_unpriced() -> None:
+    rec = azure.record("eastus", "Standard_M16bs_v4")
+    assert rec is not None and rec["price"] == 0
+    assert "Standard_M16bs_v4" not in azure_types("eastus")
+    assert azure.skipped("eastus")["Standard_M16bs_v4"] == "no price (0 USD/hour in the price data)"
+    assert all(o.price > 0 for t in azure_types("eastus").values() for o in t.offerings)

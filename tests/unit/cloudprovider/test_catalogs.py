@@ -133,8 +133,22 @@ def test_a_zone_filter_keeps_only_offerings_in_those_zones() -> None:
     assert all(t.capacity_types == frozenset({"on-demand"}) for t in types)
 
 
-def test_a_zone_filter_matching_nothing_leaves_an_empty_catalog() -> None:
-    assert catalog.load("kwok", zones=["mars-1a"]) == []
+def test_a_zone_the_catalog_does_not_offer_is_an_error_naming_the_zones_it_does() -> None:
+    with pytest.raises(errors.ValidationError) as info:
+        catalog.load("kwok", zones=["test-zone-a", "mars-1a"])
+    [err] = info.value.errors
+    assert (err.path, err.found) == ("zones[1]", "mars-1a")
+    assert err.expected == "a zone: test-zone-a, test-zone-b, test-zone-c, test-zone-d"
+
+
+def test_a_zone_of_another_region_is_an_error_naming_the_regions_zones() -> None:
+    with pytest.raises(errors.ValidationError) as info:
+        catalog.load("azure", region="westeurope", zones=["eastus-1"])
+    [err] = info.value.errors
+    assert err.expected == "a zone of region westeurope: westeurope-1, westeurope-2, westeurope-3"
+    with pytest.raises(errors.ValidationError, match='region westcentralus: "" \\(regional\\)'):
+        catalog.load("azure", region="westcentralus", zones=["westcentralus-1"])
+    assert catalog.load("azure", region="westcentralus", zones=[""])
 
 
 def test_loading_twice_returns_fresh_lists_of_the_same_instance_types() -> None:

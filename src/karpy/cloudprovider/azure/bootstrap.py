@@ -15,7 +15,13 @@ that bash script and base64-encodes it for ARM's ``osProfile.customData``. What 
 * the node: ``KUBELET_NODE_LABELS`` (the labels the kubelet may set on itself, :func:`kubelet_may_set`),
   ``KUBELET_FLAGS`` (:func:`kubelet_flags`: AKS's base flags, ``--max-pods``, ``--cluster-dns``,
   ``--register-with-taints`` with the NodeClaim's taints, its startup taints and
-  ``karpenter.sh/unregistered:NoExecute``, the AKSNodeClass kubelet settings), ``GPU_NODE``;
+  ``karpenter.sh/unregistered:NoExecute``, the AKSNodeClass kubelet settings, ``--fail-swap-on`` when
+  ``kubelet.failSwapOn`` is set), ``GPU_NODE`` / ``CONFIG_GPU_DRIVER_IF_NEEDED`` (an NVIDIA size whose
+  AKSNodeClass ``gpu.mode`` is not ``None``: the node installs the driver);
+* the AKSNodeClass ``linuxOSConfig`` (:func:`linux_os_variables`): ``SYSCTL_CONTENT`` (AKS's node
+  sysctls with the AKSNodeClass ``sysctls`` over them, as ``/etc/sysctl.d`` lines, base64),
+  ``SHOULD_CONFIG_TRANSPARENT_HUGE_PAGE`` / ``THP_ENABLED`` / ``THP_DEFRAG``, ``SHOULD_CONFIG_SWAP_FILE`` /
+  ``SWAP_FILE_SIZE_MB`` (``swapFileSize`` in MiB, rounded, as the provider converts it);
 * the output depends only on the arguments (sorted), so one NodeClaim always gets the same bytes;
   :func:`decode` and :func:`variables_of` read it back (tests, debugging).
 
@@ -30,7 +36,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from karpy.api import kubeletconfig, labels, quantity
+from karpy.api import aksnodeclass, kubeletconfig, labels, quantity
 
 PROVISION_START = "/opt/azure/containers/provision_start.sh"
 PROVISION_SCRIPT = "/opt/azure/containers/provision.sh"
@@ -55,6 +61,34 @@ _BASE_KUBELET_FLAGS = {
     "--tls-private-key-file": "/etc/kubernetes/certs/kubeletserver.key",
 }
 """The kubelet flags of an AKS agent node (AKS's node pools run the same)."""
+
+DEFAULT_SYSCTLS = {
+    "net.core.message_burst": "80", "net.core.message_cost": "40", "net.core.somaxconn": "16384",
+    "net.ipv4.neigh.default.gc_thresh1": "4096", "net.ipv4.neigh.default.gc_thresh2": "8192",
+    "net.ipv4.neigh.default.gc_thresh3": "16384", "net.ipv4.tcp_max_syn_backlog": "16384",
+    "net.ipv4.tcp_retries2": "8",
+}
+"""The sysctls every AKS node gets (AKS's node ``sysctl.conf``)."""
+SYSCTL_NAMES = {
+    "fsAioMaxNr": "fs.aio-max-nr", "fsFileMax": "fs.file-max", "fsInotifyMaxUserWatches": "fs.inotify.max_user_watches",
+    "fsNrOpen": "fs.nr_open", "kernelThreadsMax": "kernel.threads-max",
+    "netCoreNetdevMaxBacklog": "net.core.netdev_max_backlog", "netCoreOptmemMax": "net.core.optmem_max",
+    "netCoreRmemDefault": "net.core.rmem_default", "netCoreRmemMax": "net.core.rmem_max",
+    "netCoreSomaxconn": "net.core.somaxconn", "netCoreWmemDefault": "net.core.wmem_default",
+    "netCoreWmemMax": "net.core.wmem_max", "netIPv4IPLocalPortRange": "net.ipv4.ip_local_port_range",
+    "netIPv4NeighDefaultGcThresh1": "net.ipv4.neigh.default.gc_thresh1",
+    "netIPv4NeighDefaultGcThresh2": "net.ipv4.neigh.default.gc_thresh2",
+    "netIPv4NeighDefaultGcThresh3": "net.ipv4.neigh.default.gc_thresh3",
+    "netIPv4TCPFinTimeout": "net.ipv4.tcp_fin_timeout", "netIPv4TCPKeepaliveIntvl": "net.ipv4.tcp_keepalive_intvl",
+    "netIPv4TCPKeepaliveProbes": "net.ipv4.tcp_keepalive_probes",
+    "netIPv4TCPKeepaliveTime": "net.ipv4.tcp_keepalive_time",
+    "netIPv4TCPMaxSynBacklog": "net.ipv4.tcp_max_syn_backlog",
+    "netIPv4TCPMaxTwBuckets": "net.ipv4.tcp_max_tw_buckets", "netIPv4TCPTwReuse": "net.ipv4.tcp_tw_reuse",
+    "netNetfilterNfConntrackBuckets": "net.netfilter.nf_conntrack_buckets",
+    "netNetfilterNfConntrackMax": "net.netfilter.nf_conntrack_max", "vmMaxMapCount": "vm.max_map_count",
+    "vmSwappiness": "vm.swappiness", "vmVfsCachePressure": "vm.vfs_cache_pressure",
+}
+"""AKSNodeClass ``linuxOSConfig.sysctls`` field -> the kernel setting."""
 
 _KUBELET_LABELS = frozenset({
     "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
@@ -103,6 +137,9 @@ class NodeBootstrap:
     kubelet: kubeletconfig.KubeletConfiguration | None = None
     arch: str = "amd64"
     gpu_node: bool = False
+    """An NVIDIA size whose drivers the node installs (``gpu.mode`` not ``None``)."""
+    fail_swap_on: bool | None = None
+    linux_os: aksnodeclass.LinuxOSConfig | None = None
 
 
 def api_server_name(endpoint: str) -> str:
@@ -211,7 +248,42 @@ def kubelet_flags(node: NodeBootstrap) -> dict[str, str]:
     flags["--max-pods"] = str(node.max_pods)
     flags["--register-with-taints"] = ",".join(register_taints(node.taints))
     flags.update(kubelet_config_flags(node.kubelet))
+    if node.fail_swap_on is not None:
+        flags["--fail-swap-on"] = str(node.fail_swap_on).lower()
     return flags
+
+
+def sysctl_content(linux_os: aksnodeclass.LinuxOSConfig | None) -> str:
+    """``SYSCTL_CONTENT``: AKS's node sysctls with the AKSNodeClass's over them, ``key=value`` lines,
+    sorted, base64."""
+    values = dict(DEFAULT_SYSCTLS)
+    for name, value in (linux_os.sysctls if linux_os is not None else {}).items():
+        key = SYSCTL_NAMES.get(name)
+        if key is None:
+            raise ValueError(f"linuxOSConfig.sysctls.{name} is not a sysctl AKS sets")
+        values[key] = str(int(value)) if isinstance(value, bool) else str(value)
+    text = "".join(f"{k}={v}\n" for k, v in sorted(values.items()))
+    return base64.b64encode(text.encode()).decode()
+
+
+def swap_file_mb(size: str) -> int:
+    """``swapFileSize`` (a quantity such as ``1500M`` or ``2Gi``) in MiB, rounded (the provider's rule)."""
+    return round(quantity.parse_milli(size) / quantity.MILLI / 2**20)
+
+
+def linux_os_variables(linux_os: aksnodeclass.LinuxOSConfig | None) -> dict[str, str]:
+    """The provisioning variables of ``linuxOSConfig`` (see the module docstring)."""
+    thp_enabled = linux_os.transparent_huge_page_enabled if linux_os is not None else None
+    thp_defrag = linux_os.transparent_huge_page_defrag if linux_os is not None else None
+    swap = linux_os.swap_file_size if linux_os is not None else None
+    return {
+        "SHOULD_CONFIG_SWAP_FILE": str(bool(swap)).lower(),
+        "SHOULD_CONFIG_TRANSPARENT_HUGE_PAGE": str(bool(thp_enabled or thp_defrag)).lower(),
+        "SWAP_FILE_SIZE_MB": str(swap_file_mb(swap)) if swap else "0",
+        "SYSCTL_CONTENT": sysctl_content(linux_os),
+        "THP_DEFRAG": thp_defrag or "",
+        "THP_ENABLED": thp_enabled or "",
+    }
 
 
 def kubelet_may_set(key: str) -> bool:
@@ -234,6 +306,7 @@ def variables(node: NodeBootstrap) -> dict[str, str]:
     m = _SUBNET.search(c.subnet_id)
     subnet = (m["subnet"], m["vnet"], m["rg"]) if m is not None else ("aks-subnet", "", "")
     return {
+        **linux_os_variables(node.linux_os),
         "ADMINUSER": c.admin_username,
         "API_SERVER_NAME": c.api_server,
         "CLI_TOOL": "ctr",

@@ -3,14 +3,19 @@
 Images come from AKS's public community galleries, as Karpenter's Azure provider uses them:
 ``/CommunityGalleries/<gallery>/images/<definition>/versions/<version>``. Each family has three
 definitions: Gen2 amd64, Gen1 amd64 and Gen2 arm64 (``imageFamily: Ubuntu`` is ``Ubuntu2204``).
+With trusted launch (``security.trustedLaunch``: secure boot or vTPM) a family has one definition,
+its Gen2 amd64 trusted-launch image (``2204gen2TLcontainerd``, ``2404gen2TLcontainerd``, ``V2gen2TL``),
+as Karpenter's Azure provider picks it. With ``fipsMode: FIPS`` there is none: AKS publishes FIPS images
+only in its shared image gallery, not in the community galleries karpy (like the provider without
+``USE_SIG``) launches from, so the AKSNodeClass is not Ready (``ImagesNotReady``, saying so).
 Each definition's version is the AKSNodeClass ``imageVersion`` when pinned, else the newest version
 the gallery has (``latest``, a :class:`Resolver` such as :meth:`.gallery.ImageVersions.latest`), else
 :data:`DEFAULT_VERSION` (the fallback when the gallery cannot be read).
 :func:`image_for` picks the definition from a size's architecture and Hyper-V generation labels;
 :func:`status_images` lists them with the requirements a size must meet, in the form of the
 AKSNodeClass ``status.images``; :func:`resolve_status` is the whole status (with a ``Ready``
-condition that is False, with a reason, for an unknown image family or a malformed
-``vnetSubnetID``). Pure: no I/O.
+condition that is False, with a reason, for an unknown image family, FIPS, or a malformed
+``vnetSubnetID``, and ``localDNSState``: :func:`local_dns_state`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -34,7 +39,12 @@ _DEFINITIONS: dict[str, tuple[str, str, str, str]] = {
     "Ubuntu2404": (UBUNTU_GALLERY, "2404gen2containerd", "2404containerd", "2404gen2arm64containerd"),
     "AzureLinux": (AZURE_LINUX_GALLERY, "V2gen2", "V2", "V2gen2arm64"),
 }
+_TRUSTED_LAUNCH = {"Ubuntu2204": "2204gen2TLcontainerd", "Ubuntu2404": "2404gen2TLcontainerd",
+                   "AzureLinux": "V2gen2TL"}
+"""The Gen2 amd64 trusted-launch definition of each family."""
 FAMILIES = ("Ubuntu", *_DEFINITIONS)
+LOCAL_DNS_MIN_MINOR = 36
+"""``localDNS.mode: Preferred`` turns LocalDNS on from Kubernetes 1.36."""
 Resolver = Callable[[str, str], "str | None"]
 """(gallery, image definition) -> the newest version there, or ``None`` (unknown)."""
 
@@ -64,10 +74,13 @@ def family_of(image_family: str) -> str | None:
     return family if family in _DEFINITIONS else None
 
 
-def images(image_family: str, version: str | None = None, latest: Resolver | None = None) -> list[Image]:
-    """The images of a family: Gen2 amd64, Gen1 amd64, Gen2 arm64 (empty for an unknown family)."""
+def images(image_family: str, version: str | None = None, latest: Resolver | None = None, *,
+           trusted_launch: bool = False, fips: bool = False) -> list[Image]:
+    """The images of a family: Gen2 amd64, Gen1 amd64, Gen2 arm64; with ``trusted_launch`` its Gen2
+    amd64 trusted-launch image only; none with ``fips`` (see the module docstring) or for an unknown
+    family."""
     family = family_of(image_family)
-    if family is None:
+    if family is None or fips:
         return []
     gallery, gen2, gen1, arm = _DEFINITIONS[family]
 
@@ -75,27 +88,60 @@ def images(image_family: str, version: str | None = None, latest: Resolver | Non
         v = version or (latest(gallery, definition) if latest is not None else None) or DEFAULT_VERSION
         return f"/CommunityGalleries/{gallery}/images/{definition}/versions/{v}"
 
+    if trusted_launch:
+        return [Image(gid(_TRUSTED_LAUNCH[family]), "amd64", "2")]
     return [Image(gid(gen2), "amd64", "2"), Image(gid(gen1), "amd64", "1"), Image(gid(arm), "arm64", "2")]
 
 
 def image_for(image_family: str, version: str | None, size_labels: Mapping[str, str],
-              latest: Resolver | None = None) -> str | None:
+              latest: Resolver | None = None, *, trusted_launch: bool = False, fips: bool = False) -> str | None:
     """The image a size with ``size_labels`` boots: its arch, Gen2 where the size supports it."""
     arch = size_labels.get(labels.ARCH, "amd64")
     gen = size_labels.get(labels.AZURE_SKU_HYPERV_GENERATION, "2")
-    for image in images(image_family, version, latest):
+    for image in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips):
         if image.arch == arch and image.hyperv_generation == gen:
             return image.id
     return None
 
 
-def status_images(image_family: str, version: str | None = None,
-                  latest: Resolver | None = None) -> list[dict[str, Any]]:
-    return [{"id": i.id, "requirements": i.requirements()} for i in images(image_family, version, latest)]
+def status_images(image_family: str, version: str | None = None, latest: Resolver | None = None, *,
+                  trusted_launch: bool = False, fips: bool = False) -> list[dict[str, Any]]:
+    return [{"id": i.id, "requirements": i.requirements()}
+            for i in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips)]
+
+
+def _minor(kubernetes_version: str) -> int | None:
+    m = re.match(r"^v?(\d+)\.(\d+)", kubernetes_version.strip())
+    return int(m[2]) if m is not None else None
+
+
+def local_dns_state(spec: Mapping[str, Any], previous: str | None, kubernetes_version: str,
+                    network_plugin: str = "") -> str:
+    """``status.localDNSState`` for an AKSNodeClass ``spec``: ``Enabled`` for ``mode: Required``,
+    ``Disabled`` for ``Disabled`` or no mode; ``Preferred`` is ``Enabled`` once it was (sticky), else when
+    the cluster runs Kubernetes 1.36 or later, its network plugin is not ``none`` and the image is not
+    the FIPS Ubuntu 20.04 one (``Ubuntu`` with FIPS and without trusted launch), as Karpenter's Azure
+    provider decides it. Not checked here: the provider's cluster gates (NetworkPolicies that would
+    conflict, an upstream node-local-dns DaemonSet)."""
+    mode = (spec.get("localDNS") or {}).get("mode")
+    if mode == "Required":
+        return "Enabled"
+    if mode != "Preferred":
+        return "Disabled"
+    if previous == "Enabled":
+        return "Enabled"
+    minor = _minor(kubernetes_version) if kubernetes_version else None
+    if minor is None or minor < LOCAL_DNS_MIN_MINOR or network_plugin.lower() == "none":
+        return "Disabled"
+    trusted = (spec.get("security") or {}).get("trustedLaunch") or {}
+    if (spec.get("imageFamily") in (None, "Ubuntu") and spec.get("fipsMode") == "FIPS"
+            and not (trusted.get("secureBoot") or trusted.get("vtpm"))):
+        return "Disabled"
+    return "Enabled"
 
 
 def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "",
-                   latest: Resolver | None = None) -> dict[str, Any]:
+                   latest: Resolver | None = None, network_plugin: str = "") -> dict[str, Any]:
     """The ``status`` of an AKSNodeClass object (a dict as the API returns it)."""
     kind = str(node_class.get("kind") or "")
     status: dict[str, Any] = {k: v for k, v in dict(node_class.get("status") or {}).items()
@@ -109,9 +155,16 @@ def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "",
     family = str(spec.get("imageFamily") or "Ubuntu2204")
     version = spec.get("imageVersion")
     subnet = spec.get("vnetSubnetID")
+    trusted = (spec.get("security") or {}).get("trustedLaunch") or {}
+    trusted_launch = bool(trusted.get("secureBoot") or trusted.get("vtpm"))
+    fips = spec.get("fipsMode") == "FIPS"
     if family_of(family) is None:
         ready = interface.ready_condition(
             False, "ImagesNotReady", f"imageFamily {family!r} is not one of {', '.join(FAMILIES)}")
+    elif fips:
+        ready = interface.ready_condition(
+            False, "ImagesNotReady", f"fipsMode FIPS: AKS publishes {family} FIPS images only in its shared image "
+            "gallery, and karpy launches from the community galleries")
     elif subnet is not None and not SUBNET_ID.match(str(subnet)):
         ready = interface.ready_condition(
             False, "SubnetsNotReady", f"vnetSubnetID {subnet!r} is not a subnet resource id "
@@ -119,10 +172,14 @@ def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "",
             "/subnets/<subnet>)")
     else:
         ready = interface.ready_condition(True, "Ready")
-    found = status_images(family, str(version) if version else None, latest)
+    found = status_images(family, str(version) if version else None, latest, trusted_launch=trusted_launch,
+                          fips=fips)
     if found:
         status["images"] = found
     if kubernetes_version:
         status["kubernetesVersion"] = kubernetes_version
+    previous = (node_class.get("status") or {}).get("localDNSState")
+    status["localDNSState"] = local_dns_state(spec, str(previous) if previous else None, kubernetes_version,
+                                              network_plugin)
     status["conditions"] = [*others, ready]
     return status

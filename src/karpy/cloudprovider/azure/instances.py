@@ -18,6 +18,10 @@ What a caller may rely on:
   (Standard_LRS on sizes without premium storage);
 * ``osProfile``: the admin user (``LINUX_ADMIN_USERNAME``) with only the SSH key (``SSH_PUBLIC_KEY``),
   the custom data of :mod:`.bootstrap`; ``identity``: the user-assigned ``NODE_IDENTITIES``;
+* ``securityProfile`` as the AKSNodeClass ``security`` says (Karpenter's ``setVMPropertiesSecurityProfile``):
+  ``encryptionAtHost`` when set (true or false), and with trusted launch (secure boot or vTPM on)
+  ``securityType: TrustedLaunch`` with ``uefiSettings`` ``secureBootEnabled`` / ``vTpmEnabled``;
+  no ``securityProfile`` otherwise;
 * spot VMs have ``priority: Spot``, ``evictionPolicy: Delete`` and ``billingProfile.maxPrice: -1``;
   on-demand VMs ``priority: Regular``;
 * :meth:`Instances.delete` removes the VM, then its NICs and its managed OS disk (each not-found is
@@ -96,6 +100,10 @@ class LaunchSpec:
     admin_username: str = ADMIN_USERNAME
     node_identities: tuple[str, ...] = ()
     """User-assigned managed identities (resource ids) the VM gets (``NODE_IDENTITIES``)."""
+    encryption_at_host: bool | None = None
+    """``security.encryptionAtHost`` (``None``: unset, not sent)."""
+    secure_boot: bool = False
+    vtpm: bool = False
 
 
 def ephemeral_placement(record: Mapping[str, Any], os_disk_gb: int) -> str | None:
@@ -148,6 +156,14 @@ def vm_body(spec: LaunchSpec, nic_id: str) -> dict[str, Any]:
         },
         "priority": PRIORITY[spec.capacity_type],
     }
+    security: dict[str, Any] = {}
+    if spec.encryption_at_host is not None:
+        security["encryptionAtHost"] = spec.encryption_at_host
+    if spec.secure_boot or spec.vtpm:
+        security["securityType"] = "TrustedLaunch"
+        security["uefiSettings"] = {"secureBootEnabled": spec.secure_boot, "vTpmEnabled": spec.vtpm}
+    if security:
+        properties["securityProfile"] = security
     if spec.capacity_type == labels.CAPACITY_TYPE_SPOT:
         properties["evictionPolicy"] = "Delete"
         properties["billingProfile"] = {"maxPrice": -1}

@@ -8,8 +8,9 @@ a selection of the Resource SKUs API (whose capabilities win) and the Azure Reta
 SKU (:mod:`karpy.cloudprovider.azure.skus`) into an instance type. As the Azure provider does, SKUs
 AKS cannot run are left out: sizes AKS restricts (``Standard_A0``, ``B1s``, ``Basic_*``...), fewer
 than 2 vCPU, less than 3.5 GiB, constrained-vCPU sizes (``M8-2ms``), confidential sizes
-(``DC``/``EC``), GPU sizes without NVIDIA GPUs or with an unknown (fractional) GPU count, and sizes
-of unknown architecture. :func:`unsupported_reason` says why a SKU is left out.
+(``DC``/``EC``), GPU sizes without NVIDIA GPUs (AMD ones: only for ``gpu.mode: None``, :func:`amd_types`)
+or with an unknown (fractional) GPU count, sizes priced at 0, and sizes of unknown architecture.
+:func:`unsupported_reason` says why a SKU is left out.
 
 * labels: ``karpenter.azure.com/sku-name``, ``sku-series`` (``Dpls_v6``),
   ``kubernetes.azure.com/sku-cpu`` / ``sku-memory`` (AKS's copies of the karpenter.azure.com ones),
@@ -24,7 +25,7 @@ of unknown architecture. :func:`unsupported_reason` says why a SKU is left out.
 * capacity: ``cpu``; ``memory`` = whole GiB less ``ceil(bytes * 7.5%)`` bytes; ``ephemeral-storage``
   = the OS disk, ``osDiskSizeGB`` GB of the AKSNodeClass (128 by default); ``pods`` = 250 (AKS's
   default with Azure CNI overlay, NAP's network) unless ``maxPods`` is set, capped by
-  ``podsPerCore * vCPU``; ``nvidia.com/gpu``;
+  ``podsPerCore * vCPU``; ``nvidia.com/gpu`` / ``amd.com/gpu``;
 * overhead: AKS's kube-reserved, which differs from AWS's: cpu 6% of the first core, 4% of the
   second, 2% of cores 3-4, 1% above; memory 25% of the first 4 GiB, 20% of the next 4, 10% of the
   next 8, 6% up to 128 GiB, 2% above; eviction threshold ``memory.available`` 750Mi. Kubelet
@@ -55,7 +56,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from karpy.api import errors, labels, quantity
+from karpy.api import aksnodeclass, errors, labels, quantity
 from karpy.cloudprovider import instancetype, kubelet_overrides
 from karpy.cloudprovider import spot as spot_mod
 
@@ -67,6 +68,14 @@ DEFAULT_OS_DISK_GB = 128
 EVICTION_MEMORY = 750 * 2**20 * quantity.MILLI
 MEMORY_AVAILABLE = "memory.available"
 RESOURCE_NVIDIA_GPU = "nvidia.com/gpu"
+RESOURCE_AMD_GPU = "amd.com/gpu"
+AMD_GPU_SIZES = frozenset({
+    "Standard_NV4ads_V710_v5", "Standard_NV8ads_V710_v5", "Standard_NV12ads_V710_v5", "Standard_NV24ads_V710_v5",
+    "Standard_NV28adms_V710_v5", "Standard_ND96is_MI300X_v5", "Standard_ND96isr_MI300X_v5",
+})
+"""The AMD GPU sizes AKS supports (on Ubuntu). AKS installs GPU drivers for NVIDIA sizes only, so an
+AKSNodeClass launches these only with ``gpu.mode: None`` (:func:`amd_types`, :func:`amd_gpus_allowed`)."""
+UBUNTU_FAMILIES = frozenset({"Ubuntu", "Ubuntu2204", "Ubuntu2404"})
 MIN_VCPUS = 2
 MIN_MEMORY_GIB = 3.5
 DEFAULT_ZONES = ("1", "2", "3")
@@ -205,8 +214,9 @@ def skipped(region: str = DEFAULT_REGION) -> dict[str, str]:
     return out
 
 
-def unsupported_reason(name: str, rec: Mapping[str, Any]) -> str | None:
-    """Why AKS Node Auto-Provisioning would not use this SKU, or ``None`` when it would."""
+def unsupported_reason(name: str, rec: Mapping[str, Any], *, amd_gpus: bool = False) -> str | None:
+    """Why AKS Node Auto-Provisioning would not use this SKU, or ``None`` when it would (``amd_gpus``:
+    for an AKSNodeClass that may launch the AMD GPU sizes of :data:`AMD_GPU_SIZES`)."""
     if name in AKS_RESTRICTED_SIZES or name.startswith("Basic_"):
         return "restricted by AKS"
     size = parse_size(rec.get("size") or name.removeprefix("Standard_"))
@@ -224,8 +234,11 @@ def unsupported_reason(name: str, rec: Mapping[str, Any]) -> str | None:
         return "confidential VM"
     if rec.get("gpus", 0) is None:
         return "unknown or fractional GPU count"
-    if _gpus(rec) > 0 and gpu_manufacturer(size, rec) != "nvidia":
+    if _gpus(rec) > 0 and gpu_manufacturer(size, rec) != "nvidia" and not (amd_gpus and name in AMD_GPU_SIZES):
         return "GPU without NVIDIA drivers support"
+    price = rec.get("price")
+    if price is not None and price <= 0:  # eastus lists some M*bs_v4 sizes at 0: not sold there
+        return "no price (0 USD/hour in the price data)"
     return None
 
 
@@ -244,7 +257,7 @@ def gpu_manufacturer(size: VMSize, rec: Mapping[str, Any]) -> str | None:
         return "amd"
     if (size.family + size.subfamily, size.features, size.version) in _AMD_GPU_SERIES:
         return "amd"
-    if size.subfamily.startswith("G") or (size.accelerator or "").upper().startswith("MI"):
+    if size.subfamily.startswith("G") or (size.accelerator or "").upper().startswith(("MI", "V710")):
         return "amd"
     return "nvidia"
 
@@ -272,14 +285,15 @@ def zones(region: str, rec: Mapping[str, Any]) -> list[str]:
 
 def build(name: str, rec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
           kubelet: kubelet_overrides.KubeletConfig | None = None, os_disk_gb: int = DEFAULT_OS_DISK_GB,
-          spot_prices: Mapping[str, float] | None = None) -> instancetype.InstanceType | None:
-    """One instance type from its record; ``None`` when AKS would not use the SKU.
+          spot_prices: Mapping[str, float] | None = None, amd_gpus: bool = False) -> instancetype.InstanceType | None:
+    """One instance type from its record; ``None`` when AKS would not use the SKU (``amd_gpus``: an AMD
+    GPU size of :data:`AMD_GPU_SIZES` is used).
 
     ``os_disk_gb`` is the AKSNodeClass's ``osDiskSizeGB`` (the node's ephemeral-storage);
     ``spot_prices`` maps a size to its spot price when a price source has one (else spot costs a
     deterministic fraction of on-demand).
     """
-    if unsupported_reason(name, rec) is not None:
+    if unsupported_reason(name, rec, amd_gpus=amd_gpus) is not None:
         return None
     size = parse_size(rec.get("size") or name.removeprefix("Standard_"))
     assert size is not None
@@ -379,8 +393,11 @@ def compute_capacity(size: VMSize, rec: Mapping[str, Any], kubelet: kubelet_over
         "ephemeral-storage": os_disk_gb * 10**9 * quantity.MILLI,
         "pods": pods * quantity.MILLI,
     }
-    if gpu_manufacturer(size, rec) == "nvidia":
+    manufacturer = gpu_manufacturer(size, rec)
+    if manufacturer == "nvidia":
         out[RESOURCE_NVIDIA_GPU] = _gpus(rec) * quantity.MILLI
+    elif manufacturer == "amd":
+        out[RESOURCE_AMD_GPU] = _gpus(rec) * quantity.MILLI
     return out
 
 
@@ -412,3 +429,66 @@ def offerings(name: str, rec: Mapping[str, Any], region: str,
             spot = known if known is not None else spot_mod.spot_price(name, zone, price)
             out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))
     return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------------
+# Sizes an AKSNodeClass may launch
+
+
+Filter = tuple[bool, bool, bool, bool, bool]
+
+
+def amd_gpus_allowed(nc: aksnodeclass.AKSNodeClass | None) -> bool:
+    """Whether ``nc`` may launch AMD GPU sizes: ``gpu.mode: None`` (no driver installation; AKS installs
+    NVIDIA drivers only) and an Ubuntu image family (the only one AKS supports them on)."""
+    return nc is not None and not nc.gpu_driver_installation() and nc.image_family in UBUNTU_FAMILIES
+
+
+def nodeclass_filter(nc: aksnodeclass.AKSNodeClass | None) -> Filter:
+    """What of ``nc`` changes its sizes, as a cache key: (encryption at host, trusted launch, LocalDNS on,
+    artifact streaming explicitly on, AMD GPU sizes allowed)."""
+    if nc is None:
+        return (False, False, False, False, False)
+    return (nc.encryption_at_host(), nc.trusted_launch(), nc.local_dns_enabled(), bool(nc.artifact_streaming),
+            amd_gpus_allowed(nc))
+
+
+def supported(it: instancetype.InstanceType, key: Filter) -> bool:
+    """Whether an AKSNodeClass with filter ``key`` (:func:`nodeclass_filter`) may launch size ``it``, by
+    Karpenter's Azure provider's rules: encryption at host needs an ``EncryptionAtHostSupported`` size;
+    trusted launch a Gen2 amd64 size (the trusted-launch images are Gen2 amd64; the Resource SKU's
+    ``TrustedLaunchDisabled`` capability is not in karpy's data); LocalDNS at least 4 vCPUs; explicit
+    artifact streaming no arm64 size. (GPU ``mode: Driver`` keeps the NVIDIA sizes, the only GPU sizes of
+    the catalog; ``mode: None`` adds AMD ones: :func:`amd_types`.)"""
+    encryption, trusted, local_dns, streaming, _ = key
+    if encryption and it.labels.get(labels.AZURE_SKU_ENCRYPTION_AT_HOST) != "true":
+        return False
+    arch = it.labels.get(labels.ARCH, "amd64")
+    if trusted and (arch != "amd64" or it.labels.get(labels.AZURE_SKU_HYPERV_GENERATION) != "2"):
+        return False
+    if local_dns and it.capacity.get("cpu", 0) < 4 * quantity.MILLI:
+        return False
+    return not (streaming and arch == "arm64")
+
+
+def for_nodeclass(types: Sequence[instancetype.InstanceType],
+                  nc: aksnodeclass.AKSNodeClass | None) -> list[instancetype.InstanceType]:
+    """The sizes of ``types`` ``nc`` may launch (all when nothing of ``nc`` narrows them)."""
+    key = nodeclass_filter(nc)
+    if not any(key):
+        return list(types)
+    return [t for t in types if supported(t, key)]
+
+
+def amd_types(region: str = DEFAULT_REGION, kubelet: kubelet_overrides.KubeletConfig | None = None,
+              os_disk_gb: int = DEFAULT_OS_DISK_GB) -> list[instancetype.InstanceType]:
+    """The AMD GPU sizes of :data:`AMD_GPU_SIZES` priced in ``region`` (with a known GPU count), for an
+    AKSNodeClass with :func:`amd_gpus_allowed`; the packaged catalog leaves them out otherwise."""
+    out = []
+    for name in sorted(AMD_GPU_SIZES & set(data()["regions"].get(region, {}))):
+        rec = record(region, name)
+        t = build(name, rec, region=region, kubelet=kubelet, os_disk_gb=os_disk_gb, amd_gpus=True) \
+            if rec is not None else None
+        if t is not None:
+            out.append(t)
+    return out

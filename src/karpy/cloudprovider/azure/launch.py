@@ -20,9 +20,13 @@
   that NIC alone);
 * the node's labels (:func:`node_labels`) are the claim's, the instance type's and the well-known
   ones (instance type, zone, region, capacity type) plus AKS's ``kubernetes.azure.com/*`` labels of
-  the cluster's network; the custom data (:func:`node_bootstrap`, :mod:`.bootstrap`) carries them
-  with the claim's taints and startup taints, ``maxPods`` (the AKSNodeClass's ``maxPods``, else its
-  kubelet's, else AKS's default) and the OS SKU of the image family;
+  the cluster's network and of the AKSNodeClass (:func:`nodeclass_labels`: ``os-sku``,
+  ``os-sku-requested``, ``os-sku-effective``, ``fips_enabled``, ``localdns-state``,
+  ``artifactstreaming-enabled``, as Karpenter's Azure provider sets them); the custom data
+  (:func:`node_bootstrap`, :mod:`.bootstrap`) carries them with the claim's taints and startup
+  taints, ``maxPods`` (the AKSNodeClass's ``maxPods``, else its kubelet's, else AKS's default), and
+  the AKSNodeClass's ``gpu.mode``, ``linuxOSConfig`` and ``kubelet.failSwapOn``; the VM's
+  ``securityProfile`` and trusted-launch image follow its ``security``;
 * the launched NodeClaim has those labels, the AKSNodeClass hash annotation, the provider ID, the
   image ID and the instance type's capacity and allocatable;
 * provider IDs are ``azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/
@@ -58,7 +62,29 @@ DEFAULT_KUBERNETES_VERSION = "1.31"
 DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
 """Karpenter Azure sets it: the node's startup taints come from the kubelet, not from syncing the claim."""
 OS_SKU = {"Ubuntu": "Ubuntu", "Ubuntu2204": "Ubuntu", "Ubuntu2404": "Ubuntu", "AzureLinux": "AzureLinux"}
+OS_SKU_EFFECTIVE = {"Ubuntu": "Ubuntu2204", "Ubuntu2204": "Ubuntu2204", "Ubuntu2404": "Ubuntu2404",
+                    "AzureLinux": "AzureLinux2"}
+"""The image family karpy launches for each ``imageFamily`` (its images: :mod:`.images`)."""
 DEFAULT_IMAGE_FAMILY = "Ubuntu2204"
+LABEL_OS_SKU = "kubernetes.azure.com/os-sku"
+LABEL_OS_SKU_REQUESTED = "kubernetes.azure.com/os-sku-requested"
+LABEL_OS_SKU_EFFECTIVE = "kubernetes.azure.com/os-sku-effective"
+LABEL_FIPS = "kubernetes.azure.com/fips_enabled"
+LABEL_LOCAL_DNS = "kubernetes.azure.com/localdns-state"
+LABEL_ARTIFACT_STREAMING = "kubernetes.azure.com/artifactstreaming-enabled"
+
+
+def nodeclass_labels(nc: aksnodeclass.AKSNodeClass | None, arch: str) -> dict[str, str]:
+    """The labels an AKSNodeClass gives its nodes of ``arch`` (see the module docstring)."""
+    family = nc.image_family if nc is not None else DEFAULT_IMAGE_FAMILY
+    out = {LABEL_OS_SKU: OS_SKU.get(family, family), LABEL_OS_SKU_REQUESTED: family,
+           LABEL_OS_SKU_EFFECTIVE: OS_SKU_EFFECTIVE.get(family, family),
+           LABEL_LOCAL_DNS: "enabled" if nc is not None and nc.local_dns_enabled() else "disabled"}
+    if nc is not None and nc.fips():
+        out[LABEL_FIPS] = "true"
+    if nc is not None and nc.artifact_streaming_on(arch):
+        out[LABEL_ARTIFACT_STREAMING] = "true"
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,10 +129,11 @@ class ClusterConfig:
 
 
 def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancetype.InstanceType,
-                offer: instancetype.Offering) -> dict[str, str]:
+                offer: instancetype.Offering, nc: aksnodeclass.AKSNodeClass | None = None) -> dict[str, str]:
     """The labels of the node ``claim`` becomes on ``offer`` of ``it`` (see the module docstring)."""
     out = {"kubernetes.azure.com/mode": "user", "kubernetes.azure.com/role": "agent",
            DO_NOT_SYNC_TAINTS: "true"}  # defaults: a NodePool template may say mode=system
+    out.update(nodeclass_labels(nc, it.labels.get(labels.ARCH, "amd64")))
     if config.network_plugin_mode == "overlay":
         out["kubernetes.azure.com/podnetwork-type"] = "overlay"
         out["kubernetes.azure.com/azure-cni-overlay"] = "true"
@@ -142,12 +169,13 @@ def node_bootstrap(config: ClusterConfig, claim: nodeclaim.NodeClaim, nc: aksnod
         max_pods = kubelet.max_pods
     if nc is not None and nc.max_pods is not None:
         max_pods = nc.max_pods
-    family = nc.image_family if nc is not None else DEFAULT_IMAGE_FAMILY
-    labels_ = {**labels_, "kubernetes.azure.com/os-sku": OS_SKU.get(family, family)}
+    nvidia = it.labels.get(labels.AZURE_SKU_GPU_MANUFACTURER) == "nvidia"
     return bootstrap.NodeBootstrap(
         cluster=config.bootstrap(), node_labels=labels_, taints=taints, max_pods=max_pods,
         kubelet=kubelet, arch=it.labels.get(labels.ARCH, "amd64"),
-        gpu_node=it.labels.get(labels.AZURE_SKU_GPU_MANUFACTURER) == "nvidia")
+        gpu_node=nvidia and (nc is None or nc.gpu_driver_installation()),
+        fail_swap_on=nc.fail_swap_on if nc is not None else None,
+        linux_os=nc.linux_os_config if nc is not None else None)
 
 
 class Launcher:
@@ -257,13 +285,14 @@ class Launcher:
         name = instances.resource_name(claim.name)
         family = nc.image_family if nc is not None else DEFAULT_IMAGE_FAMILY
         image = images.image_for(family, nc.image_version if nc is not None else None, it.labels,
-                                 self.image_versions.latest)
+                                 self.image_versions.latest, trusted_launch=nc is not None and nc.trusted_launch(),
+                                 fips=nc is not None and nc.fips())
         if image is None:
             raise clients.AzureAPIError(f"no {family} image for {it.name}", code="ImageNotFound")
         os_disk = nc.os_disk_size_gb if nc is not None else instancetypes.DEFAULT_OS_DISK_GB
         rec = self.records().get(it.name, {})
         zone = offer.zone.rsplit("-", 1)[-1] if offer.zone else ""
-        labels_ = node_labels(self.config, claim, it, offer)
+        labels_ = node_labels(self.config, claim, it, offer, nc)
         spec = instances.LaunchSpec(
             name=name, region=self.config.region, zone=zone, size=it.name, capacity_type=offer.capacity_type,
             image_id=image, os_disk_gb=os_disk,
@@ -276,6 +305,8 @@ class Launcher:
             accelerated_networking=bool(rec.get("accelerated_networking")),
             premium_storage=bool(rec.get("premium_io", True)),
             ephemeral_placement=instances.ephemeral_placement(rec, os_disk),
+            encryption_at_host=nc.security.encryption_at_host if nc is not None and nc.security is not None else None,
+            secure_boot=nc is not None and nc.secure_boot(), vtpm=nc is not None and nc.vtpm(),
         )
         nic = self.instances.create_nic(spec)
         return self.instances.create_vm(spec, str(nic.get("id") or ""))
@@ -292,7 +323,7 @@ class Launcher:
         annotations = dict(md.annotations)
         if nc is not None:
             annotations[labels.NODECLASS_HASH_AZURE] = nc.hash()
-        labels_ = node_labels(self.config, claim, it, offer)
+        labels_ = node_labels(self.config, claim, it, offer, nc)
         image = ((vm.get("properties") or {}).get("storageProfile") or {}).get("imageReference") or {}
         return dataclasses.replace(
             claim,

@@ -7,8 +7,10 @@ the contract there). Azure specifics a caller may rely on:
   (Retail Prices API, refreshed every 12 hours, packaged table as fallback), built with AKS's
   formulas (:mod:`.instancetypes`) for the NodePool's AKSNodeClass (``osDiskSizeGB`` ->
   ephemeral-storage; ``maxPods`` and ``kubelet`` -> pods and overhead); sizes without a price are
-  left out. Offerings in the unavailable-offerings cache (:mod:`.offerings`) are
-  ``available=False``;
+  left out, and so are sizes the AKSNodeClass cannot launch (:func:`.instancetypes.for_nodeclass`:
+  encryption at host, trusted launch, LocalDNS, artifact streaming); AMD GPU sizes only for an
+  AKSNodeClass with ``gpu.mode: None`` (:func:`.instancetypes.amd_gpus_allowed`). Offerings in the
+  unavailable-offerings cache (:mod:`.offerings`) are ``available=False``;
 * :meth:`create` checks the claim's AKSNodeClass is there and ``Ready`` (else
   :class:`NodeClassNotReadyError`), then launches on the offerings of its instance types as
   :mod:`.launch` says (spot first, cheapest first, skipping cached offerings, moving on after a
@@ -110,7 +112,7 @@ class AzureCloudProvider:
             kubelet["maxPods"] = nc.max_pods
         kc = kubelet_overrides.kubelet_config(kubelet or None)
         os_disk = nc.os_disk_size_gb if nc is not None else instancetypes.DEFAULT_OS_DISK_GB
-        key = (kc, os_disk, self.prices.version)
+        key = (kc, os_disk, self.prices.version, instancetypes.nodeclass_filter(nc))
         cached = self._types.get(key)
         if cached is None:
             spot = self.prices.spot_prices()
@@ -120,9 +122,11 @@ class AzureCloudProvider:
                 if price is None:
                     continue
                 t = instancetypes.build(name, {**rec, "price": price}, region=self.config.region, kubelet=kc,
-                                        os_disk_gb=os_disk, spot_prices=spot)
+                                        os_disk_gb=os_disk, spot_prices=spot,
+                                        amd_gpus=instancetypes.amd_gpus_allowed(nc))
                 if t is not None:
                     cached.append(t)
+            cached = instancetypes.for_nodeclass(cached, nc)
             self._types[key] = cached
         return cached
 
@@ -261,7 +265,8 @@ class AzureCloudProvider:
             return "NodeClassDrift"
         image = str(((vm.get("properties") or {}).get("storageProfile") or {}).get("imageReference", {})
                     .get("communityGalleryImageId") or "")
-        expected = {i.id for i in images.images(nc.image_family, nc.image_version, self.image_versions.latest)}
+        expected = {i.id for i in images.images(nc.image_family, nc.image_version, self.image_versions.latest,
+                                                trusted_launch=nc.trusted_launch(), fips=nc.fips())}
         if image and expected and image not in expected:
             return "ImageDrift"
         return ""
@@ -276,4 +281,5 @@ class AzureCloudProvider:
                 interface.RepairPolicy("Ready", "Unknown", 10 * 60.0)]
 
     def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
-        return images.resolve_status(node_class, self.config.kubernetes_version, self.image_versions.latest)
+        return images.resolve_status(node_class, self.config.kubernetes_version, self.image_versions.latest,
+                                     self.config.network_plugin)

@@ -340,13 +340,14 @@ def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | 
             if all(requirement_holds(r, node_labels.get(r.key)) for r in ami.requirements):
                 return ami.id
         return nc.status.amis[0].id
+    trusted = isinstance(nc, nodeclass.AKSNodeClass) and nc.trusted_launch()
     if isinstance(nc, nodeclass.AKSNodeClass) and nc.image_version:
-        return azure_image(nc.image_family, nc.image_version, node_labels)
+        return azure_image(nc.image_family, nc.image_version, node_labels, trusted_launch=trusted)
     if published:
         return published
     if fmt == "azure":
         family = nc.image_family if isinstance(nc, nodeclass.AKSNodeClass) else "Ubuntu2204"
-        return azure_image(family, AZURE_DEFAULT_IMAGE_VERSION, node_labels)
+        return azure_image(family, AZURE_DEFAULT_IMAGE_VERSION, node_labels, trusted_launch=trusted)
     selector = ""
     if isinstance(nc, nodeclass.EC2NodeClass):
         terms = nc.ami_selector_terms
@@ -358,10 +359,12 @@ def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | 
     return f"kwok-image-{digest[:12]}"
 
 
-def azure_image(family: str, version: str, size_labels: Mapping[str, str] | None = None) -> str:
+def azure_image(family: str, version: str, size_labels: Mapping[str, str] | None = None, *,
+                trusted_launch: bool = False) -> str:
     """An AKS node image id in the community gallery, e.g. ``.../2204gen2containerd/versions/<v>``: the
     same family -> gallery image mapping as the Azure provider (:func:`karpy.cloudprovider.azure.images.image_for`:
-    the size's arch and Hyper-V generation, Gen2 amd64 when not known); an unknown family gets Ubuntu 22.04's."""
-    found = azure_images.image_for(family, version, size_labels or {})
+    the size's arch and Hyper-V generation, Gen2 amd64 when not known; the trusted-launch image with
+    ``trusted_launch``); an unknown family gets Ubuntu 22.04's."""
+    found = azure_images.image_for(family, version, size_labels or {}, trusted_launch=trusted_launch)
     return found or azure_images.image_for("Ubuntu2204", version, size_labels or {}) or (
         f"{AZURE_IMAGE_GALLERY}/2204gen2containerd/versions/{version}")

@@ -3,7 +3,10 @@
 :class:`CatalogViews` loads a built-in catalog (:func:`karpy.cloudprovider.catalog.load`) or keeps a
 caller's list, once per distinct kubelet configuration (a NodeClass's ``spec.kubelet``, an
 AKSNodeClass's ``maxPods``; its root disk: an EC2NodeClass's root volume, an AKSNodeClass's
-``osDiskSizeGB``, the ephemeral-storage capacity: they change allocatable), and answers:
+``osDiskSizeGB``, the ephemeral-storage capacity: they change allocatable; an AKSNodeClass's
+encryption at host, trusted launch, LocalDNS and artifact streaming, which leave out the sizes it cannot
+launch: :func:`karpy.cloudprovider.azure.instancetypes.for_nodeclass`, and its ``gpu.mode: None``, which
+adds the AMD GPU sizes: :func:`karpy.cloudprovider.azure.instancetypes.amd_types`), and answers:
 
 * :meth:`CatalogViews.types` / :meth:`CatalogViews.index`: the instance types (list, by name);
 * :meth:`CatalogViews.view`: the types with the given offerings switched to ``available=False``
@@ -15,7 +18,11 @@ AKSNodeClass's ``maxPods``; its root disk: an EC2NodeClass's root volume, an AKS
   configuration never changes; capacity is not looked at there). The list is shared: do not change it.
 
 :class:`NodeClassReadiness` is the simulated cloud's NodeClass resolution: EC2NodeClass and
-AKSNodeClass are Ready (their status kept) unless a test made one not Ready; other kinds are not.
+AKSNodeClass are Ready (their status kept) unless a test made one not Ready; other kinds are not. An
+AKSNodeClass gets ``status.localDNSState`` as the Azure provider resolves it
+(:func:`karpy.cloudprovider.azure.images.local_dns_state`; the simulated cloud knows no Kubernetes
+version, so ``Preferred`` resolves to ``Disabled`` unless it was ``Enabled`` already) and is
+not Ready with ``fipsMode: FIPS``, as with the Azure provider (no FIPS images in the community galleries).
 
 Pure; nothing here does I/O or reads a clock.
 """
@@ -30,6 +37,8 @@ from karpy.api import labels, nodeclass, quantity, selectors
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import errors, instancetype, interface
 from karpy.cloudprovider.aws import launchtemplates
+from karpy.cloudprovider.azure import images as azure_images
+from karpy.cloudprovider.azure import instancetypes as azure_types
 from karpy.cloudprovider.fake import capacity
 
 NodeClass = capacity.NodeClass
@@ -63,12 +72,17 @@ def root_disk(nc: NodeClass | None) -> int | None:
 
 
 def kubelet_key(nc: NodeClass | None) -> Any:
-    """A hashable key per distinct allocatable-changing configuration: the kubelet settings and the
-    root disk (``None``: the catalog's defaults)."""
+    """A hashable key per distinct catalog configuration: the kubelet settings and the root disk
+    (``None``: the catalog's defaults), and what of an AKSNodeClass narrows its sizes."""
     overrides = kubelet_overrides(nc)
     disk = root_disk(nc)
     kubelet = None if overrides is None else catalog_mod.kubelet_config(overrides)
-    return kubelet if disk is None else (kubelet, disk)
+    key = kubelet if disk is None else (kubelet, disk)
+    if isinstance(nc, nodeclass.AKSNodeClass):
+        narrowing = azure_types.nodeclass_filter(nc)
+        if any(narrowing):
+            return (key, narrowing)
+    return key
 
 
 class CatalogViews:
@@ -95,6 +109,14 @@ class CatalogViews:
             if isinstance(self.catalog, str):
                 types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
                                          kubelet=kubelet_overrides(nc), root_disk=root_disk(nc))
+                if isinstance(nc, nodeclass.AKSNodeClass) and self.catalog == "azure":
+                    types = azure_types.for_nodeclass(types, nc)
+                    if azure_types.amd_gpus_allowed(nc):
+                        amd = azure_types.amd_types(self.region or azure_types.DEFAULT_REGION,
+                                                    catalog_mod.kubelet_config(kubelet_overrides(nc)),
+                                                    nc.os_disk_size_gb or DEFAULT_OS_DISK_GB)
+                        amd = instancetype.restrict_zones(amd, self.zones) if self.zones else amd
+                        types = sorted([*types, *azure_types.for_nodeclass(amd, nc)], key=lambda t: t.name)
             elif self.zones is not None:
                 types = instancetype.restrict_zones(self.catalog, self.zones)
             else:
@@ -165,8 +187,9 @@ class CatalogViews:
 class NodeClassReadiness:
     """See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, kubernetes_version: str = "") -> None:
         self._unready: dict[tuple[str, str], tuple[str, str]] = {}
+        self.kubernetes_version = kubernetes_version
 
     def resolve(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
         """The ``status`` ``node_class`` should have, with its ``Ready`` condition."""
@@ -179,6 +202,14 @@ class NodeClassReadiness:
         others = [c for c in status.get("conditions") or () if c.get("type") != "Ready"]
         name = str((node_class.get("metadata") or {}).get("name") or "")
         broken = self._unready.get((kind, name))
+        if kind == "AKSNodeClass":
+            spec = node_class.get("spec") or {}
+            previous = status.get("localDNSState")
+            status["localDNSState"] = azure_images.local_dns_state(
+                spec, str(previous) if previous else None, self.kubernetes_version)
+            if broken is None and spec.get("fipsMode") == "FIPS":
+                broken = ("ImagesNotReady", "fipsMode FIPS: AKS publishes FIPS images only in its shared image "
+                          "gallery, and karpy launches from the community galleries")
         ready = interface.ready_condition(True, "Ready") if broken is None else \
             interface.ready_condition(False, broken[0], broken[1])
         status["conditions"] = [*others, ready]
