@@ -154,9 +154,15 @@ def _room(snap: snapshot_mod.ClusterSnapshot) -> prefilter.Room:
     return room
 
 
+UNDERUTILIZED_POLICIES = (nodepool_mod.WHEN_EMPTY_OR_UNDERUTILIZED, nodepool_mod.BALANCED)
+
+
 def consolidates_underutilized(pool: nodepool_mod.NodePool) -> bool:
+    """``WhenEmptyOrUnderutilized`` or ``Balanced`` with a ``consolidateAfter``; never a static NodePool
+    (Karpenter: "Disable consolidation for static NodePool")."""
     d = pool.disruption
-    return d.consolidation_policy == nodepool_mod.WHEN_EMPTY_OR_UNDERUTILIZED and d.consolidate_after is not None
+    return d.consolidation_policy in UNDERUTILIZED_POLICIES and d.consolidate_after is not None \
+        and not pool.is_static
 
 
 def _eligible(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],

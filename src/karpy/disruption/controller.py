@@ -20,7 +20,9 @@ drift, emptiness times; nodes the provisioner nominated for pending pods are not
       consolidation policy that have been empty for ``consolidateAfter`` are deleted at once,
       within the ``Empty`` budgets ("Disrupting Node: Empty/Delete"; "Consolidation/Delete" for a
       ``WhenEmptyOrUnderutilized`` NodePool, as AKS NAP users see it);
-   b. *Drift*: drifted candidates within the ``Drifted`` budgets - the empty ones deleted
+   b. *Drift*: drifted candidates of static NodePools (``spec.replicas``) first, each replaced one for
+      one by a NodeClaim of the pool's template (:mod:`karpy.disruption.static_drift`); then the other
+      drifted candidates within the ``Drifted`` budgets - the empty ones deleted
       together, else the first (cheapest to disrupt) whose pods can be placed, deleted or replaced
       by the NodeClaims the scheduling simulation asks for ("Drift/Delete", "Drift/Replace");
       executed at once, like Karpenter's drift;
@@ -73,12 +75,14 @@ from karpy.disruption import (
     emptiness,
     observation,
     orchestrator,
+    static_drift,
     validation,
 )
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
+from karpy.provisioning import static
 
 NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
 """NodeClass kinds whose changes start a disruption pass (NodeClass drift), unless the controller is
@@ -318,6 +322,11 @@ class DisruptionController:
             return False
         snap = self.snapshot(obs)
         allowed = snap.allowed_disruptions(consolidation.REASON_DRIFTED)
+        fixed, drifted = static_drift.split(drifted)
+        if fixed and self._disrupt_static_drifted(obs, snap, fixed, allowed):
+            return True
+        if not drifted:
+            return False
         ordered = consolidation.order_candidates(snap, drifted)
         left = dict(allowed)
         empty: list[candidates.Candidate] = []
@@ -346,6 +355,24 @@ class DisruptionController:
             log.info("disruption: drifted node %s cannot be disrupted yet: %s", c.name, out.explanation)
         self.observer.blocked(obs, blocked)
         return False
+
+    def _disrupt_static_drifted(self, obs: Observation, snap: snapshot_mod.ClusterSnapshot,
+                                fixed: list[candidates.Candidate], allowed: dict[str, int]) -> bool:
+        """Karpenter's StaticDrift (before Drift): replace drifted nodes of static NodePools one for one."""
+        counts: dict[str, static.Counts] = {}
+        for name in sorted({c.nodepool.name for c in fixed}):
+            claims = [c for c in self.state.nodeclaims() if c.nodepool_name == name]
+            counts[name] = static.count(claims, self._held_by_disruption)
+        cmds, blocked = static_drift.commands(snap, fixed, allowed, counts)
+        self.observer.blocked(obs, blocked)
+        started = False
+        for cmd in cmds:
+            started = self._execute(cmd, "") or started
+        return started
+
+    def _held_by_disruption(self, claim: Any) -> bool:
+        node = self.state.node(claim.status.node_name) if claim.status.node_name else None
+        return node is not None and static.held_by_disruption(node.taints)
 
     def _eventual(self, obs: Observation, name: str) -> candidates.Candidate | None:
         """Node ``name`` as a drift candidate although its pods block voluntary disruption: its
