@@ -26,7 +26,8 @@ drift, emptiness times; nodes the provisioner nominated for pending pods are not
       together, else the first (cheapest to disrupt) whose pods can be placed, deleted or replaced
       by the NodeClaims the scheduling simulation asks for ("Drift/Delete", "Drift/Replace");
       executed at once, like Karpenter's drift;
-   c. *Consolidation* (``Underutilized``; NodePools with ``WhenEmptyOrUnderutilized`` and only
+   c. *Consolidation* (``Underutilized``; NodePools with ``WhenEmptyOrUnderutilized`` or ``Balanced``,
+      whose moves must pass :mod:`karpy.disruption.balanced`'s score, and only
       candidates past ``consolidateAfter`` since their last pod event): multi-node, then
       single-node, then karpy's many-to-many re-pack (:mod:`karpy.disruption.consolidation`).
       The command is **validated** ``settings.consolidation_validation_delay`` (15 s) later: the
@@ -66,6 +67,7 @@ from karpy.api import labels, nodeclass, nodepool, pod
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import runtime, state
 from karpy.disruption import (
+    balanced,
     budgets,
     candidates,
     changes,
@@ -441,6 +443,7 @@ class DisruptionController:
             kind = "many"
             cmd = consolidation.many_to_many(snap, cands, self.settings, allowed=allowed)
             self._evaluated(kind, started)
+        self._record_balanced(snap)
         if cmd is None:
             self._consolidated, self._consolidated_at = memo, obs.now
             for name, why in sorted(reasons.items()):
@@ -454,6 +457,17 @@ class DisruptionController:
         log.info("disruption: %s consolidation proposes: %s; validating in %.0fs", kind, cmd.explanation,
                  self.settings.consolidation_validation_delay)
         return cmd
+
+    def _record_balanced(self, snap: snapshot_mod.ClusterSnapshot) -> None:
+        """``karpenter_consolidation_moves_total`` and ``karpenter_consolidation_score`` of the moves
+        Balanced NodePools scored over ``snap`` (each counted once)."""
+        records = balanced.recorded(snap)
+        if self.metrics is not None:
+            for r in records:
+                decision = "approved" if r.approved else "rejected"
+                self.metrics.consolidation_moves.labels(decision, r.nodepool, nodepool.BALANCED).inc()
+                self.metrics.consolidation_score.labels(decision, r.nodepool, nodepool.BALANCED).observe(r.score)
+        records.clear()
 
     def _evaluated(self, kind: str, started: float) -> float:
         """``karpenter_voluntary_disruption_decision_evaluation_duration_seconds`` of one method (real

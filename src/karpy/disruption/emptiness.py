@@ -2,7 +2,8 @@
 
 Karpenter v1 (``concepts/disruption``, Consolidation): a node whose NodePool has
 any ``consolidationPolicy`` (``WhenEmpty``, ``WhenEmptyOrUnderutilized``, ``Balanced``) and
-``consolidateAfter`` other than ``Never``, and that is not static (``spec.replicas``), is removed once it has had no pods but DaemonSet pods (and finished pods)
+``consolidateAfter`` other than ``Never``, and that is not static (``spec.replicas``), is removed
+once it has had no pods but DaemonSet pods (and finished pods)
 for ``consolidateAfter``. The clock starts at the last pod event on the node (a non-daemon pod
 scheduled to or leaving it); a node that never had one starts when it was initialized.
 
