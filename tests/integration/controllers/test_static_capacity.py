@@ -60,8 +60,9 @@ def test_every_node_is_the_cheapest_instance_type_the_template_admits() -> None:
     w = _world()
     w.cluster.create(_static_pool(replicas=2, labels={"team": "web"}))
     w.run_for(120)
-    types = {t.name: min(o.price for o in t.offerings) for t in w.cloud.get_instance_types(
-        w.karpy.state.nodepool("static"))}  # type: ignore[arg-type]
+    pool = w.karpy.state.nodepool("static")
+    assert pool is not None
+    types = {t.name: min(o.price for o in t.offerings) for t in w.cloud.get_instance_types(pool)}
     cheapest = min(types, key=lambda n: (types[n], n))
     for claim in _live(w):
         assert interface.labels_of(claim)[labels.INSTANCE_TYPE] == cheapest

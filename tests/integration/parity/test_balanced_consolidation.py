@@ -8,6 +8,8 @@ nodes whatever the policy (``controller.go``).
 
 from __future__ import annotations
 
+from karpy.simulator import engine
+
 from . import scenarios as sc
 
 STEPS = """
@@ -21,15 +23,14 @@ REQUIREMENTS = """
 """
 
 
-def _run(policy: str) -> object:
+def _run(policy: str) -> engine.Result:
     pool = sc.nodepool(requirements=REQUIREMENTS, disruption=f"{{consolidationPolicy: {policy}, "
                                                               "consolidateAfter: 30s}")
     return sc.run(sc.docs(pool, sc.deployment("app", 8, memory="5Gi")), until="30m", steps=STEPS)
 
 
-def _types(result: object) -> list[str]:
-    return sorted(n["metadata"]["labels"]["node.kubernetes.io/instance-type"]
-                  for n in sc.karpy_nodes(result))  # type: ignore[arg-type]
+def _types(result: engine.Result) -> list[str]:
+    return sorted(n["metadata"]["labels"]["node.kubernetes.io/instance-type"] for n in sc.karpy_nodes(result))
 
 
 def test_balanced_refuses_a_replacement_saving_less_than_half_of_a_lone_nodes_price() -> None:
@@ -41,7 +42,7 @@ def test_balanced_refuses_a_replacement_saving_less_than_half_of_a_lone_nodes_pr
     assert _types(balanced) == ["r6i.2xlarge"]
     refusals = [e["message"] for e in sc.events(balanced, "Unconsolidatable") if "Balanced" in e["message"]]
     assert refusals and "score 0.24 below threshold 0.50 (k=2)" in refusals[-1]
-    moves = balanced.metrics["karpenter"]["karpenter_consolidation_moves_total"]  # type: ignore[attr-defined]
+    moves = balanced.metrics["karpenter"]["karpenter_consolidation_moves_total"]
     assert {r["labels"]["decision"] for r in moves} == {"rejected"}
 
 

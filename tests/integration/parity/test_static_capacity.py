@@ -8,10 +8,12 @@ static and dynamic) and ``provisioner.go`` (static NodePools launch nothing for 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from karpy.api import errors
-from karpy.simulator import scenario
+from karpy.simulator import engine, scenario
 
 from . import scenarios as sc
 
@@ -22,9 +24,9 @@ def _pool(name: str, replicas: int, extra: str = "") -> str:
     return sc.nodepool(name, extra_spec=f"replicas: {replicas}\n{extra}")
 
 
-def _nodes(result: object, pool: str) -> list[dict[str, object]]:
-    return [n for n in sc.karpy_nodes(result)  # type: ignore[arg-type]
-            if (n["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == pool]  # type: ignore[union-attr]
+def _nodes(result: engine.Result, pool: str) -> list[dict[str, Any]]:
+    return [n for n in sc.karpy_nodes(result)
+            if (n["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == pool]
 
 
 def test_a_static_nodepool_keeps_its_replicas_and_follows_scale_steps() -> None:
