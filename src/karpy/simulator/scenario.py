@@ -332,6 +332,10 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
     faults = _collect(problems, faultspec.read, spec.raw("faults"), label)
 
     known = _Known(objects)
+    if known.static and not settings.feature_gate("StaticCapacity"):
+        warnings.extend(f"NodePool {name}: spec.replicas has no effect while the StaticCapacity feature gate is "
+                        "off (settings featureGates: StaticCapacity=true); as in Karpenter, its nodes are not "
+                        "launched and pods get none from it" for name in sorted(known.static))
     steps: list[Step] = []
     types: set[str] | None = None
     if cloud is not None:

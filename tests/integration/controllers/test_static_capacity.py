@@ -187,3 +187,20 @@ def test_drift_acquires_limits_nodes_before_replacing() -> None:
     w.cluster.patch("NodePool", "static", {"spec": {"template": {"metadata": {"labels": {"rev": "2"}}}}})
     w.run_for(600)
     assert {interface.name_of(c) for c in _live(w)} == old
+
+
+def test_expired_static_nodes_are_replaced_one_for_one() -> None:
+    """Expiration deletes the NodeClaim (forceful, Karpenter's expiration controller); static provisioning,
+    which watches NodeClaim deletions, launches its replacement: the pool never stays short."""
+    w = _world()
+    pool = _static_pool(replicas=2)
+    pool["spec"]["template"]["spec"]["expireAfter"] = "10m"
+    w.cluster.create(pool)
+    w.run_for(120)
+    first = {interface.name_of(c) for c in _live(w)}
+    assert len(first) == 2
+    w.run_for(600)
+    now = {interface.name_of(c) for c in _live(w)}
+    assert len(now) == 2 and not first & now
+    ctl = w.karpy.static_capacity
+    assert ctl is not None and len(ctl.created) == 4

@@ -58,9 +58,16 @@ def test_limits_nodes_bounds_a_static_nodepool_in_a_scenario() -> None:
     assert len(_nodes(result, "warm")) == 3
 
 
-def test_the_gate_off_launches_nothing_for_a_static_nodepool() -> None:
+def test_the_gate_off_launches_nothing_for_a_static_nodepool_and_the_loader_says_so() -> None:
+    """Karpenter registers the static controllers only under StaticCapacity=true; the provisioner skips
+    static NodePools whatever the gate."""
     result = sc.run(sc.docs(_pool("warm", 2)), until="5m")
     assert _nodes(result, "warm") == []
+    loaded = scenario.load_text(sc.text(sc.docs(_pool("warm", 2))), source="parity.yaml")
+    assert any("NodePool warm: spec.replicas has no effect while the StaticCapacity feature gate is off" in w
+               for w in loaded.warnings)
+    gated = scenario.load_text(sc.text(sc.docs(_pool("warm", 2)), settings=GATE), source="parity.yaml")
+    assert not any("StaticCapacity" in w for w in gated.warnings)
 
 
 def test_static_nodes_are_kept_although_empty_and_consolidation_is_on() -> None:
