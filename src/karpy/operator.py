@@ -3,7 +3,8 @@
 :mod:`karpy.controller_run`.
 
 :func:`register_all` wires the provisioner, NodeClaim lifecycle, termination, garbage collection,
-interruption and disruption controllers onto one :class:`karpy.controllers.runtime.Manager` over one
+interruption and disruption controllers (and, behind feature gates, node repair and static capacity)
+onto one :class:`karpy.controllers.runtime.Manager` over one
 cluster and one cloud, with the shared pieces they need: the watch-fed
 :class:`~karpy.controllers.state.ClusterState` (started before any controller registers, so it
 sees every event first), an :class:`~karpy.kube.events.EventRecorder` (component ``karpenter``),
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from karpy import settings as settings_mod
     from karpy.cloudprovider import interface as cp_interface
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, runtime, state, termination
+    from karpy.controllers import static_capacity as static_capacity_mod
     from karpy.controllers import unimplemented as unimplemented_mod
     from karpy.disruption import controller as disruption_controller
     from karpy.kube import events, interface
@@ -44,6 +46,7 @@ class Controllers:
     interruption: interruption.Interruption
     disruption: disruption_controller.DisruptionController | None = None
     unimplemented: unimplemented_mod.Unimplemented | None = None
+    static_capacity: static_capacity_mod.StaticCapacity | None = None
 
 
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
@@ -129,6 +132,11 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
 
     nodepool_hash.register(manager, cluster)
     built.lifecycle.on_liveness_failure = registration_health.register(manager, cluster, clock).failed
+    if settings.feature_gate("StaticCapacity"):
+        from karpy.controllers import static_capacity
+
+        built.static_capacity = static_capacity.register(manager, static_capacity.StaticCapacity(
+            cluster, cluster_state, cloud, clock, cache, metrics, built.provisioner.nodeclass_hash))
     if settings.feature_gate("NodeRepair"):
         from karpy.controllers import repair
 

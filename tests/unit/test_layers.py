@@ -28,8 +28,8 @@ class Layer:
     """Layers below this one (earlier in :data:`LAYERS`)."""
 
 
-_DECISIONS = ("budgets", "candidates", "consolidation", "drift", "emptiness", "milp", "prefilter", "simulation",
-              "snapshot")
+_DECISIONS = ("balanced", "budgets", "candidates", "consolidation", "drift", "emptiness", "milp", "prefilter",
+              "simulation", "snapshot", "static_drift")
 _FACTORIES = ("aws", "azure", "kwok")
 
 LAYERS: tuple[Layer, ...] = (

@@ -392,10 +392,6 @@ def load_documents(
                 continue
             problems.extend(dataclasses.replace(e, obj=label) for e in errs)
             result.warnings.extend(unimplemented.warnings_for(manifest))
-            if isinstance(model, nodepool.NodePool):
-                warning = nodepool.policy_warning(model.name, model.disruption.consolidation_policy)
-                if warning:
-                    result.warnings.append(f"{label}: {warning}")
             result.objects.append(Loaded(doc.index, new_kind, str(manifest.get("apiVersion")), kind,
                                          api_version, model, manifest))
     if problems:

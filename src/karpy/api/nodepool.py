@@ -30,22 +30,13 @@ KIND = "NodePool"
 WHEN_EMPTY = "WhenEmpty"
 WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
 BALANCED = "Balanced"
-CONSOLIDATION_POLICIES = (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED)
-"""The policies karpy implements."""
-NOT_IMPLEMENTED_POLICIES = (BALANCED,)
-"""Policies Karpenter's CRD admits that karpy does not implement yet: a NodePool may hold one (the CRD
-admits it, so a NodePool written for Karpenter applies), its nodes are consolidated only when empty
-(as ``WhenEmpty``: a subset of what the policy allows), and karpy says so (:func:`policy_warning`)."""
-ADMITTED_POLICIES = CONSOLIDATION_POLICIES + NOT_IMPLEMENTED_POLICIES
+CONSOLIDATION_POLICIES = (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED)
+"""The policies karpy implements: Karpenter v1.14's CRD enum (``Balanced``: consolidate an underutilized
+node only when the saving outweighs the disruption, :mod:`karpy.disruption.balanced`)."""
+ADMITTED_POLICIES = CONSOLIDATION_POLICIES
 """What the CRD's enum admits (Karpenter v1.14's)."""
-
-
-def policy_warning(pool_name: str, policy: str) -> str | None:
-    """The warning for a policy karpy does not implement yet, else None."""
-    if policy not in NOT_IMPLEMENTED_POLICIES:
-        return None
-    return (f"NodePool {pool_name}: spec.disruption.consolidationPolicy {policy} is not implemented yet by karpy; "
-            f"only empty nodes are consolidated (as {WHEN_EMPTY})")
+NODES_LIMIT = "nodes"
+"""The only limit a static NodePool (``spec.replicas`` set) may have (Karpenter's CEL rule)."""
 REASON_EMPTY = "Empty"
 REASON_DRIFTED = "Drifted"
 REASON_UNDERUTILIZED = "Underutilized"
@@ -243,10 +234,24 @@ class NodePool:
     limits: quantity.ResourceList = field(default_factory=dict)
     weight: int | None = None
     status: NodePoolStatus = field(default_factory=NodePoolStatus)
+    replicas: int | None = None
+    """``spec.replicas``: a static NodePool keeps this many nodes whatever the pods (``StaticCapacity``
+    gate); ``None`` for a dynamic one."""
 
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    @property
+    def is_static(self) -> bool:
+        """Karpenter's ``IsStatic``: ``spec.replicas`` is set (whatever the feature gate says)."""
+        return self.replicas is not None
+
+    @property
+    def node_limit(self) -> int | None:
+        """``spec.limits.nodes`` as a count of nodes, ``None`` when unlimited."""
+        milli = self.limits.get(NODES_LIMIT)
+        return None if milli is None else milli // 1000
 
     @property
     def node_class_ref(self) -> nodeclaim.NodeClassRef | None:
@@ -263,12 +268,15 @@ class NodePool:
             limits=quantity.read_list(spec, "limits"),
             weight=spec.int("weight"),
             status=NodePoolStatus.parse(f.sub("status")),
+            replicas=spec.int("replicas"),
         )
 
     def to_manifest(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"disruption": self.disruption.to_dict()}
         if self.limits:
             spec["limits"] = quantity.format_list(self.limits)
+        if self.replicas is not None:
+            spec["replicas"] = self.replicas
         spec["template"] = self.template.to_dict()
         if self.weight is not None:
             spec["weight"] = self.weight
@@ -278,6 +286,14 @@ class NodePool:
         if status:
             out["status"] = status
         return out
+
+    def static_transition_problem(self, old: NodePool) -> str | None:
+        """Karpenter's CEL rule on an update from ``old``: a NodePool does not switch between static
+        (``spec.replicas`` set) and dynamic; the message when it would, else None."""
+        if self.is_static == old.is_static:
+            return None
+        return ("Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) "
+                "provisioning modes")
 
     def hash(self) -> str:
         """The ``karpenter.sh/nodepool-hash`` value: static drift fields of the template only.

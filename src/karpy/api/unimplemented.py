@@ -8,7 +8,7 @@ keeps the two equal, and another walks every field of every CRD schema karpy shi
 that no model reads and that is not listed here. When karpy learns a field, its entry goes.
 
 * :data:`FIELDS`: ``(kind, field path)``; a path ends at the field whose presence is warned about
-  (``spec.replicas``); paths inside a Pod template of a workload are not warned (the Pod is).
+  (``spec.networkInterfaces``); paths inside a Pod template of a workload are not warned (the Pod is).
 * :data:`KINDS`: whole kinds karpy does not act on (``CapacityBuffer``).
 * Settings and feature gates: :func:`karpy.settings.Settings.unimplemented`.
 """
@@ -31,7 +31,6 @@ class Field(NamedTuple):
 _AFFINITY = "spec.affinity.{}.{}DuringSchedulingIgnoredDuringExecution[].{}{}"
 
 FIELDS: tuple[Field, ...] = (
-    Field("NodePool", "spec.replicas", "static NodePools: Karpenter keeps this many nodes whatever the pods"),
     Field("EC2NodeClass", "spec.capacityReservationSelectorTerms",
           "launches into On-Demand Capacity Reservations (capacity type reserved)"),
     Field("EC2NodeClass", "spec.networkInterfaces", "custom network interfaces (EFA, network cards) in the launch"),

@@ -247,7 +247,21 @@ def validate_nodepool(np: nodepool.NodePool) -> list[errors.FieldError]:
     if np.weight is not None and not 1 <= np.weight <= 100:
         c.add("spec.weight", "an integer between 1 and 100 (omit it for the lowest priority)", np.weight)
     _check_resources(c, "spec.limits", np.limits)
+    _check_static(c, np)
     return c.errors
+
+
+def _check_static(c: _Collector, np: nodepool.NodePool) -> None:
+    """Karpenter v1.14's rules on a static NodePool (``spec.replicas``: its CRD's minimum and CEL rules)."""
+    if np.replicas is None:
+        return
+    if np.replicas < 0:
+        c.add("spec.replicas", "a non-negative integer", np.replicas)
+    if np.weight is not None:
+        c.add("spec.weight", "no weight: 'weight' is not supported on static NodePools", np.weight)
+    others = sorted(k for k in np.limits if k != nodepool.NODES_LIMIT)
+    if others:
+        c.add("spec.limits", "only 'limits.nodes' is supported on static NodePools", ", ".join(others))
 
 
 # --- NodeClaim -----------------------------------------------------------------------------------

@@ -9,8 +9,7 @@ Two controllers and the rule the provisioner applies:
   published). A :class:`karpy.cloudprovider.errors.CloudProviderError` keeps the previous status and
   is retried.
 * ``nodepool.readiness`` sets the NodePool conditions Karpenter v1 sets: ``ValidationSucceeded``
-  (True: karpy validates before storing; its message is the warning of a consolidation policy karpy
-  does not implement yet, ``Balanced``), ``NodeClassReady`` (False with reason ``NodeClassNotFound``
+  (True: karpy validates before storing), ``NodeClassReady`` (False with reason ``NodeClassNotFound``
   when the referenced NodeClass does not exist, ``NodeClassTerminating`` when it is being deleted,
   the NodeClass's own reason when its Ready condition is False, Unknown with
   ``NodeClassReadinessUnknown`` before its status is written) and the root ``Ready`` (True when both
@@ -33,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as clock_mod
-from karpy.api import nodepool as nodepool_model
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import runtime
@@ -267,10 +265,8 @@ class NodePoolReadiness:
                  "message": f"{VALIDATION_SUCCEEDED}=False"}], gen)
         r = readiness(self.cluster, pool)
         nodeclass = {"type": NODECLASS_READY, "status": r.status, "reason": r.reason, "message": r.message}
-        policy = ((pool.get("spec") or {}).get("disruption") or {}).get("consolidationPolicy")
-        warning = nodepool_model.policy_warning(interface.name_of(pool), str(policy))
         validation = {"type": VALIDATION_SUCCEEDED, "status": "True", "reason": VALIDATION_SUCCEEDED,
-                      "message": warning or ""}
+                      "message": ""}
         if r.ready:
             ready = {"type": READY, "status": "True", "reason": READY, "message": ""}
         else:

@@ -10,7 +10,8 @@ capacity the pending pods need and asks for it. What a caller may rely on:
   (Karpenter's batcher: a pod extends a window once; its later updates in that window, such as
   the kube-scheduler marking it again, do not). NodeClaim deletions, Node deletions and NodePool
   changes also open a batch, so pods of a NodeClaim that failed to launch are planned again.
-* **Scheduling.** One run takes the pending pods, the NodePools (not being deleted), each pool's
+* **Scheduling.** One run takes the pending pods, the NodePools (not being deleted; a static NodePool,
+  ``spec.replicas`` set, launches nothing for pods, as Karpenter's provisioner skips it), each pool's
   instance types from the cloud with the unavailable offerings of
   :class:`karpy.controllers.offerings.UnavailableOfferings` switched off, existing nodes and
   in-flight NodeClaims (counted as capacity, so pods already nominated to one do not get a
@@ -295,6 +296,7 @@ class Provisioner:
         pools = [p for p in pools if p.name in types]
         existing = self.state.existing_nodes(types)
         usage = self.state.nodepool_usage(types)
+        pools = [p for p in pools if not p.is_static]  # static pools' nodes hold pods; they launch none for them
         start = clock_mod.perf_counter()
         if self.settings.preference_policy == policies.IGNORE:
             pods = [policies.without_preferences(p) for p in pods]
@@ -426,6 +428,10 @@ class Provisioner:
         for p in claim.pods:
             self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
         return name
+
+    def nodeclass_hash(self, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
+        """The NodeClass hash annotation ``(key, value)`` a NodeClaim of ``pool`` is stamped with."""
+        return self._nodeclass_hash(pool)
 
     def _nodeclass_hash(self, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
         ref = pool.node_class_ref

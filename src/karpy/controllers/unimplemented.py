@@ -1,12 +1,12 @@
 """Say so, in the cluster, when an object uses what karpy does not implement yet.
 
-For every object that sets a field of :data:`karpy.api.unimplemented.FIELDS` (a NodePool's
-``spec.replicas``, an EC2NodeClass's ``spec.networkInterfaces``, a Pod's ``spec.resourceClaims``...) and
-every object of a kind of :data:`karpy.api.unimplemented.KINDS` (CapacityBuffer), this controller
-publishes a Warning Event ``Unimplemented`` on the object and logs a line naming the object, the field
-and "karpy does not implement this yet" - once per object generation (a Pod, which has no generation
-before Kubernetes 1.34, once per uid), not on every reconcile. Watches are on the kinds the cluster
-serves; CapacityBuffers, whose CRD may not be installed, are listed every :data:`BUFFER_INTERVAL`
+For every object that sets a field of :data:`karpy.api.unimplemented.FIELDS` (an EC2NodeClass's
+``spec.networkInterfaces``, a Pod's ``spec.resourceClaims``...) and every object of a kind of
+:data:`karpy.api.unimplemented.KINDS` (CapacityBuffer), this controller publishes a Warning Event
+``Unimplemented`` on the object and logs a line naming the object, the field and "karpy does not
+implement this yet" - once per object generation (a Pod, which has no generation before Kubernetes
+1.34, once per uid), not on every reconcile. Watches are on the kinds the cluster serves;
+CapacityBuffers, whose CRD may not be installed, are listed every :data:`BUFFER_INTERVAL`
 seconds (a missing CRD is not an error). The operator settings and feature gates karpy does not
 implement are logged once at start (:func:`log_settings`).
 """

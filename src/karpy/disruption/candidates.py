@@ -235,6 +235,8 @@ def consolidation_disabled(c: Candidate) -> str | None:
     are emptiness' business)."""
     d = c.nodepool.disruption
     name = c.nodepool.metadata.name
+    if c.nodepool.is_static:
+        return None  # consolidation skips static NodePools without a word (Karpenter's ShouldDisrupt)
     if d.consolidate_after is None:
         return f'NodePool "{name}" has consolidation disabled'
     if d.consolidation_policy == nodepool.WHEN_EMPTY and not is_empty(c.pods):

@@ -11,9 +11,13 @@ Rules (Karpenter's, in karpy's words):
 * Candidates are ordered by disruption cost, cheapest to disrupt first: the sum over their
   reschedulable pods of ``1 + deletion cost / 2^27 + priority / 2^25`` (each clamped to
   [-10, 10]), times the fraction of the node's ``expireAfter`` lifetime left; ties go to the
-  older node, then by name. Only NodePools with ``consolidationPolicy: WhenEmptyOrUnderutilized``
-  and a ``consolidateAfter`` (not ``Never``) consolidate underutilized nodes, within the NodePool
-  disruption budgets for ``Underutilized`` (:meth:`ClusterSnapshot.allowed_disruptions`).
+  older node, then by name (by savings ratio, highest first, when a candidate's NodePool is
+  ``Balanced``). Only NodePools with ``consolidationPolicy: WhenEmptyOrUnderutilized`` or ``Balanced``
+  and a ``consolidateAfter`` (not ``Never``), never a static one (``spec.replicas``), consolidate
+  underutilized nodes, within the NodePool disruption budgets for ``Underutilized``
+  (:meth:`ClusterSnapshot.allowed_disruptions`).
+* ``Balanced``: a move (delete or replace) is made only when its saving outweighs its disruption
+  (:mod:`karpy.disruption.balanced`: score >= 1/2 for every Balanced NodePool it touches).
 * Never when a removed node's pod would fit nowhere.
 * Delete when every pod fits on the rest of the cluster without a new node.
 * Replace when the pods need exactly one new node whose instance-type options, kept only when
@@ -47,8 +51,8 @@ from karpy import settings as settings_mod
 from karpy.api import labels as wk
 from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
+from karpy.disruption import balanced, milp, prefilter, simulation
 from karpy.disruption import candidates as candidates_mod
-from karpy.disruption import milp, prefilter, simulation
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.provisioning import results
 from karpy.scheduling import requirement
@@ -137,7 +141,14 @@ def disruption_cost(c: candidates_mod.Candidate, now: float) -> float:
 
 def order_candidates(snap: snapshot_mod.ClusterSnapshot,
                      cands: Sequence[candidates_mod.Candidate]) -> list[candidates_mod.Candidate]:
-    """Cheapest to disrupt first; ties: older node first, then by name."""
+    """Cheapest to disrupt first; ties: older node first, then by name. When any candidate's NodePool is
+    ``Balanced``, all are ordered by savings ratio instead, highest first (price per unit of disruption,
+    :func:`balanced.savings_ratio`, as Karpenter v1.14 orders them)."""
+    if any(balanced.is_balanced(c.nodepool) for c in cands):
+        def by_ratio(c: candidates_mod.Candidate) -> tuple[float, float, str]:
+            created = c.node.metadata.creation_timestamp
+            return (-balanced.savings_ratio(snap, c), created if created is not None else math.inf, c.name)
+        return sorted(cands, key=by_ratio)
     # each candidate's sort key once per snapshot: the methods of one pass order the same candidates
     keys: dict[str, tuple[float, float, str]] = snap.__dict__.setdefault("_disruption_keys", {})
 
@@ -160,9 +171,15 @@ def _room(snap: snapshot_mod.ClusterSnapshot) -> prefilter.Room:
     return room
 
 
+UNDERUTILIZED_POLICIES = (nodepool_mod.WHEN_EMPTY_OR_UNDERUTILIZED, nodepool_mod.BALANCED)
+
+
 def consolidates_underutilized(pool: nodepool_mod.NodePool) -> bool:
+    """``WhenEmptyOrUnderutilized`` or ``Balanced`` with a ``consolidateAfter``; never a static NodePool
+    (Karpenter: "Disable consolidation for static NodePool")."""
     d = pool.disruption
-    return d.consolidation_policy == nodepool_mod.WHEN_EMPTY_OR_UNDERUTILIZED and d.consolidate_after is not None
+    return d.consolidation_policy in UNDERUTILIZED_POLICIES and d.consolidate_after is not None \
+        and not pool.is_static
 
 
 def _eligible(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
@@ -251,7 +268,27 @@ def evaluate(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.
 def decide(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
            sim: simulation.SimulationResult, settings: Settings, *,
            reason: str = REASON_UNDERUTILIZED) -> Command | Refusal:
-    """The decision for ``cands`` given their removal simulation ``sim``."""
+    """The decision for ``cands`` given their removal simulation ``sim``; a consolidation move of a
+    ``Balanced`` NodePool must also pass its score (:func:`balanced.approve`)."""
+    out = _decide(snap, cands, sim, settings, reason)
+    if isinstance(out, Command) and reason == REASON_UNDERUTILIZED:
+        return _balanced(snap, out)
+    return out
+
+
+def _balanced(snap: snapshot_mod.ClusterSnapshot, cmd: Command) -> Command | Refusal:
+    """``cmd``, or its refusal when a Balanced NodePool it touches scores it below the threshold."""
+    if not any(balanced.is_balanced(c.nodepool) for c in cmd.candidates):
+        return cmd
+    approved, scores = balanced.approve(snap, cmd.candidates, cmd.savings_per_hour)
+    if approved:
+        return cmd
+    return Refusal(tuple(cmd.names), f"{CANT_REPLACE if cmd.method == REPLACE else 'Cannot delete'}: "
+                                     f"consolidationPolicy Balanced: {balanced.describe(scores)}")
+
+
+def _decide(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
+            sim: simulation.SimulationResult, settings: Settings, reason: str) -> Command | Refusal:
     names = tuple(c.name for c in cands)
     if not sim.all_placed:
         key = sorted(sim.unplaced)[0]
@@ -330,6 +367,11 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
         if budget.get(c.nodepool.name, 0) <= 0:
             if reasons is not None:
                 reasons[c.name] = "No allowed disruptions due to blocking budget"
+            continue
+        if not balanced.can_pass(snap, c):
+            if reasons is not None:
+                reasons[c.name] = ("consolidationPolicy Balanced: even deleting the node saves too little for "
+                                   "the disruption")
             continue
         quick = prefilter.hopeless(snap, [c], free)
         if quick is not None:
@@ -464,12 +506,13 @@ def repack(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Ca
     final = [c for c in narrowed if c is not None]
     savings = before - after
     if not final:
-        return Command(REASON_UNDERUTILIZED, DELETE, list(group), [], savings,
-                       f"Delete {_names(group)}: their {len(sim.pods)} pods fit on other nodes")
+        return _balanced(snap, Command(REASON_UNDERUTILIZED, DELETE, list(group), [], savings,
+                                       f"Delete {_names(group)}: their {len(sim.pods)} pods fit on other nodes"))
     kinds = ", ".join(c.instance_types[0].name for c in final)
-    return Command(REASON_UNDERUTILIZED, REPLACE, list(group), final, savings,
-                   f"Re-pack {len(group)} nodes ({_names(group)}, ${before:.4f}/h) onto {len(final)} new "
-                   f"nodes ({kinds}, ${after:.4f}/h), saving ${savings:.4f}/h")
+    return _balanced(snap, Command(
+        REASON_UNDERUTILIZED, REPLACE, list(group), final, savings,
+        f"Re-pack {len(group)} nodes ({_names(group)}, ${before:.4f}/h) onto {len(final)} new "
+        f"nodes ({kinds}, ${after:.4f}/h), saving ${savings:.4f}/h"))
 
 
 # ---------------------------------------------------------------------------------------- MILP

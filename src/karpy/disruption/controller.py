@@ -20,11 +20,14 @@ drift, emptiness times; nodes the provisioner nominated for pending pods are not
       consolidation policy that have been empty for ``consolidateAfter`` are deleted at once,
       within the ``Empty`` budgets ("Disrupting Node: Empty/Delete"; "Consolidation/Delete" for a
       ``WhenEmptyOrUnderutilized`` NodePool, as AKS NAP users see it);
-   b. *Drift*: drifted candidates within the ``Drifted`` budgets - the empty ones deleted
+   b. *Drift*: drifted candidates of static NodePools (``spec.replicas``) first, each replaced one for
+      one by a NodeClaim of the pool's template (:mod:`karpy.disruption.static_drift`); then the other
+      drifted candidates within the ``Drifted`` budgets - the empty ones deleted
       together, else the first (cheapest to disrupt) whose pods can be placed, deleted or replaced
       by the NodeClaims the scheduling simulation asks for ("Drift/Delete", "Drift/Replace");
       executed at once, like Karpenter's drift;
-   c. *Consolidation* (``Underutilized``; NodePools with ``WhenEmptyOrUnderutilized`` and only
+   c. *Consolidation* (``Underutilized``; NodePools with ``WhenEmptyOrUnderutilized`` or ``Balanced``,
+      whose moves must pass :mod:`karpy.disruption.balanced`'s score, and only
       candidates past ``consolidateAfter`` since their last pod event): multi-node, then
       single-node, then karpy's many-to-many re-pack (:mod:`karpy.disruption.consolidation`).
       The command is **validated** ``settings.consolidation_validation_delay`` (15 s) later: the
@@ -64,6 +67,7 @@ from karpy.api import labels, nodeclass, nodepool, pod
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import runtime, state
 from karpy.disruption import (
+    balanced,
     budgets,
     candidates,
     changes,
@@ -73,12 +77,14 @@ from karpy.disruption import (
     emptiness,
     observation,
     orchestrator,
+    static_drift,
     validation,
 )
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
+from karpy.provisioning import static
 
 NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
 """NodeClass kinds whose changes start a disruption pass (NodeClass drift), unless the controller is
@@ -318,6 +324,11 @@ class DisruptionController:
             return False
         snap = self.snapshot(obs)
         allowed = snap.allowed_disruptions(consolidation.REASON_DRIFTED)
+        fixed, drifted = static_drift.split(drifted)
+        if fixed and self._disrupt_static_drifted(obs, snap, fixed, allowed):
+            return True
+        if not drifted:
+            return False
         ordered = consolidation.order_candidates(snap, drifted)
         left = dict(allowed)
         empty: list[candidates.Candidate] = []
@@ -346,6 +357,24 @@ class DisruptionController:
             log.info("disruption: drifted node %s cannot be disrupted yet: %s", c.name, out.explanation)
         self.observer.blocked(obs, blocked)
         return False
+
+    def _disrupt_static_drifted(self, obs: Observation, snap: snapshot_mod.ClusterSnapshot,
+                                fixed: list[candidates.Candidate], allowed: dict[str, int]) -> bool:
+        """Karpenter's StaticDrift (before Drift): replace drifted nodes of static NodePools one for one."""
+        counts: dict[str, static.Counts] = {}
+        for name in sorted({c.nodepool.name for c in fixed}):
+            claims = [c for c in self.state.nodeclaims() if c.nodepool_name == name]
+            counts[name] = static.count(claims, self._held_by_disruption)
+        cmds, blocked = static_drift.commands(snap, fixed, allowed, counts)
+        self.observer.blocked(obs, blocked)
+        started = False
+        for cmd in cmds:
+            started = self._execute(cmd, "") or started
+        return started
+
+    def _held_by_disruption(self, claim: Any) -> bool:
+        node = self.state.node(claim.status.node_name) if claim.status.node_name else None
+        return node is not None and static.held_by_disruption(node.taints)
 
     def _eventual(self, obs: Observation, name: str) -> candidates.Candidate | None:
         """Node ``name`` as a drift candidate although its pods block voluntary disruption: its
@@ -414,6 +443,7 @@ class DisruptionController:
             kind = "many"
             cmd = consolidation.many_to_many(snap, cands, self.settings, allowed=allowed)
             self._evaluated(kind, started)
+        self._record_balanced(snap)
         if cmd is None:
             self._consolidated, self._consolidated_at = memo, obs.now
             for name, why in sorted(reasons.items()):
@@ -427,6 +457,17 @@ class DisruptionController:
         log.info("disruption: %s consolidation proposes: %s; validating in %.0fs", kind, cmd.explanation,
                  self.settings.consolidation_validation_delay)
         return cmd
+
+    def _record_balanced(self, snap: snapshot_mod.ClusterSnapshot) -> None:
+        """``karpenter_consolidation_moves_total`` and ``karpenter_consolidation_score`` of the moves
+        Balanced NodePools scored over ``snap`` (each counted once)."""
+        records = balanced.recorded(snap)
+        if self.metrics is not None:
+            for r in records:
+                decision = "approved" if r.approved else "rejected"
+                self.metrics.consolidation_moves.labels(decision, r.nodepool, nodepool.BALANCED).inc()
+                self.metrics.consolidation_score.labels(decision, r.nodepool, nodepool.BALANCED).observe(r.score)
+        records.clear()
 
     def _evaluated(self, kind: str, started: float) -> float:
         """``karpenter_voluntary_disruption_decision_evaluation_duration_seconds`` of one method (real

@@ -1,8 +1,9 @@
 """Emptiness: which candidates have been empty long enough to be removed, within budgets.
 
 Karpenter v1 (``concepts/disruption``, Consolidation): a node whose NodePool has
-``consolidationPolicy`` ``WhenEmpty`` or ``WhenEmptyOrUnderutilized`` and ``consolidateAfter``
-other than ``Never`` is removed once it has had no pods but DaemonSet pods (and finished pods)
+any ``consolidationPolicy`` (``WhenEmpty``, ``WhenEmptyOrUnderutilized``, ``Balanced``) and
+``consolidateAfter`` other than ``Never``, and that is not static (``spec.replicas``), is removed
+once it has had no pods but DaemonSet pods (and finished pods)
 for ``consolidateAfter``. The clock starts at the last pod event on the node (a non-daemon pod
 scheduled to or leaving it); a node that never had one starts when it was initialized.
 
@@ -20,8 +21,11 @@ REASON = nodepool.REASON_EMPTY
 
 
 def emptiness_enabled(pool: nodepool.NodePool) -> bool:
+    """Whether ``pool``'s empty nodes are removed: any policy with a ``consolidateAfter``; never a static
+    NodePool's (``spec.replicas``: Karpenter's emptiness skips them, the replicas are kept)."""
     d = pool.disruption
-    return d.consolidate_after is not None and d.consolidation_policy in nodepool.ADMITTED_POLICIES
+    return d.consolidate_after is not None and d.consolidation_policy in nodepool.ADMITTED_POLICIES \
+        and not pool.is_static
 
 
 def empty_since(claim: nodeclaim.NodeClaim, tracked: float | None) -> float | None:

@@ -62,7 +62,9 @@ PROVIDERS: Mapping[str, str] = {
 }
 """``spec.cloud.provider`` -> the built-in instance-type catalog it simulates."""
 
-SCALABLE_KINDS = ("Deployment", "ReplicaSet")
+SCALABLE_KINDS = ("Deployment", "ReplicaSet", "NodePool")
+"""Kinds a ``scale`` step sets ``spec.replicas`` of (a NodePool: a static one, ``kubectl scale nodepool``)."""
+CLUSTER_SCOPED = frozenset({"NodePool"})
 CAPACITY_TYPES = (labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED)
 ACTIONS = ("scale", "apply", "delete", "interrupt", "insufficientCapacity")
 
@@ -122,7 +124,7 @@ class Step:
     def describe(self) -> str:
         a = self.action
         if isinstance(a, Scale):
-            return f"scale {a.kind} {a.namespace}/{a.name} to {a.replicas}"
+            return f"scale {a.kind} {(a.namespace + '/') if a.namespace else ''}{a.name} to {a.replicas}"
         if isinstance(a, Apply):
             return "apply " + ", ".join(f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}"
                                         for o in a.objects)
@@ -275,7 +277,7 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None,
     limits = limits or limits_mod.DEFAULT
     applied = [o for st in scenario.steps if isinstance(st.action, Apply) for o in st.action.objects]
     scales = [(a.kind, a.namespace, a.name, a.replicas) for a in (st.action for st in scenario.steps)
-              if isinstance(a, Scale)]
+              if isinstance(a, Scale) and a.kind not in CLUSTER_SCOPED]  # a NodePool's replicas are nodes
     limits_mod.check(source, limits_mod.requested_pods([*scenario.objects, *applied], scales), limits)
     return dataclasses.replace(scenario, limits=limits)
 
@@ -330,6 +332,10 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
     faults = _collect(problems, faultspec.read, spec.raw("faults"), label)
 
     known = _Known(objects)
+    if known.static and not settings.feature_gate("StaticCapacity"):
+        warnings.extend(f"NodePool {name}: spec.replicas has no effect while the StaticCapacity feature gate is "
+                        "off (settings featureGates: StaticCapacity=true); as in Karpenter, its nodes are not "
+                        "launched and pods get none from it" for name in sorted(known.static))
     steps: list[Step] = []
     types: set[str] | None = None
     if cloud is not None:
@@ -402,12 +408,20 @@ class _Known:
 
     def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
         self.keys: set[tuple[str, str, str]] = set()
+        self.static: set[str] = set()
+        """NodePools created with ``spec.replicas`` (a scale step may set it)."""
         self.add(objects)
 
     def add(self, objects: Sequence[Mapping[str, Any]]) -> None:
         for o in objects:
             md = o.get("metadata") or {}
             self.keys.add((str(o.get("kind")), str(md.get("namespace") or "default"), str(md.get("name"))))
+            if o.get("kind") == "NodePool":
+                spec = o.get("spec")
+                if isinstance(spec, Mapping) and spec.get("replicas") is not None:
+                    self.static.add(str(md.get("name")))
+                else:
+                    self.static.discard(str(md.get("name")))
 
 
 def _read_step(f: fields.Fields, index: int, known: _Known, *, cloud: Cloud | None, types: set[str] | None,
@@ -425,13 +439,20 @@ def _read_step(f: fields.Fields, index: int, known: _Known, *, cloud: Cloud | No
         kind = s.req_str("kind")
         if kind not in SCALABLE_KINDS:
             raise s.fail("kind", " or ".join(SCALABLE_KINDS), kind)
-        ns = s.str("namespace", "default") or "default"
+        ns = "" if kind in CLUSTER_SCOPED else s.str("namespace", "default") or "default"
         name = s.req_str("name")
         replicas = s.int("replicas", required=True)
         assert replicas is not None
         if not 0 <= replicas <= strict.MAX_INT32:
             raise s.fail("replicas", f"an integer from 0 to {strict.MAX_INT32} (Kubernetes' int32)", replicas)
-        if (kind, ns, name) not in known.keys:
+        if kind in CLUSTER_SCOPED:
+            if (kind, "default", name) not in known.keys:
+                raise s.fail("name", f"a {kind} that the scenario creates before this step", name)
+            if name not in known.static:
+                raise s.fail("name", "a static NodePool (one with spec.replicas): Cannot transition NodePool "
+                                     "between static (replicas set) and dynamic (replicas unset) provisioning modes",
+                             name)
+        elif (kind, ns, name) not in known.keys:
             raise s.fail("name", f"a {kind} in namespace {ns} that the scenario creates before this step",
                          name)
         return Step(at, Scale(kind, ns, name, replicas), index)

@@ -15,26 +15,39 @@ def _events(w: b.World, name: str) -> list[str]:
     return [e["message"] for e in w.events("Unimplemented", name)]
 
 
-def test_a_static_nodepool_gets_one_warning_event_per_generation(caplog: pytest.LogCaptureFixture) -> None:
+def _aks(name: str, **spec: object) -> dict[str, object]:
+    return {"apiVersion": "karpenter.azure.com/v1beta1", "kind": "AKSNodeClass", "metadata": {"name": name},
+            "spec": dict(spec)}
+
+
+def test_an_unimplemented_field_gets_one_warning_event_per_generation(caplog: pytest.LogCaptureFixture) -> None:
     w = b.make_world()
-    pool = b.nodepool_manifest("static")
-    pool["spec"]["replicas"] = 3
     with caplog.at_level(logging.WARNING, logger="karpy.unimplemented"):
-        w.cluster.create(pool)
+        w.cluster.create(_aks("streaming", artifactStreaming={"mode": "Enabled"}))
         w.run_for(1.0)
-    (message,) = _events(w, "static")
-    assert message.startswith("NodePool static: spec.replicas is accepted but " + unimplemented.MESSAGE)
-    assert any("spec.replicas" in r.getMessage() and unimplemented.MESSAGE in r.getMessage() for r in caplog.records)
-    obj = w.cluster.get("NodePool", "static")
+    (message,) = _events(w, "streaming")
+    assert message.startswith("AKSNodeClass streaming: spec.artifactStreaming is accepted but " + unimplemented.MESSAGE)
+    assert any("spec.artifactStreaming" in r.getMessage() and unimplemented.MESSAGE in r.getMessage()
+               for r in caplog.records)
+    obj = w.cluster.get("AKSNodeClass", "streaming")
     obj["metadata"].setdefault("labels", {})["team"] = "a"  # no new generation: no new event
     w.cluster.update(obj)
     w.run_for(60.0)
-    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "static")) == 1
-    obj = w.cluster.get("NodePool", "static")
-    obj["spec"]["replicas"] = 4
+    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "streaming")) == 1
+    obj = w.cluster.get("AKSNodeClass", "streaming")
+    obj["spec"]["artifactStreaming"] = {"mode": "Disabled"}
     w.cluster.update(obj)
     w.run_for(1.0)
-    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "static")) == 2
+    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "streaming")) == 2
+
+
+def test_a_static_nodepool_gets_no_unimplemented_event_now_that_karpy_implements_it() -> None:
+    w = b.make_world()
+    pool = b.nodepool_manifest("static")
+    pool["spec"]["replicas"] = 3
+    w.cluster.create(pool)
+    w.run_for(1.0)
+    assert _events(w, "static") == []
 
 
 def test_a_nodepool_without_such_fields_and_an_ordinary_pod_get_none() -> None:

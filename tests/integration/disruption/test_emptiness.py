@@ -276,7 +276,9 @@ def test_consolidation_waits_for_a_launching_nodeclaim_without_building_its_snap
     assert w.controller.unsettled(w.controller.observe(w.clock.now())) == "node c2 is initializing"
 
 
-def test_a_balanced_pool_which_karpy_does_not_implement_yet_consolidates_only_its_empty_nodes() -> None:
+def test_a_balanced_pools_empty_node_is_deleted_by_emptiness_as_for_every_policy() -> None:
+    """Karpenter's disruption controller: "Delete empty nodes across all consolidation policies
+    (WhenEmpty, WhenEmptyOrUnderutilized, Balanced)"; the busy node's pod has nowhere else to go."""
     w = World({"consolidationPolicy": "Balanced", "consolidateAfter": "30s"})
     w.add_node("empty")
     w.add_node("busy")

@@ -75,7 +75,7 @@ def test_conditions_keep_their_transition_time_while_unchanged() -> None:
     assert flipped[0]["lastTransitionTime"] != "2020-01-01T00:00:00Z"
 
 
-def test_a_balanced_nodepool_is_valid_and_its_condition_says_karpy_does_not_implement_it_yet() -> None:
+def test_a_balanced_nodepool_is_valid_and_its_condition_carries_no_warning() -> None:
     world = builders.make_world()
     pool = builders.nodepool_manifest()
     pool["spec"]["disruption"] = {"consolidationPolicy": "Balanced", "consolidateAfter": "0s"}
@@ -83,4 +83,4 @@ def test_a_balanced_nodepool_is_valid_and_its_condition_says_karpy_does_not_impl
     world.at(30)
     validation = _condition(world.cluster.get("NodePool", "default"), "ValidationSucceeded")
     assert validation["status"] == "True"
-    assert "Balanced is not implemented yet" in validation["message"]
+    assert validation["message"] == ""

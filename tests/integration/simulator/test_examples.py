@@ -37,9 +37,9 @@ def karpy_nodes(result: engine.Result) -> list[dict[str, Any]]:
 
 def test_every_example_loads_without_errors() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
-    assert names == ["aks-nap", "commitments-ri", "compare-eks",
+    assert names == ["aks-nap", "balanced-consolidation", "commitments-ri", "compare-eks",
                      "eks-scale-out-v1alpha5", "insufficient-capacity", "spot-interruption",
-                     "topology-spread", "whatif-source"]
+                     "static-capacity", "topology-spread", "whatif-source"]
     for name in names:
         assert scenario.load(EXAMPLES / f"{name}.yaml").name == name
 
@@ -112,3 +112,25 @@ def test_the_whatif_source_example_leaves_underused_nodes_for_consolidation_to_f
     expect_all_running(pods_of(result, "web"), 4)
     assert len(karpy_nodes(result)) == 3  # consolidateAfter 10m: nothing consolidated by 6m
     assert not [e for e in result.events if e["reason"] == "DisruptionTerminating"]
+
+
+def test_the_static_capacity_example_keeps_the_warm_pool_at_its_replicas() -> None:
+    """The warm pool has 3 nodes, then 5 after the scale step, then 2; the burst pool takes the pods
+    that do not fit (Karpenter v1.14 static NodePools)."""
+    result = run("static-capacity")
+    warm = [s.nodes_by_nodepool.get("warm", 0) for s in result.timeline]
+    assert max(warm) == 5
+    assert [label(n, "karpenter.sh/nodepool") for n in karpy_nodes(result)].count("warm") == 2
+    assert any(label(n, "karpenter.sh/nodepool") == "burst" for n in karpy_nodes(result))
+    expect_all_running(pods_of(result, "web"), 6)
+
+
+def test_the_balanced_example_replaces_the_eager_node_and_keeps_the_balanced_one() -> None:
+    """Replacing r6i.2xlarge by m6i.2xlarge saves 24%: WhenEmptyOrUnderutilized does it, Balanced scores
+    it 0.24 < 1/2 and refuses (Karpenter v1.14 balanced.go, k = 2)."""
+    result = run("balanced-consolidation")
+    types = {label(n, "karpenter.sh/nodepool"): label(n, "node.kubernetes.io/instance-type")
+             for n in karpy_nodes(result)}
+    assert types == {"eager": "m6i.2xlarge", "balanced": "r6i.2xlarge"}
+    moves = result.metrics["karpenter"]["karpenter_consolidation_moves_total"]
+    assert {r["labels"]["decision"] for r in moves} == {"rejected"}

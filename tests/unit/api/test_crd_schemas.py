@@ -35,7 +35,7 @@ MODELS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "AKSNodeClass": nodeclass.AKSNodeClass.from_manifest,
 }
 UNMODELLED: dict[str, frozenset[str]] = {
-    "NodePool": frozenset({"spec.replicas"}),
+    "NodePool": frozenset(),
     "NodeClaim": frozenset({"status.imageID", "status.lastPodEventTime"}),
     "EC2NodeClass": frozenset({
         "spec.capacityReservationSelectorTerms", "spec.connectionTracking", "spec.cpuOptions", "spec.ipPrefixCount",

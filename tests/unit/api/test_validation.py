@@ -483,15 +483,14 @@ def test_template_labels_in_the_kubernetes_domains_are_accepted_as_karpenter_v1_
     assert validation.validate_nodepool(pool) == []
 
 
-def test_the_balanced_policy_karpenters_crd_admits_is_accepted_with_a_not_implemented_warning() -> None:
+def test_the_balanced_policy_karpenters_crd_admits_is_accepted() -> None:
+    """Karpenter v1.14's CRD enum: WhenEmpty, WhenEmptyOrUnderutilized, Balanced."""
     np = _pool(disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "0s"})
     assert validation.validate_nodepool(np) == []
-    warning = nodepool.policy_warning(np.name, np.disruption.consolidation_policy)
-    assert warning and "Balanced is not implemented yet" in warning and "only empty nodes" in warning
-    assert nodepool.policy_warning(np.name, "WhenEmpty") is None
+    assert np.disruption.consolidation_policy == nodepool.BALANCED
 
 
-def test_loading_a_balanced_nodepool_warns_that_karpy_does_not_implement_it_yet() -> None:
+def test_loading_a_balanced_nodepool_gives_no_warning_now_that_karpy_implements_it() -> None:
     text = """
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -504,4 +503,4 @@ spec:
       requirements: []
 """
     result = manifest.load_documents(text)
-    assert [w for w in result.warnings if "consolidationPolicy Balanced is not implemented yet" in w], result.warnings
+    assert not [w for w in result.warnings if "Balanced" in w], result.warnings

@@ -17,9 +17,7 @@ SINGULAR = "nodepool"
 SHORT_NAMES: tuple[str, ...] = ()
 CATEGORIES = ("karpenter",)
 CONSOLIDATION_POLICIES = model.ADMITTED_POLICIES
-"""Karpenter v1.14's policies, ``Balanced`` included so that karpy's CRD replaces Karpenter's without
-refusing its NodePools; karpy does not implement ``Balanced`` yet and says so
-(:func:`karpy.api.nodepool.policy_warning`)."""
+"""Karpenter v1.14's policies, ``Balanced`` included (:mod:`karpy.disruption.balanced`)."""
 
 BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 BUDGET_DURATION = r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"
