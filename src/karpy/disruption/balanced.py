@@ -24,6 +24,7 @@ Each score is recorded (:func:`recorded`) for ``karpenter_consolidation_score`` 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -91,10 +92,10 @@ def eviction_cost(p: pod_mod.Pod) -> float:
     cost = 1.0
     raw = p.annotations.get(_DELETION_COST)
     if raw is not None:
-        try:
-            cost += float(raw) / 2.0**27
-        except ValueError:
-            cost += 0.0
+        with contextlib.suppress(ValueError):
+            value = float(raw)
+            if math.isfinite(value):  # Karpenter's ParseFloat takes "NaN" too; it would poison the sums
+                cost += value / 2.0**27
     if p.priority:
         cost += p.priority / 2.0**25
     return max(-10.0, min(10.0, cost))

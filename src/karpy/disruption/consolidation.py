@@ -8,11 +8,11 @@ what-if simulations (:mod:`karpy.disruption.simulation`) and returns a :class:`C
 
 Rules (Karpenter's, in karpy's words):
 
-* Candidates are ordered by disruption cost, cheapest to disrupt first: the sum over their
-  reschedulable pods of ``1 + deletion cost / 2^27 + priority / 2^25`` (each clamped to
-  [-10, 10]), times the fraction of the node's ``expireAfter`` lifetime left; ties go to the
-  older node, then by name (by savings ratio, highest first, when a candidate's NodePool is
-  ``Balanced``). Only NodePools with ``consolidationPolicy: WhenEmptyOrUnderutilized`` or ``Balanced``
+* Candidates are ordered as Karpenter v1.14 orders them, by savings ratio, highest first: the
+  node's price over its disruption, 1 plus the sum over its reschedulable pods of
+  ``1 + deletion cost / 2^27 + priority / 2^25`` (each clamped to [-10, 10], negatives counted as 0);
+  ties go to the older node, then by name. Drifted candidates go in the order they drifted.
+  Only NodePools with ``consolidationPolicy: WhenEmptyOrUnderutilized`` or ``Balanced``
   and a ``consolidateAfter`` (not ``Never``), never a static one (``spec.replicas``), consolidate
   underutilized nodes, within the NodePool disruption budgets for ``Underutilized``
   (:meth:`ClusterSnapshot.allowed_disruptions`).
@@ -41,7 +41,6 @@ set of candidates (for re-validation after the delay).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
@@ -49,8 +48,8 @@ from dataclasses import dataclass
 
 from karpy import settings as settings_mod
 from karpy.api import labels as wk
+from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import nodepool as nodepool_mod
-from karpy.api import pod as pod_mod
 from karpy.disruption import balanced, milp, prefilter, simulation
 from karpy.disruption import candidates as candidates_mod
 from karpy.disruption import snapshot as snapshot_mod
@@ -67,13 +66,7 @@ REPLACE = "Replace"
 MAX_MULTI_CANDIDATES = 100
 MAX_SINGLE_NODE_SIMULATIONS = 25
 """Removal simulations one single-node pass may run (Karpenter bounds the pass by a timeout; a
-count keeps karpy deterministic). Candidates are tried cheapest-to-disrupt first."""
-SINGLE_NODE_CHALLENGERS = 5
-"""After single-node consolidation finds its first command, the pass also simulates up to this many of
-the remaining candidates, dearest node first, whose price exceeds the saving found: the command that
-saves most is executed. Karpenter executes the first; a burst's few large nodes, dearest to disrupt
-because they hold the most pods, then wait behind every small replacement (on the real control plane,
-two c-256x nodes 20% used waited over ten minutes behind a queue of $0.05/h replacements)."""
+count keeps karpy deterministic). Candidates are tried in :func:`order_candidates`' order."""
 TIMED_OUT = "(timed out)"
 """Key single-node consolidation adds to ``reasons`` when the simulation bound stopped its pass
 (Karpenter's single-node timeout: ``karpenter_voluntary_disruption_consolidation_timeouts_total``)."""
@@ -113,52 +106,31 @@ class Refusal:
 # ------------------------------------------------------------------------------ ordering, budgets
 
 
-def pod_disruption_cost(p: pod_mod.Pod) -> float:
-    """How much evicting ``p`` hurts: 1, plus its deletion cost and priority, scaled down."""
-    cost = 1.0
-    raw = p.annotations.get(DELETION_COST_ANNOTATION)
-    if raw is not None:  # most pods have none: no parsing, no exception handling
-        with contextlib.suppress(ValueError):
-            cost += int(raw) / 2.0**27
-    if p.priority:
-        cost += p.priority / 2.0**25
-    return max(-10.0, min(10.0, cost))
-
-
-def lifetime_remaining(c: candidates_mod.Candidate, now: float) -> float:
-    """The fraction of the node's ``expireAfter`` lifetime left (1 without expiry or age)."""
-    expire = c.nodeclaim.spec.expire_after
-    created = c.nodeclaim.metadata.creation_timestamp or c.node.metadata.creation_timestamp
-    if expire is None or expire <= 0 or created is None:
-        return 1.0
-    return max(0.0, min(1.0, (expire - (now - created)) / expire))
-
-
-def disruption_cost(c: candidates_mod.Candidate, now: float) -> float:
-    pods = [p for p in c.pods if candidates_mod.is_reschedulable(p)]
-    return sum(pod_disruption_cost(p) for p in pods) * lifetime_remaining(c, now)
-
-
 def order_candidates(snap: snapshot_mod.ClusterSnapshot,
                      cands: Sequence[candidates_mod.Candidate]) -> list[candidates_mod.Candidate]:
-    """Cheapest to disrupt first; ties: older node first, then by name. When any candidate's NodePool is
-    ``Balanced``, all are ordered by savings ratio instead, highest first (price per unit of disruption,
-    :func:`balanced.savings_ratio`, as Karpenter v1.14 orders them)."""
-    if any(balanced.is_balanced(c.nodepool) for c in cands):
-        def by_ratio(c: candidates_mod.Candidate) -> tuple[float, float, str]:
-            created = c.node.metadata.creation_timestamp
-            return (-balanced.savings_ratio(snap, c), created if created is not None else math.inf, c.name)
-        return sorted(cands, key=by_ratio)
-    # each candidate's sort key once per snapshot: the methods of one pass order the same candidates
-    keys: dict[str, tuple[float, float, str]] = snap.__dict__.setdefault("_disruption_keys", {})
+    """Karpenter v1.14's consolidation order: highest savings ratio first (the node's price per unit of
+    disruption, :func:`balanced.savings_ratio`: 1 plus the positive eviction costs of the pods that would
+    move), whatever the policy (``consolidation.go`` ``sortCandidates``); ties: older node first, then
+    by name. Computed once per snapshot: the methods of one pass order the same candidates."""
+    keys: dict[str, tuple[float, float, str]] = snap.__dict__.setdefault("_consolidation_keys", {})
 
     def key(c: candidates_mod.Candidate) -> tuple[float, float, str]:
         found = keys.get(c.name)
         if found is None:
             created = c.node.metadata.creation_timestamp
-            found = keys[c.name] = (disruption_cost(c, snap.now), created if created is not None else math.inf,
+            found = keys[c.name] = (-balanced.savings_ratio(snap, c), created if created is not None else math.inf,
                                     c.name)
         return found
+    return sorted(cands, key=key)
+
+
+def order_drifted(cands: Sequence[candidates_mod.Candidate]) -> list[candidates_mod.Candidate]:
+    """Karpenter v1.14's drift order: the NodeClaim that drifted first goes first (its ``Drifted``
+    condition's ``lastTransitionTime``, ``drift.go`` ``ComputeCommands``); ties by name."""
+    def key(c: candidates_mod.Candidate) -> tuple[float, str]:
+        cond = c.nodeclaim.condition(nodeclaim_mod.DRIFTED)
+        when = cond.last_transition_time if cond is not None else None
+        return (when if when is not None else math.inf, c.name)
     return sorted(cands, key=key)
 
 
@@ -349,8 +321,7 @@ def _replace_one(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
 def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
                 settings: Settings, *, allowed: Mapping[str, int] | None = None,
                 reasons: dict[str, str] | None = None) -> Command | None:
-    """The first candidate, cheapest to disrupt first, that can be deleted or replaced, unless one of
-    up to :data:`SINGLE_NODE_CHALLENGERS` dearer candidates saves more (then that one).
+    """The first candidate, in :func:`order_candidates`' order, that can be deleted or replaced.
 
     ``allowed`` is the budget per NodePool (default: the snapshot's); ``reasons`` collects why
     each candidate tried was not consolidated.
@@ -358,8 +329,7 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
     free = _room(snap)
     simulations = 0
-    ordered = _eligible(snap, cands, REASON_UNDERUTILIZED)
-    for i, c in enumerate(ordered):
+    for c in _eligible(snap, cands, REASON_UNDERUTILIZED):
         if simulations >= MAX_SINGLE_NODE_SIMULATIONS:
             if reasons is not None:
                 reasons[TIMED_OUT] = f"stopped after {simulations} simulations"
@@ -381,41 +351,15 @@ def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_m
         simulations += 1
         out = evaluate(snap, [c], settings)
         if isinstance(out, Command):
-            return _best_of(snap, out, ordered[i + 1:], budget, free, settings)
+            return out
         if reasons is not None:
             reasons[c.name] = out.explanation
     return None
 
 
-def _price(snap: snapshot_mod.ClusterSnapshot, c: candidates_mod.Candidate) -> float:
-    info = snap.node(c.name)
-    return info.price if info is not None and info.price is not None else 0.0
-
-
-def _best_of(snap: snapshot_mod.ClusterSnapshot, found: Command, rest: Sequence[candidates_mod.Candidate],
-             budget: Mapping[str, int], free: prefilter.Room, settings: Settings) -> Command:
-    """``found``, or the command of a dearer candidate among ``rest`` that saves more: at most
-    :data:`SINGLE_NODE_CHALLENGERS` simulations, dearest first; a candidate whose whole price is not
-    above the best saving so far cannot beat it and is not simulated."""
-    best = found
-    dearest = sorted((c for c in rest if budget.get(c.nodepool.name, 0) > 0),
-                     key=lambda c: (-_price(snap, c), c.name))
-    tried = 0
-    for c in dearest:
-        if tried >= SINGLE_NODE_CHALLENGERS or _price(snap, c) <= best.savings_per_hour + 1e-9:
-            break
-        if prefilter.hopeless(snap, [c], free) is not None:
-            continue
-        tried += 1
-        out = evaluate(snap, [c], settings)
-        if isinstance(out, Command) and out.savings_per_hour > best.savings_per_hour + 1e-9:
-            best = out
-    return best
-
-
 def multi_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
                settings: Settings, *, allowed: Mapping[str, int] | None = None) -> Command | None:
-    """The longest prefix (2 or more, in disruption-cost order) removable with at most one new,
+    """The longest prefix (2 or more, in :func:`order_candidates`' order) removable with at most one new,
     cheaper node, found by binary search; ``None`` when no prefix of 2 or more works."""
     budget = allowed if allowed is not None else snap.allowed_disruptions(REASON_UNDERUTILIZED)
     ordered = _within_budget(_eligible(snap, cands, REASON_UNDERUTILIZED), budget, MAX_MULTI_CANDIDATES)

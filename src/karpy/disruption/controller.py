@@ -23,7 +23,7 @@ drift, emptiness times; nodes the provisioner nominated for pending pods are not
    b. *Drift*: drifted candidates of static NodePools (``spec.replicas``) first, each replaced one for
       one by a NodeClaim of the pool's template (:mod:`karpy.disruption.static_drift`); then the other
       drifted candidates within the ``Drifted`` budgets - the empty ones deleted
-      together, else the first (cheapest to disrupt) whose pods can be placed, deleted or replaced
+      together, else the first (the first to drift) whose pods can be placed, deleted or replaced
       by the NodeClaims the scheduling simulation asks for ("Drift/Delete", "Drift/Replace");
       executed at once, like Karpenter's drift;
    c. *Consolidation* (``Underutilized``; NodePools with ``WhenEmptyOrUnderutilized`` or ``Balanced``,
@@ -329,7 +329,7 @@ class DisruptionController:
             return True
         if not drifted:
             return False
-        ordered = consolidation.order_candidates(snap, drifted)
+        ordered = consolidation.order_drifted(drifted)
         left = dict(allowed)
         empty: list[candidates.Candidate] = []
         blocked: set[str] = set()

@@ -10,7 +10,7 @@ drift method and takes the drifted candidates of static NodePools (``spec.replic
   the drifted node goes, so it needs a node of the limit;
 * each chosen node becomes its own command: *replace* it with one NodeClaim made from the pool's
   template (:func:`karpy.provisioning.static.template_claim`, the cheapest type the template admits),
-  whatever its pods need. Candidates are taken in disruption-cost order.
+  whatever its pods need. Candidates are taken in the order they drifted.
 
 Pure: the caller passes the snapshot, the budgets and the pools' NodeClaim counts.
 """
@@ -36,7 +36,7 @@ def commands(snap: snapshot_mod.ClusterSnapshot, drifted: Sequence[candidates_mo
              ) -> tuple[list[consolidation.Command], set[str]]:
     """The replace commands for the drifted static candidates, and the NodePools a budget blocked."""
     by_pool: dict[str, list[candidates_mod.Candidate]] = {}
-    for c in consolidation.order_candidates(snap, drifted):
+    for c in consolidation.order_drifted(drifted):
         by_pool.setdefault(c.nodepool.name, []).append(c)
     out: list[consolidation.Command] = []
     blocked: set[str] = set()

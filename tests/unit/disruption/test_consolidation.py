@@ -8,9 +8,9 @@ import pytest
 
 from karpy import settings as settings_mod
 from karpy.api import labels as wk
-from karpy.api import pod
+from karpy.api import nodeclaim, pod
 from karpy.cloudprovider import instancetype
-from karpy.disruption import candidates, consolidation, milp, prefilter, snapshot
+from karpy.disruption import balanced, candidates, consolidation, milp, prefilter, snapshot
 from karpy.provisioning import results, scheduler
 
 from ..provisioning import builders as pb
@@ -53,19 +53,36 @@ def test_the_node_with_fewer_and_lower_priority_pods_goes_first() -> None:
     expect_command(cmd, "Delete", ["light"])
 
 
-def test_a_dearer_node_that_saves_more_is_consolidated_before_a_cheap_one_that_saves_little() -> None:
-    """karpy's departure from Karpenter (which executes the first candidate in disruption-cost order):
-    a large node holding more pods, and so dearer to disrupt, is replaced first when it saves more."""
-    tiny = make_type("tiny", 1, 0.04)
-    types = [*CATALOG, tiny]
+def test_candidates_are_tried_by_savings_ratio_so_a_dear_node_with_more_pods_can_go_first() -> None:
+    """Karpenter v1.14 orders consolidation candidates by price per unit of disruption, highest first
+    (``consolidation.go`` ``sortCandidates``; ``balanced_scoring_test.go`` "should sort non-Balanced
+    candidates by savings ratio descending"): a large node holding three pods ($0.85/h over 4) goes before
+    a small one holding one ($0.10/h over 2), where the older cheapest-to-disrupt order put it last."""
     busy = [running(f"b{i}", "big", cpu="200m") for i in range(3)]
     snap, cands = cluster([entry("big", LARGE, busy, created=0.0),
-                           entry("small", SMALL, [running("s", "small", cpu="500m")], created=0.0)], types)
-    assert [c.name for c in consolidation.order_candidates(snap, cands)] == ["small", "big"]
-    cmd = expect_command(consolidation.single_node(snap, cands, DEFAULTS), "Delete", ["big"])
-    small_alone = consolidation.single_node(snap, [c for c in cands if c.name == "small"], DEFAULTS)
-    assert small_alone is not None and small_alone.names == ["small"]
-    assert cmd.savings_per_hour > small_alone.savings_per_hour
+                           entry("small", SMALL, [running("s", "small", cpu="500m")], created=0.0)], CATALOG)
+    assert [c.name for c in consolidation.order_candidates(snap, cands)] == ["big", "small"]
+    expect_command(consolidation.single_node(snap, cands, DEFAULTS), "Delete", ["big"])
+
+
+def test_of_two_nodes_of_one_price_the_one_with_fewer_pods_is_consolidated_first() -> None:
+    """Karpenter's ``consolidation_test.go`` "should consolidate the node with best savings ratio first":
+    two pods on the older node, one on the newer: the newer has the better ratio and goes."""
+    snap, cands = cluster([entry("n1", MEDIUM, [running("a", "n1"), running("b", "n1")], created=0.0),
+                           entry("n2", MEDIUM, [running("c", "n2")], created=5.0)], CATALOG)
+    expect_command(consolidation.single_node(snap, cands, DEFAULTS), "Delete", ["n2"])
+
+
+def test_drifted_candidates_go_in_the_order_they_drifted() -> None:
+    """Karpenter v1.14 ``drift.go`` ``ComputeCommands``: sorted by the Drifted condition's
+    lastTransitionTime, oldest first, whatever their pods."""
+    _, cands = cluster([entry("early", MEDIUM, [running("a", "early"), running("b", "early")], created=0.0),
+                        entry("late", MEDIUM, [], created=0.0)], CATALOG)
+    when = {"early": 100.0, "late": 50.0}
+    drifted = [dataclasses.replace(c, nodeclaim=dataclasses.replace(c.nodeclaim, status=dataclasses.replace(
+        c.nodeclaim.status, conditions=(nodeclaim.Condition(nodeclaim.DRIFTED, last_transition_time=when[c.name]),))))
+        for c in cands]
+    assert [c.name for c in consolidation.order_drifted(drifted)] == ["late", "early"]
 
 
 def test_a_node_whose_pods_need_a_smaller_type_is_replaced_with_that_type() -> None:
@@ -331,18 +348,19 @@ def test_one_pass_of_the_three_methods_computes_the_snapshot_s_free_capacity_onc
 
 def test_a_pod_s_disruption_cost_reads_its_deletion_cost_and_priority_and_ignores_a_bad_annotation() -> None:
     plain = running("plain", "n0")
-    assert consolidation.pod_disruption_cost(plain) == 1.0
+    assert balanced.eviction_cost(plain) == 1.0
 
     def annotated(value: str, priority: int | None = None) -> pod.Pod:
         p = running("a", "n0", priority=priority)
         md = dataclasses.replace(p.metadata, annotations={consolidation.DELETION_COST_ANNOTATION: value})
         return dataclasses.replace(p, metadata=md)
 
-    assert consolidation.pod_disruption_cost(annotated(str(2**27))) == 2.0
-    assert consolidation.pod_disruption_cost(annotated("not-a-number")) == 1.0
-    assert consolidation.pod_disruption_cost(annotated("0", priority=2**25)) == 2.0
-    assert consolidation.pod_disruption_cost(annotated(str(-(2**31)))) == -10.0  # clamped
-    assert consolidation.pod_disruption_cost(running("p", "n0", priority=-(2**25))) == 0.0
+    assert balanced.eviction_cost(annotated(str(2**27))) == 2.0
+    assert balanced.eviction_cost(annotated("not-a-number")) == 1.0
+    assert balanced.eviction_cost(annotated("0", priority=2**25)) == 2.0
+    assert balanced.eviction_cost(annotated(str(-(2**31)))) == -10.0  # clamped
+    assert balanced.eviction_cost(running("p", "n0", priority=-(2**25))) == 0.0
+    assert balanced.eviction_cost(annotated("NaN")) == 1.0
 
 
 def test_a_single_node_pass_stopped_by_its_simulation_bound_says_it_timed_out(
