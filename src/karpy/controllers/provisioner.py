@@ -403,7 +403,7 @@ class Provisioner:
             log.warning("provisioner: NodePool %s vanished; not creating its NodeClaim", claim.nodepool)
             return None
         if pool.name not in hashes:
-            hashes[pool.name] = self._nodeclass_hash(pool)
+            hashes[pool.name] = nodeclass_hash(self.cluster, pool)
             pool_hashes[pool.name] = pool.hash()  # one per run: the pool does not change within it
         relaxed = id(claim) in self.relaxed_claims
         manifest = nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name], pool_hashes[pool.name])
@@ -431,21 +431,7 @@ class Provisioner:
 
     def nodeclass_hash(self, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
         """The NodeClass hash annotation ``(key, value)`` a NodeClaim of ``pool`` is stamped with."""
-        return self._nodeclass_hash(pool)
-
-    def _nodeclass_hash(self, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
-        ref = pool.node_class_ref
-        if ref is None:
-            return None
-        try:
-            obj = self.cluster.get(ref.kind, ref.name)
-            if ref.kind == nodeclass_mod.EC2_KIND:
-                return (wk.NODECLASS_HASH_AWS, nodeclass_mod.EC2NodeClass.from_manifest(obj).hash())
-            if ref.kind == nodeclass_mod.AKS_KIND:
-                return (wk.NODECLASS_HASH_AZURE, nodeclass_mod.AKSNodeClass.from_manifest(obj).hash())
-        except (kube_errors.KubeError, ValueError) as exc:
-            log.debug("provisioner: NodeClass %s of NodePool %s not readable: %s", ref, pool.name, exc)
-        return None
+        return nodeclass_hash(self.cluster, pool)
 
     def _should_publish(self, reason: str, uid: str) -> bool:
         """Karpenter's recorder: dedupe by (reason, pod uid) for a while, then the Nominated rate limit."""
@@ -484,3 +470,20 @@ class Provisioner:
             self.recorder.publish(obj, type_, reason, message)
         except Exception as exc:  # an event that cannot be written must not stop provisioning
             log.warning("provisioner: cannot publish %s on pod %s: %s", reason, key, exc)
+
+
+def nodeclass_hash(cluster: interface.Cluster, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
+    """The NodeClass hash annotation ``(key, value)`` of ``pool``'s NodeClass read from ``cluster``, as a
+    NodeClaim of ``pool`` is stamped with it; None without a NodeClass, or one not readable."""
+    ref = pool.node_class_ref
+    if ref is None:
+        return None
+    try:
+        obj = cluster.get(ref.kind, ref.name)
+        if ref.kind == nodeclass_mod.EC2_KIND:
+            return (wk.NODECLASS_HASH_AWS, nodeclass_mod.EC2NodeClass.from_manifest(obj).hash())
+        if ref.kind == nodeclass_mod.AKS_KIND:
+            return (wk.NODECLASS_HASH_AZURE, nodeclass_mod.AKSNodeClass.from_manifest(obj).hash())
+    except (kube_errors.KubeError, ValueError) as exc:
+        log.debug("provisioner: NodeClass %s of NodePool %s not readable: %s", ref, pool.name, exc)
+    return None

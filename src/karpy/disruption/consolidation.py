@@ -318,6 +318,28 @@ def _replace_one(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
 # ----------------------------------------------------------------------------------- methods
 
 
+def drifted_empty(snap: snapshot_mod.ClusterSnapshot, ordered: Sequence[candidates_mod.Candidate],
+                  allowed: Mapping[str, int]) -> tuple[Command | None, set[str]]:
+    """Drift's first move: delete the empty drifted candidates together, within the ``Drifted``
+    budgets, in their order; returns the command (None: no empty one fits a budget) and the NodePools
+    whose budget turned one away."""
+    left = dict(allowed)
+    empty: list[candidates_mod.Candidate] = []
+    blocked: set[str] = set()
+    for c in ordered:
+        if not candidates_mod.is_empty(c.pods):
+            continue
+        if left.get(c.nodepool.name, 0) > 0:
+            left[c.nodepool.name] -= 1
+            empty.append(c)
+        else:
+            blocked.add(c.nodepool.name)
+    if not empty:
+        return None, blocked
+    return Command(REASON_DRIFTED, DELETE, empty, [], sum(snap.price_of(c.name) or 0.0 for c in empty),
+                   f"Delete drifted empty nodes {', '.join(c.name for c in empty)}"), blocked
+
+
 def single_node(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
                 settings: Settings, *, allowed: Mapping[str, int] | None = None,
                 reasons: dict[str, str] | None = None) -> Command | None:

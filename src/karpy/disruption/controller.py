@@ -56,6 +56,7 @@ Use :func:`new` to build and :func:`register` to start it on a Manager
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
 from collections.abc import Iterable, Sequence
@@ -63,9 +64,9 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy import settings as settings_mod
-from karpy.api import labels, nodeclass, nodepool, pod
+from karpy.api import nodeclass, nodepool, pod
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import runtime, state
+from karpy.controllers import provisioner, runtime, state
 from karpy.disruption import (
     balanced,
     budgets,
@@ -143,7 +144,7 @@ class DisruptionController:
         self.settings = settings if settings is not None else settings_mod.Settings()
         self.orchestrator = orchestrator.Orchestrator(
             cluster, clock, self.recorder, metrics,
-            nodeclass_hash if nodeclass_hash is not None else self._nodeclass_hash)
+            nodeclass_hash if nodeclass_hash is not None else functools.partial(provisioner.nodeclass_hash, cluster))
         self.changes = changes.Changes(cluster, self.state)
         """Which Nodes and NodeClaims changed since each reader last looked (so a pass costs what changed)."""
         self.drift_marker = drift_marking.DriftMarker(
@@ -317,7 +318,7 @@ class DisruptionController:
 
     def disrupt_drifted(self, obs: Observation) -> bool:
         """Start a drift command if a drifted candidate can go; True when one started."""
-        found = [obs.candidates[name] if name in obs.candidates else self._eventual(obs, name)
+        found = [obs.candidates[name] if name in obs.candidates else self.observer.eventual(obs, name)
                  for name in sorted(obs.drifted) if name in obs.candidates or name in obs.why_not]
         drifted = [c for c in found if c is not None]
         if not drifted:
@@ -330,27 +331,14 @@ class DisruptionController:
         if not drifted:
             return False
         ordered = consolidation.order_drifted(drifted)
-        left = dict(allowed)
-        empty: list[candidates.Candidate] = []
-        blocked: set[str] = set()
-        for c in ordered:
-            if not candidates.is_empty(c.pods):
-                continue
-            if left.get(c.nodepool.name, 0) > 0:
-                left[c.nodepool.name] -= 1
-                empty.append(c)
-            else:
-                blocked.add(c.nodepool.name)
-        if empty:
-            cmd = consolidation.Command(consolidation.REASON_DRIFTED, consolidation.DELETE, empty, [],
-                                        sum(snap.price_of(c.name) or 0.0 for c in empty),
-                                        f"Delete drifted empty nodes {', '.join(c.name for c in empty)}")
+        cmd, blocked = consolidation.drifted_empty(snap, ordered, allowed)
+        if cmd is not None:
             return self._execute(cmd, "")
         for c in ordered:
             if allowed.get(c.nodepool.name, 0) <= 0:
                 blocked.add(c.nodepool.name)
                 continue
-            held = frozenset() if c.name in obs.candidates else self._held(c, obs.now)
+            held = frozenset() if c.name in obs.candidates else self.observer.held_pods(c, obs.now)
             out = consolidation.evaluate(snap, [c], self.settings, reason=consolidation.REASON_DRIFTED, held=held)
             if isinstance(out, consolidation.Command):
                 return self._execute(out, "")
@@ -375,25 +363,6 @@ class DisruptionController:
     def _held_by_disruption(self, claim: Any) -> bool:
         node = self.state.node(claim.status.node_name) if claim.status.node_name else None
         return node is not None and static.held_by_disruption(node.taints)
-
-    def _eventual(self, obs: Observation, name: str) -> candidates.Candidate | None:
-        """Node ``name`` as a drift candidate although its pods block voluntary disruption: its
-        NodeClaim has a ``terminationGracePeriod``, which bounds the drain (Karpenter's eventual
-        disruption class); None when it is not one for any other reason."""
-        row = self.observer.table.rows.get(name)
-        if row is None or row.claim is None or row.claim.spec.termination_grace_period is None:
-            return None
-        if obs.why_not.get(name) == observation.NOMINATED or name in obs.nominated:
-            return None
-        pool = obs.pools.get(row.pool_name)
-        c = candidates.candidate(row.node, row.claim, pool, row.pods, (), obs.now, eventual=True)
-        return c if isinstance(c, candidates.Candidate) else None
-
-    def _held(self, c: candidates.Candidate, now: float) -> frozenset[str]:
-        """The pods of an eventual candidate no eviction moves now: no capacity is planned for them."""
-        pdbs = self.observer._pdbs()  # with the disruptions each allows now (read only for such candidates)
-        return frozenset(p.key for p in c.pods if not p.is_terminal and (
-            p.protected(now) or candidates.blocking_pdb(p, pdbs) is not None))
 
     # ---------------------------------------------------------------------------------- emptiness
 
@@ -502,21 +471,6 @@ class DisruptionController:
         return started
 
     # ----------------------------------------------------------------------------------- helpers
-
-    def _nodeclass_hash(self, pool: nodepool.NodePool) -> tuple[str, str] | None:
-        """The NodeClass hash annotation of ``pool``'s NodeClass (as the provisioner stamps it)."""
-        ref = pool.node_class_ref
-        if ref is None:
-            return None
-        try:
-            obj = self.cluster.get(ref.kind, ref.name)
-            if ref.kind == nodeclass.EC2_KIND:
-                return (labels.NODECLASS_HASH_AWS, nodeclass.EC2NodeClass.from_manifest(obj).hash())
-            if ref.kind == nodeclass.AKS_KIND:
-                return (labels.NODECLASS_HASH_AZURE, nodeclass.AKSNodeClass.from_manifest(obj).hash())
-        except (kube_errors.KubeError, ValueError):
-            return None
-        return None
 
 
 def new(

@@ -304,6 +304,25 @@ class Observer:
             out.append((n, claim, pods))
         return out
 
+    def eventual(self, obs: Observation, name: str) -> candidates.Candidate | None:
+        """Node ``name`` as a drift candidate although its pods block voluntary disruption: its
+        NodeClaim has a ``terminationGracePeriod``, which bounds the drain (Karpenter's eventual
+        disruption class); None when it is not one for any other reason."""
+        row = self.table.rows.get(name)
+        if row is None or row.claim is None or row.claim.spec.termination_grace_period is None:
+            return None
+        if obs.why_not.get(name) == NOMINATED or name in obs.nominated:
+            return None
+        pool = obs.pools.get(row.pool_name)
+        c = candidates.candidate(row.node, row.claim, pool, row.pods, (), obs.now, eventual=True)
+        return c if isinstance(c, candidates.Candidate) else None
+
+    def held_pods(self, c: candidates.Candidate, now: float) -> frozenset[str]:
+        """The pods of an eventual candidate no eviction moves now: no capacity is planned for them."""
+        pdbs = self._pdbs()  # with the disruptions each allows now (read only for such candidates)
+        return frozenset(p.key for p in c.pods if not p.is_terminal and (
+            p.protected(now) or candidates.blocking_pdb(p, pdbs) is not None))
+
     def _pdbs(self) -> list[candidates.Pdb]:
         """The PodDisruptionBudgets as kube-controller-manager keeps their ``status`` (Karpenter's
         ``pdb.NewLimits``: ``status.disruptionsAllowed``, 0 while the controller has not written it):

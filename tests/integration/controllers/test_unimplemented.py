@@ -15,30 +15,32 @@ def _events(w: b.World, name: str) -> list[str]:
     return [e["message"] for e in w.events("Unimplemented", name)]
 
 
-def _aks(name: str, **spec: object) -> dict[str, object]:
-    return {"apiVersion": "karpenter.azure.com/v1beta1", "kind": "AKSNodeClass", "metadata": {"name": name},
-            "spec": dict(spec)}
+def _ec2(name: str, rate: int) -> dict[str, object]:
+    nc = b.nodeclass_manifest(name)
+    nc["spec"]["blockDeviceMappings"] = [{"deviceName": "/dev/xvda", "rootVolume": True,
+                                          "ebs": {"volumeSize": "20Gi", "volumeInitializationRate": rate}}]
+    return nc
 
 
 def test_an_unimplemented_field_gets_one_warning_event_per_generation(caplog: pytest.LogCaptureFixture) -> None:
     w = b.make_world()
+    field = "spec.blockDeviceMappings[].ebs.volumeInitializationRate"
     with caplog.at_level(logging.WARNING, logger="karpy.unimplemented"):
-        w.cluster.create(_aks("streaming", artifactStreaming={"mode": "Enabled"}))
+        w.cluster.create(_ec2("fast", 200))
         w.run_for(1.0)
-    (message,) = _events(w, "streaming")
-    assert message.startswith("AKSNodeClass streaming: spec.artifactStreaming is accepted but " + unimplemented.MESSAGE)
-    assert any("spec.artifactStreaming" in r.getMessage() and unimplemented.MESSAGE in r.getMessage()
-               for r in caplog.records)
-    obj = w.cluster.get("AKSNodeClass", "streaming")
+    (message,) = _events(w, "fast")
+    assert message.startswith(f"EC2NodeClass fast: {field} is accepted but " + unimplemented.MESSAGE)
+    assert any(field in r.getMessage() and unimplemented.MESSAGE in r.getMessage() for r in caplog.records)
+    obj = w.cluster.get("EC2NodeClass", "fast")
     obj["metadata"].setdefault("labels", {})["team"] = "a"  # no new generation: no new event
     w.cluster.update(obj)
     w.run_for(60.0)
-    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "streaming")) == 1
-    obj = w.cluster.get("AKSNodeClass", "streaming")
-    obj["spec"]["artifactStreaming"] = {"mode": "Disabled"}
+    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "fast")) == 1
+    obj = w.cluster.get("EC2NodeClass", "fast")
+    obj["spec"]["blockDeviceMappings"][0]["ebs"]["volumeInitializationRate"] = 300
     w.cluster.update(obj)
     w.run_for(1.0)
-    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "streaming")) == 2
+    assert sum(e.get("count", 1) for e in w.events("Unimplemented", "fast")) == 2
 
 
 def test_a_static_nodepool_gets_no_unimplemented_event_now_that_karpy_implements_it() -> None:
