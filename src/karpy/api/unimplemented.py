@@ -51,7 +51,6 @@ FIELDS: tuple[Field, ...] = (
           "the EBS volume initialization rate of volumes made from snapshots"),
     Field("AKSNodeClass", "spec.kubelet.failSwapOn", "the kubelet's failSwapOn"),
     Field("KWOKNodeClass", "spec.nodeRegistrationDelay", "how long a KWOK node takes to register"),
-    Field("Pod", "spec.resourceClaims", "dynamic resource allocation (DRA) claims in scheduling"),
     *(Field("Pod", _AFFINITY.format(term, when, inner, key),
             f"the pod's own values of these label keys {verb} the term's selector ({term})")
       for term in ("podAffinity", "podAntiAffinity")
