@@ -32,8 +32,6 @@ _AFFINITY = "spec.affinity.{}.{}DuringSchedulingIgnoredDuringExecution[].{}{}"
 
 FIELDS: tuple[Field, ...] = (
     Field("NodePool", "spec.replicas", "static NodePools: Karpenter keeps this many nodes whatever the pods"),
-    Field("EC2NodeClass", "spec.capacityReservationSelectorTerms",
-          "launches into On-Demand Capacity Reservations (capacity type reserved)"),
     Field("EC2NodeClass", "spec.networkInterfaces", "custom network interfaces (EFA, network cards) in the launch"),
     Field("EC2NodeClass", "spec.placementGroupSelector", "launches into a placement group"),
     Field("EC2NodeClass", "spec.ipPrefixCount", "IPv4 prefixes delegated to the primary interface (max pods)"),
