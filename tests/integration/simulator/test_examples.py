@@ -37,7 +37,7 @@ def karpy_nodes(result: engine.Result) -> list[dict[str, Any]]:
 
 def test_every_example_loads_without_errors() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
-    assert names == ["aks-nap", "commitments-ri", "compare-eks",
+    assert names == ["aks-nap", "capacity-reservation", "commitments-ri", "compare-eks", "dra-pending",
                      "eks-scale-out-v1alpha5", "insufficient-capacity", "spot-interruption",
                      "topology-spread", "whatif-source"]
     for name in names:
@@ -112,3 +112,12 @@ def test_the_whatif_source_example_leaves_underused_nodes_for_consolidation_to_f
     expect_all_running(pods_of(result, "web"), 4)
     assert len(karpy_nodes(result)) == 3  # consolidateAfter 10m: nothing consolidated by 6m
     assert not [e for e in result.events if e["reason"] == "DisruptionTerminating"]
+
+
+def test_the_dra_example_leaves_only_the_claiming_pods_pending_with_karpenters_reason() -> None:
+    result = run("dra-pending")
+    expect_all_running(pods_of(result, "web"), 3)
+    trainers = [p for p in result.objects["pods"] if p["metadata"]["name"].startswith("trainer-")]
+    assert len(trainers) == 2 and all(p["status"].get("phase") == "Pending" for p in trainers)
+    failed = [e for e in result.events if e.get("reason") == "FailedScheduling" and e.get("source") == "karpenter"]
+    assert failed and all("Dynamic Resource Allocation" in e["message"] for e in failed)

@@ -8,7 +8,7 @@ based on IgnoreDRARequests flag value"; ``pkg/utils/pod.HasDRARequirements`` for
 
 from __future__ import annotations
 
-from karpy.provisioning import dra
+from karpy.provisioning import dra, scheduler
 
 from . import builders as b
 
@@ -70,7 +70,7 @@ def test_a_dra_daemonset_pod_is_left_out_of_the_daemon_overhead_of_new_nodes() -
 def test_the_refusal_can_say_that_karpy_allocates_no_devices() -> None:
     p = b.make_pod("gpu", resourceClaims=CLAIM)
     pool = b.make_nodepool()
-    res = b.scheduler.Scheduler([pool], {pool.name: b.small_catalog()}, dra_explanation=dra.NOT_ALLOCATED).solve([p])
+    res = scheduler.Scheduler([pool], {pool.name: b.small_catalog()}, dra_explanation=dra.NOT_ALLOCATED).solve([p])
     assert res.errors == {p.key: dra.NOT_ALLOCATED}
     assert dra.is_dra_error(dra.NOT_ALLOCATED) and dra.is_dra_error(dra.MESSAGE)
 
