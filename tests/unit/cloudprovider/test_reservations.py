@@ -134,3 +134,27 @@ def test_the_ec2nodeclass_reads_its_terms_and_they_do_not_change_its_drift_hash(
 def test_a_term_with_an_unknown_match_criteria_is_an_error_naming_the_field() -> None:
     with pytest.raises(api_errors.ValidationError, match="instanceMatchCriteria"):
         cr.Term.parse(fields.Fields({"instanceMatchCriteria": "closed"}, "EC2NodeClass default"))
+
+
+def _req(key: str, op: str, *values: str) -> Any:
+    from karpy.api import selectors
+    return selectors.NodeSelectorRequirement(key, op, tuple(values))
+
+
+def test_a_launch_honours_requirements_on_the_reservation_labels() -> None:
+    """Karpenter's reserved offerings carry the reservation id and type as requirements: a NodeClaim asking
+    for capacity blocks only matches their offerings (an on-demand offering lacks the label)."""
+    from karpy.cloudprovider.fake import capacity
+    block = _res("cr-2", kind=cr.TYPE_CAPACITY_BLOCK, end=T0 + 7200)
+    types = reservations.with_reserved_offerings([_type()], [_res(), block], _avail(cr_1=1, cr_2=1), T0)
+    defined = frozenset({"node.kubernetes.io/instance-type"})
+
+    def offered(*reqs: Any) -> set[tuple[str, str]]:
+        return {(c.offering.capacity_type, c.offering.reservation_id)
+                for c in capacity.candidates(types, list(reqs), {}, "us-east-1", defined)}
+
+    assert offered(_req(cr.LABEL_TYPE, "In", "capacity-block")) == {("reserved", "cr-2")}
+    assert offered(_req(cr.LABEL_ID, "In", "cr-1")) == {("reserved", "cr-1")}
+    assert ("on-demand", "") in offered(_req(cr.LABEL_TYPE, "NotIn", "capacity-block"))
+    assert ("reserved", "cr-2") not in offered(_req(cr.LABEL_TYPE, "NotIn", "capacity-block"))
+    assert offered() == {("on-demand", ""), ("spot", ""), ("reserved", "cr-1"), ("reserved", "cr-2")}
