@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from karpy.cloudprovider import interface as cp_interface
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, runtime, state, termination
     from karpy.controllers import static_capacity as static_capacity_mod
+    from karpy.controllers import reservation_expiration as reservation_expiration_mod
     from karpy.controllers import unimplemented as unimplemented_mod
     from karpy.disruption import controller as disruption_controller
     from karpy.kube import events, interface
@@ -47,6 +48,7 @@ class Controllers:
     disruption: disruption_controller.DisruptionController | None = None
     unimplemented: unimplemented_mod.Unimplemented | None = None
     static_capacity: static_capacity_mod.StaticCapacity | None = None
+    reservation_expiration: reservation_expiration_mod.ReservationExpiration | None = None
 
 
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
@@ -131,6 +133,9 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     from karpy.controllers import nodepool_hash, registration_health
 
     nodepool_hash.register(manager, cluster)
+    from karpy.controllers import reservation_expiration
+
+    built.reservation_expiration = reservation_expiration.register(manager, cluster, cluster_state, cloud)
     built.lifecycle.on_liveness_failure = registration_health.register(manager, cluster, clock).failed
     if settings.feature_gate("StaticCapacity"):
         from karpy.controllers import static_capacity

@@ -146,9 +146,6 @@ class Settings:
         for gate, why in UNIMPLEMENTED_GATES.items():
             if self.feature_gate(gate):
                 out.append(f"feature gate {gate}=true: {unimpl.MESSAGE} ({why})")
-        if not self.feature_gate("ReservedCapacity"):
-            out.append(f"feature gate ReservedCapacity=false: {unimpl.MESSAGE} (karpy launches no reserved "
-                       "capacity either way: capacityReservationSelectorTerms are not implemented)")
         return out
 
     @classmethod
@@ -285,7 +282,7 @@ _UNIMPLEMENTED: dict[str, str] = {
     "disableControllerWarmup": "controller warm-up is a controller-runtime feature",
     "memoryLimit": "the Go garbage collector's soft limit",
     "cpuRequests": "Go's GOMAXPROCS",
-    "ignoreDRARequests": "pods' DRA requests are always ignored in scheduling",
+    "ignoreDRARequests": "karpy allocates no DRA devices: pods with resource claims stay pending either way",
     "eksControlPlane": "EKS control-plane specific behaviour",
     "enableZonalShift": "ARC zonal shifts are not read",
     "amiRefreshInterval": "AMIs are re-resolved on karpy's own schedule",

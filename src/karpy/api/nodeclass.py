@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import aksnodeclass, fields, kubeletconfig, meta, nodeclaim, quantity, selectors
+from karpy.api import aksnodeclass, capacityreservation, fields, kubeletconfig, meta, nodeclaim, quantity, selectors
 
 EC2_API_VERSION = "karpenter.k8s.aws/v1"
 EC2_KIND = "EC2NodeClass"
@@ -263,6 +263,7 @@ class EC2NodeClass:
     ami_selector_terms: tuple[SelectorTerm, ...] = ()
     subnet_selector_terms: tuple[SelectorTerm, ...] = ()
     security_group_selector_terms: tuple[SelectorTerm, ...] = ()
+    capacity_reservation_selector_terms: tuple[capacityreservation.Term, ...] = ()
     role: str | None = None
     instance_profile: str | None = None
     block_device_mappings: tuple[BlockDeviceMapping, ...] = ()
@@ -302,6 +303,8 @@ class EC2NodeClass:
             security_group_selector_terms=tuple(
                 SelectorTerm.parse(t) for t in spec.items("securityGroupSelectorTerms")
             ),
+            capacity_reservation_selector_terms=tuple(
+                capacityreservation.Term.parse(t) for t in spec.items("capacityReservationSelectorTerms")),
             role=spec.str("role"),
             instance_profile=spec.str("instanceProfile"),
             block_device_mappings=tuple(
@@ -327,6 +330,8 @@ class EC2NodeClass:
             spec["associatePublicIPAddress"] = self.associate_public_ip_address
         if self.block_device_mappings:
             spec["blockDeviceMappings"] = [b.to_dict() for b in self.block_device_mappings]
+        if self.capacity_reservation_selector_terms:
+            spec["capacityReservationSelectorTerms"] = [t.to_dict() for t in self.capacity_reservation_selector_terms]
         if self.context is not None:
             spec["context"] = self.context
         if self.detailed_monitoring is not None:
@@ -360,7 +365,7 @@ class EC2NodeClass:
         """Hash of the static drift fields. Selector terms, ``role`` and ``instanceProfile`` are
         excluded: subnets, security groups and AMIs drift dynamically (by what they resolve to)."""
         spec = self.spec_dict()
-        for key in ("amiSelectorTerms", "subnetSelectorTerms", "securityGroupSelectorTerms", "role",
-                    "instanceProfile"):
+        for key in ("amiSelectorTerms", "subnetSelectorTerms", "securityGroupSelectorTerms",
+                    "capacityReservationSelectorTerms", "role", "instanceProfile"):
             spec.pop(key, None)
         return stable_hash(spec)

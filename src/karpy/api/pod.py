@@ -128,6 +128,8 @@ class Pod:
     termination_grace_period_seconds: int | None = None
     resources: podspec.PodResources | None = None
     """Pod-level requests and limits (``spec.resources``)."""
+    resource_claims: tuple[podspec.PodResourceClaim, ...] = ()
+    """``spec.resourceClaims``: Dynamic Resource Allocation claims (:mod:`karpy.provisioning.dra`)."""
     start_time: float | None = None
     """``status.startTime``: when the kubelet accepted the pod (epoch seconds)."""
     _requests: quantity.ResourceList | None = field(default=None, init=False, repr=False, compare=False)
@@ -318,7 +320,7 @@ class Pod:
                       self.topology_spread_constraints, self.volumes, self.preemption_policy,
                       changes.get("phase", self.phase), changes.get("conditions", self.conditions),
                       self.restart_policy, self.host_network, self.termination_grace_period_seconds,
-                      self.resources, changes.get("start_time", self.start_time))
+                      self.resources, self.resource_claims, changes.get("start_time", self.start_time))
         else:
             new = dataclasses.replace(self, **changes)
         if not changes.keys() & pod_cache.SPEC_FIELD_SET:
@@ -407,6 +409,7 @@ class Pod:
             host_network=host_network,
             termination_grace_period_seconds=spec.int("terminationGracePeriodSeconds"),
             resources=podspec.PodResources.parse(spec.sub("resources")) if spec.has("resources") else None,
+            resource_claims=tuple(podspec.PodResourceClaim.parse(c) for c in spec.items("resourceClaims")),
         )
         pod_cache.remember_spec(pod_cache.spec_key(spec.data), parsed)
         return cls(metadata=metadata, node_name=node_name, phase=phase, conditions=conditions, start_time=start_time,
@@ -454,6 +457,8 @@ class Pod:
             spec["terminationGracePeriodSeconds"] = self.termination_grace_period_seconds
         if self.resources is not None:
             spec["resources"] = self.resources.to_dict()
+        if self.resource_claims:
+            spec["resourceClaims"] = [c.to_dict() for c in self.resource_claims]
         return spec
 
     def to_manifest(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ SPEC_CACHE_SIZE = 4096
 SPEC_FIELDS = ("scheduler_name", "priority", "priority_class_name", "containers", "init_containers", "overhead",
                "node_selector", "node_affinity", "pod_affinity", "pod_anti_affinity", "tolerations",
                "topology_spread_constraints", "volumes", "preemption_policy", "restart_policy", "host_network",
-               "termination_grace_period_seconds", "resources")
+               "termination_grace_period_seconds", "resources", "resource_claims")
 """The :class:`karpy.api.pod.Pod` fields read from the spec, but ``node_name``."""
 SPEC_FIELD_SET = frozenset(SPEC_FIELDS)
 

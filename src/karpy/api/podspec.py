@@ -129,6 +129,28 @@ class PodResources:
 
 
 @dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """One ``spec.resourceClaims`` entry: a DRA claim by name, from a ResourceClaim or a template."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+    @staticmethod
+    def parse(f: fields.Fields) -> PodResourceClaim:
+        return PodResourceClaim(name=f.req_str("name"), resource_claim_name=f.str("resourceClaimName"),
+                                resource_claim_template_name=f.str("resourceClaimTemplateName"))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.resource_claim_name is not None:
+            out["resourceClaimName"] = self.resource_claim_name
+        if self.resource_claim_template_name is not None:
+            out["resourceClaimTemplateName"] = self.resource_claim_template_name
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Container:
     """A container or init container. ``restart_policy == "Always"`` on an init container makes it a
     native sidecar. ``requests`` already include limits defaulted into missing requests."""
@@ -139,6 +161,8 @@ class Container:
     limits: quantity.ResourceList = field(default_factory=dict)
     ports: tuple[ContainerPort, ...] = ()
     restart_policy: str | None = None
+    claims: tuple[str, ...] = ()
+    """``resources.claims[].name``: the pod's DRA claims (``spec.resourceClaims``) this container uses."""
 
     @staticmethod
     def parse(f: fields.Fields, *, host_network: bool = False) -> Container:
@@ -155,6 +179,7 @@ class Container:
             limits=limits,
             ports=tuple(ContainerPort.parse(p, host_network=host_network) for p in f.items("ports")),
             restart_policy=f.str("restartPolicy"),
+            claims=tuple(c.req_str("name") for c in res.items("claims")),
         )
 
     @property
@@ -170,6 +195,8 @@ class Container:
             resources["requests"] = quantity.format_list(self.requests)
         if self.limits:
             resources["limits"] = quantity.format_list(self.limits)
+        if self.claims:
+            resources["claims"] = [{"name": n} for n in self.claims]
         out["resources"] = resources
         if self.ports:
             out["ports"] = [p.to_dict() for p in self.ports]

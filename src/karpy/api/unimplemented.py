@@ -31,8 +31,6 @@ class Field(NamedTuple):
 _AFFINITY = "spec.affinity.{}.{}DuringSchedulingIgnoredDuringExecution[].{}{}"
 
 FIELDS: tuple[Field, ...] = (
-    Field("EC2NodeClass", "spec.capacityReservationSelectorTerms",
-          "launches into On-Demand Capacity Reservations (capacity type reserved)"),
     Field("EC2NodeClass", "spec.networkInterfaces", "custom network interfaces (EFA, network cards) in the launch"),
     Field("EC2NodeClass", "spec.placementGroupSelector", "launches into a placement group"),
     Field("EC2NodeClass", "spec.ipPrefixCount", "IPv4 prefixes delegated to the primary interface (max pods)"),
@@ -43,7 +41,6 @@ FIELDS: tuple[Field, ...] = (
     Field("EC2NodeClass", "spec.blockDeviceMappings[].ebs.volumeInitializationRate",
           "the EBS volume initialization rate of volumes made from snapshots"),
     Field("KWOKNodeClass", "spec.nodeRegistrationDelay", "how long a KWOK node takes to register"),
-    Field("Pod", "spec.resourceClaims", "dynamic resource allocation (DRA) claims in scheduling"),
     *(Field("Pod", _AFFINITY.format(term, when, inner, key),
             f"the pod's own values of these label keys {verb} the term's selector ({term})")
       for term in ("podAffinity", "podAntiAffinity")

@@ -33,6 +33,12 @@ class Offering:
     price: float
     """US dollars per hour."""
     available: bool = True
+    reservation_id: str = ""
+    """A ``reserved`` offering's capacity reservation (``cr-...``); ``""`` for spot and on-demand."""
+    reservation_type: str = ""
+    """``default`` or ``capacity-block`` (reserved offerings only)."""
+    reservation_capacity: int = 0
+    """Instances the reservation can still take (reserved offerings only)."""
 
 
 @dataclass(frozen=True, slots=True)

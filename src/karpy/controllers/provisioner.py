@@ -60,7 +60,7 @@ from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import nodelabels, policies, results, reuse, scheduler
+from karpy.provisioning import dra, nodelabels, policies, results, reuse, scheduler
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
@@ -300,8 +300,10 @@ class Provisioner:
         start = clock_mod.perf_counter()
         if self.settings.preference_policy == policies.IGNORE:
             pods = [policies.without_preferences(p) for p in pods]
+        dra_why = dra.MESSAGE if self.settings.ignore_dra_requests else dra.NOT_ALLOCATED
         res = scheduler.Scheduler(pools, types, existing, self.state.daemonset_pods(), usage,
-                                  cache=self.scheduling_cache, namespaces=self.state.namespaces.index()).solve(pods)
+                                  cache=self.scheduling_cache, namespaces=self.state.namespaces.index(),
+                                  dra_explanation=dra_why).solve(pods)
         self.relaxed_claims = set()
         if self.settings.min_values_policy == policies.BEST_EFFORT and res.errors and \
                 any(policies.has_min_values(p) for p in pools):
@@ -309,7 +311,8 @@ class Provisioner:
             for relaxed in ([policies.lower_min_values(p, types.get(p.name, ())) for p in pools],
                             [policies.relax_min_values(p) for p in pools]):
                 again = scheduler.Scheduler(relaxed, types, existing, self.state.daemonset_pods(), usage,
-                                            namespaces=self.state.namespaces.index()).solve(pods)
+                                            namespaces=self.state.namespaces.index(),
+                                            dra_explanation=dra_why).solve(pods)
                 if len(again.errors) < len(res.errors):
                     res = again
                     self.relaxed_claims = {id(c) for c in res.new_claims
@@ -380,6 +383,8 @@ class Provisioner:
                 self._pod_event(p.key, events.NORMAL, REASON_NOMINATED, message)
         skipped = nodeclass_status.describe_skipped(self.skipped_pools)
         for key, explanation in sorted(res.errors.items()):
+            if dra.is_dra_error(explanation):  # Karpenter logs these at info, not as scheduling errors
+                log.info(dra.LOG_MESSAGE, extra=logs.fields(NAME, Pod=key))
             self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING,
                             f"Failed to schedule pod, {explanation}{skipped}")
         return res

@@ -54,8 +54,8 @@ class Unimplemented:
         if event == interface.DELETED:
             self._warned.pop((kind, namespace, name), None)
             return ()
-        if kind == "Pod" and not (obj.get("spec") or {}).get("resourceClaims"):
-            return ()  # the common case, decided without a key
+        if kind == "Pod" and not (obj.get("spec") or {}).get("affinity"):
+            return ()  # the common case, decided without a key: a Pod's listed fields are all affinity terms
         if kind not in unimplemented.KINDS and not unimplemented.set_fields(kind, obj):
             return ()
         return (f"{kind}|{namespace}|{name}",)

@@ -34,7 +34,18 @@ from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import claims, daemons, explain, grouping_paths, packer, podgroups, results, reuse, templates
+from karpy.provisioning import (
+    claims,
+    daemons,
+    dra,
+    explain,
+    grouping_paths,
+    packer,
+    podgroups,
+    results,
+    reuse,
+    templates,
+)
 from karpy.provisioning import placement as placement_mod
 from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirement, topology
@@ -61,25 +72,32 @@ class Scheduler:
         *,
         cache: reuse.SchedulingCache | None = None,
         namespaces: ns_mod.NamespaceIndex | None = None,
+        dra_explanation: str = dra.MESSAGE,
     ) -> None:
         """``daemonsets`` are the DaemonSets' template pods; ``usage`` is each NodePool's
         launched-plus-in-flight capacity, counted against its limits. ``cache``: what the caller
         keeps between runs (:mod:`reuse`); the results are the same with or without it.
         ``namespaces``: the cluster's Namespaces and their labels, which a pod affinity term's
         ``namespaceSelector`` selects from (none known: such a selector selects only its listed
-        ``namespaces``)."""
+        ``namespaces``). Pods with DRA requirements are refused with ``dra_explanation``
+        (:mod:`karpy.provisioning.dra`)."""
         self.nodepools = list(nodepools)
         self.instance_types = dict(instance_types or {})
         self.existing = list(existing)
-        self.daemon_pods = list(daemonsets)
+        self.daemon_pods = dra.split(daemonsets)[0]  # Karpenter leaves DRA daemons out of the overhead
         self.usage = dict(usage or {})
         self.cache = cache
         self.namespaces = namespaces if namespaces is not None else ns_mod.EMPTY
+        self.dra_explanation = dra_explanation
 
     def solve(self, pods: Sequence[pod_mod.Pod]) -> results.Results:
         cache = self.cache
-        groups = podgroups.group_pods(pods, cache.pod_signatures if cache is not None else None, self.namespaces)
         out = results.Results()
+        pods, claiming = dra.split(pods)
+        for p in claiming:  # Karpenter's DRAError: refused, never relaxed
+            out.errors[p.key] = self.dra_explanation
+            out.unschedulable.append(p)
+        groups = podgroups.group_pods(pods, cache.pod_signatures if cache is not None else None, self.namespaces)
         if not groups:
             return out
         dims = _dims(groups, self.daemon_pods, self.existing)

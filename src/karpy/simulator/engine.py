@@ -27,6 +27,7 @@ recorded in ``Result.notes``, never raised.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import random
@@ -38,6 +39,7 @@ from karpy.api import duration, labels, nodeclass, nodepool
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider.azure import nap
 from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.cloudprovider.fake import reservations as fake_reservations
 from karpy.controllers import runtime
 from karpy.kube import errors, interface, memory
 from karpy.observability import logs
@@ -155,7 +157,11 @@ class Simulation:
         self.cloud = fake_provider.SimulatedCloud(
             self.clock, random.Random(seeds[1]), catalog=scn.cloud.catalog,
             region=scn.cloud.region, zones=scn.cloud.zones or None, cluster_name=scn.cluster_name,
-            node_classes=self._node_class, commitments=scn.cloud.commitments or scn.settings.commitments)
+            node_classes=self._node_class, commitments=scn.cloud.commitments or scn.settings.commitments,
+            reservations=fake_reservations.SimulatedReservations(
+                [dataclasses.replace(r, end_time=None if r.end_time is None else self.start + r.end_time)
+                 for r in scn.cloud.capacity_reservations],
+                enabled=scn.settings.feature_gate("ReservedCapacity")))
         self.kubelet = kubelet.SimulatedKubelet(
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in

@@ -47,10 +47,11 @@ from typing import Any
 import yaml
 
 from karpy import settings as settings_mod
-from karpy.api import duration, errors, fields, labels, manifest, strict
+from karpy.api import capacityreservation, duration, errors, fields, labels, manifest, strict
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import interface as cloud_interface
+from karpy.cloudprovider.fake import reservations as fake_reservations
 from karpy.simulator import faultspec, scenario_schema
 from karpy.simulator import limits as limits_mod
 
@@ -152,6 +153,9 @@ class Cloud:
     provider's image lookups."""
     nap_mode: bool = False
     """``napMode`` (azure only): AKS Node Auto-Provisioning's own NodePools and AKSNodeClasses exist."""
+    capacity_reservations: tuple[capacityreservation.Reservation, ...] = ()
+    """``capacityReservations`` (aws only): ODCRs and capacity blocks EC2NodeClasses may select; end times
+    are seconds after the start (:func:`karpy.cloudprovider.fake.reservations.parse`)."""
 
     @property
     def catalog(self) -> str:
@@ -399,8 +403,12 @@ def _read_cloud(f: fields.Fields) -> Cloud:
     nap_mode = bool(f.bool("napMode"))
     if nap_mode and PROVIDERS[provider] != "azure":
         raise f.fail("napMode", "napMode only with provider azure (AKS Node Auto-Provisioning)", provider)
+    reservations = fake_reservations.parse(list(f.items("capacityReservations")), 0.0)
+    if reservations and PROVIDERS[provider] != "aws":
+        raise f.fail("capacityReservations", "capacity reservations only with provider aws", provider)
     return Cloud(provider=provider, region=region, zones=zones, commitments=commitments, endpoint_url=endpoint,
-                 kubernetes_version=f.str("kubernetesVersion"), nap_mode=nap_mode)
+                 kubernetes_version=f.str("kubernetesVersion"), nap_mode=nap_mode,
+                 capacity_reservations=reservations)
 
 
 class _Known:

@@ -37,7 +37,8 @@ def karpy_nodes(result: engine.Result) -> list[dict[str, Any]]:
 
 def test_every_example_loads_without_errors() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
-    assert names == ["aks-nap", "balanced-consolidation", "commitments-ri", "compare-eks",
+    assert names == ["aks-nap", "balanced-consolidation", "capacity-reservation", "commitments-ri", "compare-eks",
+                     "dra-pending",
                      "eks-scale-out-v1alpha5", "insufficient-capacity", "spot-interruption",
                      "static-capacity", "topology-spread", "whatif-source"]
     for name in names:
@@ -134,3 +135,12 @@ def test_the_balanced_example_replaces_the_eager_node_and_keeps_the_balanced_one
     assert types == {"eager": "m6i.2xlarge", "balanced": "r6i.2xlarge"}
     moves = result.metrics["karpenter"]["karpenter_consolidation_moves_total"]
     assert {r["labels"]["decision"] for r in moves} == {"rejected"}
+
+
+def test_the_dra_example_leaves_only_the_claiming_pods_pending_with_karpenters_reason() -> None:
+    result = run("dra-pending")
+    expect_all_running(pods_of(result, "web"), 3)
+    trainers = [p for p in result.objects["pods"] if p["metadata"]["name"].startswith("trainer-")]
+    assert len(trainers) == 2 and all(p["status"].get("phase") == "Pending" for p in trainers)
+    failed = [e for e in result.events if e.get("reason") == "FailedScheduling" and e.get("source") == "karpenter"]
+    assert failed and all("Dynamic Resource Allocation" in e["message"] for e in failed)

@@ -85,7 +85,8 @@ def build(settings: settings_mod.Settings, clock: clock_mod.Clock, cluster: kube
             None if callable(getattr(cluster, "server_version", None)) else eks.get("version"))),
         cluster_endpoint=endpoint or str(eks.get("endpoint") or ""),
         ca_bundle=ca_bundle or str((eks.get("certificateAuthority") or {}).get("data") or ""),
-        vm_memory_overhead_percent=settings.vm_memory_overhead_percent)
+        vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
+        reserved_capacity=settings.feature_gate("ReservedCapacity"))
     if settings.interruption_queue:
         prov.queue = interruption.SQSQueue(sess, settings.interruption_queue, clock, prov.ice,
                                            wait_seconds=int(options.get("queue_wait_seconds", 20)))

@@ -49,6 +49,9 @@ class Request:
     templates: tuple[tuple[str, tuple[Override, ...]], ...]
     """(launch template name, its overrides cheapest first)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    target_capacity_type: str = ""
+    """``DefaultTargetCapacityType`` when not the capacity type's own (a reserved launch: ``on-demand`` or
+    ``capacity-block``, :func:`karpy.cloudprovider.aws.reservations.fleet_capacity_type`)."""
 
     def key(self) -> str:
         return json.dumps([self.capacity_type, [[n, [[o.instance_type, o.subnet_id, o.price] for o in ovs]]
@@ -85,16 +88,17 @@ def params(req: Request, count: int, extra_tags: Mapping[str, str] | None = None
         configs.append({"LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
                         "Overrides": items})
     spot = req.capacity_type == labels.CAPACITY_TYPE_SPOT
+    target = req.target_capacity_type or ("spot" if spot else "on-demand")
     p: dict[str, Any] = {
         "Type": "instant",
         "LaunchTemplateConfigs": configs,
         "TargetCapacitySpecification": {"TotalTargetCapacity": count,
-                                        "DefaultTargetCapacityType": "spot" if spot else "on-demand"},
+                                        "DefaultTargetCapacityType": target},
         "TagSpecifications": [{"ResourceType": rt, "Tags": tags} for rt in ("instance", "volume", "fleet")],
     }
     if spot:
         p["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-    else:
+    elif target != "capacity-block":  # a capacity block takes no on-demand options
         p["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
     return p
 
@@ -178,7 +182,8 @@ class Fleet:
             subnet = str(ov.get("SubnetId") or "")
             known = subnets.get(subnet)
             lifecycle = str(inst.get("Lifecycle") or req.capacity_type)
-            ct = labels.CAPACITY_TYPE_SPOT if lifecycle == "spot" else labels.CAPACITY_TYPE_ON_DEMAND
+            ct = labels.CAPACITY_TYPE_SPOT if lifecycle == "spot" else labels.CAPACITY_TYPE_RESERVED \
+                if req.capacity_type == labels.CAPACITY_TYPE_RESERVED else labels.CAPACITY_TYPE_ON_DEMAND
             for iid in inst.get("InstanceIds") or ():
                 launched.append(Launched(
                     instance_id=str(iid), instance_type=str(inst.get("InstanceType") or ov.get("InstanceType") or ""),

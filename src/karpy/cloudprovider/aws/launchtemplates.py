@@ -60,6 +60,8 @@ class Config:
     associate_public_ip_address: bool | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     ami_family: str = "AL2023"
+    reservation_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Capacity reservation targeting (:func:`karpy.cloudprovider.aws.reservations.launch_template_fields`)."""
 
 
 def default_block_devices(family: str) -> tuple[nodeclass.BlockDeviceMapping, ...]:
@@ -112,6 +114,7 @@ def template_data(c: Config) -> dict[str, Any]:
                                       "Groups": list(c.security_group_ids)}]
     else:
         data["SecurityGroupIds"] = list(c.security_group_ids)
+    data.update(c.reservation_fields)
     return data
 
 

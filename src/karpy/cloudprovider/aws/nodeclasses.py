@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as clock_mod
+from karpy.api import capacityreservation as cr
 from karpy.api import errors as api_errors
 from karpy.api import nodeclass
 from karpy.cloudprovider import errors, interface
 from karpy.cloudprovider.aws import amis, instanceprofile, selectors, session
+from karpy.cloudprovider.aws import reservations as aws_reservations
 
 CACHE_SECONDS = 60.0
 
@@ -33,6 +35,9 @@ class Resolved:
     instance_profile: str
     conditions: tuple[dict[str, Any], ...]
     """Karpenter's sub-conditions, then ``Ready``."""
+    reservations: tuple[cr.Reservation, ...] = ()
+    """The capacity reservations ``capacityReservationSelectorTerms`` select (:mod:`.reservations`)."""
+    resolved_at: float = 0.0
 
     @property
     def ready(self) -> bool:
@@ -52,6 +57,8 @@ class Resolved:
             out["amis"] = [i.to_status() for i in self.images]
         if self.instance_profile:
             out["instanceProfile"] = self.instance_profile
+        if self.reservations:
+            out["capacityReservations"] = [r.status(self.resolved_at) for r in self.reservations]
         out["conditions"] = [dict(c) for c in self.conditions]
         return out
 
@@ -63,8 +70,9 @@ def _condition(type_: str, ok: bool, reason_bad: str, message: str) -> dict[str,
 
 class Resolver:
     def __init__(self, sess: session.Session, clock: clock_mod.Clock, *, cluster_name: str,
-                 kubernetes_version: str) -> None:
+                 kubernetes_version: str, reservations: aws_reservations.Reservations | None = None) -> None:
         self.session = sess
+        self.reservations = reservations
         self.clock = clock
         self.cluster_name = cluster_name
         self.kubernetes_version = kubernetes_version
@@ -115,13 +123,24 @@ class Resolver:
             _condition("InstanceProfileReady", bool(profile), "InstanceProfileNotFound",
                        profile_problem or "no instance profile"),
         ]
+        found: list[cr.Reservation] = []
+        if self.reservations is not None and self.reservations.enabled and nc.capacity_reservation_selector_terms:
+            problem = ""
+            try:
+                found = self.reservations.list(nc.capacity_reservation_selector_terms)
+            except session.AWSError as exc:
+                if exc.retryable:
+                    raise
+                problem = exc.message
+            conditions.insert(0, _condition("CapacityReservationsReady", not problem,
+                                            "CapacityReservationsNotFound", problem))
         failing = [c for c in conditions if c["status"] != "True"]
         if failing:
             ready = interface.ready_condition(False, failing[0]["reason"],
                                               "; ".join(c["message"] for c in failing))
         else:
             ready = interface.ready_condition(True, "Ready")
-        return Resolved(subnets, groups, images, profile, (*conditions, ready))
+        return Resolved(subnets, groups, images, profile, (*conditions, ready), tuple(found), self.clock.now())
 
     def status(self, node_class: dict[str, Any]) -> dict[str, Any]:
         kind = str(node_class.get("kind") or "")

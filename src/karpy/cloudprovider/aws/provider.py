@@ -36,12 +36,14 @@ import dataclasses
 import datetime
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
+from karpy.api import capacityreservation as cr
 from karpy.api import labels, meta, nodeclaim, nodeclass, nodepool
 from karpy.cloudprovider import errors, instancetype, interface, kubelet_overrides
+from karpy.cloudprovider import reservations as reservations_mod
 from karpy.cloudprovider.aws import (
     amis,
     fleet,
@@ -54,6 +56,7 @@ from karpy.cloudprovider.aws import (
     unavailable,
     userdata,
 )
+from karpy.cloudprovider.aws import reservations as aws_reservations
 from karpy.cloudprovider.fake import capacity
 from karpy.kube import errors as kube_errors
 from karpy.kube import interface as kube_interface
@@ -90,7 +93,7 @@ class AWSCloudProvider:
     def __init__(self, sess: session.Session, clock: clock_mod.Clock, cluster: kube_interface.Cluster, *,
                  cluster_name: str, kubernetes_version: str, cluster_endpoint: str = "", ca_bundle: str = "",
                  vm_memory_overhead_percent: float = 0.075, queue: interface.InterruptionQueue | None = None,
-                 ) -> None:
+                 reserved_capacity: bool = True) -> None:
         self.session = sess
         self.clock = clock
         self.cluster = cluster
@@ -104,8 +107,9 @@ class AWSCloudProvider:
         self.prices = pricing.Prices(sess, clock)
         self.catalog = typecatalog.LiveCatalog(sess, clock, self.prices,
                                                vm_memory_overhead_percent=vm_memory_overhead_percent)
+        self.reservations = aws_reservations.Reservations(sess.ec2, clock, enabled=reserved_capacity)
         self.resolver = nodeclasses.Resolver(sess, clock, cluster_name=cluster_name,
-                                             kubernetes_version=kubernetes_version)
+                                             kubernetes_version=kubernetes_version, reservations=self.reservations)
         self.templates = launchtemplates.LaunchTemplates(sess.ec2, cluster_name, clock)
         self.fleet = fleet.Fleet(sess.ec2, self.ice)
         self.on_user_data: Callable[[str, int], None] | None = None
@@ -167,6 +171,9 @@ class AWSCloudProvider:
                                             ephemeral_storage=storage, unavailable=self.ice.snapshot(), names=names)
         if res is not None and res.images:
             types = [t for t in types if amis.image_for(res.images, t.labels) is not None]
+        if res is not None and res.reservations:
+            types = reservations_mod.with_reserved_offerings(types, res.reservations, self.reservations.availability,
+                                                             self.clock.now())
         return types
 
     def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
@@ -200,12 +207,19 @@ class AWSCloudProvider:
                 raise errors.CreateError(
                     f"no offering of any instance type is compatible with NodeClaim {claim.name}'s requirements "
                     "and resource requests", reason="NoCompatibleInstanceTypes")
-            request, by_type = self._request(claim, nc, res, cands)
+            request, by_type, reserved = self._request(claim, nc, res, cands)
             try:
                 launched = self.fleet.launch(request, {TAG_NODECLAIM: claim.name})
             except errors.InsufficientCapacityError as exc:
                 tried.extend(exc.offerings)
+                if request.capacity_type == labels.CAPACITY_TYPE_RESERVED:  # those reservations are full
+                    self.reservations.availability.unavailable(
+                        reserved[(t, z)] for t, z, _ in exc.offerings if (t, z) in reserved)
                 continue
+            if launched.capacity_type == labels.CAPACITY_TYPE_RESERVED:
+                rid = reserved.get((launched.instance_type, launched.zone), "")
+                self.reservations.availability.launched(rid)
+                return self._launched(claim, nc, launched, by_type[launched.instance_type], rid)
             return self._launched(claim, nc, launched, by_type[launched.instance_type])
         raise errors.InsufficientCapacityError(tried)
 
@@ -219,9 +233,13 @@ class AWSCloudProvider:
         return [(c.instance_type.name, c.offering.zone, c.offering.capacity_type) for c in cands]
 
     def _request(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, res: nodeclasses.Resolved,
-                 cands: Sequence[capacity.Candidate]) -> tuple[fleet.Request, dict[str, instancetype.InstanceType]]:
+                 cands: Sequence[capacity.Candidate]
+                 ) -> tuple[fleet.Request, dict[str, instancetype.InstanceType], dict[tuple[str, str], str]]:
+        """The CreateFleet of the preferred capacity type (reserved, spot, on-demand: Karpenter's order), the
+        types by name and, for a reserved launch, each (type, zone)'s reservation id."""
+        reserved = self._reserved(cands)
         spot = [c for c in cands if c.offering.capacity_type == labels.CAPACITY_TYPE_SPOT]
-        chosen = spot or [c for c in cands if c.offering.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND]
+        chosen = reserved or spot or [c for c in cands if c.offering.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND]
         if not chosen:
             chosen = list(cands)
         capacity_type = chosen[0].offering.capacity_type
@@ -232,7 +250,7 @@ class AWSCloudProvider:
         keep = set(type_order[:MAX_INSTANCE_TYPES])
         subnets = selectors.subnet_per_zone(res.subnets)
         by_type = {c.instance_type.name: c.instance_type for c in chosen}
-        groups: dict[tuple[str, int], builtins.list[fleet.Override]] = {}
+        groups: dict[tuple[str, int, str], builtins.list[fleet.Override]] = {}
         for c in chosen:
             it = c.instance_type
             subnet = subnets.get(c.offering.zone)
@@ -242,18 +260,34 @@ class AWSCloudProvider:
             if image is None:
                 continue
             pods = it.capacity.get("pods", 0) // 1000
-            groups.setdefault((image.id, pods), []).append(
+            groups.setdefault((image.id, pods, c.offering.reservation_id), []).append(
                 fleet.Override(it.name, c.offering.zone, subnet.id, c.offering.price, image.id))
         templates = []
-        for (image_id, pods), overrides in sorted(groups.items()):
-            templates.append((self._template(claim, nc, res, image_id, pods), tuple(overrides)))
+        for (image_id, pods, rid), overrides in sorted(groups.items()):  # a reserved launch: one per reservation
+            templates.append((self._template(claim, nc, res, image_id, pods, self.reservations.get(rid)),
+                              tuple(overrides)))
         tags = {**dict(nc.tags), TAG_NODEPOOL: claim.metadata.labels.get(labels.NODEPOOL, ""),
                 TAG_NODECLASS: nc.name, TAG_CLUSTER: self.cluster_name,
                 f"kubernetes.io/cluster/{self.cluster_name}": "owned"}
-        return fleet.Request(capacity_type, tuple(templates), tags), by_type
+        target = aws_reservations.fleet_capacity_type(chosen[0].offering.reservation_type) if reserved else ""
+        ids = {(c.instance_type.name, c.offering.zone): c.offering.reservation_id for c in reserved}
+        return fleet.Request(capacity_type, tuple(templates), tags, target), by_type, ids
+
+    def _reserved(self, cands: Sequence[capacity.Candidate]) -> builtins.list[capacity.Candidate]:
+        """The reserved candidates one CreateFleet can launch: one reservation type (default before
+        capacity-block), one reservation per (type, zone), cheapest first."""
+        mine = [c for c in cands if c.offering.capacity_type == labels.CAPACITY_TYPE_RESERVED]
+        if not mine:
+            return []
+        kind = aws_reservations.one_partition([c.offering.reservation_type for c in mine])
+        out: dict[tuple[str, str], capacity.Candidate] = {}
+        for c in mine:
+            if c.offering.reservation_type == kind:
+                out.setdefault((c.instance_type.name, c.offering.zone), c)
+        return list(out.values())
 
     def _template(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, res: nodeclasses.Resolved,
-                  image_id: str, pods: int) -> str:
+                  image_id: str, pods: int, reservation: cr.Reservation | None = None) -> str:
         family = nc.resolved_ami_family or "AL2023"
         taints = [t.to_dict() for t in (*claim.spec.taints, *claim.spec.startup_taints)]
         node_labels = {k: v for k, v in claim.metadata.labels.items() if not k.startswith("kubernetes.io/")}
@@ -272,16 +306,20 @@ class AWSCloudProvider:
             instance_profile=res.instance_profile, security_group_ids=tuple(g.id for g in res.security_groups),
             block_device_mappings=nc.block_device_mappings, metadata_options=nc.metadata_options,
             detailed_monitoring=bool(nc.detailed_monitoring),
-            associate_public_ip_address=nc.associate_public_ip_address, tags=tags, ami_family=family)
+            associate_public_ip_address=nc.associate_public_ip_address, tags=tags, ami_family=family,
+            reservation_fields=aws_reservations.launch_template_fields(reservation, self.reservations.enabled))
         return self.templates.ensure(config)
 
     def _launched(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, inst: fleet.Launched,
-                  it: instancetype.InstanceType) -> nodeclaim.NodeClaim:
+                  it: instancetype.InstanceType, reservation_id: str = "") -> nodeclaim.NodeClaim:
         with self._lock:
             self._launch_times[inst.instance_id] = self.clock.now()
         md = claim.metadata
         node_labels = {**md.labels, **it.labels, labels.ZONE: inst.zone, labels.REGION: self.region,
                        labels.CAPACITY_TYPE: inst.capacity_type}
+        r = self.reservations.get(reservation_id) if reservation_id else None
+        if r is not None:
+            node_labels.update(r.labels())
         annotations = {**md.annotations, labels.NODECLASS_HASH_AWS: nc.hash()}
         return dataclasses.replace(
             claim, metadata=dataclasses.replace(md, labels=node_labels, annotations=annotations),
@@ -341,6 +379,13 @@ class AWSCloudProvider:
             raise errors.NotOwnedError(f"instance {pid} does not carry karpy's tags for cluster {self.cluster_name} "
                                        f"({TAG_NODEPOOL}, {TAG_NODECLASS}, {TAG_CLUSTER}); refusing to terminate it")
         session.call(self.session.ec2, "terminate_instances", InstanceIds=[inst["InstanceId"]])
+        rid = claim.metadata.labels.get(cr.LABEL_ID) or str(inst.get("CapacityReservationId") or "")
+        if rid:  # its slot is free again
+            self.reservations.availability.terminated(rid)
+
+    def expiring_reservations(self, reservation_ids: Collection[str]) -> set[str]:
+        """Those of ``reservation_ids`` that are expiring capacity blocks (:mod:`.reservations`)."""
+        return self.reservations.expiring(reservation_ids) if self.reservations.enabled else set()
 
     def _claim_of(self, inst: Mapping[str, Any]) -> nodeclaim.NodeClaim:
         tags = _tags(inst)
@@ -352,6 +397,11 @@ class AWSCloudProvider:
                        labels.CAPACITY_TYPE: labels.CAPACITY_TYPE_SPOT if spot else labels.CAPACITY_TYPE_ON_DEMAND}
         if tags.get(TAG_NODEPOOL):
             node_labels[labels.NODEPOOL] = tags[TAG_NODEPOOL]
+        if inst.get("CapacityReservationId") and self.reservations.enabled:  # launched into a reservation
+            node_labels.update({labels.CAPACITY_TYPE: labels.CAPACITY_TYPE_RESERVED,
+                                cr.LABEL_ID: str(inst["CapacityReservationId"]),
+                                cr.LABEL_TYPE: cr.TYPE_CAPACITY_BLOCK if inst.get("InstanceLifecycle") ==
+                                "capacity-block" else cr.TYPE_DEFAULT})
         with self._lock:
             created = self._launch_times.get(iid)
         if created is None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import labels, meta, nodeclaim, nodeclass, quantity, selectors, stored
+from karpy.api import capacityreservation, labels, meta, nodeclaim, nodeclass, quantity, selectors, stored
 from karpy.cloudprovider import errors, instancetype
 from karpy.cloudprovider.azure import images as azure_images
 from karpy.scheduling import requirement
@@ -226,7 +226,9 @@ def matches(reqs: Iterable[selectors.NodeSelectorRequirement], node_labels: Mapp
     return all(requirement_holds(req, node_labels.get(req.key)) for req in reqs if req.key in defined)
 
 
-OFFERING_KEYS = frozenset({labels.ZONE, labels.CAPACITY_TYPE, labels.REGION})
+RESERVATION_KEYS = frozenset({capacityreservation.LABEL_ID, capacityreservation.LABEL_TYPE})
+"""Labels of a reserved offering (:mod:`karpy.cloudprovider.reservations`): always the cloud's to check."""
+OFFERING_KEYS = frozenset({labels.ZONE, labels.CAPACITY_TYPE, labels.REGION}) | RESERVATION_KEYS
 
 
 def defined_keys(types: Iterable[instancetype.InstanceType]) -> frozenset[str]:
@@ -267,7 +269,9 @@ def candidates(types: Sequence[instancetype.InstanceType],
     type_reqs = [r for r in reqs if r.key not in OFFERING_KEYS]
     offering_reqs = [r for r in reqs if r.key in OFFERING_KEYS]
     out: list[Candidate] = []
-    allowed: dict[tuple[str, str], bool] = {}
+    if any(r.key in RESERVATION_KEYS for r in offering_reqs):  # an offering without them lacks the labels
+        defined = defined | RESERVATION_KEYS
+    allowed: dict[tuple[str, str, str, str], bool] = {}
     named: set[str] | None = None  # an instance-type In list: only those types need looking at
     for r in type_reqs:
         if r.key == labels.INSTANCE_TYPE and r.operator == "In" and r.key in defined:
@@ -284,10 +288,14 @@ def candidates(types: Sequence[instancetype.InstanceType],
         for o in it.offerings:
             if not o.available:
                 continue
-            ok = allowed.get((o.zone, o.capacity_type))
+            key = (o.zone, o.capacity_type, o.reservation_id, o.reservation_type)
+            ok = allowed.get(key)
             if ok is None:  # the same few (zone, capacity type) pairs recur across types
                 where = {labels.ZONE: o.zone, labels.CAPACITY_TYPE: o.capacity_type, labels.REGION: region}
-                ok = allowed[(o.zone, o.capacity_type)] = matches(offering_reqs, where, defined)
+                if o.reservation_id:
+                    where.update({capacityreservation.LABEL_ID: o.reservation_id,
+                                  capacityreservation.LABEL_TYPE: o.reservation_type})
+                ok = allowed[key] = matches(offering_reqs, where, defined)
             if ok:
                 out.append(Candidate(it, o))
     out.sort(key=Candidate.sort_key)

@@ -48,16 +48,18 @@ import builtins
 import dataclasses
 import hashlib
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from karpy import clock
 from karpy.api import labels, nodeclaim, nodeclass, nodepool
 from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import errors, instancetype, interface
+from karpy.cloudprovider import reservations as reservations_mod
 from karpy.cloudprovider.fake import billing as billing_mod
 from karpy.cloudprovider.fake import capacity, catalog_views, interruptions
 from karpy.cloudprovider.fake import identity as identity_mod
+from karpy.cloudprovider.fake import reservations as fake_reservations
 
 NodeClass = capacity.NodeClass
 NodeClassLookup = Callable[[str], NodeClass | None]
@@ -84,14 +86,16 @@ class SimulatedCloud:
                  cluster_name: str = "karpy", provider_format: str | None = None,
                  node_classes: NodeClassLookup | None = None, launch_failure_rate: float = 0.0,
                  subscription_id: str | None = None, resource_group: str | None = None,
-                 commitments: commitments_mod.Commitments | None = None) -> None:
+                 commitments: commitments_mod.Commitments | None = None,
+                 reservations: fake_reservations.SimulatedReservations | None = None) -> None:
         """``catalog`` is a built-in catalog name or a list of instance types; ``zones`` keeps only
         offerings there; ``region`` defaults to the catalog's own (``us-east-1`` when it has none);
         ``provider_format`` (``aws``/``azure``/``kwok``) defaults to the catalog's (a list: ``kwok``);
         ``node_classes`` looks NodeClasses up by name (``None``: NodeClaims' refs are not checked);
         ``launch_failure_rate`` is the chance a launch fails with a retryable CreateError;
         ``commitments`` (RIs, Savings Plans, a discount) make offerings cost their marginal price and
-        the bill what is actually paid (:mod:`karpy.cloudprovider.fake.billing`)."""
+        the bill what is actually paid (:mod:`karpy.cloudprovider.fake.billing`); ``reservations``: capacity
+        reservations EC2NodeClasses may select (:mod:`karpy.cloudprovider.fake.reservations`)."""
         self.clock = clock
         self.rng = rng
         self.provider_format = provider_format or provider_format_of(catalog)
@@ -110,6 +114,7 @@ class SimulatedCloud:
         self.subscription_id = subscription_id or (
             f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}")
         self.pools = capacity.CapacityPools()
+        self.reservations = reservations or fake_reservations.SimulatedReservations()
         self._live: dict[str, capacity.Instance] = {}
         self._history: list[capacity.Instance] = []
         self.queue = interruptions.Queue()
@@ -137,14 +142,15 @@ class SimulatedCloud:
         nc = self._node_class(claim.spec.node_class_ref)
         spec = claim.spec
         listed: dict[str, instancetype.InstanceType] = {}
-        if self.billing:  # prices depend on the commitments in use: computed each time
+        if self.billing or self.reservations.for_node_class(nc, self.clock.now()):  # computed each time
             types: Sequence[instancetype.InstanceType] = self.views.types(nc)
             for req in spec.requirements:  # the usual case: the scheduler lists the options
                 if req.key == labels.INSTANCE_TYPE and req.operator == "In":
                     index = self.views.index(nc)
                     types = [index[n] for n in sorted(set(req.values)) if n in index]
+            types = self.reservations.add_offerings(types, nc, self.clock.now())
             listed = {it.name: it for it in types}
-            cands = capacity.candidates(self.billing.price_types(types), spec.requirements,
+            cands = capacity.candidates(self.billing.price_types(types) if self.billing else types, spec.requirements,
                                         spec.resources_requests, self.region, self.views.defined_keys())
         else:
             cands = self.views.candidates(nc, spec.requirements, spec.resources_requests, self.region)
@@ -157,8 +163,9 @@ class SimulatedCloud:
             raise errors.InsufficientCapacityError(failed)
         if self.billing:  # chosen at its marginal price; the instance keeps its list price
             it = listed[chosen.instance_type.name]
-            chosen = capacity.Candidate(it, next(o for o in it.offerings if (o.zone, o.capacity_type) ==
-                                                 (chosen.offering.zone, chosen.offering.capacity_type)))
+            chosen = capacity.Candidate(it, next(o for o in it.offerings if (o.zone, o.capacity_type, o.reservation_id)
+                                                 == (chosen.offering.zone, chosen.offering.capacity_type,
+                                                     chosen.offering.reservation_id)))
         if self.launch_failure_rate > 0 and self.rng.random() < self.launch_failure_rate:
             raise errors.CreateError(f"simulated launch failure for NodeClaim {claim.name}",
                                      reason="LaunchFailed", retryable=True)
@@ -204,8 +211,9 @@ class SimulatedCloud:
         self.settle()
         ref = pool.node_class_ref if pool is not None else None
         nc = self._lookup(ref.name) if ref is not None else None
-        view = self.views.view(nc, self.pools.unavailable(self.clock.now()))
-        return self.billing.price_types(view) if self.billing else list(view)
+        view = self.reservations.add_offerings(self.views.view(nc, self.pools.unavailable(self.clock.now())), nc,
+                                               self.clock.now())
+        return self.billing.price_types(view) if self.billing else view
 
     def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
         """Drift reason of ``claim``'s instance (``""`` when none); NodeClaimNotFoundError when gone."""
@@ -235,7 +243,7 @@ class SimulatedCloud:
 
     def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
         """The simulated cloud resolves every EC2NodeClass and AKSNodeClass: keeps their status, Ready."""
-        return self.node_class_readiness.resolve(node_class)
+        return self.reservations.status(node_class, self.node_class_readiness.resolve(node_class), self.clock.now())
 
     def set_node_class_ready(self, kind: str, name: str, ready: bool, reason: str = "SubnetsNotFound",
                              message: str = "no subnet matches spec.subnetSelectorTerms") -> None:
@@ -294,6 +302,10 @@ class SimulatedCloud:
             return msg
         return self._send(provider_id, kind, now, detail)
 
+    def expiring_reservations(self, reservation_ids: Collection[str]) -> set[str]:
+        """Those of ``reservation_ids`` that are expiring capacity blocks (:mod:`karpy.cloudprovider.reservations`)."""
+        return self.reservations.expiring(reservation_ids, self.clock.now())
+
     def pending_interruptions(self) -> builtins.list[interface.InterruptionMessage]:
         self.settle()
         return self.queue.pending()
@@ -306,7 +318,7 @@ class SimulatedCloud:
         now = self.clock.now()
         if self.billing:
             self.billing.tick()
-        for when, pid in self.queue.due(now):
+        for when, pid in sorted([*self.queue.due(now), *self.reservations.reclaims(now)]):
             inst = self._live.get(pid)
             if inst is None:
                 continue  # deleted by karpy before the reclaim
@@ -437,6 +449,7 @@ class SimulatedCloud:
         del self._live[inst.provider_id]
         self.records.forget(inst.provider_id)
         self.pools.released(inst.offering)
+        self.reservations.terminated(inst.provider_id)
         self._history.append(dataclasses.replace(inst, state=capacity.TERMINATED, terminated_at=when))
 
     def _lookup(self, name: str) -> NodeClass | None:
@@ -478,7 +491,8 @@ class SimulatedCloud:
         node_labels.setdefault(labels.ARCH, "amd64")
         node_labels.setdefault(labels.OS, "linux")
         node_labels.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: offer.zone,
-                            labels.REGION: self.region, labels.CAPACITY_TYPE: offer.capacity_type})
+                            labels.REGION: self.region, labels.CAPACITY_TYPE: offer.capacity_type,
+                            **reservations_mod.reserved_labels(offer)})
         if nodepool_name:
             node_labels[labels.NODEPOOL] = nodepool_name
         inst = capacity.Instance(
@@ -492,6 +506,7 @@ class SimulatedCloud:
         self.billing.changed()
         self._used_ids.add(iid)
         self.pools.launched(inst.offering)
+        self.reservations.launched(pid, offer)
         return inst
 
     def _image_for(self, nc: NodeClass | None, node_labels: Mapping[str, str], nc_name: str = "") -> str:
