@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from karpy import settings as settings_mod
     from karpy.cloudprovider import interface as cp_interface
     from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, runtime, state, termination
-    from karpy.controllers import static_capacity as static_capacity_mod
     from karpy.controllers import reservation_expiration as reservation_expiration_mod
+    from karpy.controllers import static_capacity as static_capacity_mod
     from karpy.controllers import unimplemented as unimplemented_mod
     from karpy.disruption import controller as disruption_controller
     from karpy.kube import events, interface
