@@ -5,7 +5,8 @@
 :func:`register_all` wires the provisioner, NodeClaim lifecycle, termination, garbage collection,
 interruption and disruption controllers onto one :class:`karpy.controllers.runtime.Manager` over one
 cluster and one cloud (with the ``NodeOverlay`` feature gate on, the cloud as
-:class:`~karpy.cloudprovider.overlay_provider.OverlaidProvider` and the ``nodeoverlay`` controller), with the shared pieces they need: the watch-fed
+:class:`~karpy.cloudprovider.overlay_provider.OverlaidProvider` and the ``nodeoverlay`` controller), with
+the shared pieces they need: the watch-fed
 :class:`~karpy.controllers.state.ClusterState` (started before any controller registers, so it
 sees every event first), an :class:`~karpy.kube.events.EventRecorder` (component ``karpenter``),
 the :class:`~karpy.observability.metrics.Metrics` and the

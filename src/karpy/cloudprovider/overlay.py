@@ -88,9 +88,10 @@ class Store:
 def _changed(t: instancetype.InstanceType, u: _TypeUpdate) -> instancetype.InstanceType:
     offerings = t.offerings
     if u.prices:
+        prices = u.prices
         offerings = tuple(
-            dataclasses.replace(o, price=nodeoverlay.adjusted_price(o.price, u.prices[(o.zone, o.capacity_type)].change))
-            if (o.zone, o.capacity_type) in u.prices else o for o in offerings)
+            dataclasses.replace(o, price=nodeoverlay.adjusted_price(o.price, prices[(o.zone, o.capacity_type)].change))
+            if (o.zone, o.capacity_type) in prices else o for o in offerings)
     capacity = t.capacity
     if u.capacity is not None and u.capacity.resources:
         capacity = {**t.capacity, **u.capacity.resources}
