@@ -17,8 +17,9 @@ node lifecycle and pod garbage collection controllers) would do in the cluster:
   Kubernetes quantities (plus the extended resources the NodeClaim's status has and the instance type
   lacks, a NodeOverlay's ``capacity``, as a device plugin configured for them would advertise);
   ``nodeInfo`` and addresses. It is ``Ready`` at once with ``ready_delay=0``; otherwise ``Ready=False``
-  with ``node.kubernetes.io/not-ready:NoSchedule`` until ``ready_delay`` has passed. ``startup_taint_delay`` after registration the startup taints
-  are removed, as the daemon that owns them (a CNI agent, say) would.
+  with ``node.kubernetes.io/not-ready:NoSchedule`` until ``ready_delay`` has passed.
+  ``startup_taint_delay`` after registration the startup taints are removed, as the daemon that owns
+  them (a CNI agent, say) would.
 * :meth:`SimulatedKubelet.instance_terminated` cancels a launch that has not registered yet, or
   marks the node's pods ``Failed`` (reason ``NodeLost``) and deletes the Node (finalizers are
   respected: karpy's termination controller removes them). Once the Node is gone its pods are
