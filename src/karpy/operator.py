@@ -4,8 +4,10 @@
 
 :func:`register_all` wires the provisioner, NodeClaim lifecycle, termination, garbage collection,
 interruption and disruption controllers (and, behind feature gates, node repair and static capacity)
-onto one :class:`karpy.controllers.runtime.Manager` over one
-cluster and one cloud, with the shared pieces they need: the watch-fed
+onto one :class:`karpy.controllers.runtime.Manager` over one cluster and one cloud (with the
+``NodeOverlay`` feature gate on, the cloud as
+:class:`~karpy.cloudprovider.overlay_provider.OverlaidProvider` and the ``nodeoverlay`` controller), with
+the shared pieces they need: the watch-fed
 :class:`~karpy.controllers.state.ClusterState` (started before any controller registers, so it
 sees every event first), an :class:`~karpy.kube.events.EventRecorder` (component ``karpenter``),
 the :class:`~karpy.observability.metrics.Metrics` and the
@@ -83,6 +85,13 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     from karpy.observability import metrics as metrics_mod
 
     settings = settings if settings is not None else settings_mod.Settings()
+    undecorated = cloud
+    overlaid = None
+    if settings.feature_gate("NodeOverlay"):  # every controller sees the overlays' prices and capacity
+        from karpy.cloudprovider import overlay_provider
+
+        overlaid = overlay_provider.OverlaidProvider(cloud)
+        cloud = overlaid
     own_metrics = metrics is None
     metrics = metrics if metrics is not None else metrics_mod.Metrics(clock=clock)
     recorder = recorder if recorder is not None else events.EventRecorder(cluster, clock, "karpenter")
@@ -118,11 +127,16 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     manager.register(built.termination.controller())
     manager.register(built.gc.controller())
     manager.register(built.interruption.controller())
-    built.disruption = disruption_controller.new(
+    built.disruption = disruptor = disruption_controller.new(
         cluster, clock, recorder, metrics, cluster_state=cluster_state, cloud=cloud, settings=settings,
         instance_types=built.provisioner.instance_types, nodeclass_kinds=nodeclass_kinds)
-    disruption_controller.register(manager, built.disruption)
+    disruption_controller.register(manager, disruptor)
     nodepool_counter.register(manager, nodepool_counter.NodePoolCounter(cluster, cluster_state))
+    if overlaid is not None:
+        from karpy.controllers import nodeoverlay
+
+        nodeoverlay.register(manager, cluster, undecorated, overlaid, clock, nodeclass_kinds=nodeclass_kinds,
+                             on_change=disruptor.mark_unconsolidated)
     from karpy.controllers import unimplemented
 
     built.unimplemented = unimplemented.register(

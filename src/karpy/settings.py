@@ -42,7 +42,6 @@ DEFAULT_FEATURE_GATES: tuple[tuple[str, bool], ...] = (
     ("NodeOverlay", False), ("StaticCapacity", False), ("CapacityBuffer", False))
 """Karpenter v1.14's feature gates and their defaults (``FEATURE_GATES``; ReservedCapacity on since 1.6)."""
 UNIMPLEMENTED_GATES = {
-    "NodeOverlay": "NodeOverlay objects (price and capacity overrides of instance types)",
     "CapacityBuffer": "CapacityBuffer objects (headroom as virtual pods)",
 }
 """Gates whose feature karpy does not implement: warned about when turned on."""

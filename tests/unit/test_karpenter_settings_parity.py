@@ -69,11 +69,11 @@ def test_a_setting_karpy_does_not_implement_warns_only_when_it_is_given() -> Non
     assert settings_mod.Settings().unimplemented() == []
     s = settings_sources.load({}, {"ISOLATED_VPC": "true", "RESERVED_ENIS": "1", "ENABLE_PROFILING": "true",
                                    "FEATURE_GATES": "NodeOverlay=true,ReservedCapacity=false"})
-    warned = s.unimplemented()  # ReservedCapacity=false is implemented: no reserved offerings
-    assert len(warned) == 4
+    warned = s.unimplemented()  # NodeOverlay=true and ReservedCapacity=false are implemented
+    assert len(warned) == 3
     assert all("karpy does not implement this yet" in w for w in warned)
     assert any(w.startswith("setting isolatedVPC (ISOLATED_VPC)") for w in warned)
-    assert any(w.startswith("feature gate NodeOverlay=true") for w in warned)
+    assert not any("NodeOverlay" in w for w in warned)  # implemented: karpy.cloudprovider.overlay
 
 
 def test_the_policies_take_karpenters_values_only() -> None:

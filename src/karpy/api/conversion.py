@@ -47,6 +47,7 @@ from karpy.api import (
 SUPPORTED_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
     (labels.GROUP, "NodePool"): ("v1", "v1beta1"),
     (labels.GROUP, "NodeClaim"): ("v1", "v1beta1"),
+    (labels.GROUP, "NodeOverlay"): ("v1alpha1",),
     (labels.GROUP, "Provisioner"): ("v1alpha5",),  # converted to NodePool (+ EC2NodeClass)
     (labels.GROUP, "Machine"): ("v1alpha5",),  # converted to NodeClaim
     (labels.AWS_GROUP, "EC2NodeClass"): ("v1", "v1beta1"),

@@ -56,6 +56,12 @@ MODELS: dict[str, dict[str, str]] = {
     "NodeClaimSpec": {"nodeClassRef": "KarpenterNodeClassRef", "taints": "list:V1Taint",
                       "startupTaints": "list:V1Taint", "requirements": "list:KarpenterRequirement",
                       "resources": "KarpenterResources", "expireAfter": "str", "terminationGracePeriod": "str"},
+    # karpenter.sh/v1alpha1
+    "NodeOverlay": {"apiVersion": "str", "kind": "str", "metadata": "V1ObjectMeta", "spec": "NodeOverlaySpec",
+                    "status": "any"},
+    "NodeOverlaySpec": {"requirements": "list:NodeOverlayRequirement", "price": "any", "priceAdjustment": "any",
+                        "capacity": "map:str", "weight": "int"},
+    "NodeOverlayRequirement": {"key": "str", "operator": "str", "values": "list:str"},
     # karpenter.k8s.aws/v1
     "EC2NodeClass": {"apiVersion": "str", "kind": "str", "metadata": "V1ObjectMeta",
                      "spec": "EC2NodeClassSpec", "status": "any"},
@@ -129,6 +135,7 @@ MODELS: dict[str, dict[str, str]] = {
 ROOTS: dict[str, str] = {
     "karpenter.sh/v1/NodePool": "NodePool",
     "karpenter.sh/v1/NodeClaim": "NodeClaim",
+    "karpenter.sh/v1alpha1/NodeOverlay": "NodeOverlay",
     "karpenter.sh/v1beta1/NodePool": "NodePoolV1beta1",
     "karpenter.sh/v1beta1/NodeClaim": "NodeClaimV1beta1",
     "karpenter.sh/v1alpha5/Provisioner": "Provisioner",

@@ -38,6 +38,7 @@ from karpy.api import (
     node,
     nodeclaim,
     nodeclass,
+    nodeoverlay,
     nodepool,
     pod,
     strict,
@@ -278,6 +279,9 @@ def _model(manifest: dict[str, Any], identity_from_settings: bool) -> tuple[Any,
     if kind == nodeclaim.KIND and api_version == nodeclaim.API_VERSION:
         nc = nodeclaim.NodeClaim.from_manifest(manifest)
         return nc, validation.validate_nodeclaim(nc)
+    if kind == nodeoverlay.KIND and api_version == nodeoverlay.API_VERSION:
+        overlay = nodeoverlay.NodeOverlay.from_manifest(manifest)
+        return overlay, nodeoverlay.validate(overlay)
     if kind == nodeclass.EC2_KIND and api_version == nodeclass.EC2_API_VERSION:
         ec2 = nodeclass.EC2NodeClass.from_manifest(manifest)
         return ec2, validation.validate_ec2nodeclass(ec2, identity_from_settings=identity_from_settings)

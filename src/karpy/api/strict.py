@@ -48,7 +48,7 @@ _SCALARS = {"str": "a string", "int": "an integer", "bool": "true or false", "fl
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 CLUSTER_SCOPED = frozenset({
-    "Node", "NodePool", "NodeClaim", "Provisioner", "Machine", "EC2NodeClass", "AWSNodeTemplate",
+    "Node", "NodePool", "NodeClaim", "NodeOverlay", "Provisioner", "Machine", "EC2NodeClass", "AWSNodeTemplate",
     "AKSNodeClass", "PersistentVolume", "StorageClass", "Namespace", "PriorityClass",
 })
 _REPLICA_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})

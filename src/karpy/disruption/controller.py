@@ -178,6 +178,11 @@ class DisruptionController:
             ("PodDisruptionBudget", self._bump),
             *((kind, self._bump) for kind in self.nodeclass_kinds)])
 
+    def mark_unconsolidated(self) -> None:
+        """Something consolidation depends on changed outside the watched objects (NodeOverlays: prices and
+        capacity): the next pass looks again, as Karpenter's ``MarkUnconsolidated``."""
+        self._revision += 1
+
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
         self._revision += 1
         return ()

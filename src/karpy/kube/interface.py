@@ -60,6 +60,7 @@ KINDS: Mapping[str, KindInfo] = {
     "Lease": KindInfo("coordination.k8s.io/v1", True),
     "NodePool": KindInfo("karpenter.sh/v1", False),
     "NodeClaim": KindInfo("karpenter.sh/v1", False),
+    "NodeOverlay": KindInfo("karpenter.sh/v1alpha1", False),
     "EC2NodeClass": KindInfo("karpenter.k8s.aws/v1", False),
     "AKSNodeClass": KindInfo("karpenter.azure.com/v1beta1", False),
     "KWOKNodeClass": KindInfo("karpenter.kwok.sh/v1alpha1", False),

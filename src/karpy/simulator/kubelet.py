@@ -14,10 +14,12 @@ node lifecycle and pod garbage collection controllers) would do in the cluster:
   arch / os labels and ``kubernetes.io/hostname``; ``spec.providerID``; ``spec.taints`` = the
   NodeClaim's taints + startup taints + ``karpenter.sh/unregistered:NoExecute`` (Karpenter v1
   nodes register with it, karpy's lifecycle controller removes it); capacity and allocatable as
-  Kubernetes quantities; ``nodeInfo`` and addresses. It is ``Ready`` at once with
-  ``ready_delay=0``; otherwise ``Ready=False`` with ``node.kubernetes.io/not-ready:NoSchedule``
-  until ``ready_delay`` has passed. ``startup_taint_delay`` after registration the startup taints
-  are removed, as the daemon that owns them (a CNI agent, say) would.
+  Kubernetes quantities (plus the extended resources the NodeClaim's status has and the instance type
+  lacks, a NodeOverlay's ``capacity``, as a device plugin configured for them would advertise);
+  ``nodeInfo`` and addresses. It is ``Ready`` at once with ``ready_delay=0``; otherwise ``Ready=False``
+  with ``node.kubernetes.io/not-ready:NoSchedule`` until ``ready_delay`` has passed.
+  ``startup_taint_delay`` after registration the startup taints are removed, as the daemon that owns
+  them (a CNI agent, say) would.
 * :meth:`SimulatedKubelet.instance_terminated` cancels a launch that has not registered yet, or
   marks the node's pods ``Failed`` (reason ``NodeLost``) and deletes the Node (finalizers are
   respected: karpy's termination controller removes them). Once the Node is gone its pods are
@@ -266,9 +268,14 @@ class SimulatedKubelet:
             return  # terminated before it registered
         claim = launch.claim
         try:
+            stored = self.cluster.get("NodeClaim", claim.name)
+        except errors.KubeError:
+            stored = None
+        try:
             self.cluster.create(kubelet_objects.build_node(
-                launch.instance, claim, launch.node_name, launch.address, region=self.region,
-                ready_delay=self.ready_delay, now=self.clock.now(), kubelet_version=self.kubelet_version))
+                kubelet_objects.with_device_plugins(launch.instance, stored), claim, launch.node_name,
+                launch.address, region=self.region, ready_delay=self.ready_delay, now=self.clock.now(),
+                kubelet_version=self.kubelet_version))
         except errors.AlreadyExists:
             return
         self._addresses[launch.node_name] = launch.address

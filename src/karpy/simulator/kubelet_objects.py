@@ -10,6 +10,7 @@ patch that makes a bound pod ``Running``), :func:`region_of`. Same inputs, same 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -83,6 +84,29 @@ def region_of(provider: str, zone: str) -> str:
         m = _AZURE_REGION.match(zone)
         return m.group(1) if m else ""
     return ""
+
+
+def with_device_plugins(inst: InstanceInfo, claim: Mapping[str, Any] | None) -> InstanceInfo:
+    """``inst`` advertising the extended resources its NodeClaim's status says the node has and the instance
+    type does not (a NodeOverlay's ``capacity``: fuse devices, hugepages), as the device plugin configured for
+    them would; everything else as the instance type has it."""
+    status = (claim or {}).get("status") if isinstance((claim or {}).get("status"), Mapping) else None
+    if not status:
+        return inst
+    try:
+        capacity = quantity.parse_list(status.get("capacity") or {})
+        allocatable = quantity.parse_list(status.get("allocatable") or {})
+    except (quantity.QuantityError, TypeError, AttributeError):
+        return inst
+    extra = {k: v for k, v in capacity.items() if k not in inst.capacity and k not in _STANDARD_RESOURCES}
+    if not extra:
+        return inst
+    return dataclasses.replace(inst, capacity={**inst.capacity, **extra},
+                               allocatable={**(inst.allocatable or inst.capacity),
+                                            **{k: allocatable.get(k, v) for k, v in extra.items()}})
+
+
+_STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 
 
 def node_condition(type_: str, status: str, reason: str, now: float) -> dict[str, Any]:

@@ -327,6 +327,10 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
         cloud = dataclasses.replace(cloud, kubernetes_version=str(k8s_version))
     settings = _read_settings(spec, problems)
     warnings.extend(f"{label}: spec.settings: {w}" for w in settings.unimplemented())
+    if not settings.feature_gate("NodeOverlay"):
+        warnings.extend(f"NodeOverlay {_doc_name(o)}: the NodeOverlay feature gate is off (Karpenter's default; "
+                        "spec.settings.featureGates: NodeOverlay=true); the object has no effect"
+                        for o in objects if o.get("kind") == "NodeOverlay")
     spec_until = _collect(problems, lambda: _duration(spec, "until", required=until is None))
     total = until if until is not None else spec_until
     if total is not None and total <= 0:

@@ -38,11 +38,20 @@ def karpy_nodes(result: engine.Result) -> list[dict[str, Any]]:
 def test_every_example_loads_without_errors() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
     assert names == ["aks-nap", "balanced-consolidation", "capacity-reservation", "commitments-ri", "compare-eks",
-                     "dra-pending",
-                     "eks-scale-out-v1alpha5", "insufficient-capacity", "spot-interruption",
-                     "static-capacity", "topology-spread", "whatif-source"]
+                     "dra-pending", "eks-scale-out-v1alpha5", "insufficient-capacity", "node-overlay",
+                     "spot-interruption", "static-capacity", "topology-spread", "whatif-source"]
     for name in names:
         assert scenario.load(EXAMPLES / f"{name}.yaml").name == name
+
+
+def test_the_node_overlay_example_launches_the_type_its_overlay_makes_cheapest_and_reports_the_conflict() -> None:
+    sim = engine.Simulation(scenario.load(EXAMPLES / "node-overlay.yaml"))
+    result = sim.run()
+    assert {label(n, "node.kubernetes.io/instance-type") for n in karpy_nodes(result)} == {"m6i.large"}
+    expect_all_running(pods_of(result, "api"), 4)
+    expect_all_running(pods_of(result, "builder"), 2)  # smarter-devices/fuse: only the m6i overlay adds it
+    status = {c["type"]: c for c in sim.cluster.get("NodeOverlay", "prefer-m5")["status"]["conditions"]}
+    assert (status["ValidationSucceeded"]["status"], status["ValidationSucceeded"]["reason"]) == ("False", "Conflict")
 
 
 def test_the_eks_scale_out_example_launches_only_on_demand_r5_large() -> None:

@@ -222,10 +222,10 @@ def test_an_unknown_karpenter_version_is_an_error_naming_supported_versions() ->
 def test_unknown_kinds_are_kept_raw() -> None:
     result = manifest.load_documents(
         "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n---\n"
-        "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: o}\n"
+        "apiVersion: karpenter.sh/v1alpha1\nkind: NodeQueue\nmetadata: {name: o}\n"
     )
     assert [type(o.obj) for o in result.objects] == [dict, dict]
-    assert any("NodeOverlay" in w for w in result.warnings)
+    assert any("NodeQueue" in w for w in result.warnings)
 
 
 def test_a_kubectl_list_is_expanded_into_its_items() -> None:

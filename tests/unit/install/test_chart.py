@@ -265,6 +265,7 @@ def test_rbac_grants_what_karpenter_grants_and_nothing_wild() -> None:
     for needed in [("", "pods/eviction", "create"), ("", "nodes", "delete"), ("", "nodes", "patch"),
                    ("karpenter.sh", "nodeclaims", "create"), ("karpenter.sh", "nodeclaims/status", "patch"),
                    ("karpenter.sh", "nodepools/status", "patch"), ("", "events", "create"), ("", "pods", "list"),
+                   ("karpenter.sh", "nodeoverlays", "watch"), ("karpenter.sh", "nodeoverlays/status", "update"),
                    ("karpenter.k8s.aws", "ec2nodeclasses", "watch"), ("karpenter.k8s.aws", "ec2nodeclasses/status",
                                                                       "patch"),
                    ("coordination.k8s.io", "leases", "update"), ("policy", "poddisruptionbudgets", "list")]:

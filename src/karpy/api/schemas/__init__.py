@@ -1,6 +1,6 @@
 """Declarative OpenAPI v3 schemas of karpy's custom resources, and the CRDs made from them.
 
-One module per kind (:mod:`nodepool`, :mod:`nodeclaim`, :mod:`ec2nodeclass`, :mod:`aksnodeclass`,
+One module per kind (:mod:`nodepool`, :mod:`nodeclaim`, :mod:`nodeoverlay`, :mod:`ec2nodeclass`, :mod:`aksnodeclass`,
 :mod:`kwoknodeclass`)
 declares its fields, types, enums, patterns, defaults and CEL rules once, with the builders of
 :mod:`dsl` and the shared pieces of :mod:`common`; :mod:`crd` turns them into

@@ -1,6 +1,6 @@
 """The ``apiextensions.k8s.io/v1`` CustomResourceDefinitions karpy ships, built from the schemas.
 
-:func:`definitions` returns them in a fixed order (NodePool, NodeClaim, EC2NodeClass,
+:func:`definitions` returns them in a fixed order (NodePool, NodeClaim, NodeOverlay, EC2NodeClass,
 AKSNodeClass, KWOKNodeClass); :func:`file_name` is Karpenter's file naming (``karpenter.sh_nodepools.yaml``);
 :func:`schema_of` gives the ``openAPIV3Schema`` of one kind and version. Every CRD has Karpenter's
 group, scope (Cluster), names, short names, categories, printer columns and subresources, so
@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from karpy.api.schemas import aksnodeclass, dsl, ec2nodeclass, kwoknodeclass, nodeclaim, nodepool
+from karpy.api.schemas import aksnodeclass, dsl, ec2nodeclass, kwoknodeclass, nodeclaim, nodeoverlay, nodepool
 
 ANNOTATION_VERSION = "controller-gen.kubebuilder.io/version"
 GENERATOR = "karpy scripts/generate_crds.py"
@@ -52,6 +52,9 @@ KINDS: tuple[Kind, ...] = (
          nodepool.PRINTER_COLUMNS, nodepool.SUBRESOURCES, nodepool.SHORT_NAMES, nodepool.CATEGORIES),
     Kind(nodeclaim.GROUP, nodeclaim.KIND, nodeclaim.PLURAL, nodeclaim.SINGULAR, nodeclaim.schema,
          nodeclaim.PRINTER_COLUMNS, nodeclaim.SUBRESOURCES, nodeclaim.SHORT_NAMES, nodeclaim.CATEGORIES),
+    Kind(nodeoverlay.GROUP, nodeoverlay.KIND, nodeoverlay.PLURAL, nodeoverlay.SINGULAR, nodeoverlay.schema,
+         nodeoverlay.PRINTER_COLUMNS, nodeoverlay.SUBRESOURCES, nodeoverlay.SHORT_NAMES, nodeoverlay.CATEGORIES,
+         nodeoverlay.VERSIONS, nodeoverlay.STORAGE_VERSION),
     Kind(ec2nodeclass.GROUP, ec2nodeclass.KIND, ec2nodeclass.PLURAL, ec2nodeclass.SINGULAR, ec2nodeclass.schema,
          ec2nodeclass.PRINTER_COLUMNS, ec2nodeclass.SUBRESOURCES, ec2nodeclass.SHORT_NAMES,
          ec2nodeclass.CATEGORIES),
