@@ -49,10 +49,13 @@ class Request:
     templates: tuple[tuple[str, tuple[Override, ...]], ...]
     """(launch template name, its overrides cheapest first)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    context: str | None = None
+    """The EC2NodeClass's ``context`` (CreateFleet ``Context``)."""
 
     def key(self) -> str:
         return json.dumps([self.capacity_type, [[n, [[o.instance_type, o.subnet_id, o.price] for o in ovs]]
-                                                for n, ovs in self.templates], sorted(self.tags.items())])
+                                                for n, ovs in self.templates], sorted(self.tags.items()),
+                           self.context])
 
     def overrides(self) -> list[Override]:
         return [o for _, ovs in self.templates for o in ovs]
@@ -96,6 +99,8 @@ def params(req: Request, count: int, extra_tags: Mapping[str, str] | None = None
         p["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
     else:
         p["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    if req.context:
+        p["Context"] = req.context
     return p
 
 

@@ -66,6 +66,8 @@ def spec_of(info: Mapping[str, Any]) -> dict[str, Any]:
     storage = info.get("InstanceStorageInfo") or {}
     if storage.get("NvmeSupport") not in (None, "unsupported") and storage.get("TotalSizeInGB"):
         spec["nvme"] = storage["TotalSizeInGB"]
+    if storage.get("TotalSizeInGB"):
+        spec["store"] = storage["TotalSizeInGB"]
     gpus = (info.get("GpuInfo") or {}).get("Gpus") or []
     if gpus:
         spec["gpus"] = [[g.get("Name", ""), g.get("Manufacturer", ""), g.get("Count", 0),
@@ -75,7 +77,8 @@ def spec_of(info: Mapping[str, Any]) -> dict[str, Any]:
         spec["acc"] = [[a.get("Name", ""), a.get("Manufacturer", ""), a.get("Count", 0)] for a in accs]
     neurons = (info.get("NeuronInfo") or {}).get("NeuronDevices") or []
     if neurons:
-        spec["neuron"] = [[n.get("Name", ""), n.get("Count", 0)] for n in neurons]
+        spec["neuron"] = [[n.get("Name", ""), n.get("Count", 0), (n.get("CoreInfo") or {}).get("Count", 0)]
+                          for n in neurons]
     efa = (net.get("EfaInfo") or {}).get("MaximumEfaInterfaces")
     if efa:
         spec["efa"] = efa
@@ -133,17 +136,19 @@ class LiveCatalog:
     def instance_types(self, *, kubelet: kubelet_overrides.KubeletConfig | None = None,
                        zones: Collection[str] | None = None,
                        ephemeral_storage: int | None = None,
+                       family: str | None = None, instance_store_policy: str | None = None,
                        unavailable: Collection[errors.OfferingKey] = (),
                        names: Collection[str] | None = None) -> list[instancetype.InstanceType]:
         """``names``: only these types (the rest of the arguments as the module docstring says)."""
         self.refresh()
         kc = kubelet or kubelet_overrides.KubeletConfig()
         zone_key = tuple(sorted(zones)) if zones is not None else None
-        key = (self._generation, kc, zone_key, ephemeral_storage, self.prices.on_demand_source,
+        key = (self._generation, kc, zone_key, ephemeral_storage, family, instance_store_policy,
+               self.prices.on_demand_source,
                self.prices.spot_source)
         built = self._built.get(key)
         if built is None:
-            built = self._build(kc, zone_key, ephemeral_storage)
+            built = self._build(kc, zone_key, ephemeral_storage, family, instance_store_policy)
             with self._lock:
                 if len(self._built) > 64:
                     self._built.clear()
@@ -164,7 +169,8 @@ class LiveCatalog:
         return out
 
     def _build(self, kc: kubelet_overrides.KubeletConfig, zones: tuple[str, ...] | None,
-               ephemeral_storage: int | None) -> tuple[instancetype.InstanceType, ...]:
+               ephemeral_storage: int | None, family: str | None = None,
+               instance_store_policy: str | None = None) -> tuple[instancetype.InstanceType, ...]:
         wanted = set(zones) if zones is not None else None
         out: list[instancetype.InstanceType] = []
         for name in sorted(self._specs):
@@ -177,7 +183,8 @@ class LiveCatalog:
                 continue
             it = instancetypes.build(name, {**spec, "zones": type_zones, "price": od}, region=self.session.region,
                                      kubelet=kc, vm_memory_overhead_percent=self.vm_memory_overhead_percent,
-                                     ephemeral_storage=ephemeral_storage)
+                                     ephemeral_storage=ephemeral_storage, family=family,
+                                     instance_store_policy=instance_store_policy)
             if it is None:
                 continue
             offerings: list[instancetype.Offering] = []
