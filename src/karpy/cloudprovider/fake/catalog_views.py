@@ -62,12 +62,28 @@ def root_disk(nc: NodeClass | None) -> int | None:
     return None
 
 
+def aws_profile(nc: NodeClass | None) -> tuple[str | None, str | None] | None:
+    """An EC2NodeClass's AMI family and ``instanceStorePolicy`` when they change its instance types
+    (Windows: OS, pods, root volume; Bottlerocket: pods per core; RAID0: ephemeral storage), else ``None``."""
+    if not isinstance(nc, nodeclass.EC2NodeClass):
+        return None
+    family = nc.resolved_ami_family
+    if family not in ("Bottlerocket", "Windows2019", "Windows2022", "Windows2025"):
+        family = None
+    if family is None and nc.instance_store_policy is None:
+        return None
+    return family, nc.instance_store_policy
+
+
 def kubelet_key(nc: NodeClass | None) -> Any:
-    """A hashable key per distinct allocatable-changing configuration: the kubelet settings and the
-    root disk (``None``: the catalog's defaults)."""
+    """A hashable key per distinct allocatable-changing configuration: the kubelet settings, the
+    root disk and the AWS profile (``None``: the catalog's defaults)."""
     overrides = kubelet_overrides(nc)
     disk = root_disk(nc)
     kubelet = None if overrides is None else catalog_mod.kubelet_config(overrides)
+    profile = aws_profile(nc)
+    if profile is not None:
+        return (kubelet, disk, profile)
     return kubelet if disk is None else (kubelet, disk)
 
 
@@ -93,8 +109,10 @@ class CatalogViews:
         types = self._types.get(key)
         if types is None:
             if isinstance(self.catalog, str):
+                profile = aws_profile(nc) or (None, None)
                 types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
-                                         kubelet=kubelet_overrides(nc), root_disk=root_disk(nc))
+                                         kubelet=kubelet_overrides(nc), root_disk=root_disk(nc),
+                                         ami_family=profile[0], instance_store_policy=profile[1])
             elif self.zones is not None:
                 types = instancetype.restrict_zones(self.catalog, self.zones)
             else:
