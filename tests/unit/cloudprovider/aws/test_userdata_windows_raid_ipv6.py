@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import tomllib
+from typing import Any
 
 import yaml
 
 from karpy.api import kubeletconfig
 from karpy.cloudprovider.aws import userdata
 
-BASE = {"cluster_name": "prod", "cluster_endpoint": "https://api.example", "ca_bundle": "Q0E="}
+
+def opts(**kw: Any) -> userdata.Options:
+    return userdata.Options(cluster_name="prod", cluster_endpoint="https://api.example", ca_bundle="Q0E=", **kw)
 
 
 def test_windows_user_data_runs_the_eks_bootstrap_powershell_after_the_users_script() -> None:
-    text = userdata.render("Windows2022", userdata.Options(
-        **BASE, labels={"team": "a"}, taints=[{"key": "os", "value": "windows", "effect": "NoSchedule"}],
+    text = userdata.render("Windows2022", opts(
+        labels={"team": "a"}, taints=[{"key": "os", "value": "windows", "effect": "NoSchedule"}],
         max_pods=110, custom="Write-Host hello", cluster_dns=("10.100.0.10",)))
     lines = text.split("\n")
     assert lines[0] == "<powershell>"
@@ -36,9 +39,9 @@ def test_windows_user_data_leaves_out_what_is_not_known() -> None:
 
 
 def test_raid0_on_al2_adds_local_disks_raid0_to_the_bootstrap_command() -> None:
-    text = userdata.render("AL2", userdata.Options(**BASE, instance_store_policy="RAID0"))
+    text = userdata.render("AL2", opts(instance_store_policy="RAID0"))
     assert "--local-disks raid0" in text
-    assert "--local-disks" not in userdata.render("AL2", userdata.Options(**BASE))
+    assert "--local-disks" not in userdata.render("AL2", opts())
 
 
 def _nodeconfig(text: str) -> dict[str, object]:
@@ -48,33 +51,33 @@ def _nodeconfig(text: str) -> dict[str, object]:
 
 
 def test_raid0_on_al2023_sets_the_nodeconfig_local_storage_strategy() -> None:
-    doc = _nodeconfig(userdata.render("AL2023", userdata.Options(**BASE, instance_store_policy="RAID0")))
+    doc = _nodeconfig(userdata.render("AL2023", opts(instance_store_policy="RAID0")))
     assert doc["spec"] == {"cluster": {"name": "prod", "apiServerEndpoint": "https://api.example",
                                        "certificateAuthority": "Q0E="},
                            "kubelet": {}, "instance": {"localStorage": {"strategy": "RAID0"}}}
-    plain = _nodeconfig(userdata.render("AL2023", userdata.Options(**BASE)))
+    plain = _nodeconfig(userdata.render("AL2023", opts()))
     assert "instance" not in plain["spec"]  # type: ignore[operator]
 
 
 def test_raid0_on_bottlerocket_adds_the_ephemeral_storage_bootstrap_command() -> None:
-    doc = tomllib.loads(userdata.render("Bottlerocket", userdata.Options(**BASE, instance_store_policy="RAID0")))
+    doc = tomllib.loads(userdata.render("Bottlerocket", opts(instance_store_policy="RAID0")))
     assert doc["settings"]["bootstrap-commands"] == {"000-mount-instance-storage": {
         "commands": [["apiclient", "ephemeral-storage", "init"],
                      ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet",
                       "/var/log/pods"]],
         "essential": True, "mode": "always"}}
-    assert "bootstrap-commands" not in tomllib.loads(userdata.render("Bottlerocket", userdata.Options(**BASE)))[
+    assert "bootstrap-commands" not in tomllib.loads(userdata.render("Bottlerocket", opts()))[
         "settings"]
 
 
 def test_an_ipv6_cluster_dns_makes_al2_ipv6_and_every_family_uses_it_unless_the_nodeclass_sets_one() -> None:
-    opts = userdata.Options(**BASE, cluster_dns=("fd30:1c53:5f8a::a",))
-    al2 = userdata.render("AL2", opts)
+    v6 = opts(cluster_dns=("fd30:1c53:5f8a::a",))
+    al2 = userdata.render("AL2", v6)
     assert "--ip-family ipv6" in al2 and "--dns-cluster-ip 'fd30:1c53:5f8a::a'" in al2
-    assert _nodeconfig(userdata.render("AL2023", opts))["spec"]["kubelet"] == {  # type: ignore[index]
+    assert _nodeconfig(userdata.render("AL2023", v6))["spec"]["kubelet"] == {  # type: ignore[index]
         "config": {"clusterDNS": ["fd30:1c53:5f8a::a"]}}
-    br = tomllib.loads(userdata.render("Bottlerocket", opts))
+    br = tomllib.loads(userdata.render("Bottlerocket", v6))
     assert br["settings"]["kubernetes"]["cluster-dns-ip"] == ["fd30:1c53:5f8a::a"]
     own = kubeletconfig.KubeletConfiguration(cluster_dns=("10.0.0.10",))
-    mine = userdata.render("AL2", userdata.Options(**BASE, cluster_dns=("fd30::a",), kubelet=own))
+    mine = userdata.render("AL2", opts(cluster_dns=("fd30::a",), kubelet=own))
     assert "--dns-cluster-ip '10.0.0.10'" in mine and "--ip-family" not in mine
