@@ -64,8 +64,9 @@ def test_a_pod_claiming_dra_resources_and_a_capacity_buffer_are_named() -> None:
 def test_an_ec2nodeclass_field_is_named_in_the_event() -> None:
     w = b.make_world()
     nc = w.cluster.get("EC2NodeClass", "default")
-    nc["spec"]["placementGroupSelector"] = {"name": "analytics"}
+    nc["spec"]["blockDeviceMappings"] = [{"deviceName": "/dev/xvda", "rootVolume": True,
+                                           "ebs": {"volumeSize": "20Gi", "volumeInitializationRate": 300}}]
     w.cluster.update(nc)
     w.run_for(1.0)
     (message,) = _events(w, "default")
-    assert "EC2NodeClass default: spec.placementGroupSelector" in message
+    assert "EC2NodeClass default: spec.blockDeviceMappings[].ebs.volumeInitializationRate" in message
