@@ -8,9 +8,15 @@
   NodeClass whose resolution is not Ready (or whose status says Ready=False) raises
   :class:`errors.NodeClassNotReadyError`.
 * **Instance types** come from the live catalog of the region
-  (:class:`karpy.cloudprovider.aws.typecatalog.LiveCatalog`), with the NodeClass's kubelet settings
-  and root volume size, only in the zones of its subnets, only types some resolved AMI can run, and
-  offerings in the insufficient-capacity cache marked unavailable.
+  (:class:`karpy.cloudprovider.aws.typecatalog.LiveCatalog`), with the NodeClass's kubelet settings,
+  root volume size, AMI family (Windows) and ``instanceStorePolicy``, only in the zones of its subnets,
+  only types some resolved AMI can run, and offerings in the insufficient-capacity cache marked
+  unavailable.
+* **Launch settings**: the cluster DNS address (:attr:`AWSCloudProvider.cluster_dns`; IPv6 makes an
+  IPv6 cluster), ``ipPrefixCount``, ``networkInterfaces``, ``connectionTracking``, ``cpuOptions``
+  and the resolved placement group go into the launch template, ``context`` into CreateFleet;
+  launched nodes carry ``topology.k8s.aws/zone-id``, ``karpenter.k8s.aws/instance-tenancy`` and,
+  with a placement group, ``karpenter.k8s.aws/placement-group-id``.
 * **Create**: the claim's compatible offerings cheapest first; spot when allowed and offered, else
   on-demand; at most :data:`MAX_INSTANCE_TYPES` types; per zone the subnet with the most free IPs;
   one launch template per (image, max pods) with the family's user data; one CreateFleet (batched

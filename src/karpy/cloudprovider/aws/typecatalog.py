@@ -11,7 +11,8 @@ overhead. Offerings: on-demand in each zone, and spot where the type supports sp
 What a caller may rely on: the EC2 data is cached and refreshed every :data:`REFRESH_SECONDS` of
 the clock (a failed refresh keeps the previous data, and raises only when there is none yet);
 :meth:`LiveCatalog.instance_types` returns a fresh list sorted by name, for the kubelet settings,
-zones and root volume size asked, with offerings in ``unavailable`` marked ``available=False``.
+zones, root volume size, AMI family (Windows types) and instance-store policy (RAID0) asked, with
+offerings in ``unavailable`` marked ``available=False``.
 Thread-safe.
 """
 
