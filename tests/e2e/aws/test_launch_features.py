@@ -186,6 +186,8 @@ def test_network_interfaces_prefixes_conntrack_cpu_options_placement_group_and_c
          "InterfaceType": "efa-only"}]
     assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
     assert data["Placement"] == {"GroupId": group_id}
+    assert launched.status.capacity["vpc.amazonaws.com/efa"] == 1000  # one EFA-only interface
+    assert launched.status.capacity["pods"] == 29000  # it is on card 1: the ENI limit of card 0 stays
     node_labels = launched.metadata.labels
     assert node_labels["karpenter.k8s.aws/placement-group-id"] == group_id
     assert node_labels["karpenter.k8s.aws/instance-tenancy"] == "default"

@@ -148,19 +148,24 @@ def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
           kubelet: kubelet_overrides.KubeletConfig | None = None,
           vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
           ephemeral_storage: int | None = None, family: str | None = None,
-          instance_store_policy: str | None = None) -> instancetype.InstanceType | None:
+          instance_store_policy: str | None = None,
+          efa_only: tuple[int, int] | None = None) -> instancetype.InstanceType | None:
     """One instance type from its generated spec record; ``None`` when its architecture is unknown
     (or the family is Windows and the type is not amd64).
 
     ``ephemeral_storage`` (milli-units of bytes) replaces the family's default root volume: the size of
     the EC2NodeClass's root block device mapping; ``instance_store_policy`` ``RAID0`` replaces both
-    with the instance store on types that have one (module docstring).
+    with the instance store on types that have one (module docstring). ``efa_only``: an EC2NodeClass's
+    ``networkInterfaces`` as (EFA-only interfaces, those on network card 0): ``vpc.amazonaws.com/efa``
+    becomes the first (not the type's own EFA count) and the ENI-limited max pods lose the second.
     """
     kc = kubelet or kubelet_overrides.KubeletConfig()
     fam = families.of(family)
     arch = architecture(spec.get("arch", []))
     if arch is None or (fam.windows and arch != "amd64"):
         return None
+    if efa_only is not None:
+        spec = {**spec, "efa": efa_only[0], "enis": max(int(spec["enis"]) - efa_only[1], 0)}
     capacity = compute_capacity(name, spec, kc, vm_memory_overhead_percent, fam)
     if ephemeral_storage is not None:
         capacity["ephemeral-storage"] = ephemeral_storage

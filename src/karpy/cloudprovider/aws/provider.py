@@ -94,6 +94,15 @@ def launch_options(nc: nodeclass.EC2NodeClass) -> dict[str, Any]:
             "connection_tracking": nc.connection_tracking, "cpu_options": nc.cpu_options}
 
 
+def efa_only(nc: nodeclass.EC2NodeClass) -> tuple[int, int] | None:
+    """(EFA-only interfaces, those on network card 0) of the NodeClass's ``networkInterfaces`` (``None``
+    without any): they set ``vpc.amazonaws.com/efa`` and take ENIs from the max-pods formula."""
+    if not nc.network_interfaces:
+        return None
+    efa = [n for n in nc.network_interfaces if n.get("interfaceType") == "efa-only"]
+    return len(efa), sum(1 for n in efa if not n.get("networkCardIndex"))
+
+
 def launch_labels(nc: nodeclass.EC2NodeClass, res: nodeclasses.Resolved, zone: str) -> dict[str, str]:
     """Labels Karpenter's AWS provider puts on a launched node: ``topology.k8s.aws/zone-id`` of the zone,
     ``karpenter.k8s.aws/instance-tenancy`` (``default``) and ``karpenter.k8s.aws/placement-group-id``."""
@@ -197,7 +206,7 @@ class AWSCloudProvider:
             kubelet=kubelet_overrides.kubelet_config(kubelet), zones=zones, ephemeral_storage=storage,
             family=nc.resolved_ami_family if nc is not None else None,
             instance_store_policy=nc.instance_store_policy if nc is not None else None,
-            unavailable=self.ice.snapshot(), names=names)
+            efa_only=efa_only(nc) if nc is not None else None, unavailable=self.ice.snapshot(), names=names)
         if res is not None and res.images:
             types = [t for t in types if amis.image_for(res.images, t.labels) is not None]
         return types

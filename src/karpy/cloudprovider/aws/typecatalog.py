@@ -138,18 +138,19 @@ class LiveCatalog:
                        zones: Collection[str] | None = None,
                        ephemeral_storage: int | None = None,
                        family: str | None = None, instance_store_policy: str | None = None,
+                       efa_only: tuple[int, int] | None = None,
                        unavailable: Collection[errors.OfferingKey] = (),
                        names: Collection[str] | None = None) -> list[instancetype.InstanceType]:
         """``names``: only these types (the rest of the arguments as the module docstring says)."""
         self.refresh()
         kc = kubelet or kubelet_overrides.KubeletConfig()
         zone_key = tuple(sorted(zones)) if zones is not None else None
-        key = (self._generation, kc, zone_key, ephemeral_storage, family, instance_store_policy,
+        key = (self._generation, kc, zone_key, ephemeral_storage, family, instance_store_policy, efa_only,
                self.prices.on_demand_source,
                self.prices.spot_source)
         built = self._built.get(key)
         if built is None:
-            built = self._build(kc, zone_key, ephemeral_storage, family, instance_store_policy)
+            built = self._build(kc, zone_key, ephemeral_storage, family, instance_store_policy, efa_only)
             with self._lock:
                 if len(self._built) > 64:
                     self._built.clear()
@@ -171,7 +172,8 @@ class LiveCatalog:
 
     def _build(self, kc: kubelet_overrides.KubeletConfig, zones: tuple[str, ...] | None,
                ephemeral_storage: int | None, family: str | None = None,
-               instance_store_policy: str | None = None) -> tuple[instancetype.InstanceType, ...]:
+               instance_store_policy: str | None = None,
+               efa_only: tuple[int, int] | None = None) -> tuple[instancetype.InstanceType, ...]:
         wanted = set(zones) if zones is not None else None
         out: list[instancetype.InstanceType] = []
         for name in sorted(self._specs):
@@ -185,7 +187,7 @@ class LiveCatalog:
             it = instancetypes.build(name, {**spec, "zones": type_zones, "price": od}, region=self.session.region,
                                      kubelet=kc, vm_memory_overhead_percent=self.vm_memory_overhead_percent,
                                      ephemeral_storage=ephemeral_storage, family=family,
-                                     instance_store_policy=instance_store_policy)
+                                     instance_store_policy=instance_store_policy, efa_only=efa_only)
             if it is None:
                 continue
             offerings: list[instancetype.Offering] = []

@@ -84,3 +84,17 @@ def test_unknown_or_missing_families_are_the_al2023_default() -> None:
     assert families.of(None) is families.DEFAULT
     assert families.of("Nope").name == "AL2023"
     assert families.is_windows("Windows2019") and not families.is_windows("Bottlerocket")
+
+
+def test_efa_only_interfaces_set_the_efa_count_and_those_on_card_zero_leave_the_max_pods_formula() -> None:
+    spec = {**aws.data()["types"]["c5n.18xlarge"], "price": 3.888}
+    plain = aws.build("c5n.18xlarge", spec)
+    assert plain is not None
+    assert plain.capacity[aws.RESOURCE_EFA] == 1 * M
+    assert plain.capacity["pods"] == (15 * (50 - 1) + 2) * M
+    two = aws.build("c5n.18xlarge", spec, efa_only=(2, 1))
+    assert two is not None
+    assert two.capacity[aws.RESOURCE_EFA] == 2 * M
+    assert two.capacity["pods"] == (14 * (50 - 1) + 2) * M
+    none = aws.build("c5n.18xlarge", spec, efa_only=(0, 0))
+    assert none is not None and aws.RESOURCE_EFA not in none.capacity
