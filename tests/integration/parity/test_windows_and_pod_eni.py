@@ -1,5 +1,6 @@
 """Issue 24 in ``karpy simulate``: a Windows pod gets a Windows node from a Windows EC2NodeClass, and a pod
-asking for ``vpc.amazonaws.com/pod-eni`` (security groups for pods) runs on a trunking-compatible type.
+asking for ``vpc.amazonaws.com/pod-eni`` (security groups for pods) runs on a trunking-compatible type;
+``instanceStorePolicy: RAID0`` gives nodes the instance store as ephemeral storage.
 
 Karpenter's AWS provider gives a Windows AMI family's instance types ``kubernetes.io/os=windows`` and
 ``node.kubernetes.io/windows-build`` (amd64 only) and every trunking-compatible type its branch ENIs as
@@ -10,6 +11,8 @@ kinds of pod stayed pending.
 from __future__ import annotations
 
 from karpy.api import quantity
+from karpy.cloudprovider.aws import instancetypes as aws
+from karpy.simulator import engine, scenario
 
 from . import scenarios as sc
 
@@ -71,3 +74,19 @@ def test_a_pod_eni_pod_runs_on_a_node_with_branch_enis() -> None:
     node = _node_of(result, "sgp-")
     eni = node["status"]["capacity"]["vpc.amazonaws.com/pod-eni"]  # type: ignore[index]
     assert quantity.parse_milli(str(eni)) >= quantity.MILLI
+
+
+def test_raid0_lets_a_pod_needing_more_than_the_root_volume_run_on_an_instance_store_type() -> None:
+    app = sc.deployment("scratch", 1).replace(
+        "resources: {requests: {cpu: 500m, memory: 512Mi}}",
+        "resources: {requests: {cpu: 500m, memory: 512Mi, ephemeral-storage: 100G}}")
+    plain = sc.run(sc.docs(sc.nodepool(), app), until="3m")
+    assert len(sc.pending(plain, "scratch-")) == 1  # 20Gi root volumes only
+    text = sc.text(sc.docs(sc.nodepool(), app), until="3m").replace(
+        "  role: KarpenterNodeRole-parity\n", "  role: KarpenterNodeRole-parity\n  instanceStorePolicy: RAID0\n", 1)
+    result = engine.Simulation(scenario.load_text(text, source="raid0.yaml")).run()
+    node = _node_of(result, "scratch-")
+    node_type = node["metadata"]["labels"]["node.kubernetes.io/instance-type"]  # type: ignore[index]
+    store_gb = aws.data()["types"][node_type]["store"]
+    eph = node["status"]["capacity"]["ephemeral-storage"]  # type: ignore[index]
+    assert quantity.parse_milli(str(eph)) == store_gb * 10**9 * quantity.MILLI >= 100 * 10**9 * quantity.MILLI
