@@ -104,6 +104,8 @@ def _specs(info: Mapping[str, Any], zones: list[str], price: float) -> dict[str,
     storage = info.get("InstanceStorageInfo")
     if storage and storage.get("NvmeSupport") != "unsupported" and storage.get("TotalSizeInGB"):
         out["nvme"] = storage["TotalSizeInGB"]
+    if storage and storage.get("TotalSizeInGB"):
+        out["store"] = storage["TotalSizeInGB"]  # instance-store GB, NVMe or not (RAID0 ephemeral storage)
     gpus = (info.get("GpuInfo") or {}).get("Gpus") or []
     if gpus:
         out["gpus"] = [
@@ -115,7 +117,7 @@ def _specs(info: Mapping[str, Any], zones: list[str], price: float) -> dict[str,
         out["acc"] = [[a["Name"], a["Manufacturer"], a["Count"]] for a in accs]
     neurons = (info.get("NeuronInfo") or {}).get("NeuronDevices") or []
     if neurons:
-        out["neuron"] = [[n["Name"], n["Count"]] for n in neurons]
+        out["neuron"] = [[n["Name"], n["Count"], (n.get("CoreInfo") or {}).get("Count", 0)] for n in neurons]
     efa = (net.get("EfaInfo") or {}).get("MaximumEfaInterfaces")
     if efa:
         out["efa"] = efa

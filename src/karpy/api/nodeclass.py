@@ -254,6 +254,21 @@ class EC2NodeClassStatus:
         return out
 
 
+INTERFACE_TYPES = ("interface", "efa-only")
+
+
+def _network_interface(f: fields.Fields) -> dict[str, Any]:
+    kind = f.str("interfaceType", "interface") or "interface"
+    if kind not in INTERFACE_TYPES:
+        raise f.fail("interfaceType", " or ".join(INTERFACE_TYPES), kind)
+    return {"networkCardIndex": f.int("networkCardIndex", 0) or 0, "deviceIndex": f.int("deviceIndex", 0) or 0,
+            "interfaceType": kind}
+
+
+def _ints(f: fields.Fields, keys: tuple[str, ...]) -> dict[str, int]:
+    return {k: v for k in keys if (v := f.int(k)) is not None}
+
+
 @dataclass(frozen=True, slots=True)
 class EC2NodeClass:
     """A ``karpenter.k8s.aws/v1`` EC2NodeClass."""
@@ -274,6 +289,13 @@ class EC2NodeClass:
     user_data: str | None = None
     context: str | None = None
     instance_store_policy: str | None = None
+    ip_prefix_count: int | None = None
+    network_interfaces: tuple[Mapping[str, Any], ...] = ()
+    """``{"networkCardIndex": int, "deviceIndex": int, "interfaceType": "interface"|"efa-only"}``."""
+    connection_tracking: Mapping[str, int] = field(default_factory=dict)
+    cpu_options: Mapping[str, str] = field(default_factory=dict)
+    placement_group_selector: Mapping[str, str] = field(default_factory=dict)
+    """``name`` or ``id`` of a placement group."""
     kubelet: KubeletConfiguration | None = None
     status: EC2NodeClassStatus = field(default_factory=EC2NodeClassStatus)
 
@@ -317,6 +339,14 @@ class EC2NodeClass:
             user_data=spec.str("userData"),
             context=spec.str("context"),
             instance_store_policy=spec.str("instanceStorePolicy"),
+            ip_prefix_count=spec.int("ipPrefixCount"),
+            network_interfaces=tuple(_network_interface(n) for n in spec.items("networkInterfaces")),
+            connection_tracking=_ints(spec.sub("connectionTracking"),
+                                      ("tcpEstablishedTimeout", "udpStreamTimeout", "udpTimeout")),
+            cpu_options={k: v for k in ("nestedVirtualization",)
+                         if (v := spec.sub("cpuOptions").str(k)) is not None},
+            placement_group_selector={k: v for k in ("name", "id")
+                                      if (v := spec.sub("placementGroupSelector").str(k)) is not None},
             kubelet=KubeletConfiguration.parse(spec.sub("kubelet")) if spec.has("kubelet") else None,
             status=EC2NodeClassStatus.parse(f.sub("status")),
         )
@@ -334,6 +364,16 @@ class EC2NodeClass:
             spec["capacityReservationSelectorTerms"] = [t.to_dict() for t in self.capacity_reservation_selector_terms]
         if self.context is not None:
             spec["context"] = self.context
+        if self.connection_tracking:
+            spec["connectionTracking"] = dict(self.connection_tracking)
+        if self.cpu_options:
+            spec["cpuOptions"] = dict(self.cpu_options)
+        if self.ip_prefix_count is not None:
+            spec["ipPrefixCount"] = self.ip_prefix_count
+        if self.network_interfaces:
+            spec["networkInterfaces"] = [dict(n) for n in self.network_interfaces]
+        if self.placement_group_selector:
+            spec["placementGroupSelector"] = dict(self.placement_group_selector)
         if self.detailed_monitoring is not None:
             spec["detailedMonitoring"] = self.detailed_monitoring
         if self.instance_profile is not None:

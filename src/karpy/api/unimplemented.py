@@ -31,13 +31,6 @@ class Field(NamedTuple):
 _AFFINITY = "spec.affinity.{}.{}DuringSchedulingIgnoredDuringExecution[].{}{}"
 
 FIELDS: tuple[Field, ...] = (
-    Field("EC2NodeClass", "spec.networkInterfaces", "custom network interfaces (EFA, network cards) in the launch"),
-    Field("EC2NodeClass", "spec.placementGroupSelector", "launches into a placement group"),
-    Field("EC2NodeClass", "spec.ipPrefixCount", "IPv4 prefixes delegated to the primary interface (max pods)"),
-    Field("EC2NodeClass", "spec.cpuOptions", "CPU options (nested virtualization) in the launch template"),
-    Field("EC2NodeClass", "spec.connectionTracking", "connection tracking timeouts of the interfaces"),
-    Field("EC2NodeClass", "spec.context", "the CreateFleet context (reserved capacity pools)"),
-    Field("EC2NodeClass", "spec.instanceStorePolicy", "RAID0 of the instance stores as ephemeral storage"),
     Field("EC2NodeClass", "spec.blockDeviceMappings[].ebs.volumeInitializationRate",
           "the EBS volume initialization rate of volumes made from snapshots"),
     Field("KWOKNodeClass", "spec.nodeRegistrationDelay", "how long a KWOK node takes to register"),

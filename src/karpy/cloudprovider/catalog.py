@@ -68,13 +68,16 @@ restrict_zones = instancetype.restrict_zones
 
 
 def load(name: str, *, zones: Sequence[str] | None = None, region: str | None = None,
-         kubelet: Mapping[str, Any] | None = None, root_disk: int | None = None) -> list[instancetype.InstanceType]:
+         kubelet: Mapping[str, Any] | None = None, root_disk: int | None = None,
+         ami_family: str | None = None, instance_store_policy: str | None = None) -> list[instancetype.InstanceType]:
     """The built-in catalog ``name`` (one of :data:`NAMES`), sorted by instance type name.
 
     ``root_disk``: the node's root (OS) disk, milli-units of bytes, as its NodeClass sets it (an
     EC2NodeClass's root volume, an AKSNodeClass's ``osDiskSizeGB``): the types' ephemeral-storage
     capacity (``None``: the catalog's default, 20Gi on AWS, 128 GB on Azure; ignored by the
-    benchmark and kwok catalogs). Raises :class:`karpy.api.errors.ValidationError` for an unknown
+    benchmark and kwok catalogs). ``ami_family`` / ``instance_store_policy``: an EC2NodeClass's, for the
+    AWS catalog (Windows types, RAID0 ephemeral storage; see ``aws.instancetypes.build``).
+    Raises :class:`karpy.api.errors.ValidationError` for an unknown
     name, region or bad kubelet overrides.
     """
     if name not in NAMES:
@@ -88,7 +91,7 @@ def load(name: str, *, zones: Sequence[str] | None = None, region: str | None = 
                 where = f" of region {in_region}" if in_region else ""
                 names = ", ".join(sorted(z or '"" (regional)' for z in known))
                 raise errors.ValidationError.single("catalog", f"zones[{i}]", f"a zone{where}: {names}", zone)
-    return list(_load(name, zone_key, region, config, root_disk))
+    return list(_load(name, zone_key, region, config, root_disk, ami_family, instance_store_policy))
 
 
 @functools.lru_cache(maxsize=32)
@@ -102,7 +105,8 @@ def _zones(name: str, region: str | None) -> tuple[frozenset[str], str]:
 
 @functools.lru_cache(maxsize=64)
 def _load(name: str, zones: tuple[str, ...] | None, region: str | None,
-          kubelet: KubeletConfig, root_disk: int | None = None) -> tuple[instancetype.InstanceType, ...]:
+          kubelet: KubeletConfig, root_disk: int | None = None, ami_family: str | None = None,
+          instance_store_policy: str | None = None) -> tuple[instancetype.InstanceType, ...]:
     types: Sequence[instancetype.InstanceType]
     if name == "benchmark":
         from karpy.cloudprovider.fake import instancetypes as fake_types
@@ -118,7 +122,8 @@ def _load(name: str, zones: tuple[str, ...] | None, region: str | None,
         from karpy.cloudprovider.aws import instancetypes as aws_types
 
         types = aws_types.instance_types(region=region or aws_types.DEFAULT_REGION, kubelet=kubelet,
-                                         root_volume=root_disk)
+                                         root_volume=root_disk, family=ami_family,
+                                         instance_store_policy=instance_store_policy)
     else:
         from karpy.cloudprovider.azure import instancetypes as azure_types
 

@@ -42,11 +42,13 @@ from typing import Any
 from karpy.kube import cache_metrics, errors, informer, interface, memory, paths, selectors
 from karpy.kube import client as client_mod
 
-UNCACHED_KINDS = frozenset({"Event", "Lease", "CapacityBuffer"})
+UNCACHED_KINDS = frozenset({"Event", "Lease", "CapacityBuffer", "Service"})
 """Read from the API, not a cache: Events, Leases (leader election reads its one Lease with a GET, as
 client-go does; Karpenter's RBAC grants get/watch on it in one namespace, not a cluster-wide list), and
 CapacityBuffers (listed every few minutes to warn that karpy does not act on them; their CRD is often not
-installed, and an informer would retry a 404 every 30 s for ever, as the real-cluster suite showed)."""
+installed, and an informer would retry a 404 every 30 s for ever, as the real-cluster suite showed), and
+Services (the AWS provider reads ``kube-system/kube-dns`` once at start, with a get-only rule on that one
+name, as Karpenter)."""
 CONFLICT_RETRIES = 3
 
 

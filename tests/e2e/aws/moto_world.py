@@ -197,6 +197,29 @@ class PricingStub:
         return (_ok(), {"PriceList": items, "FormatVersion": "aws_v1"})
 
 
+class PlacementGroupStub:
+    """Answers ``ec2:DescribePlacementGroups`` (moto has no placement groups) from ``groups``
+    (name -> (id, strategy)), by ``GroupNames`` or ``GroupIds``; an unknown one is EC2's
+    ``InvalidPlacementGroup.Unknown``."""
+
+    def __init__(self, groups: Mapping[str, tuple[str, str]]) -> None:
+        self.groups = dict(groups)
+
+    def attach(self, ec2: Any) -> None:
+        ec2.meta.events.register("before-call.ec2.DescribePlacementGroups", self._answer)
+
+    def _answer(self, params: Mapping[str, Any], **_: Any) -> Any:
+        body = params.get("body") or {}  # the serialized query: GroupName.1=..., GroupId.1=...
+        names = [str(v) for k, v in body.items() if k.startswith("GroupName.")]
+        ids = [str(v) for k, v in body.items() if k.startswith("GroupId.")]
+        found = [{"GroupName": n, "GroupId": gid, "Strategy": strategy, "State": "available"}
+                 for n, (gid, strategy) in sorted(self.groups.items()) if n in names or gid in ids]
+        if len(found) < len(names) + len(ids):
+            return (botocore.awsrequest.AWSResponse("http://127.0.0.1/", 400, {}, None),
+                    {"Error": {"Code": "InvalidPlacementGroup.Unknown", "Message": "unknown placement group"}})
+        return (_ok(), {"PlacementGroups": found})
+
+
 class Latency:
     """Sleeps ``seconds`` before each CreateFleet is sent."""
 

@@ -18,7 +18,8 @@ def _events(w: b.World, name: str) -> list[str]:
 def _ec2(name: str, rate: int) -> dict[str, object]:
     nc = b.nodeclass_manifest(name)
     nc["spec"]["blockDeviceMappings"] = [{"deviceName": "/dev/xvda", "rootVolume": True,
-                                          "ebs": {"volumeSize": "20Gi", "volumeInitializationRate": rate}}]
+                                          "ebs": {"volumeSize": "20Gi", "snapshotID": "snap-0123456789abcdef0",
+                                                  "volumeInitializationRate": rate}}]
     return nc
 
 
@@ -79,8 +80,9 @@ def test_a_capacity_buffer_is_named_and_a_pod_claiming_dra_resources_is_not_unim
 def test_an_ec2nodeclass_field_is_named_in_the_event() -> None:
     w = b.make_world()
     nc = w.cluster.get("EC2NodeClass", "default")
-    nc["spec"]["placementGroupSelector"] = {"name": "analytics"}
+    nc["spec"]["blockDeviceMappings"] = [{"deviceName": "/dev/xvda", "rootVolume": True,
+                                           "ebs": {"volumeSize": "20Gi", "volumeInitializationRate": 300}}]
     w.cluster.update(nc)
     w.run_for(1.0)
     (message,) = _events(w, "default")
-    assert "EC2NodeClass default: spec.placementGroupSelector" in message
+    assert "EC2NodeClass default: spec.blockDeviceMappings[].ebs.volumeInitializationRate" in message

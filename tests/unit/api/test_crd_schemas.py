@@ -40,8 +40,7 @@ UNMODELLED: dict[str, frozenset[str]] = {
     "NodePool": frozenset(),
     "NodeClaim": frozenset({"status.imageID", "status.lastPodEventTime"}),
     "EC2NodeClass": frozenset({
-        "spec.capacityReservationSelectorTerms", "spec.connectionTracking", "spec.cpuOptions", "spec.ipPrefixCount",
-        "spec.networkInterfaces", "spec.placementGroupSelector",
+        "spec.capacityReservationSelectorTerms",
         "spec.blockDeviceMappings[].ebs.volumeInitializationRate",
         "status.amis[].deprecated", "status.capacityReservations",
     }),

@@ -272,6 +272,8 @@ def test_rbac_grants_what_karpenter_grants_and_nothing_wild() -> None:
         assert needed in rules, needed
     assert ("", "nodes", "create") not in rules
     assert not any(g == "karpenter.azure.com" for g, _, _ in rules)
+    core = one(render(), "ClusterRole", "karpy-core")["rules"]  # kube-dns's address, as Karpenter reads it
+    assert {"apiGroups": [""], "resources": ["services"], "resourceNames": ["kube-dns"], "verbs": ["get"]} in core
     (lease_write,) = [r for r in one(render(), "Role")["rules"] if "update" in r["verbs"]]
     assert lease_write["resourceNames"] == [leader.LEASE_NAME] == ["karpenter-leader-election"]
 

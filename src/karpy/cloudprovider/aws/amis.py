@@ -5,7 +5,10 @@ What a caller may rely on (Karpenter's AMI provider behaviour):
 * ``alias: <family>@<version>`` (``al2023@latest``, ``al2@v20240807``, ``bottlerocket@latest``,
   ``windows2022@latest``) reads the public EKS SSM parameters of the family for the cluster's
   Kubernetes version, one per architecture (``x86_64``, ``arm64``) and variant (standard, nvidia,
-  neuron); parameters that do not exist are skipped.
+  neuron); parameters that do not exist are skipped. Windows (``windows2019``, ``windows2022``,
+  ``windows2025``) has one parameter, ``/aws/service/ami-windows-latest/Windows_Server-<year>-English-
+  Core-EKS_Optimized-<k8s>/image_id`` (amd64); ``windows2025`` needs Kubernetes 1.35 or newer (an
+  older cluster gets a non-retryable error, so the NodeClass is not Ready with ``AMINotFound``).
 * A NodeClass with an ``amiFamily`` and no ``amiSelectorTerms`` (the older form) resolves like the
   family's ``@latest`` alias.
 * ``id``, ``name`` (owners ``self`` and ``amazon`` unless ``owner`` is set), ``owner`` and ``tags``
@@ -13,7 +16,8 @@ What a caller may rely on (Karpenter's AMI provider behaviour):
   an image id.
 * Every image gets requirements from its architecture (``kubernetes.io/arch``) and variant
   (NVIDIA: ``karpenter.k8s.aws/instance-gpu-count Exists``; Neuron: ``-accelerator-count Exists``;
-  the standard image of an alias: neither may exist); images with the same requirements keep only
+  the standard image of an alias: neither may exist; Windows: ``kubernetes.io/os In [windows]`` and
+  ``node.kubernetes.io/windows-build In [<build>]``); images with the same requirements keep only
   the newest (``CreationDate``, then id). The result is sorted newest first.
 * :func:`compatible` says whether an instance type's labels satisfy an image's requirements, which is
   how the AMI's requirements join the instance types'.
@@ -27,7 +31,7 @@ from typing import Any
 
 from karpy.api import labels, nodeclass, selectors
 from karpy.cloudprovider import errors
-from karpy.cloudprovider.aws import session
+from karpy.cloudprovider.aws import families, session
 
 ARCHES = {"x86_64": "amd64", "arm64": "arm64"}
 GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
@@ -55,6 +59,10 @@ class _Param:
 
 
 def _variant_requirements(variant: str) -> list[selectors.NodeSelectorRequirement]:
+    if variant in families.WINDOWS_BUILDS:
+        return [selectors.NodeSelectorRequirement(labels.OS, "In", ("windows",)),
+                selectors.NodeSelectorRequirement(families.WINDOWS_BUILD_LABEL, "In",
+                                                  (families.WINDOWS_BUILDS[variant],))]
     if variant == "nvidia":
         return [selectors.NodeSelectorRequirement(GPU_COUNT, "Exists", ())]
     if variant == "neuron":
@@ -90,10 +98,10 @@ def ssm_parameters(family: str, k8s_version: str, version: str = "latest") -> li
                 leaf = "latest" if latest else version.lstrip("v")
                 out.append(_Param(f"/aws/service/bottlerocket/aws-k8s-{k}{flavor}/{ec2_arch}/{leaf}/image_id",
                                   arch, variant))
-    elif family in ("Windows2019", "Windows2022"):
+    elif family in families.WINDOWS_BUILDS:
         year = family[-4:]
         out.append(_Param(f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{k}"
-                          "/image_id", "amd64", ""))
+                          "/image_id", "amd64", family))
     return out
 
 
@@ -115,10 +123,12 @@ def resolve(ec2: Any, ssm: Any, nc: nodeclass.EC2NodeClass, k8s_version: str) ->
     image_ids: list[str] = []
     describe_terms: list[nodeclass.SelectorTerm] = []
     if not terms and nc.ami_family and nc.ami_family != "Custom":
+        families.check_version(nc.ami_family, k8s_version)
         params.extend(ssm_parameters(nc.ami_family, k8s_version))
     for term in terms:
         alias = _alias(term)
         if alias is not None:
+            families.check_version(alias[0], k8s_version)
             params.extend(ssm_parameters(alias[0], k8s_version, alias[1]))
         elif term.ssm_parameter is not None:
             value = _ssm_value(ssm, term.ssm_parameter)

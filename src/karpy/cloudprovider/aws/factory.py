@@ -8,6 +8,12 @@ server), ``region`` (else boto3's: ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / con
 
 Missing cluster endpoint, CA bundle or Kubernetes version are looked up with ``eks:DescribeCluster``
 of ``settings.cluster_name`` (a failure is a warning, as the lookup is a convenience).
+
+The cluster's DNS address (and so its IP family: an IPv6 address makes an IPv6 cluster) is, as
+Karpenter finds it, the ``clusterIP`` of the ``kube-system/kube-dns`` Service; else option
+``cluster_dns``; else, when DescribeCluster was read, the tenth address of its service range
+(``kubernetesNetworkConfig``: ``serviceIpv6Cidr`` ``fd00:...::/108`` gives ``fd00:...::a``,
+``serviceIpv4Cidr`` ``172.20.0.0/16`` gives ``172.20.0.10``).
 Credentials come from the environment as boto3 reads them. Missing configuration (no region) raises
 :class:`karpy.cloudprovider.errors.CloudProviderError`, not retryable, saying what to set. With
 ``settings.interruption_queue`` set, the provider also serves the interruption queue
@@ -16,6 +22,7 @@ Credentials come from the environment as boto3 reads them. Missing configuration
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 from typing import Any
@@ -24,6 +31,7 @@ from karpy import clock as clock_mod
 from karpy import settings as settings_mod
 from karpy.cloudprovider import errors
 from karpy.cloudprovider.aws import interruption, provider, session, unavailable
+from karpy.kube import errors as kube_errors
 from karpy.kube import interface as kube_interface
 
 log = logging.getLogger("karpy.cloudprovider.aws")
@@ -70,6 +78,30 @@ def describe_cluster(sess: session.Session, name: str) -> dict[str, Any]:
     return found
 
 
+def kube_dns_ip(cluster: kube_interface.Cluster) -> str:
+    """The ``clusterIP`` of ``kube-system/kube-dns`` (``""`` when there is none or it cannot be read)."""
+    try:
+        svc = cluster.get("Service", "kube-dns", "kube-system")
+    except kube_errors.KubeError:
+        return ""
+    ip = (svc.get("spec") or {}).get("clusterIP") if isinstance(svc, dict) else None
+    return str(ip) if ip and ip != "None" else ""
+
+
+def dns_of_service_range(eks: dict[str, Any]) -> str:
+    """The tenth address of the cluster's service range (IPv6 first) from DescribeCluster, else ``""``."""
+    net = eks.get("kubernetesNetworkConfig") or {}
+    cidr = net.get("serviceIpv6Cidr") if net.get("ipFamily") == "ipv6" else None
+    cidr = cidr or net.get("serviceIpv4Cidr")
+    if not cidr:
+        return ""
+    try:
+        return str(ipaddress.ip_network(str(cidr), strict=False).network_address + 10)
+    except ValueError:
+        log.warning("DescribeCluster's service range %r is not a CIDR; no cluster DNS address", cidr)
+        return ""
+
+
 def build(settings: settings_mod.Settings, clock: clock_mod.Clock, cluster: kube_interface.Cluster,
           **options: Any) -> provider.AWSCloudProvider:
     sess = _session(options)
@@ -86,7 +118,8 @@ def build(settings: settings_mod.Settings, clock: clock_mod.Clock, cluster: kube
         cluster_endpoint=endpoint or str(eks.get("endpoint") or ""),
         ca_bundle=ca_bundle or str((eks.get("certificateAuthority") or {}).get("data") or ""),
         vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
-        reserved_capacity=settings.feature_gate("ReservedCapacity"))
+        reserved_capacity=settings.feature_gate("ReservedCapacity"),
+        cluster_dns=kube_dns_ip(cluster) or str(options.get("cluster_dns") or "") or dns_of_service_range(eks))
     if settings.interruption_queue:
         prov.queue = interruption.SQSQueue(sess, settings.interruption_queue, clock, prov.ice,
                                            wait_seconds=int(options.get("queue_wait_seconds", 20)))

@@ -52,10 +52,13 @@ class Request:
     target_capacity_type: str = ""
     """``DefaultTargetCapacityType`` when not the capacity type's own (a reserved launch: ``on-demand`` or
     ``capacity-block``, :func:`karpy.cloudprovider.aws.reservations.fleet_capacity_type`)."""
+    context: str | None = None
+    """The EC2NodeClass's ``context`` (CreateFleet ``Context``)."""
 
     def key(self) -> str:
         return json.dumps([self.capacity_type, [[n, [[o.instance_type, o.subnet_id, o.price] for o in ovs]]
-                                                for n, ovs in self.templates], sorted(self.tags.items())])
+                                                for n, ovs in self.templates], sorted(self.tags.items()),
+                           self.context])
 
     def overrides(self) -> list[Override]:
         return [o for _, ovs in self.templates for o in ovs]
@@ -100,6 +103,8 @@ def params(req: Request, count: int, extra_tags: Mapping[str, str] | None = None
         p["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
     elif target != "capacity-block":  # a capacity block takes no on-demand options
         p["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    if req.context:
+        p["Context"] = req.context
     return p
 
 

@@ -31,9 +31,18 @@ the same zones when the type supports spot. **Spot prices are not in our data**:
 costs the on-demand price times a deterministic per-(type, zone) fraction in [0.3, 0.7)
 (:func:`karpy.cloudprovider.spot.spot_price`), a stand-in for real spot history.
 
-Not modelled: ``vpc.amazonaws.com/pod-eni`` (the branch-ENI limits are not in moto's data),
-Windows AMIs, and instance-store RAID0 ephemeral storage. Trainium types take their accelerator
-labels from moto's ``NeuronInfo`` (``trainium``) where Karpenter hard-codes ``inferentia``.
+The AMI family (``family``, see :mod:`karpy.cloudprovider.aws.families`) and ``instanceStorePolicy``
+change the types as Karpenter's do: a Windows family gives ``kubernetes.io/os=windows`` and
+``node.kubernetes.io/windows-build`` (arm64 types are left out), 110 pods unless ``maxPods``, a 50Gi
+root volume and ``vpc.amazonaws.com/PrivateIPv4Address`` (IPv4 per ENI - 1); ``RAID0`` makes
+``ephemeral-storage`` the instance store's total size (GB, decimal) on types that have one.
+``vpc.amazonaws.com/pod-eni`` is the branch-ENI count of trunking-compatible types
+(``data/pod-eni.json``, see ``scripts/generate_aws_pod_eni.py``); ``aws.amazon.com/neuroncore`` is
+the devices times the cores per device. **Windows prices**: the data holds Linux on-demand prices
+only, and Karpenter's pricing provider also asks for ``operatingSystem=Linux``, so Windows offerings
+carry the Linux price (the licence is not in the figure), as in Karpenter.
+Trainium types take their accelerator labels from moto's ``NeuronInfo`` (``trainium``) where
+Karpenter hard-codes ``inferentia``.
 """
 
 from __future__ import annotations
@@ -49,9 +58,11 @@ from typing import Any
 from karpy.api import errors, labels, quantity
 from karpy.cloudprovider import instancetype, kubelet_overrides
 from karpy.cloudprovider import spot as spot_mod
+from karpy.cloudprovider.aws import families
 
 DEFAULT_REGION = "us-east-1"
 DATA_FILE = "instance-types.json"
+POD_ENI_FILE = "pod-eni.json"
 VM_MEMORY_OVERHEAD_PERCENT = 0.075
 GRAVITON_CMA_MIB = 64
 DEFAULT_EPHEMERAL_STORAGE = 20 * 2**30 * quantity.MILLI
@@ -66,6 +77,9 @@ RESOURCE_AMD_GPU = "amd.com/gpu"
 RESOURCE_HABANA_GAUDI = "habana.ai/gaudi"
 RESOURCE_NEURON = "aws.amazon.com/neuron"
 RESOURCE_EFA = "vpc.amazonaws.com/efa"
+RESOURCE_NEURON_CORE = "aws.amazon.com/neuroncore"
+RESOURCE_POD_ENI = "vpc.amazonaws.com/pod-eni"
+RAID0 = "RAID0"
 GPU_RESOURCES = {"NVIDIA": RESOURCE_NVIDIA_GPU, "AMD": RESOURCE_AMD_GPU, "Habana": RESOURCE_HABANA_GAUDI}
 
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}
@@ -86,32 +100,45 @@ def data() -> Mapping[str, Any]:
     return doc
 
 
+@functools.lru_cache(maxsize=1)
+def branch_enis() -> Mapping[str, int]:
+    """Type -> branch ENIs (``vpc.amazonaws.com/pod-eni``) of the trunking-compatible types."""
+    text = resources.files("karpy.cloudprovider.aws").joinpath("data", POD_ENI_FILE).read_text(encoding="utf-8")
+    doc: Mapping[str, int] = json.loads(text)["branch_enis"]
+    return doc
+
+
 def instance_types(
     region: str = DEFAULT_REGION,
     kubelet: kubelet_overrides.KubeletConfig | Mapping[str, Any] | None = None,
     vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
     zones: Sequence[str] | None = None,
     root_volume: int | None = None,
+    family: str | None = None,
+    instance_store_policy: str | None = None,
 ) -> list[instancetype.InstanceType]:
     """Every priced EC2 type in ``region`` (only us-east-1 is in the data), sorted by name.
 
     ``zones`` keeps only the offerings in those zones (types left without any are dropped);
-    ``root_volume`` (milli-units of bytes) replaces the 20Gi default root volume (see :func:`build`).
+    ``root_volume`` (milli-units of bytes) replaces the 20Gi default root volume (see :func:`build`);
+    ``family`` and ``instance_store_policy`` as :func:`build` takes them.
     """
     if region != data()["region"]:
         raise errors.ValidationError.single(
             "catalog/aws", "region", f"{data()['region']} (the only region in karpy's AWS data)", region)
-    types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent, root_volume)
+    types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent, root_volume,
+                            family, instance_store_policy)
     return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
 
 
 @functools.lru_cache(maxsize=16)
 def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig,
-                    vm_overhead: float, root_volume: int | None = None) -> tuple[instancetype.InstanceType, ...]:
+                    vm_overhead: float, root_volume: int | None = None, family: str | None = None,
+                    instance_store_policy: str | None = None) -> tuple[instancetype.InstanceType, ...]:
     out = []
     for name, spec in sorted(data()["types"].items()):
         t = build(name, spec, region=region, kubelet=kubelet, vm_memory_overhead_percent=vm_overhead,
-                  ephemeral_storage=root_volume)
+                  ephemeral_storage=root_volume, family=family, instance_store_policy=instance_store_policy)
         if t is not None:
             out.append(t)
     return tuple(out)
@@ -120,19 +147,34 @@ def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig,
 def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
           kubelet: kubelet_overrides.KubeletConfig | None = None,
           vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
-          ephemeral_storage: int | None = None) -> instancetype.InstanceType | None:
-    """One instance type from its generated spec record; ``None`` when its architecture is unknown.
+          ephemeral_storage: int | None = None, family: str | None = None,
+          instance_store_policy: str | None = None,
+          efa_only: tuple[int, int] | None = None) -> instancetype.InstanceType | None:
+    """One instance type from its generated spec record; ``None`` when its architecture is unknown
+    (or the family is Windows and the type is not amd64).
 
-    ``ephemeral_storage`` (milli-units of bytes) replaces the 20Gi default root volume: the size of
-    the EC2NodeClass's root block device mapping.
+    ``ephemeral_storage`` (milli-units of bytes) replaces the family's default root volume: the size of
+    the EC2NodeClass's root block device mapping; ``instance_store_policy`` ``RAID0`` replaces both
+    with the instance store on types that have one (module docstring). ``efa_only``: an EC2NodeClass's
+    ``networkInterfaces`` as (EFA-only interfaces, those on network card 0): ``vpc.amazonaws.com/efa``
+    becomes the first (not the type's own EFA count) and the ENI-limited max pods lose the second.
     """
     kc = kubelet or kubelet_overrides.KubeletConfig()
+    fam = families.of(family)
     arch = architecture(spec.get("arch", []))
-    if arch is None:
+    if arch is None or (fam.windows and arch != "amd64"):
         return None
-    capacity = compute_capacity(name, spec, kc, vm_memory_overhead_percent)
+    if efa_only is not None:
+        spec = {**spec, "efa": efa_only[0], "enis": max(int(spec["enis"]) - efa_only[1], 0)}
+    capacity = compute_capacity(name, spec, kc, vm_memory_overhead_percent, fam)
     if ephemeral_storage is not None:
         capacity["ephemeral-storage"] = ephemeral_storage
+    if instance_store_policy == RAID0 and spec.get("store"):
+        capacity["ephemeral-storage"] = int(spec["store"]) * 10**9 * quantity.MILLI
+    type_labels = compute_labels(name, spec, arch, region)
+    if fam.windows:
+        type_labels[labels.OS] = "windows"
+        type_labels[families.WINDOWS_BUILD_LABEL] = fam.windows_build
     overhead = instancetype.Overhead(
         kube_reserved=kube_reserved(spec["vcpu"], capacity["pods"] // quantity.MILLI, kc),
         system_reserved=dict(kc.system_reserved),
@@ -140,7 +182,7 @@ def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
     )
     return instancetype.InstanceType(
         name=name,
-        labels=compute_labels(name, spec, arch, region),
+        labels=type_labels,
         capacity=capacity,
         overhead=overhead,
         offerings=offerings(name, spec),
@@ -202,7 +244,7 @@ def compute_labels(name: str, spec: Mapping[str, Any], arch: str, region: str) -
         out[labels.AWS_INSTANCE_ACCELERATOR_MANUFACTURER] = _kabob(manufacturer)
         out[labels.AWS_INSTANCE_ACCELERATOR_COUNT] = str(count)
     elif len(neurons) == 1:
-        acc_name, count = neurons[0]
+        acc_name, count = neurons[0][0], neurons[0][1]
         out[labels.AWS_INSTANCE_ACCELERATOR_NAME] = _kabob(acc_name)
         out[labels.AWS_INSTANCE_ACCELERATOR_MANUFACTURER] = "aws"
         out[labels.AWS_INSTANCE_ACCELERATOR_COUNT] = str(count)
@@ -217,10 +259,17 @@ def eni_limited_pods(enis: int, ipv4_per_eni: int, reserved_enis: int = 0) -> in
     return usable * (ipv4_per_eni - 1) + 2
 
 
-def pods(spec: Mapping[str, Any], kubelet: kubelet_overrides.KubeletConfig) -> int:
-    """Max pods: kubelet ``maxPods`` or the ENI limit, capped by ``podsPerCore * vCPU`` when set."""
-    count = kubelet.max_pods if kubelet.max_pods is not None else eni_limited_pods(spec["enis"], spec["ipv4"])
-    if kubelet.pods_per_core:
+def pods(spec: Mapping[str, Any], kubelet: kubelet_overrides.KubeletConfig,
+         family: families.Family = families.DEFAULT) -> int:
+    """Max pods: kubelet ``maxPods``, else the ENI limit (Windows: 110), capped by ``podsPerCore * vCPU``
+    when set and the family honours it."""
+    if kubelet.max_pods is not None:
+        count = kubelet.max_pods
+    elif family.eni_limited_pods:
+        count = eni_limited_pods(spec["enis"], spec["ipv4"])
+    else:
+        count = families.WINDOWS_MAX_PODS
+    if kubelet.pods_per_core and family.pods_per_core:
         count = min(kubelet.pods_per_core * spec["vcpu"], count)
     return count
 
@@ -238,13 +287,19 @@ def memory_capacity_mib(spec: Mapping[str, Any],
 
 
 def compute_capacity(name: str, spec: Mapping[str, Any], kubelet: kubelet_overrides.KubeletConfig,
-                     vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> dict[str, int]:
+                     vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
+                     family: families.Family = families.DEFAULT) -> dict[str, int]:
     out = {
         "cpu": spec["vcpu"] * quantity.MILLI,
         "memory": memory_capacity_mib(spec, vm_memory_overhead_percent) * _MI,
-        "ephemeral-storage": DEFAULT_EPHEMERAL_STORAGE,
-        "pods": pods(spec, kubelet) * quantity.MILLI,
+        "ephemeral-storage": family.root_gib * 2**30 * quantity.MILLI,
+        "pods": pods(spec, kubelet, family) * quantity.MILLI,
     }
+    branch = branch_enis().get(name, 0)
+    if branch:
+        out[RESOURCE_POD_ENI] = branch * quantity.MILLI
+    if family.windows and spec.get("ipv4"):
+        out[families.PRIVATE_IPV4_RESOURCE] = (int(spec["ipv4"]) - 1) * quantity.MILLI
     gpu_counts: dict[str, int] = {}
     for _gpu_name, manufacturer, count, _mem in spec.get("gpus") or []:
         resource = GPU_RESOURCES.get(manufacturer)
@@ -257,6 +312,9 @@ def compute_capacity(name: str, spec: Mapping[str, Any], kubelet: kubelet_overri
         neurons = sum(int(a[2]) for a in spec.get("acc") or [])
     if neurons:
         out[RESOURCE_NEURON] = neurons * quantity.MILLI
+    devices = spec.get("neuron") or []
+    if devices and len(devices[0]) > 2 and devices[0][2]:
+        out[RESOURCE_NEURON_CORE] = int(devices[0][1]) * int(devices[0][2]) * quantity.MILLI
     if spec.get("efa"):
         out[RESOURCE_EFA] = int(spec["efa"]) * quantity.MILLI
     return out

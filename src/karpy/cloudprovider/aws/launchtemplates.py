@@ -12,7 +12,7 @@ device mappings, metadata options, detailed monitoring and tags. What a caller m
   found again after a restart (``DescribeLaunchTemplates`` by name), and safe under concurrent
   callers (one creation per name; ``AlreadyExists`` from a racing process is treated as found).
 * Block device mappings default to a 20Gi encrypted gp3 root volume (``/dev/xvda``, Bottlerocket
-  ``/dev/xvdb``); metadata options default to IMDSv2 required with a hop limit of 1 (the
+  ``/dev/xvdb``, Windows 50Gi ``/dev/sda1``); metadata options default to IMDSv2 required with a hop limit of 1 (the
   EC2NodeClass model's defaults); detailed monitoring is off unless asked.
 * :meth:`LaunchTemplates.cleanup` deletes this cluster's templates that are not in ``keep`` and were
   not used for :data:`UNUSED_TTL` seconds of the clock. A template is this cluster's only when it
@@ -21,6 +21,16 @@ device mappings, metadata options, detailed monitoring and tags. What a caller m
   karpy's name (``karpenter.k8s.aws/<digits>``); a template with one tag alone is never deleted
   (Karpenter deletes templates when they fall out
   of its cache or their NodeClass goes away).
+* Network interfaces (as Karpenter builds them): with neither a public-IP choice, an IPv6 cluster,
+  ``ipPrefixCount``, connection tracking nor custom interfaces, the template names the security groups
+  (``SecurityGroupIds``); else it has ``NetworkInterfaces``: the NodeClass's ``networkInterfaces``
+  (``NetworkCardIndex``, ``DeviceIndex``, ``InterfaceType``; an ``efa-only`` card gets no IP
+  settings), or one primary interface, each with the security groups, ``AssociatePublicIpAddress``,
+  in an IPv4 cluster ``Ipv4PrefixCount`` = ``ipPrefixCount``, in an IPv6 cluster ``PrimaryIpv6``,
+  ``Ipv6AddressCount: 1`` and ``Ipv6PrefixCount`` = ``ipPrefixCount``, and the
+  ``ConnectionTrackingSpecification`` (``TcpEstablishedTimeout``, ``UdpStreamTimeout``,
+  ``UdpTimeout``). ``cpuOptions`` become ``CpuOptions`` (``CoreCount``, ``ThreadsPerCore``,
+  ``NestedVirtualization``); a resolved placement group becomes ``Placement.GroupId``.
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import nodeclass, quantity
-from karpy.cloudprovider.aws import session
+from karpy.cloudprovider.aws import families, session
 
 NAME_PREFIX = "karpenter.k8s.aws/"
 TAG_CLUSTER = "karpenter.k8s.aws/cluster"
@@ -62,11 +72,22 @@ class Config:
     ami_family: str = "AL2023"
     reservation_fields: Mapping[str, Any] = field(default_factory=dict)
     """Capacity reservation targeting (:func:`karpy.cloudprovider.aws.reservations.launch_template_fields`)."""
+    ipv6: bool = False
+    """The cluster's IP family is IPv6."""
+    ip_prefix_count: int | None = None
+    network_interfaces: tuple[Mapping[str, Any], ...] = ()
+    """``{"networkCardIndex", "deviceIndex", "interfaceType"}`` per interface (the NodeClass's)."""
+    connection_tracking: Mapping[str, int] = field(default_factory=dict)
+    """``tcpEstablishedTimeout`` / ``udpStreamTimeout`` / ``udpTimeout`` seconds."""
+    cpu_options: Mapping[str, Any] = field(default_factory=dict)
+    """``coreCount`` / ``threadsPerCore`` / ``nestedVirtualization``."""
+    placement_group_id: str = ""
 
 
 def default_block_devices(family: str) -> tuple[nodeclass.BlockDeviceMapping, ...]:
-    device = "/dev/xvdb" if family == "Bottlerocket" else "/dev/xvda"
-    size = DEFAULT_ROOT_SIZE_GIB * 2**30 * quantity.MILLI
+    f = families.of(family)
+    device = f.root_device
+    size = f.root_gib * 2**30 * quantity.MILLI
     return (nodeclass.BlockDeviceMapping(device_name=device, root_volume=True, ebs=nodeclass.BlockDevice(
         volume_size=size, volume_type="gp3", encrypted=True, delete_on_termination=True)),)
 
@@ -109,13 +130,57 @@ def template_data(c: Config) -> dict[str, Any]:
         "TagSpecifications": [{"ResourceType": "network-interface",
                                "Tags": [{"Key": k, "Value": v} for k, v in sorted(c.tags.items())]}],
     }
-    if c.associate_public_ip_address is not None:
-        data["NetworkInterfaces"] = [{"DeviceIndex": 0, "AssociatePublicIpAddress": c.associate_public_ip_address,
-                                      "Groups": list(c.security_group_ids)}]
+    interfaces = network_interfaces(c)
+    if interfaces:
+        data["NetworkInterfaces"] = interfaces
     else:
         data["SecurityGroupIds"] = list(c.security_group_ids)
     data.update(c.reservation_fields)
+    cpu = {key: c.cpu_options[name] for name, key in (("coreCount", "CoreCount"), ("threadsPerCore", "ThreadsPerCore"),
+                                                      ("nestedVirtualization", "NestedVirtualization"))
+           if c.cpu_options.get(name) is not None}
+    if cpu:
+        data["CpuOptions"] = cpu
+    if c.placement_group_id:
+        data["Placement"] = {"GroupId": c.placement_group_id}
     return data
+
+
+_CONNTRACK = (("tcpEstablishedTimeout", "TcpEstablishedTimeout"), ("udpStreamTimeout", "UdpStreamTimeout"),
+              ("udpTimeout", "UdpTimeout"))
+
+
+def network_interfaces(c: Config) -> list[dict[str, Any]]:
+    """The template's ``NetworkInterfaces`` (``[]``: name the security groups instead; module docstring)."""
+    if (c.associate_public_ip_address is None and not c.ipv6 and c.ip_prefix_count is None
+            and not c.connection_tracking and not c.network_interfaces):
+        return []
+    conntrack = {key: c.connection_tracking[name] for name, key in _CONNTRACK
+                 if c.connection_tracking.get(name) is not None}
+    wanted = c.network_interfaces or ({"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": ""},)
+    out: list[dict[str, Any]] = []
+    for ni in wanted:
+        kind = str(ni.get("interfaceType") or "")
+        spec: dict[str, Any] = {"DeviceIndex": int(ni.get("deviceIndex") or 0),
+                                "Groups": list(c.security_group_ids)}
+        if c.network_interfaces:
+            spec["NetworkCardIndex"] = int(ni.get("networkCardIndex") or 0)
+            spec["InterfaceType"] = kind
+        if kind != "efa-only":
+            primary = spec["DeviceIndex"] == 0 and int(ni.get("networkCardIndex") or 0) == 0
+            if c.associate_public_ip_address is not None and primary:
+                spec["AssociatePublicIpAddress"] = c.associate_public_ip_address
+            if c.ipv6:
+                spec["PrimaryIpv6"] = True
+                spec["Ipv6AddressCount"] = 1
+                if c.ip_prefix_count is not None:
+                    spec["Ipv6PrefixCount"] = c.ip_prefix_count
+            elif c.ip_prefix_count is not None:
+                spec["Ipv4PrefixCount"] = c.ip_prefix_count
+            if conntrack:
+                spec["ConnectionTrackingSpecification"] = dict(conntrack)
+        out.append(spec)
+    return out
 
 
 def name_of(cluster: str, data: Mapping[str, Any]) -> str:

@@ -4,7 +4,10 @@
 subnets (id, zone, zone id, free IPs), security groups, images (newest per architecture/variant,
 with requirements) and the instance profile, plus readiness with Karpenter's condition types and
 reasons (``SubnetsReady``/``SubnetsNotFound``, ``SecurityGroupsReady``/``SecurityGroupsNotFound``,
-``AMIsReady``/``AMINotFound``, ``InstanceProfileReady``/``InstanceProfileNotFound``). Results are
+``AMIsReady``/``AMINotFound``, ``InstanceProfileReady``/``InstanceProfileNotFound``, and with a
+``placementGroupSelector`` ``PlacementGroupReady``/``PlacementGroupNotFound``: the group by ``name``
+or ``id`` through ``DescribePlacementGroups``, available ones only, reported in
+``status.placementGroups``). Results are
 cached per NodeClass name and content for :data:`CACHE_SECONDS` of the clock (thread-safe);
 :meth:`Resolver.status` renders the whole ``status`` object :meth:`CloudProvider.resolve_node_class`
 returns.
@@ -13,6 +16,7 @@ returns.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +31,30 @@ from karpy.cloudprovider.aws import reservations as aws_reservations
 CACHE_SECONDS = 60.0
 
 
+@dataclass(frozen=True, slots=True)
+class PlacementGroup:
+    id: str
+    name: str
+    strategy: str
+    """``cluster``, ``partition`` or ``spread``."""
+
+
+def placement_group(ec2: Any, selector: Mapping[str, str]) -> PlacementGroup | None:
+    """The available placement group ``selector`` (``name`` or ``id``) names, if any."""
+    kwargs = {"GroupIds": [selector["id"]]} if selector.get("id") else {"GroupNames": [selector["name"]]}
+    try:
+        groups = session.call(ec2, "describe_placement_groups", **kwargs).get("PlacementGroups") or ()
+    except session.AWSError as exc:
+        if exc.retryable:
+            raise
+        return None
+    for g in groups:
+        if g.get("State", "available") == "available":
+            return PlacementGroup(str(g.get("GroupId") or ""), str(g.get("GroupName") or ""),
+                                  str(g.get("Strategy") or ""))
+    return None
+
+
 @dataclass(frozen=True)
 class Resolved:
     subnets: tuple[selectors.Subnet, ...]
@@ -38,6 +66,7 @@ class Resolved:
     reservations: tuple[cr.Reservation, ...] = ()
     """The capacity reservations ``capacityReservationSelectorTerms`` select (:mod:`.reservations`)."""
     resolved_at: float = 0.0
+    placement_group: PlacementGroup | None = None
 
     @property
     def ready(self) -> bool:
@@ -59,6 +88,9 @@ class Resolved:
             out["instanceProfile"] = self.instance_profile
         if self.reservations:
             out["capacityReservations"] = [r.status(self.resolved_at) for r in self.reservations]
+        if self.placement_group is not None:
+            out["placementGroups"] = [{"id": self.placement_group.id, "name": self.placement_group.name,
+                                       "strategy": self.placement_group.strategy}]
         out["conditions"] = [dict(c) for c in self.conditions]
         return out
 
@@ -134,13 +166,20 @@ class Resolver:
                 problem = exc.message
             conditions.insert(0, _condition("CapacityReservationsReady", not problem,
                                             "CapacityReservationsNotFound", problem))
+        group = None
+        if nc.placement_group_selector:
+            group = placement_group(ec2, nc.placement_group_selector)
+            conditions.append(_condition("PlacementGroupReady", group is not None, "PlacementGroupNotFound",
+                                         f"placementGroupSelector {dict(nc.placement_group_selector)} matched no "
+                                         "available placement group"))
         failing = [c for c in conditions if c["status"] != "True"]
         if failing:
             ready = interface.ready_condition(False, failing[0]["reason"],
                                               "; ".join(c["message"] for c in failing))
         else:
             ready = interface.ready_condition(True, "Ready")
-        return Resolved(subnets, groups, images, profile, (*conditions, ready), tuple(found), self.clock.now())
+        return Resolved(subnets, groups, images, profile, (*conditions, ready), tuple(found), self.clock.now(),
+                        group)
 
     def status(self, node_class: dict[str, Any]) -> dict[str, Any]:
         kind = str(node_class.get("kind") or "")

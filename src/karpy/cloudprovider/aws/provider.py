@@ -8,9 +8,15 @@
   NodeClass whose resolution is not Ready (or whose status says Ready=False) raises
   :class:`errors.NodeClassNotReadyError`.
 * **Instance types** come from the live catalog of the region
-  (:class:`karpy.cloudprovider.aws.typecatalog.LiveCatalog`), with the NodeClass's kubelet settings
-  and root volume size, only in the zones of its subnets, only types some resolved AMI can run, and
-  offerings in the insufficient-capacity cache marked unavailable.
+  (:class:`karpy.cloudprovider.aws.typecatalog.LiveCatalog`), with the NodeClass's kubelet settings,
+  root volume size, AMI family (Windows) and ``instanceStorePolicy``, only in the zones of its subnets,
+  only types some resolved AMI can run, and offerings in the insufficient-capacity cache marked
+  unavailable.
+* **Launch settings**: the cluster DNS address (:attr:`AWSCloudProvider.cluster_dns`; IPv6 makes an
+  IPv6 cluster), ``ipPrefixCount``, ``networkInterfaces``, ``connectionTracking``, ``cpuOptions``
+  and the resolved placement group go into the launch template, ``context`` into CreateFleet;
+  launched nodes carry ``topology.k8s.aws/zone-id``, ``karpenter.k8s.aws/instance-tenancy`` and,
+  with a placement group, ``karpenter.k8s.aws/placement-group-id``.
 * **Create**: the claim's compatible offerings cheapest first; spot when allowed and offered, else
   on-demand; at most :data:`MAX_INSTANCE_TYPES` types; per zone the subnet with the most free IPs;
   one launch template per (image, max pods) with the family's user data; one CreateFleet (batched
@@ -70,6 +76,9 @@ TAG_NODEPOOL = "karpenter.sh/nodepool"
 TAG_NODECLAIM = "karpenter.sh/nodeclaim"
 TAG_NODECLASS = "karpenter.k8s.aws/ec2nodeclass"
 TAG_CLUSTER = "eks:eks-cluster-name"
+LABEL_ZONE_ID = "topology.k8s.aws/zone-id"
+LABEL_TENANCY = "karpenter.k8s.aws/instance-tenancy"
+LABEL_PLACEMENT_GROUP = "karpenter.k8s.aws/placement-group-id"
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 
 
@@ -79,6 +88,34 @@ def instance_id_of(provider_id: str) -> str:
         return ""
     last = provider_id.rstrip("/").rsplit("/", 1)[-1]
     return last if last.startswith("i-") else ""
+
+
+def launch_options(nc: nodeclass.EC2NodeClass) -> dict[str, Any]:
+    """The NodeClass's launch-template settings beyond the common ones (ipPrefixCount, networkInterfaces,
+    connectionTracking, cpuOptions), as :class:`launchtemplates.Config` takes them."""
+    return {"ip_prefix_count": nc.ip_prefix_count, "network_interfaces": nc.network_interfaces,
+            "connection_tracking": nc.connection_tracking, "cpu_options": nc.cpu_options}
+
+
+def efa_only(nc: nodeclass.EC2NodeClass) -> tuple[int, int] | None:
+    """(EFA-only interfaces, those on network card 0) of the NodeClass's ``networkInterfaces`` (``None``
+    without any): they set ``vpc.amazonaws.com/efa`` and take ENIs from the max-pods formula."""
+    if not nc.network_interfaces:
+        return None
+    efa = [n for n in nc.network_interfaces if n.get("interfaceType") == "efa-only"]
+    return len(efa), sum(1 for n in efa if not n.get("networkCardIndex"))
+
+
+def launch_labels(nc: nodeclass.EC2NodeClass, res: nodeclasses.Resolved, zone: str) -> dict[str, str]:
+    """Labels Karpenter's AWS provider puts on a launched node: ``topology.k8s.aws/zone-id`` of the zone,
+    ``karpenter.k8s.aws/instance-tenancy`` (``default``) and ``karpenter.k8s.aws/placement-group-id``."""
+    out = {LABEL_TENANCY: "default"}
+    if res.placement_group is not None:
+        out[LABEL_PLACEMENT_GROUP] = res.placement_group.id
+    zone_id = next((s.zone_id for s in res.subnets if s.zone == zone and s.zone_id), "")
+    if zone_id:
+        out[LABEL_ZONE_ID] = zone_id
+    return out
 
 
 def _tags(inst: Mapping[str, Any]) -> dict[str, str]:
@@ -93,7 +130,7 @@ class AWSCloudProvider:
     def __init__(self, sess: session.Session, clock: clock_mod.Clock, cluster: kube_interface.Cluster, *,
                  cluster_name: str, kubernetes_version: str, cluster_endpoint: str = "", ca_bundle: str = "",
                  vm_memory_overhead_percent: float = 0.075, queue: interface.InterruptionQueue | None = None,
-                 reserved_capacity: bool = True) -> None:
+                 reserved_capacity: bool = True, cluster_dns: str = "") -> None:
         self.session = sess
         self.clock = clock
         self.cluster = cluster
@@ -102,6 +139,8 @@ class AWSCloudProvider:
         self.cluster_endpoint = cluster_endpoint
         self.ca_bundle = ca_bundle
         self.kubernetes_version = kubernetes_version
+        self.cluster_dns = cluster_dns
+        """kube-dns's address; an IPv6 one makes the cluster IPv6 (launch templates, user data)."""
         self.queue = queue
         self.ice = unavailable.UnavailableOfferings(clock)
         self.prices = pricing.Prices(sess, clock)
@@ -167,8 +206,11 @@ class AWSCloudProvider:
         kubelet = nc.kubelet.to_dict() if nc is not None and nc.kubelet is not None else None
         zones = {s.zone for s in res.subnets} if res is not None else None
         storage = launchtemplates.root_volume_size(nc) if nc is not None else None
-        types = self.catalog.instance_types(kubelet=kubelet_overrides.kubelet_config(kubelet), zones=zones,
-                                            ephemeral_storage=storage, unavailable=self.ice.snapshot(), names=names)
+        types = self.catalog.instance_types(
+            kubelet=kubelet_overrides.kubelet_config(kubelet), zones=zones, ephemeral_storage=storage,
+            family=nc.resolved_ami_family if nc is not None else None,
+            instance_store_policy=nc.instance_store_policy if nc is not None else None,
+            efa_only=efa_only(nc) if nc is not None else None, unavailable=self.ice.snapshot(), names=names)
         if res is not None and res.images:
             types = [t for t in types if amis.image_for(res.images, t.labels) is not None]
         if res is not None and res.reservations:
@@ -271,7 +313,7 @@ class AWSCloudProvider:
                 f"kubernetes.io/cluster/{self.cluster_name}": "owned"}
         target = aws_reservations.fleet_capacity_type(chosen[0].offering.reservation_type) if reserved else ""
         ids = {(c.instance_type.name, c.offering.zone): c.offering.reservation_id for c in reserved}
-        return fleet.Request(capacity_type, tuple(templates), tags, target), by_type, ids
+        return fleet.Request(capacity_type, tuple(templates), tags, target, context=nc.context), by_type, ids
 
     def _reserved(self, cands: Sequence[capacity.Candidate]) -> builtins.list[capacity.Candidate]:
         """The reserved candidates one CreateFleet can launch: one reservation type (default before
@@ -295,7 +337,8 @@ class AWSCloudProvider:
             cluster_name=self.cluster_name, cluster_endpoint=self.cluster_endpoint, ca_bundle=self.ca_bundle,
             labels=node_labels, taints=taints, kubelet=nc.kubelet,
             max_pods=nc.kubelet.max_pods if nc.kubelet is not None and nc.kubelet.max_pods else pods,
-            custom=nc.user_data)
+            custom=nc.user_data, cluster_dns=(self.cluster_dns,) if self.cluster_dns else (),
+            instance_store_policy=nc.instance_store_policy)
         tags = {**dict(nc.tags), TAG_NODECLASS: nc.name, TAG_CLUSTER: self.cluster_name,
                 TAG_NODEPOOL: claim.metadata.labels.get(labels.NODEPOOL, "")}
         rendered = userdata.render(family, opts)
@@ -307,7 +350,9 @@ class AWSCloudProvider:
             block_device_mappings=nc.block_device_mappings, metadata_options=nc.metadata_options,
             detailed_monitoring=bool(nc.detailed_monitoring),
             associate_public_ip_address=nc.associate_public_ip_address, tags=tags, ami_family=family,
-            reservation_fields=aws_reservations.launch_template_fields(reservation, self.reservations.enabled))
+            reservation_fields=aws_reservations.launch_template_fields(reservation, self.reservations.enabled),
+            ipv6=":" in self.cluster_dns, placement_group_id=res.placement_group.id if res.placement_group else "",
+            **launch_options(nc))
         return self.templates.ensure(config)
 
     def _launched(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, inst: fleet.Launched,
@@ -316,7 +361,7 @@ class AWSCloudProvider:
             self._launch_times[inst.instance_id] = self.clock.now()
         md = claim.metadata
         node_labels = {**md.labels, **it.labels, labels.ZONE: inst.zone, labels.REGION: self.region,
-                       labels.CAPACITY_TYPE: inst.capacity_type}
+                       labels.CAPACITY_TYPE: inst.capacity_type, **launch_labels(nc, self._resolved(nc), inst.zone)}
         r = self.reservations.get(reservation_id) if reservation_id else None
         if r is not None:
             node_labels.update(r.labels())

@@ -11,7 +11,8 @@ overhead. Offerings: on-demand in each zone, and spot where the type supports sp
 What a caller may rely on: the EC2 data is cached and refreshed every :data:`REFRESH_SECONDS` of
 the clock (a failed refresh keeps the previous data, and raises only when there is none yet);
 :meth:`LiveCatalog.instance_types` returns a fresh list sorted by name, for the kubelet settings,
-zones and root volume size asked, with offerings in ``unavailable`` marked ``available=False``.
+zones, root volume size, AMI family (Windows types) and instance-store policy (RAID0) asked, with
+offerings in ``unavailable`` marked ``available=False``.
 Thread-safe.
 """
 
@@ -66,6 +67,8 @@ def spec_of(info: Mapping[str, Any]) -> dict[str, Any]:
     storage = info.get("InstanceStorageInfo") or {}
     if storage.get("NvmeSupport") not in (None, "unsupported") and storage.get("TotalSizeInGB"):
         spec["nvme"] = storage["TotalSizeInGB"]
+    if storage.get("TotalSizeInGB"):
+        spec["store"] = storage["TotalSizeInGB"]
     gpus = (info.get("GpuInfo") or {}).get("Gpus") or []
     if gpus:
         spec["gpus"] = [[g.get("Name", ""), g.get("Manufacturer", ""), g.get("Count", 0),
@@ -75,7 +78,8 @@ def spec_of(info: Mapping[str, Any]) -> dict[str, Any]:
         spec["acc"] = [[a.get("Name", ""), a.get("Manufacturer", ""), a.get("Count", 0)] for a in accs]
     neurons = (info.get("NeuronInfo") or {}).get("NeuronDevices") or []
     if neurons:
-        spec["neuron"] = [[n.get("Name", ""), n.get("Count", 0)] for n in neurons]
+        spec["neuron"] = [[n.get("Name", ""), n.get("Count", 0), (n.get("CoreInfo") or {}).get("Count", 0)]
+                          for n in neurons]
     efa = (net.get("EfaInfo") or {}).get("MaximumEfaInterfaces")
     if efa:
         spec["efa"] = efa
@@ -133,17 +137,20 @@ class LiveCatalog:
     def instance_types(self, *, kubelet: kubelet_overrides.KubeletConfig | None = None,
                        zones: Collection[str] | None = None,
                        ephemeral_storage: int | None = None,
+                       family: str | None = None, instance_store_policy: str | None = None,
+                       efa_only: tuple[int, int] | None = None,
                        unavailable: Collection[errors.OfferingKey] = (),
                        names: Collection[str] | None = None) -> list[instancetype.InstanceType]:
         """``names``: only these types (the rest of the arguments as the module docstring says)."""
         self.refresh()
         kc = kubelet or kubelet_overrides.KubeletConfig()
         zone_key = tuple(sorted(zones)) if zones is not None else None
-        key = (self._generation, kc, zone_key, ephemeral_storage, self.prices.on_demand_source,
+        key = (self._generation, kc, zone_key, ephemeral_storage, family, instance_store_policy, efa_only,
+               self.prices.on_demand_source,
                self.prices.spot_source)
         built = self._built.get(key)
         if built is None:
-            built = self._build(kc, zone_key, ephemeral_storage)
+            built = self._build(kc, zone_key, ephemeral_storage, family, instance_store_policy, efa_only)
             with self._lock:
                 if len(self._built) > 64:
                     self._built.clear()
@@ -164,7 +171,9 @@ class LiveCatalog:
         return out
 
     def _build(self, kc: kubelet_overrides.KubeletConfig, zones: tuple[str, ...] | None,
-               ephemeral_storage: int | None) -> tuple[instancetype.InstanceType, ...]:
+               ephemeral_storage: int | None, family: str | None = None,
+               instance_store_policy: str | None = None,
+               efa_only: tuple[int, int] | None = None) -> tuple[instancetype.InstanceType, ...]:
         wanted = set(zones) if zones is not None else None
         out: list[instancetype.InstanceType] = []
         for name in sorted(self._specs):
@@ -177,7 +186,8 @@ class LiveCatalog:
                 continue
             it = instancetypes.build(name, {**spec, "zones": type_zones, "price": od}, region=self.session.region,
                                      kubelet=kc, vm_memory_overhead_percent=self.vm_memory_overhead_percent,
-                                     ephemeral_storage=ephemeral_storage)
+                                     ephemeral_storage=ephemeral_storage, family=family,
+                                     instance_store_policy=instance_store_policy, efa_only=efa_only)
             if it is None:
                 continue
             offerings: list[instancetype.Offering] = []

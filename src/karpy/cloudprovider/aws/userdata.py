@@ -14,8 +14,18 @@
 * **Bottlerocket**: TOML: the NodeClass's TOML, with ``settings.kubernetes`` (``cluster-name``,
   ``api-server``, ``cluster-certificate``, ``max-pods``, ``node-labels``, ``node-taints``,
   reservations, eviction) set by karpy on top.
-* **Windows2019/2022**: a ``<powershell>`` block running ``Start-EKSBootstrap.ps1``.
+* **Windows2019/2022/2025**: a ``<powershell>`` block: the NodeClass's ``userData`` first, then
+  ``Start-EKSBootstrap.ps1 -EKSClusterName ... -APIServerEndpoint ...`` with ``-Base64ClusterCA``,
+  ``-KubeletExtraArgs`` (labels, taints, max pods, reservations) and ``-DNSClusterIP`` when known.
 * **Custom**: the NodeClass's ``userData`` exactly as written.
+
+The cluster DNS is the kubelet's ``clusterDNS`` when the NodeClass sets it, else
+:attr:`Options.cluster_dns` (the provider's discovered kube-dns address); an IPv6 address makes the
+node IPv6 (AL2: ``--ip-family ipv6``). ``instanceStorePolicy: RAID0`` builds a RAID0 array of the
+instance stores for ephemeral storage: AL2 ``--local-disks raid0``, AL2023 NodeConfig
+``spec.instance.localStorage.strategy: RAID0``, Bottlerocket a ``000-mount-instance-storage``
+bootstrap command (``apiclient ephemeral-storage init`` then ``bind`` of containerd, kubelet and pod
+logs).
 
 The output depends only on the inputs (sorted keys), so equal configurations give equal launch
 templates.
@@ -53,6 +63,25 @@ class Options:
     kubelet: nodeclass.KubeletConfiguration | None = None
     max_pods: int | None = None
     custom: str | None = None
+    cluster_dns: tuple[str, ...] = ()
+    """The discovered kube-dns address(es), used when the kubelet settings name none."""
+    instance_store_policy: str | None = None
+
+
+RAID0 = "RAID0"
+BOTTLEROCKET_RAID_COMMAND = "000-mount-instance-storage"
+
+
+def cluster_dns(o: Options) -> tuple[str, ...]:
+    """The kubelet's cluster DNS: the NodeClass's ``clusterDNS``, else the discovered one."""
+    if o.kubelet is not None and o.kubelet.cluster_dns:
+        return tuple(o.kubelet.cluster_dns)
+    return tuple(o.cluster_dns)
+
+
+def is_ipv6(o: Options) -> bool:
+    dns = cluster_dns(o)
+    return bool(dns) and ":" in dns[0]
 
 
 def encode(text: str) -> str:
@@ -119,12 +148,17 @@ def _al2_script(o: Options) -> str:
     cmd = f"/etc/eks/bootstrap.sh '{o.cluster_name}' --apiserver-endpoint '{o.cluster_endpoint}'"
     if o.ca_bundle:
         cmd += f" --b64-cluster-ca '{o.ca_bundle}'"
-    if o.kubelet is not None and o.kubelet.cluster_dns:
-        cmd += f" --dns-cluster-ip '{o.kubelet.cluster_dns[0]}'"
+    if is_ipv6(o):
+        cmd += " \\\n--ip-family ipv6"
+    dns = cluster_dns(o)
+    if dns:
+        cmd += f" --dns-cluster-ip '{dns[0]}'"
     cmd += " --use-max-pods false"
     args = _kubelet_args(o)
     if args:
         cmd += " \\\n--kubelet-extra-args '" + " ".join(args) + "'"
+    if o.instance_store_policy == RAID0:
+        cmd += " \\\n--local-disks raid0"
     lines.append(cmd)
     return "\n".join(lines) + "\n"
 
@@ -137,10 +171,10 @@ def _nodeconfig(o: Options) -> str:
     config: dict[str, Any] = {}
     if o.max_pods is not None:
         config["maxPods"] = o.max_pods
+    if cluster_dns(o):
+        config["clusterDNS"] = list(cluster_dns(o))
     k = o.kubelet
     if k is not None:
-        if k.cluster_dns:
-            config["clusterDNS"] = list(k.cluster_dns)
         if k.system_reserved:
             config["systemReserved"] = quantity.format_list(k.system_reserved)
         if k.kube_reserved:
@@ -163,8 +197,10 @@ def _nodeconfig(o: Options) -> str:
     kubelet: dict[str, Any] = {"config": config} if config else {}
     if flags:
         kubelet["flags"] = flags
-    doc = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig",
-           "spec": {"cluster": cluster, "kubelet": kubelet}}
+    spec: dict[str, Any] = {"cluster": cluster, "kubelet": kubelet}
+    if o.instance_store_policy == RAID0:
+        spec["instance"] = {"localStorage": {"strategy": RAID0}}
+    doc = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
     return str(yaml.safe_dump(doc, sort_keys=True))
 
 
@@ -211,10 +247,17 @@ def _bottlerocket(o: Options) -> str:
         for t in o.taints:
             taints.setdefault(str(t["key"]), []).append(f"{t.get('value') or ''}:{t['effect']}")
         kube["node-taints"] = taints
+    if cluster_dns(o):
+        kube["cluster-dns-ip"] = list(cluster_dns(o))
+    if o.instance_store_policy == RAID0:
+        commands = settings.setdefault("bootstrap-commands", {})
+        commands[BOTTLEROCKET_RAID_COMMAND] = {
+            "commands": [["apiclient", "ephemeral-storage", "init"],
+                         ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd",
+                          "/var/lib/kubelet", "/var/log/pods"]],
+            "essential": True, "mode": "always"}
     k = o.kubelet
     if k is not None:
-        if k.cluster_dns:
-            kube["cluster-dns-ip"] = list(k.cluster_dns)
         if k.system_reserved:
             kube["system-reserved"] = quantity.format_list(k.system_reserved)
         if k.kube_reserved:
@@ -260,8 +303,19 @@ def dump_toml(doc: Mapping[str, Any]) -> str:
 
 
 def _windows(o: Options) -> str:
-    args = " ".join(_kubelet_args(o))
-    return ("<powershell>\n"
-            "[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n"
-            f"& $EKSBootstrapScriptFile -EKSClusterName '{o.cluster_name}' -APIServerEndpoint '{o.cluster_endpoint}' "
-            f"-Base64ClusterCA '{o.ca_bundle}' -KubeletExtraArgs '{args}' 3>&1 4>&1 5>&1 6>&1\n</powershell>\n")
+    lines = ["<powershell>"]
+    if o.custom and o.custom.strip():
+        lines.append(o.custom.strip("\n"))
+    lines.append("[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"")
+    cmd = f"& $EKSBootstrapScriptFile -EKSClusterName '{o.cluster_name}' -APIServerEndpoint '{o.cluster_endpoint}'"
+    if o.ca_bundle:
+        cmd += f" -Base64ClusterCA '{o.ca_bundle}'"
+    args = _kubelet_args(o)
+    if args:
+        cmd += " -KubeletExtraArgs '" + " ".join(args) + "'"
+    dns = cluster_dns(o)
+    if dns:
+        cmd += f" -DNSClusterIP '{dns[0]}'"
+    lines.append(cmd)
+    lines.append("</powershell>")
+    return "\n".join(lines)

@@ -71,13 +71,30 @@ def root_disk(nc: NodeClass | None) -> int | None:
     return None
 
 
+def aws_profile(nc: NodeClass | None) -> tuple[str | None, str | None] | None:
+    """An EC2NodeClass's AMI family and ``instanceStorePolicy`` when they change its instance types
+    (Windows: OS, pods, root volume; Bottlerocket: pods per core; RAID0: ephemeral storage), else ``None``."""
+    if not isinstance(nc, nodeclass.EC2NodeClass):
+        return None
+    family = nc.resolved_ami_family
+    if family not in ("Bottlerocket", "Windows2019", "Windows2022", "Windows2025"):
+        family = None
+    if family is None and nc.instance_store_policy is None:
+        return None
+    return family, nc.instance_store_policy
+
+
 def kubelet_key(nc: NodeClass | None) -> Any:
     """A hashable key per distinct catalog configuration: the kubelet settings and the root disk
-    (``None``: the catalog's defaults), and what of an AKSNodeClass narrows its sizes."""
+    (``None``: the catalog's defaults), the AWS profile (AMI family, instance store policy), and what of
+    an AKSNodeClass narrows its sizes."""
     overrides = kubelet_overrides(nc)
     disk = root_disk(nc)
     kubelet = None if overrides is None else catalog_mod.kubelet_config(overrides)
-    key = kubelet if disk is None else (kubelet, disk)
+    key: Any = kubelet if disk is None else (kubelet, disk)
+    profile = aws_profile(nc)
+    if profile is not None:
+        key = (kubelet, disk, profile)
     if isinstance(nc, nodeclass.AKSNodeClass):
         narrowing = azure_types.nodeclass_filter(nc)
         if any(narrowing):
@@ -107,8 +124,10 @@ class CatalogViews:
         types = self._types.get(key)
         if types is None:
             if isinstance(self.catalog, str):
+                profile = aws_profile(nc) or (None, None)
                 types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
-                                         kubelet=kubelet_overrides(nc), root_disk=root_disk(nc))
+                                         kubelet=kubelet_overrides(nc), root_disk=root_disk(nc),
+                                         ami_family=profile[0], instance_store_policy=profile[1])
                 if isinstance(nc, nodeclass.AKSNodeClass) and self.catalog == "azure":
                     types = azure_types.for_nodeclass(types, nc)
                     if azure_types.amd_gpus_allowed(nc):
