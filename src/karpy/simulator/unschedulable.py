@@ -63,24 +63,49 @@ def signature(p: pod.Pod) -> Hashable:
             p.topology_spread_constraints, p.host_ports())
 
 
+Static = dict[Hashable, "tuple[str, ...] | None"]
+"""Signature -> the reasons of the filters that read only the node (cordon, taints, node affinity),
+``None`` when a pod of that signature passes them."""
+
+
 class NodeAnswers:
     """One node's answers, kept from pass to pass: per signature, its reasons while ``node`` and
-    ``pods`` stay the very same objects, and the part of them that reads only the node (cordon,
-    taints, affinity: ``None`` when the pod passes those) while ``node`` stays - binding a pod to
-    the node keeps that part."""
+    ``pods`` stay the very same objects (or equal: a re-parse), and the node-only part of them
+    (:data:`Static`), shared by every node of the same *class* (cordon, hard taints and labels but
+    the hostname) - binding a pod to the node keeps that part."""
 
     __slots__ = ("node", "pods", "reasons", "static")
 
-    def __init__(self, n: node.Node, pods: Sequence[pod.Pod]) -> None:
+    def __init__(self, n: node.Node, pods: Sequence[pod.Pod], static: Static) -> None:
         self.node = n
         self.pods = pods
         self.reasons: dict[Hashable, tuple[str, ...]] = {}
-        self.static: dict[Hashable, tuple[str, ...] | None] = {}
+        self.static = static
 
 
-NodeMemo = dict[str, NodeAnswers]
-"""Node name -> :class:`NodeAnswers`: :class:`Explainer`'s per-node answers, kept by the caller
-from pass to pass."""
+class NodeMemo:
+    """:class:`Explainer`'s per-node answers, kept by the caller from pass to pass (call
+    :meth:`drop` when a node goes)."""
+
+    MAX_CLASSES = 10_000
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeAnswers] = {}
+        self._classes: dict[Hashable, Static] = {}
+
+    def drop(self, name: str) -> None:
+        self.nodes.pop(name, None)
+
+    def static_of(self, n: node.Node) -> Static:
+        """The node-only answers shared by ``n``'s class."""
+        key = (n.unschedulable or n.deleting, n.ready, n.taints,
+               frozenset(kv for kv in n.labels.items() if kv[0] != labels.HOSTNAME))
+        static = self._classes.get(key)
+        if static is None:
+            if len(self._classes) >= self.MAX_CLASSES:  # old classes (nodes long gone): start again
+                self._classes = {}
+            static = self._classes[key] = {}
+        return static
 
 
 class Explainer:
@@ -141,10 +166,11 @@ class Explainer:
                     tally[r] = tally.get(r, 0) + 1
             else:
                 facts.sig = sig
+                by_class = labels.HOSTNAME not in greq  # else the node-only part is the node's own
                 for n, answers in zip(self.nodes, self._node_answers(), strict=True):
                     r = answers.reasons.get(sig)  # type: ignore[assignment]
                     if r is None:
-                        r = answers.reasons[sig] = reasons_of(facts, n, answers.static)
+                        r = answers.reasons[sig] = reasons_of(facts, n, answers.static if by_class else None)
                     tally[r] = tally.get(r, 0) + 1
             counts: dict[str, int] = {}
             for r, times in tally.items():
@@ -163,9 +189,15 @@ class Explainer:
             answers = []
             for n in self.nodes:
                 pods = self._by_node.get(n.name, ())
-                entry = memo.get(n.name)
-                if entry is None or entry.node is not n:
-                    entry = memo[n.name] = NodeAnswers(n, pods)
+                entry = memo.nodes.get(n.name)
+                if entry is None:
+                    entry = memo.nodes[n.name] = NodeAnswers(n, pods, memo.static_of(n))
+                elif entry.node is not n:  # re-parsed (a status write): keep what reads only equal parts
+                    old, entry.node = entry.node, n
+                    if not _same_node_only(old, n):
+                        entry.pods, entry.reasons, entry.static = pods, {}, memo.static_of(n)
+                    elif entry.pods is not pods or old.allocatable != n.allocatable:
+                        entry.pods, entry.reasons = pods, {}
                 elif entry.pods is not pods:  # pods changed: the node-only part stays
                     entry.pods, entry.reasons = pods, {}
                 answers.append(entry)
@@ -229,6 +261,12 @@ class Explainer:
 
 
 _UNKNOWN: tuple[str, ...] = ("",)
+
+
+def _same_node_only(a: node.Node, b: node.Node) -> bool:
+    """Whether the filters that read only the node (:meth:`Explainer._node_only`) see ``a`` and ``b`` alike."""
+    return a.name == b.name and (a.unschedulable or a.deleting) == (b.unschedulable or b.deleting) and \
+        a.ready == b.ready and a.taints == b.taints and a.labels == b.labels
 
 
 _SHORT: dict[tuple[str, ...], tuple[str, ...]] = {}
