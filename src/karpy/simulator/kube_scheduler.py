@@ -204,9 +204,10 @@ class KubeScheduler:
             self._node_objs.pop(name, None)
             self._existing.pop(name, None)
             self._used.pop(name, None)
+            last = self.models.last_node(name)
             self.models.drop_node(name)
             self._explained.drop(name)
-            moved = self.queue.node_deleted()
+            moved = self.queue.node_deleted(last)
         else:
             self._node_objs[name] = obj
             moved = False
