@@ -218,13 +218,13 @@ class Explainer:
         return facts[1]
 
     def _reasons(self, p: _PodFacts, n: node.Node,
-                 static: dict[Hashable, tuple[str, ...] | None] | None) -> tuple[str, ...]:
+                 static: Static | None) -> tuple[str, ...]:
         """The node's reasons to reject ``p``: the first failing filter in kube-scheduler's order.
         ``static``: the node's memo of :meth:`_node_only` per signature (``p.sig``), if kept."""
         if static is None:
             node_only = self._node_only(p, n)
         else:
-            node_only = static.get(p.sig, _UNKNOWN)  # type: ignore[assignment]
+            node_only = static.get(p.sig, _UNKNOWN)
             if node_only is _UNKNOWN:
                 node_only = static[p.sig] = self._node_only(p, n)
         if node_only is not None:
