@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from karpy import clock
-from karpy.simulator import engine, output, scenario
+from karpy.simulator import engine, limits, output, scenario
 
 CPUS = ["100m", "250m", "500m", "1000m", "1500m"]
 MEMS = ["100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi"]
@@ -186,7 +186,9 @@ def run_one(n: int, profile: bool, profile_out: str | None = None, trace: bool =
     if profiler is not None:
         profiler.enable()
     start = clock.perf_counter()
-    scn = scenario.load_text(text, source="e2e")
+    # As `karpy simulate --max-pods N --max-nodes N` (the default limits stop at 100,000 pods, 10,000 nodes).
+    scn = scenario.load_text(text, source="e2e", limits=limits.Limits(
+        max_pods=max(n, limits.DEFAULT_MAX_PODS), max_nodes=max(n, limits.DEFAULT_MAX_NODES)))
     result = engine.Simulation(scn, progress=_tracer(start) if trace else None).run()
     rendered = clock.perf_counter()
     if render is not None:

@@ -123,7 +123,7 @@ class KubeScheduler:
         self._used: dict[str, tuple[node.Node, Sequence[pod.Pod], tuple[dict[str, int], set[unschedulable.Port]]]] = {}
         self._existing: dict[str, tuple[node.Node, list[pod.Pod], results.ExistingNode, dict[str, int]]] = {}
         """Node -> (model, pod models, what the core is given, free cpu/memory/pods), reused while both stay."""
-        self._explained: unschedulable.NodeMemo = {}
+        self._explained = unschedulable.NodeMemo()
         """Node -> its reasons per pod signature, reused while the node and its pods stay (Explainer's memo)."""
 
     # ------------------------------------------------------------------------------ wiring
@@ -204,9 +204,10 @@ class KubeScheduler:
             self._node_objs.pop(name, None)
             self._existing.pop(name, None)
             self._used.pop(name, None)
+            last = self.models.last_node(name)
             self.models.drop_node(name)
-            self._explained.pop(name, None)
-            moved = self.queue.node_deleted()
+            self._explained.drop(name)
+            moved = self.queue.node_deleted(last)
         else:
             self._node_objs[name] = obj
             moved = False

@@ -28,7 +28,9 @@ after pkg/scheduler/framework/plugins/*/ ``isSchedulableAfter...``:
   terms, or removed that matches one of its required anti-affinity terms; a node added or
   relabelled.
 * ``PodTopologySpread``: a scheduled pod added or removed that one of the pod's constraints
-  selects (same namespace); a node added, relabelled, retainted or deleted.
+  selects (same namespace); a node added or deleted that has every topology key of the pod's hard
+  constraints, or updated so that it gained or lost them or (having them) changed one's value or
+  its taints - not any other relabelling.
 * ``VolumeBinding`` (the pod's volumes keep it off every node): a claim, volume or storage class
   changed; a node added or relabelled.
 
@@ -156,6 +158,28 @@ def _spread_selects(p: pod.Pod, other: pod.Pod) -> bool:
     return other.namespace == p.namespace and any(
         c.label_selector is not None and c.label_selector.matches(other.labels)
         for c in p.topology_spread_constraints)
+
+
+def _spread_keys(p: pod.Pod) -> list[str]:
+    return [c.topology_key for c in p.topology_spread_constraints if c.when_unsatisfiable == "DoNotSchedule"]
+
+
+def _has_spread_keys(p: pod.Pod, n: node.Node) -> bool:
+    return all(k in n.labels for k in _spread_keys(p))
+
+
+def _spread_hint(p: pod.Pod, old: node.Node | None, new: node.Node) -> bool:
+    """PodTopologySpread's hint for a node added (``old`` None) or updated: added with every
+    topology key of the pod's hard constraints; updated so that it gained or lost them, or, having
+    them, changed one's value or its taints (a Ready change is one: the not-ready taint). Other
+    label changes (Karpenter's registered/initialized labels) move nothing."""
+    matching = _has_spread_keys(p, new)
+    if old is None:
+        return matching
+    if matching != _has_spread_keys(p, old):
+        return True
+    return matching and (any(old.labels.get(k) != new.labels.get(k) for k in _spread_keys(p))
+                         or unschedulable.hard_taints(old) != unschedulable.hard_taints(new))
 
 
 def _ports_overlap(p: pod.Pod, other: pod.Pod) -> bool:
@@ -330,8 +354,7 @@ class Queue:
                 elif plugin in (INTER_POD_AFFINITY, VOLUME_BINDING):
                     queue = labels_changed
                 elif plugin == POD_TOPOLOGY_SPREAD:
-                    queue = labels_changed or old is None or \
-                        unschedulable.hard_taints(old) != unschedulable.hard_taints(new)
+                    queue = _spread_hint(p, old, new)
                 else:
                     queue = True
                 if queue:
@@ -340,9 +363,11 @@ class Queue:
 
         return self._move(hint)
 
-    def node_deleted(self) -> bool:
-        """A node went away: only topology spread may care (its domains changed)."""
-        return self._move(lambda g: POD_TOPOLOGY_SPREAD in g.rejectors)
+    def node_deleted(self, old: node.Node | None = None) -> bool:
+        """A node (``old``: its last model, if known) went away: only topology spread may care (its
+        domains changed), when the node had every topology key of the pod's constraints."""
+        return self._move(lambda g: POD_TOPOLOGY_SPREAD in g.rejectors and
+                          (old is None or _has_spread_keys(g.model, old)))
 
     def _matches(self, g: _Group, n: node.Node) -> bool:
         return self._node_reqs(n).compatible(g.reqs(), frozenset()) is None

@@ -63,9 +63,49 @@ def signature(p: pod.Pod) -> Hashable:
             p.topology_spread_constraints, p.host_ports())
 
 
-NodeMemo = dict[str, tuple[node.Node, Sequence[pod.Pod], dict[Hashable, tuple[str, ...]]]]
-"""Node name -> (its model, its pods, signature -> that node's reasons): :class:`Explainer`'s
-per-node answers, kept by the caller from pass to pass."""
+Static = dict[Hashable, "tuple[str, ...] | None"]
+"""Signature -> the reasons of the filters that read only the node (cordon, taints, node affinity),
+``None`` when a pod of that signature passes them."""
+
+
+class NodeAnswers:
+    """One node's answers, kept from pass to pass: per signature, its reasons while ``node`` and
+    ``pods`` stay the very same objects (or equal: a re-parse), and the node-only part of them
+    (:data:`Static`), shared by every node of the same *class* (cordon, hard taints and labels but
+    the hostname) - binding a pod to the node keeps that part."""
+
+    __slots__ = ("node", "pods", "reasons", "static")
+
+    def __init__(self, n: node.Node, pods: Sequence[pod.Pod], static: Static) -> None:
+        self.node = n
+        self.pods = pods
+        self.reasons: dict[Hashable, tuple[str, ...]] = {}
+        self.static = static
+
+
+class NodeMemo:
+    """:class:`Explainer`'s per-node answers, kept by the caller from pass to pass (call
+    :meth:`drop` when a node goes)."""
+
+    MAX_CLASSES = 10_000
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeAnswers] = {}
+        self._classes: dict[Hashable, Static] = {}
+
+    def drop(self, name: str) -> None:
+        self.nodes.pop(name, None)
+
+    def static_of(self, n: node.Node) -> Static:
+        """The node-only answers shared by ``n``'s class."""
+        key = (n.unschedulable or n.deleting, n.ready, n.taints,
+               frozenset(kv for kv in n.labels.items() if kv[0] != labels.HOSTNAME))
+        static = self._classes.get(key)
+        if static is None:
+            if len(self._classes) >= self.MAX_CLASSES:  # old classes (nodes long gone): start again
+                self._classes = {}
+            static = self._classes[key] = {}
+        return static
 
 
 class Explainer:
@@ -90,8 +130,8 @@ class Explainer:
         self.reqs: dict[str, requirements.Requirements] = {}
         """Node -> its labels as requirements, filled as a message needs them."""
         self._memo = memo
-        self._answers: list[dict[Hashable, tuple[str, ...]]] | None = None
-        """Per node (as ``nodes``), the memo's signature -> reasons (made valid on first use)."""
+        self._answers: list[NodeAnswers] | None = None
+        """Per node (as ``nodes``), the memo's answers (made valid on first use)."""
         self._cache: dict[Any, tuple[str, frozenset[str]]] = {}
         self._facts: dict[str, tuple[node.Node, tuple[str, bool, list[Any]]]] = {}
         self._own_reqs: requirements.Requirements | None = None
@@ -122,13 +162,15 @@ class Explainer:
             facts = _PodFacts(p, greq)
             if self._memo is None or without_volumes is not None:  # a volume pod's own reqs: not memoised
                 for n in self.nodes:
-                    r = reasons_of(facts, n)
+                    r = reasons_of(facts, n, None)
                     tally[r] = tally.get(r, 0) + 1
             else:
+                facts.sig = sig
+                by_class = labels.HOSTNAME not in greq  # else the node-only part is the node's own
                 for n, answers in zip(self.nodes, self._node_answers(), strict=True):
-                    r = answers.get(sig)  # type: ignore[assignment]
+                    r = answers.reasons.get(sig)  # type: ignore[assignment]
                     if r is None:
-                        r = answers[sig] = reasons_of(facts, n)
+                        r = answers.reasons[sig] = reasons_of(facts, n, answers.static if by_class else None)
                     tally[r] = tally.get(r, 0) + 1
             counts: dict[str, int] = {}
             for r, times in tally.items():
@@ -139,7 +181,7 @@ class Explainer:
         self._cache[key] = out
         return out
 
-    def _node_answers(self) -> list[dict[Hashable, tuple[str, ...]]]:
+    def _node_answers(self) -> list[NodeAnswers]:
         answers = self._answers
         if answers is None:
             memo = self._memo
@@ -147,10 +189,18 @@ class Explainer:
             answers = []
             for n in self.nodes:
                 pods = self._by_node.get(n.name, ())
-                entry = memo.get(n.name)
-                if entry is None or entry[0] is not n or entry[1] is not pods:
-                    entry = memo[n.name] = (n, pods, {})
-                answers.append(entry[2])
+                entry = memo.nodes.get(n.name)
+                if entry is None:
+                    entry = memo.nodes[n.name] = NodeAnswers(n, pods, memo.static_of(n))
+                elif entry.node is not n:  # re-parsed (a status write): keep what reads only equal parts
+                    old, entry.node = entry.node, n
+                    if not _same_node_only(old, n):
+                        entry.pods, entry.reasons, entry.static = pods, {}, memo.static_of(n)
+                    elif entry.pods is not pods or old.allocatable != n.allocatable:
+                        entry.pods, entry.reasons = pods, {}
+                elif entry.pods is not pods:  # pods changed: the node-only part stays
+                    entry.pods, entry.reasons = pods, {}
+                answers.append(entry)
             self._answers = answers
         return answers
 
@@ -167,8 +217,32 @@ class Explainer:
             facts = self._facts[n.name] = (n, (n.name, n.unschedulable or n.deleting, hard_taints(n)))
         return facts[1]
 
-    def _reasons(self, p: _PodFacts, n: node.Node) -> tuple[str, ...]:
-        """The node's reasons to reject ``p``: the first failing filter in kube-scheduler's order."""
+    def _reasons(self, p: _PodFacts, n: node.Node,
+                 static: Static | None) -> tuple[str, ...]:
+        """The node's reasons to reject ``p``: the first failing filter in kube-scheduler's order.
+        ``static``: the node's memo of :meth:`_node_only` per signature (``p.sig``), if kept."""
+        if static is None:
+            node_only = self._node_only(p, n)
+        else:
+            node_only = static.get(p.sig, _UNKNOWN)
+            if node_only is _UNKNOWN:
+                node_only = static[p.sig] = self._node_only(p, n)
+        if node_only is not None:
+            return node_only
+        free, used = self._usage(n)
+        if p.host_ports and any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports):
+            return ("node(s) didn't have free ports for the requested pod ports",)
+        short = tuple([k for k, v in p.needs if v > free.get(k, 0)])
+        if short:
+            text = _SHORT.get(short)
+            if text is None:
+                text = _SHORT[short] = tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
+            return text
+        return p.otherwise
+
+    def _node_only(self, p: _PodFacts, n: node.Node) -> tuple[str, ...] | None:
+        """The reasons of the filters that read only the node (cordon, taints, node and volume
+        affinity), or None when ``p`` passes them all."""
         name, blocked, node_taints = self._node_facts(n)
         if blocked:
             return ("node(s) were unschedulable",)
@@ -183,16 +257,16 @@ class Explainer:
             if own is not None and node_reqs.compatible(own, frozenset()) is None:
                 return ("node(s) had volume node affinity conflict",)
             return ("node(s) didn't match Pod's node affinity/selector",)
-        free, used = self._usage(n)
-        if p.host_ports and any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports):
-            return ("node(s) didn't have free ports for the requested pod ports",)
-        short = tuple([k for k, v in p.needs if v > free.get(k, 0)])
-        if short:
-            text = _SHORT.get(short)
-            if text is None:
-                text = _SHORT[short] = tuple("Too many pods" if k == "pods" else f"Insufficient {k}" for k in short)
-            return text
-        return p.otherwise
+        return None
+
+
+_UNKNOWN: tuple[str, ...] = ("",)
+
+
+def _same_node_only(a: node.Node, b: node.Node) -> bool:
+    """Whether the filters that read only the node (:meth:`Explainer._node_only`) see ``a`` and ``b`` alike."""
+    return a.name == b.name and (a.unschedulable or a.deleting) == (b.unschedulable or b.deleting) and \
+        a.ready == b.ready and a.taints == b.taints and a.labels == b.labels
 
 
 _SHORT: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -202,9 +276,11 @@ _SHORT: dict[tuple[str, ...], tuple[str, ...]] = {}
 class _PodFacts:
     """What :meth:`Explainer._reasons` reads of a pod, worked out once per message."""
 
-    __slots__ = ("greq", "host_ports", "needs", "otherwise", "tolerations")
+    __slots__ = ("greq", "host_ports", "needs", "otherwise", "sig", "tolerations")
 
     def __init__(self, p: pod.Pod, greq: requirements.Requirements) -> None:
+        self.sig: Hashable = None
+        """The pod's signature, when the node memo is used."""
         self.tolerations = p.tolerations
         self.greq = greq
         self.host_ports = p.host_ports()

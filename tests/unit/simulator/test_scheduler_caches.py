@@ -53,7 +53,9 @@ def _pod(name: str, cpu: str, tolerate: bool, zone: str | None, port: int | None
     spec: dict[str, Any] = {"containers": [container]}
     if tolerate:
         spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
-    if zone is not None:
+    if zone is not None and zone.startswith("host:"):
+        spec["nodeSelector"] = {"kubernetes.io/hostname": zone[5:]}
+    elif zone is not None:
         spec["nodeSelector"] = {"zone": zone}
     return pod.Pod.from_manifest({"apiVersion": "v1", "kind": "Pod",
                                   "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
@@ -62,13 +64,26 @@ def _pod(name: str, cpu: str, tolerate: bool, zone: str | None, port: int | None
 
 _node_specs = st.tuples(st.lists(st.sampled_from(range(len(TAINTS))), max_size=2, unique=True), st.booleans(),
                         st.sampled_from(ZONES), st.sampled_from(["1", "2", "4"]))
-_pod_specs = st.tuples(st.sampled_from(["100m", "1", "3"]), st.booleans(), st.sampled_from([None, *ZONES]),
+_pod_specs = st.tuples(st.sampled_from(["100m", "1", "3"]), st.booleans(), st.sampled_from([None, *ZONES, "host:n0"]),
                        st.sampled_from([None, 8080]))
 
 
 def _reqs(n: node.Node) -> Any:
     from karpy.scheduling import requirements
     return requirements.Requirements.from_labels(n.labels)
+
+
+def test_nodes_alike_but_their_hostname_share_node_only_answers_except_for_a_pod_that_names_a_host() -> None:
+    nodes = [_node("n0", [], True, "a", "4"), _node("n1", [], True, "a", "4")]
+    memo = unschedulable.NodeMemo()
+    explainer = unschedulable.Explainer(nodes, {}, _reqs, None, memo)
+    on_n0 = _pod("p", "8", False, "host:n0")
+    assert explainer.explain(on_n0, None, unschedulable.signature(on_n0))[0] == \
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector."
+    anywhere = _pod("q", "8", False, "a")
+    assert explainer.explain(anywhere, None, unschedulable.signature(anywhere))[0] == \
+        "0/2 nodes are available: 2 Insufficient cpu."
+    assert memo.nodes["n0"].static is memo.nodes["n1"].static
 
 
 @settings(max_examples=60, deadline=None)
@@ -79,7 +94,7 @@ def test_an_explainer_with_a_memo_kept_across_passes_says_what_a_fresh_one_says(
     nodes = [_node(f"n{i}", [TAINTS[t] for t in s[0]], s[1], s[2], s[3]) for i, s in enumerate(specs)]
     by_node: dict[str, list[pod.Pod]] = {}
     pending = [_pod(f"p{i}", *data.draw(_pod_specs)) for i in range(data.draw(st.integers(1, 4)))]
-    memo: unschedulable.NodeMemo = {}
+    memo = unschedulable.NodeMemo()
     for pass_no in range(data.draw(st.integers(1, 4))):
         for i, n in enumerate(nodes):
             change = data.draw(st.sampled_from(["keep", "same content", "new spec", "add pod"]))
