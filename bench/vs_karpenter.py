@@ -403,7 +403,8 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
             result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
                           scale_down_nodes=len(obs.nodes),
                           scale_down_cost=round(obs.cost(), 4),
-                          scale_down_within_5pct_s=within(obs.timeline, 1, scaled_at - obs.t0, obs.cost() * 1.05))
+                          scale_down_within_5pct_s=within(obs.timeline, 1, scaled_at - obs.t0, obs.cost() * 1.05),
+                          scale_down_all_running=obs.all_running(remaining))
             claims_before_drift = len(obs.claims_seen)
             cluster.apply([nodepool(version="2", budget=budget)])
 
