@@ -10,14 +10,15 @@ object of a ``kind: List`` to the caller's ``prune`` as soon as it is complete, 
 is read, so what the caller drops never accumulates.
 
 It takes the YAML kubectl, Helm and people write: plain, quoted and block scalars, mappings and
-lists (block or flow), several documents. Anything else - an anchor or alias, an explicit tag, a
-merge key, a key given twice or that is not a scalar, nesting deeper than :data:`MAX_DEPTH`, a
-scalar its constructor refuses (an integer too large), text that does not parse - makes :func:`read`
-return ``None``, and the caller reads the text with its full loader, which gives the data, warnings
-and errors of those cases. A caller may rely on: when :func:`read` returns documents, they are
-equal, with the same types and key order, to what the full loader (the same ``loader`` class:
-its resolver and scalar constructors are the ones used here) would build, less what ``prune``
-dropped; nothing but ``MemoryError`` is raised.
+lists (block or flow), several documents, the standard tags of those (``!!str``, ``!!int``...).
+Anything else - an anchor or alias, any other tag (``!!binary``, ``!!set``, a local tag), a merge
+key, a key given twice or that is not a scalar, nesting deeper than :data:`MAX_DEPTH`, a scalar its
+constructor refuses (an integer too large), text that does not parse - makes :func:`read` return
+``None``, and the caller reads the text with its full loader, which gives the data, warnings and
+errors of those cases. A caller may rely on: when :func:`read` returns documents, they are equal,
+with the same types and key order, to what the full loader (the same ``loader`` class: its resolver
+and scalar constructors are the ones used here) would build, less what ``prune`` dropped; nothing
+but ``MemoryError`` is raised.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ TABLE_LIMIT = 500_000
 """Entries of a scalar table before it starts afresh (which only loses sharing)."""
 
 _STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
 _CONSTRUCTED = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
                           "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp"})
 _NO_KEY: Any = object()
@@ -129,10 +132,12 @@ class _Reader:
             t = type(ev)
             values += 1
             if t is scalar_event:
-                if ev.anchor is not None or ev.tag is not None:
+                if ev.anchor is not None:
                     raise _Fallback
                 text = ev.value
-                if ev.implicit[0]:
+                if ev.tag is not None:
+                    v = self._tagged(ev.tag, text)
+                elif ev.implicit[0]:
                     v = plain.get(text, _MISSING)
                     if v is _MISSING:
                         v = self._plain(text, ev.implicit)
@@ -146,8 +151,9 @@ class _Reader:
                             self.dollar_brace = True
                 first = values
             elif t is mapping_start or t is sequence_start:
-                if ev.anchor is not None or ev.tag is not None or (type(cur) is dict and key is _NO_KEY):
-                    raise _Fallback  # a tag, an anchor, or a mapping or list as a key
+                if ev.anchor is not None or (type(cur) is dict and key is _NO_KEY) \
+                        or ev.tag not in (None, _MAP if t is mapping_start else _SEQ):
+                    raise _Fallback  # an anchor, a mapping or list as a key, or a tag of its own
                 stack.append((cur, key, values))
                 if len(stack) > deepest:
                     deepest = len(stack)
@@ -198,6 +204,21 @@ class _Reader:
         if len(self.plain) >= TABLE_LIMIT:
             self.plain.clear()
         self.plain[text] = v
+        return v
+
+
+    def _tagged(self, tag: str, text: str) -> Any:
+        """A scalar with an explicit standard tag (``!!str 1``, ``!!int "3"``)."""
+        if tag == _STR:
+            v: Any = text
+            if "${" in text:
+                self.dollar_brace = True
+            return v
+        if tag not in _CONSTRUCTED:
+            raise _Fallback  # "!", "!!binary", a local tag...: the full loader's
+        v = self.loader.yaml_constructors[tag](self.loader, yaml.ScalarNode(tag, text))
+        if type(v) is float and not math.isfinite(v):
+            self.odd = True
         return v
 
 
