@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(path, encoding="utf-8") as f:
         answer = whatif.run([(path, f.read())], for_seconds=duration.parse_duration(args.for_) or 900.0)
     with open(os.devnull, "w", encoding="utf-8") as sink:
-        sink.write(whatif.render_json(answer))
+        whatif.write_json(answer, sink)
     total = clock.perf_counter() - start
     print(f"whatif: {total:6.1f} s  {_cpu_s() - cpu:6.1f} CPU s  peak {_peak_mb():6.0f} MB  "
           f"(load, {args.for_} simulated, JSON answer)  "

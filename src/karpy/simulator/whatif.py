@@ -227,6 +227,22 @@ def render_json(answer: Answer) -> str:
     return json.dumps(answer.to_dict(), indent=2, sort_keys=False) + "\n"
 
 
+def write_json(answer: Answer, file: IO[str], *, chunk: int = 1 << 16) -> None:
+    """:func:`render_json`'s very text, written to ``file`` in pieces of about ``chunk`` characters as it
+    is encoded: an answer with tens of thousands of pending pods is never one string in memory."""
+    pieces: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(indent=2).iterencode(answer.to_dict()):
+        pieces.append(piece)
+        size += len(piece)
+        if size >= chunk:
+            file.write("".join(pieces))
+            pieces.clear()
+            size = 0
+    pieces.append("\n")
+    file.write("".join(pieces))
+
+
 def render_table(answer: Answer, file: IO[str], *, width: int | None = None) -> None:
     """Before/after per NodePool, the actions and the pods left pending, as rich tables."""
     from rich.console import Console
