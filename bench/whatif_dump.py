@@ -174,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                         "--generate-only", path], check=True)
     size_mb = os.path.getsize(path) / 1e6
     base = _peak_mb()
-    print(f"dump: {args.nodes} nodes, {args.pods} pods, {size_mb:.1f} MB ({path}); peak before loading "
-          f"{base:.0f} MB", flush=True)
+    counts = "" if args.dump else f"{args.nodes} nodes, {args.pods} pods, "
+    print(f"dump: {counts}{size_mb:.1f} MB ({path}); peak before loading {base:.0f} MB", flush=True)
     from karpy.api import duration
     from karpy.simulator import whatif, whatif_state
 
