@@ -210,7 +210,7 @@ def whatif_command(files: tuple[str, ...], kubeconfig: str | None, context: str 
     except errors.ValidationError as exc:
         _fail("cannot be replayed", files, exc)
     if output == "json":
-        sys.stdout.write(whatif.render_json(answer))
+        whatif.write_json(answer, sys.stdout)
     else:
         whatif.render_table(answer, sys.stdout)
     if report_dir and answer.result is not None:

@@ -45,6 +45,7 @@ from karpy.api import (
     unimplemented,
     validation,
     workloads,
+    yaml_events,
 )
 
 _SHELL_VAR = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
@@ -160,6 +161,12 @@ class _Doc:
     index: int
     data: Any
     duplicates: list[tuple[str, int, int]]
+    pruned: bool = False
+    """``prune`` has already seen ``data`` (an item of a List read by :mod:`karpy.api.yaml_events`)."""
+    plain_json: bool = False
+    """:func:`karpy.api.strict.check_structure` is known to find nothing in ``data``."""
+    dollar_brace: bool = True
+    """``data`` may hold a string with ``${``."""
 
 
 def parse_yaml(text: str, source: str = "<input>", *, string_keys: bool = True) -> list[Any]:
@@ -167,14 +174,18 @@ def parse_yaml(text: str, source: str = "<input>", *, string_keys: bool = True) 
     them). Anything JSON cannot carry (see :func:`karpy.api.strict.check_structure`) or YAML that does
     not parse raises :class:`errors.ValidationError`; nothing else is raised."""
     docs = _parse_yaml(text, source)
-    problems = [e for d in docs
+    problems = [e for d in docs if not d.plain_json
                 for e in strict.check_structure(d.data, f"{source} {d.label}", string_keys=string_keys)]
     if problems:
         raise errors.ValidationError(problems)
     return [d.data for d in docs]
 
 
-def _parse_yaml(text: str, source: str) -> list[_Doc]:
+def _parse_yaml(text: str, source: str, prune: yaml_events.Prune | None = None) -> list[_Doc]:
+    fast = yaml_events.read(_Loader(text), prune)
+    if fast is not None:
+        return [_Doc(f"document {i}", i, d.data, [], d.items_pruned, d.plain_json, d.dollar_brace)
+                for i, d in enumerate(fast, 1)]
     loader = _Loader(text)
     docs: list[_Doc] = []
     try:
@@ -207,7 +218,8 @@ def _expand_lists(docs: list[_Doc]) -> Iterator[_Doc]:
         if isinstance(d.data, Mapping) and d.data.get("kind") == "List" and isinstance(d.data.get("items"),
                                                                                        list):
             for i, item in enumerate(d.data["items"]):
-                yield _Doc(f"{d.label} item {i + 1}", d.index, item, d.duplicates if i == 0 else [])
+                yield _Doc(f"{d.label} item {i + 1}", d.index, item, d.duplicates if i == 0 else [], d.pruned,
+                           d.plain_json, d.dollar_brace)
         elif d.data is not None:
             yield d
 
@@ -295,15 +307,22 @@ def _model(manifest: dict[str, Any], identity_from_settings: bool) -> tuple[Any,
 
 
 def load_documents(
-    text: str, *, source: str = "<input>", default_instance_profile: str | None = None
+    text: str, *, source: str = "<input>", default_instance_profile: str | None = None,
+    prune: yaml_events.Prune | None = None,
 ) -> LoadResult:
     """Every object of a (multi-document) YAML text, converted to v1, typed and validated.
 
     ``default_instance_profile`` plays Karpenter v0.x's ``aws.defaultInstanceProfile`` setting for
-    v1alpha5/v1alpha1 objects that name no instance profile. Raises
+    v1alpha5/v1alpha1 objects that name no instance profile. ``prune`` is given every object that is
+    a mapping (a document, or an item of a List as soon as it is read) before anything else looks at
+    it, to drop in place what the caller never reads (it must accept any mapping). Raises
     :class:`karpy.api.errors.ValidationError` carrying the errors of all documents.
     """
-    docs = list(_expand_lists(_parse_yaml(text, source)))
+    docs = list(_expand_lists(_parse_yaml(text, source, prune)))
+    if prune is not None:
+        for doc in docs:
+            if not doc.pruned and isinstance(doc.data, dict):
+                prune(doc.data)
     result = LoadResult()
     problems: list[errors.FieldError] = []
     ctx = conversion.Context(node_classes=_node_class_index(docs),
@@ -316,7 +335,7 @@ def load_documents(
             problems.append(errors.FieldError(doc.label, "(root)", "a mapping with apiVersion and kind",
                                               doc.data))
             continue
-        structure = strict.check_structure(doc.data, doc.label)
+        structure = [] if doc.plain_json else strict.check_structure(doc.data, doc.label)
         if structure:
             problems.extend(structure)
             continue
@@ -331,7 +350,7 @@ def load_documents(
         for key, first, second in doc.duplicates:
             result.warnings.append(f"{_label(doc, kind, name)}: line {second}: key {key!r} is given twice "
                                    f"(first on line {first}); the later value is used, as kubectl does")
-        for path, value in _shell_variables(doc.data, ""):
+        for path, value in _shell_variables(doc.data, "") if doc.dollar_brace else ():
             result.warnings.append(f"{_label(doc, kind, name)}: {path} is {value!r}, which looks like an "
                                    "unexpanded shell variable (run the file through envsubst first?)")
         if not kind or not api_version:

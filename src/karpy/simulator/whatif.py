@@ -23,6 +23,7 @@ report directory when asked).
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,35 @@ def run(inputs: Sequence[tuple[str, str]], *, nodepools: Sequence[tuple[str, str
         for_seconds: float = DEFAULT_FOR, seed: int = 0, cluster_name: str = "whatif",
         region: str | None = None) -> Answer:
     """Replay the dump ``inputs`` and run karpy on it; see the module docstring."""
+    with whatif_state.gc_paused():
+        r = _replay(inputs, nodepools, for_seconds=for_seconds, seed=seed, cluster_name=cluster_name, region=region)
+    gc.freeze()  # the replayed cluster is not walked again by each of the run's garbage collections
+    try:
+        result = r.sim.run()
+    finally:
+        gc.unfreeze()
+    after = _snapshot(result.objects["nodes"], r.sim, r.prices, r.unpriced)
+    actions = sorted([*r.launches.actions, *_disruptions(result)],
+                     key=lambda a: (a["t"], a["action"], a.get("node") or a.get("nodeclaim") or ""))
+    return Answer(before=r.before, after=after, actions=actions, unschedulable=_unschedulable(result),
+                  for_seconds=for_seconds, unpriced=sorted(r.unpriced), warnings=r.state.warnings,
+                  dropped=r.state.dropped, result=result)
+
+
+@dataclass(slots=True)
+class _Replayed:
+    """The simulation at time 0 with the dump's state in it, ready to run."""
+
+    sim: engine.Simulation
+    state: whatif_state.State
+    launches: _LaunchRecorder
+    prices: dict[tuple[str, str, str], float]
+    unpriced: set[str]
+    before: Snapshot
+
+
+def _replay(inputs: Sequence[tuple[str, str]], nodepools: Sequence[tuple[str, str]], *, for_seconds: float,
+            seed: int, cluster_name: str, region: str | None) -> _Replayed:
     state = whatif_state.read(inputs, nodepools)
     provider = state.provider
     cloud = scenario.Cloud(provider=provider, region=region or state.region, zones=())
@@ -101,13 +131,7 @@ def run(inputs: Sequence[tuple[str, str]], *, nodepools: Sequence[tuple[str, str
     sim.cluster.watch("NodeClaim", launches.handle)
     _create_pods(sim, state)
     before = _snapshot(sim.cluster.list("Node"), sim, prices, unpriced)
-    result = sim.run()
-    after = _snapshot(result.objects["nodes"], sim, prices, unpriced)
-    actions = sorted([*launches.actions, *_disruptions(result)],
-                     key=lambda a: (a["t"], a["action"], a.get("node") or a.get("nodeclaim") or ""))
-    return Answer(before=before, after=after, actions=actions, unschedulable=_unschedulable(result),
-                  for_seconds=for_seconds, unpriced=sorted(unpriced), warnings=state.warnings,
-                  dropped=state.dropped, result=result)
+    return _Replayed(sim, state, launches, prices, unpriced, before)
 
 
 def _ref(m: whatif_state.ManagedNode) -> nodeclaim.NodeClassRef | None:
@@ -225,6 +249,22 @@ def _unschedulable(result: engine.Result) -> list[dict[str, Any]]:
 
 def render_json(answer: Answer) -> str:
     return json.dumps(answer.to_dict(), indent=2, sort_keys=False) + "\n"
+
+
+def write_json(answer: Answer, file: IO[str], *, chunk: int = 1 << 16) -> None:
+    """:func:`render_json`'s very text, written to ``file`` in pieces of about ``chunk`` characters as it
+    is encoded: an answer with tens of thousands of pending pods is never one string in memory."""
+    pieces: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(indent=2).iterencode(answer.to_dict()):
+        pieces.append(piece)
+        size += len(piece)
+        if size >= chunk:
+            file.write("".join(pieces))
+            pieces.clear()
+            size = 0
+    pieces.append("\n")
+    file.write("".join(pieces))
 
 
 def render_table(answer: Answer, file: IO[str], *, width: int | None = None) -> None:

@@ -7,6 +7,10 @@ what the simulator's own controllers re-create:
 
 * every object goes through :func:`karpy.api.manifest.load_documents`, so old Provisioner /
   AWSNodeTemplate / Machine objects are converted and invalid ones are reported before anything runs;
+  what the simulator never reads is dropped as soon as each object is read, before it is validated
+  or kept (:func:`prune`: ``managedFields``, the ``kubectl.kubernetes.io/last-applied-configuration``
+  annotation, a Pod's container statuses and IPs and its containers' fields other than name, image,
+  resources, ports and restart policy, a Node's image list), so a dump of hundreds of MB fits;
 * server-set metadata (uid, resourceVersion, managedFields, creationTimestamp, generation) is dropped;
   owner references are re-pointed by owner name after the owners are created with new uids;
 * a Deployment is represented by its ReplicaSets (the simulated Deployment controller would hash
@@ -27,13 +31,14 @@ file and document; the returned :class:`State` is plain data (no simulator objec
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.api import errors, labels, manifest
-from karpy.kube import interface
+from karpy.kube import compact, interface
 
 NODECLASS_KINDS = ("EC2NodeClass", "AKSNodeClass")
 _SERVER_META = ("uid", "resourceVersion", "managedFields", "creationTimestamp", "generation", "selfLink",
@@ -82,9 +87,28 @@ class State:
     """Objects the simulator does not need, by reason (``"finished pod"``, ``"DaemonSet pod"`` ...)."""
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: reading a dump makes millions of dicts, lists and strings
+    and no cycle, and each of the collector's passes would walk all of them again (a quarter of the
+    reading's time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def read(inputs: Sequence[tuple[str, str]], nodepools: Sequence[tuple[str, str]] = ()) -> State:
     """The state of ``inputs`` (``(file name, YAML text)``), with the NodePools and NodeClasses of
     ``nodepools`` instead of the cluster's when given."""
+    with gc_paused():
+        return _read(inputs, nodepools)
+
+
+def _read(inputs: Sequence[tuple[str, str]], nodepools: Sequence[tuple[str, str]]) -> State:
     loaded = _load(inputs)
     warnings = list(loaded[1])
     objs = loaded[0]
@@ -116,7 +140,7 @@ def _load(inputs: Sequence[tuple[str, str]]) -> tuple[list[dict[str, Any]], list
     problems: list[errors.FieldError] = []
     for source, text in inputs:
         try:
-            result = manifest.load_documents(text, source=source)
+            result = manifest.load_documents(text, source=source, prune=prune)
         except errors.ValidationError as exc:
             problems.extend(errors.FieldError(f"{source}: {e.obj}", e.path, e.expected, e.found)
                             for e in exc.errors)
@@ -130,10 +154,37 @@ def _load(inputs: Sequence[tuple[str, str]]) -> tuple[list[dict[str, Any]], list
     return out, warnings
 
 
+def prune(obj: dict[str, Any]) -> None:
+    """Drop in place what the simulator never reads of ``obj`` (any mapping: it is not validated yet):
+    the module docstring's list. Nested parts it changes are replaced, not changed (YAML anchors may
+    share them)."""
+    md = obj.get("metadata")
+    if isinstance(md, dict):
+        md.pop("managedFields", None)
+        annotations = md.get("annotations")
+        if isinstance(annotations, dict) and compact.LAST_APPLIED in annotations:
+            md["annotations"] = {k: v for k, v in annotations.items() if k != compact.LAST_APPLIED}
+    kind = obj.get("kind")
+    status = obj.get("status")
+    if kind == "Pod":
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            obj["spec"] = spec = dict(spec)
+            for key in ("containers", "initContainers"):
+                containers = spec.get(key)
+                if isinstance(containers, list):
+                    spec[key] = [{k: c[k] for k in compact.CONTAINER_FIELDS if k in c} if isinstance(c, dict)
+                                 else c for c in containers]
+        if isinstance(status, dict):
+            obj["status"] = {k: v for k, v in status.items() if k not in compact.DROPPED_POD_STATUS}
+    elif kind == "Node" and isinstance(status, dict) and "images" in status:
+        obj["status"] = {k: v for k, v in status.items() if k != "images"}
+
+
 def _strip(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """``raw`` without the server's metadata: a new top level and metadata, the rest shared (the
-    ReplicaSets, Nodes, NodeClaims and Pods this module changes are deep-copied where it changes them;
-    the other kinds are applied as they are)."""
+    """``raw`` without the server's metadata: a new top level and metadata, the rest shared (what this
+    module changes deeper, a pending pod's ``spec`` and a NodeClaim's ``status``, is copied where it is
+    changed; the simulator's store copies what it is given)."""
     obj = dict(raw)
     md = dict(obj.get("metadata") or {})
     for key in _SERVER_META:
@@ -147,7 +198,7 @@ def _replicasets(by_kind: Mapping[str, list[dict[str, Any]]]) -> Iterable[dict[s
     for rs in by_kind.get("ReplicaSet", ()):
         if int((rs.get("spec") or {}).get("replicas") or 0) <= 0:
             continue
-        rs = copy.deepcopy(rs)
+        rs = {**rs, "metadata": dict(rs["metadata"])}
         rs["metadata"].pop("ownerReferences", None)
         yield rs
     for sts in by_kind.get("StatefulSet", ()):
@@ -184,7 +235,7 @@ def _nodes(state: State, nodes: list[dict[str, Any]], claims: list[dict[str, Any
     NodeClass is its NodePool's)."""
     claim_by_pid = {str((c.get("status") or {}).get("providerID") or ""): c for c in claims}
     for n in sorted(nodes, key=interface.name_of):
-        n = copy.deepcopy(n)
+        n = {**n, "metadata": dict(n["metadata"])}
         n["metadata"].pop("ownerReferences", None)
         state.nodes.append(n)
         lb = interface.labels_of(n)
@@ -212,9 +263,9 @@ def _nodes(state: State, nodes: list[dict[str, Any]], claims: list[dict[str, Any
 def _claim(claim: dict[str, Any] | None, m: ManagedNode, node: Mapping[str, Any]) -> dict[str, Any]:
     """The dump's NodeClaim (without server metadata) or one synthesised from the Node."""
     if claim is not None:
-        claim = copy.deepcopy(claim)
+        claim = {**claim, "metadata": dict(claim["metadata"])}
         claim["metadata"].pop("ownerReferences", None)
-        status = claim.setdefault("status", {})
+        status = claim["status"] = dict(claim.get("status") or {})
         status.setdefault("nodeName", m.node)
         return claim
     lb = dict(interface.labels_of(node))
@@ -244,7 +295,7 @@ def _pods(state: State, pods: list[dict[str, Any]]) -> None:
         if "DaemonSet" in kinds or "Node" in kinds:
             _count(state, "DaemonSet or static pod (re-created by the simulator)")
             continue
-        p = copy.deepcopy(p)
+        p = {**p, "metadata": dict(p["metadata"])}
         p["metadata"]["ownerReferences"] = [
             {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": r.get("name"), "controller": True}
             for r in refs if r.get("controller") and r.get("kind") in ("ReplicaSet", "StatefulSet")]
@@ -254,7 +305,7 @@ def _pods(state: State, pods: list[dict[str, Any]]) -> None:
             state.bound_pods.append(p)
         else:
             p.pop("status", None)
-            spec = p.setdefault("spec", {})
+            spec = p["spec"] = dict(p.get("spec") or {})
             spec.pop("nodeName", None)
             state.pending_pods.append(p)
 
