@@ -44,7 +44,6 @@ DEFAULT_FEATURE_GATES: tuple[tuple[str, bool], ...] = (
 UNIMPLEMENTED_GATES = {
     "NodeOverlay": "NodeOverlay objects (price and capacity overrides of instance types)",
     "StaticCapacity": "static NodePools (spec.replicas)",
-    "CapacityBuffer": "CapacityBuffer objects (headroom as virtual pods)",
 }
 """Gates whose feature karpy does not implement: warned about when turned on."""
 PREFERENCE_POLICIES = ("Respect", "Ignore")
