@@ -167,6 +167,7 @@ def _register_buffers(manager: runtime.Manager, cluster: interface.Cluster, cloc
     built.provisioner.buffers = built.buffers
     if built.disruption is not None:
         built.disruption.observer.buffers = built.buffers
+        built.buffers.on_change = built.disruption.changed
     manager.register(built.buffers.controller())
     manager.enqueue(capacitybuffer.NAME, capacitybuffer.KEY)
 

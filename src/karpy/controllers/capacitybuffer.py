@@ -66,6 +66,16 @@ class Buffers:
         self.node_counts: dict[str, int] = {}
         """Node or in-flight NodeClaim name -> virtual pods the last scheduling run placed on it."""
         self._missing_logged = False
+        self.on_change: Callable[[], None] | None = None
+        """Called when the virtual pods or the nodes holding them changed (disruption looks again)."""
+        self._seen: tuple[Any, ...] = ()
+
+    def _notify(self) -> None:
+        seen = (tuple(sorted(self.node_counts.items())), tuple(sorted(self.keys)))
+        if seen != self._seen:
+            self._seen = seen
+            if self.on_change is not None:
+                self.on_change()
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [])
@@ -91,12 +101,16 @@ class Buffers:
                 self.sync(obj)
             except kube_errors.KubeError as exc:
                 log.warning("capacitybuffer: %s/%s: %s", namespace, name, exc)
-        for gone in set(self._pods) - seen:
+        removed = set(self._pods) - seen
+        for gone in removed:
             del self._pods[gone]
         for gone in set(self._buffers) - seen:
             del self._buffers[gone]
-        if self._pods and self.trigger is not None:
+        if not self._pods:
+            self.node_counts = {}  # no buffer holds a node any more (the provisioner may not run again)
+        if (self._pods or removed) and self.trigger is not None:
             self.trigger()
+        self._notify()
         return INTERVAL
 
     def sync(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -204,7 +218,7 @@ class Buffers:
         _, namespace, name = interface.meta_key(obj)
         patch = {k: status.get(k) for k in set(status) | set(obj.get("status") or {})}
         try:
-            return self.cluster.patch_status(cb.KIND, name, patch, namespace)
+            return self.cluster.patch_status(cb.KIND, name, {"status": patch}, namespace)
         except kube_errors.NotFound:
             return {**obj, "status": status}
 
@@ -242,6 +256,7 @@ class Buffers:
             if key:
                 failed[key] = failed.get(key, 0) + 1
         self.node_counts = counts
+        self._notify()
         for key, buffer in sorted(self._buffers.items()):
             self._provisioning(buffer, existing.get(key, 0), new.get(key, 0), failed.get(key, 0))
 
@@ -268,7 +283,8 @@ class Buffers:
         status: dict[str, Any] = {"conditions": [dict(c) for c in buffer.conditions]}
         self._set_condition(obj, status, cb.PROVISIONING, true, reason, message)
         try:
-            written = self.cluster.patch_status(cb.KIND, buffer.metadata.name, status, buffer.metadata.namespace)
+            written = self.cluster.patch_status(cb.KIND, buffer.metadata.name, {"status": status},
+                                                buffer.metadata.namespace)
             self._buffers[buffer.key] = cb.CapacityBuffer.from_manifest(written)
         except (kube_errors.KubeError, api_errors.ValidationError) as exc:
             log.warning("capacitybuffer: cannot write the Provisioning condition of %s: %s", buffer.key, exc)

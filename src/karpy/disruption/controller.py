@@ -171,6 +171,10 @@ class DisruptionController:
             ("PodDisruptionBudget", self._bump),
             *((kind, self._bump) for kind in self.nodeclass_kinds)])
 
+    def changed(self) -> None:
+        """An input of decisions that no watched kind carries changed (CapacityBuffers' virtual pods)."""
+        self._revision += 1
+
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:
         self._revision += 1
         return ()

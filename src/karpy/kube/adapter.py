@@ -45,8 +45,9 @@ from karpy.kube import client as client_mod
 UNCACHED_KINDS = frozenset({"Event", "Lease", "CapacityBuffer"})
 """Read from the API, not a cache: Events, Leases (leader election reads its one Lease with a GET, as
 client-go does; Karpenter's RBAC grants get/watch on it in one namespace, not a cluster-wide list), and
-CapacityBuffers (listed every few minutes to warn that karpy does not act on them; their CRD is often not
-installed, and an informer would retry a 404 every 30 s for ever, as the real-cluster suite showed)."""
+CapacityBuffers (listed every 30 s by :mod:`karpy.controllers.capacitybuffer` when the CapacityBuffer gate is
+on; their CRD is often not installed, and an informer would retry a 404 every 30 s for ever, as the
+real-cluster suite showed)."""
 CONFLICT_RETRIES = 3
 
 
