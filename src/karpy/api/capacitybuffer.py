@@ -172,7 +172,7 @@ def limit_replicas(limits: Mapping[str, int], requests: Mapping[str, int]) -> in
     """How many chunks of ``requests`` fit in ``limits``: the minimum over the resources in both of
     floor(limit / request); None when no resource of the limits is requested."""
     counts = [limits[name] // req for name, req in requests.items() if req > 0 and name in limits]
-    return min(min(counts), 2 ** 31 - 1) if counts else None
+    return min(*counts, 2 ** 31 - 1) if counts else None
 
 
 def compute_replicas(buffer: CapacityBuffer, requests: Mapping[str, int],

@@ -19,7 +19,7 @@ from karpy import settings
 from karpy.api import capacitybuffer as cb
 from karpy.controllers import capacitybuffer
 from karpy.kube import errors as kube_errors
-from karpy.simulator import engine, scenario
+from karpy.simulator import engine, run_result, scenario
 
 from . import builders as b
 
@@ -46,7 +46,7 @@ def _buffer(name: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     (cond,) = [c for c in obj["status"]["conditions"] if c["type"] == kind]
-    return cond
+    return dict(cond)
 
 
 def test_a_buffer_on_a_deployment_resolves_twenty_percent_of_ten_replicas_to_two() -> None:
@@ -134,7 +134,7 @@ def test_a_cluster_without_the_crd_is_looked_at_again_later_not_retried_in_a_loo
     assert buffers.pods() == []
 
 
-def _started_after(result: engine.run_result.Result, t: float) -> list[float]:
+def _started_after(result: run_result.Result, t: float) -> list[float]:
     """Seconds from creation to start of each pod created ``t`` seconds into the run (by the scale step)."""
     def ts(s: str) -> float:
         return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
