@@ -93,7 +93,8 @@ def test_the_overlay_sets_namespace_image_irsa_and_settings() -> None:
 
 def test_the_base_ships_karpenters_crds_with_their_names() -> None:
     names = sorted(o["metadata"]["name"] for o in build(BASE) if o["kind"] == "CustomResourceDefinition")
-    assert names == ["aksnodeclasses.karpenter.azure.com", "ec2nodeclasses.karpenter.k8s.aws",
+    assert names == ["aksnodeclasses.karpenter.azure.com", "capacitybuffers.autoscaling.x-k8s.io",
+                     "ec2nodeclasses.karpenter.k8s.aws",
                      "kwoknodeclasses.karpenter.kwok.sh", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh"]
 
 
