@@ -161,3 +161,24 @@ def test_the_example_keeps_room_so_new_pods_start_at_once_and_consolidation_keep
     assert len(with_buffer.objects["nodes"]) == 3 and len(without.objects["nodes"]) == 2
     assert all(not (c.get("metadata") or {}).get("deletionTimestamp") for c in with_buffer.nodeclaims)
     assert len(with_buffer.nodeclaims) == 3
+
+
+def test_a_scenario_may_hold_a_pod_template_and_a_buffer_on_it() -> None:
+    text = EXAMPLE.read_text().replace("""  scalableRef: {apiGroup: apps, kind: Deployment, name: web}
+  percentage: 50""", """  podTemplateRef: {name: spare}
+  replicas: 2
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: spare, namespace: default}
+template:
+  metadata: {labels: {app: spare}}
+  spec:
+    containers: [{name: c, image: pause, resources: {requests: {cpu: "1", memory: 2Gi}}}]""")
+    result = engine.Simulation(scenario.load_text(text, source="buffer.yaml")).run()
+    assert result.unexpected_errors == 0
+    # 4 real pods + 2 chunks of room before the scale-up, 6 + 2 after: three 3-pod nodes
+    assert len(result.objects["nodes"]) == 3
+    (buffer,) = result.objects["capacitybuffers"]
+    assert buffer["status"]["replicas"] == 2 and buffer["status"]["podTemplateRef"] == {"name": "spare"}
+    assert _condition(buffer, cb.PROVISIONING)["reason"] == cb.REASON_FITS_EXISTING

@@ -37,7 +37,7 @@ def karpy_nodes(result: engine.Result) -> list[dict[str, Any]]:
 
 def test_every_example_loads_without_errors() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
-    assert names == ["aks-nap", "commitments-ri", "compare-eks",
+    assert names == ["aks-nap", "capacity-buffer", "commitments-ri", "compare-eks",
                      "eks-scale-out-v1alpha5", "insufficient-capacity", "spot-interruption",
                      "topology-spread", "whatif-source"]
     for name in names:
