@@ -1,9 +1,10 @@
 """The ``apiextensions.k8s.io/v1`` CustomResourceDefinitions karpy ships, built from the schemas.
 
 :func:`definitions` returns them in a fixed order (NodePool, NodeClaim, EC2NodeClass,
-AKSNodeClass, KWOKNodeClass, and the namespaced ``autoscaling.x-k8s.io`` CapacityBuffer Karpenter ships too); :func:`file_name` is Karpenter's file naming (``karpenter.sh_nodepools.yaml``);
-:func:`schema_of` gives the ``openAPIV3Schema`` of one kind and version. Every CRD has Karpenter's
-group, scope (Cluster; CapacityBuffer: Namespaced), names, short names, categories, printer columns and subresources, so
+AKSNodeClass, KWOKNodeClass, and the namespaced ``autoscaling.x-k8s.io`` CapacityBuffer Karpenter ships
+too); :func:`file_name` is Karpenter's file naming (``karpenter.sh_nodepools.yaml``); :func:`schema_of`
+gives the ``openAPIV3Schema`` of one kind and version. Every CRD has Karpenter's group, scope (Cluster;
+CapacityBuffer: Namespaced), names, short names, categories, printer columns and subresources, so
 ``kubectl get nodeclaims`` reads the same, and karpy's CRDs can replace Karpenter's in place.
 :func:`files` renders them as the files of ``charts/karpy/crds/`` (text only; no I/O here).
 """
