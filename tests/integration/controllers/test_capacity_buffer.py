@@ -182,3 +182,20 @@ template:
     (buffer,) = result.objects["capacitybuffers"]
     assert buffer["status"]["replicas"] == 2 and buffer["status"]["podTemplateRef"] == {"name": "spare"}
     assert _condition(buffer, cb.PROVISIONING)["reason"] == cb.REASON_FITS_EXISTING
+
+
+def test_the_provisioning_condition_says_new_capacity_first_then_that_the_buffer_fits() -> None:
+    # buffers_test.go: RequiresNewCapacity while the virtual pods need NodeClaims, FitsExistingCapacity after
+    w = _world()
+    w.cluster.create(b.nodepool_manifest())
+    w.cluster.create({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t", "namespace": "default"},
+                      "template": _deployment("x", 1, cpu="1")["spec"]["template"]})
+    w.cluster.create(_buffer("room", {"podTemplateRef": {"name": "t"}, "replicas": 2}))
+    w.run_for(3.0)
+    first = _condition(w.cluster.get(cb.KIND, "room", "default"), cb.PROVISIONING)
+    assert (first["status"], first["reason"]) == ("False", cb.REASON_REQUIRES_NEW)
+    assert first["message"] == "2/2 virtual pods required new capacity, 0 failed"
+    w.run_for(120.0)
+    later = _condition(w.cluster.get(cb.KIND, "room", "default"), cb.PROVISIONING)
+    assert (later["status"], later["reason"]) == ("True", cb.REASON_FITS_EXISTING)
+    assert w.events("Nominated") == []  # virtual pods get no events
