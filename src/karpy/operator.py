@@ -25,7 +25,17 @@ if TYPE_CHECKING:
     from karpy import clock as clock_mod
     from karpy import settings as settings_mod
     from karpy.cloudprovider import interface as cp_interface
-    from karpy.controllers import gc, interruption, lifecycle, offerings, provisioner, runtime, state, termination
+    from karpy.controllers import (
+        capacitybuffer,
+        gc,
+        interruption,
+        lifecycle,
+        offerings,
+        provisioner,
+        runtime,
+        state,
+        termination,
+    )
     from karpy.controllers import reservation_expiration as reservation_expiration_mod
     from karpy.controllers import static_capacity as static_capacity_mod
     from karpy.controllers import unimplemented as unimplemented_mod
@@ -51,6 +61,8 @@ class Controllers:
     unimplemented: unimplemented_mod.Unimplemented | None = None
     static_capacity: static_capacity_mod.StaticCapacity | None = None
     reservation_expiration: reservation_expiration_mod.ReservationExpiration | None = None
+    buffers: capacitybuffer.Buffers | None = None
+    """The CapacityBuffer controller (feature gate ``CapacityBuffer``)."""
 
 
 def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp_interface.CloudProvider,
@@ -131,6 +143,8 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
         cluster, clock, recorder, metrics, cluster_state=cluster_state, cloud=cloud, settings=settings,
         instance_types=built.provisioner.instance_types, nodeclass_kinds=nodeclass_kinds)
     disruption_controller.register(manager, disruptor)
+    if settings.feature_gate("CapacityBuffer"):
+        _register_buffers(manager, cluster, clock, built)
     nodepool_counter.register(manager, nodepool_counter.NodePoolCounter(cluster, cluster_state))
     if overlaid is not None:
         from karpy.controllers import nodeoverlay
@@ -164,6 +178,25 @@ def register_all(manager: runtime.Manager, cluster: interface.Cluster, cloud: cp
     manager.enqueue(interruption.NAME, interruption.KEY)
     _enqueue_existing(manager, cluster_state)
     return built
+
+
+def _register_buffers(manager: runtime.Manager, cluster: interface.Cluster, clock: clock_mod.Clock,
+                      built: Controllers) -> None:
+    """CapacityBuffers: their controller, their virtual pods in the provisioner and in disruption."""
+    from karpy.controllers import capacitybuffer, provisioner
+
+    def trigger() -> None:
+        built.provisioner.trigger()
+        manager.enqueue(provisioner.NAME, provisioner.BATCH_KEY)
+
+    capacitybuffer.register_kind()
+    built.buffers = capacitybuffer.Buffers(cluster, clock, trigger)
+    built.provisioner.buffers = built.buffers
+    if built.disruption is not None:
+        built.disruption.observer.buffers = built.buffers
+        built.buffers.on_change = built.disruption.mark_unconsolidated
+    manager.register(built.buffers.controller())
+    manager.enqueue(capacitybuffer.NAME, capacitybuffer.KEY)
 
 
 def _enqueue_existing(manager: runtime.Manager, cluster_state: state.ClusterState) -> None:

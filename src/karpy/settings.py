@@ -41,10 +41,8 @@ DEFAULT_FEATURE_GATES: tuple[tuple[str, bool], ...] = (
     ("NodeRepair", False), ("ReservedCapacity", True), ("SpotToSpotConsolidation", False),
     ("NodeOverlay", False), ("StaticCapacity", False), ("CapacityBuffer", False))
 """Karpenter v1.14's feature gates and their defaults (``FEATURE_GATES``; ReservedCapacity on since 1.6)."""
-UNIMPLEMENTED_GATES = {
-    "CapacityBuffer": "CapacityBuffer objects (headroom as virtual pods)",
-}
-"""Gates whose feature karpy does not implement: warned about when turned on."""
+UNIMPLEMENTED_GATES: dict[str, str] = {}
+"""Gates whose feature karpy does not implement: warned about when turned on (none in Karpenter v1.14)."""
 PREFERENCE_POLICIES = ("Respect", "Ignore")
 MIN_VALUES_POLICIES = ("Strict", "BestEffort")
 

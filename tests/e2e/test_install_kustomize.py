@@ -93,9 +93,9 @@ def test_the_overlay_sets_namespace_image_irsa_and_settings() -> None:
 
 def test_the_base_ships_karpenters_crds_with_their_names() -> None:
     names = sorted(o["metadata"]["name"] for o in build(BASE) if o["kind"] == "CustomResourceDefinition")
-    assert names == ["aksnodeclasses.karpenter.azure.com", "ec2nodeclasses.karpenter.k8s.aws",
-                     "kwoknodeclasses.karpenter.kwok.sh", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh",
-                     "nodepools.karpenter.sh"]
+    assert names == ["aksnodeclasses.karpenter.azure.com", "capacitybuffers.autoscaling.x-k8s.io",
+                     "ec2nodeclasses.karpenter.k8s.aws", "kwoknodeclasses.karpenter.kwok.sh", "nodeclaims.karpenter.sh",
+                     "nodeoverlays.karpenter.sh", "nodepools.karpenter.sh"]
 
 
 def test_the_aks_overlay_sets_workload_identity_on_the_azure_directory() -> None:

@@ -63,7 +63,7 @@ def apply_crds(cluster: realcluster.RealCluster, module: Path) -> list[str]:
 
 def replaced_by_karpys(cluster: realcluster.RealCluster, module: Path) -> None:
     """Karpenter's CRDs first, karpy's over them: the state of a cluster that moved from Karpenter to karpy
-    (NodeOverlay and CapacityBuffer stay Karpenter's: karpy has none)."""
+    (NodeOverlay stays Karpenter's: karpy has none; CapacityBuffer is karpy's too)."""
     apply_crds(cluster, module)
     cluster.apply(crds_text())
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *KARPY_CRDS)
@@ -75,4 +75,5 @@ def crds_text() -> str:
 
 
 KARPY_CRDS = ("crd/nodepools.karpenter.sh", "crd/nodeclaims.karpenter.sh", "crd/kwoknodeclasses.karpenter.kwok.sh",
-              "crd/ec2nodeclasses.karpenter.k8s.aws", "crd/aksnodeclasses.karpenter.azure.com")
+              "crd/ec2nodeclasses.karpenter.k8s.aws", "crd/aksnodeclasses.karpenter.azure.com",
+              "crd/capacitybuffers.autoscaling.x-k8s.io")

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from karpy.api import (
+    capacitybuffer,
     conversion,
     errors,
     labels,
@@ -59,6 +60,7 @@ _CORE_MODELS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Any]] = {
     ("apps/v1", "Deployment"): workloads.Deployment.from_manifest,
     ("apps/v1", "ReplicaSet"): workloads.ReplicaSet.from_manifest,
     ("policy/v1", "PodDisruptionBudget"): workloads.PodDisruptionBudget.from_manifest,
+    (capacitybuffer.API_VERSION, capacitybuffer.KIND): capacitybuffer.CapacityBuffer.from_manifest,
 }
 
 

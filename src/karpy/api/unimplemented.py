@@ -9,7 +9,7 @@ that no model reads and that is not listed here. When karpy learns a field, its 
 
 * :data:`FIELDS`: ``(kind, field path)``; a path ends at the field whose presence is warned about
   (``spec.networkInterfaces``); paths inside a Pod template of a workload are not warned (the Pod is).
-* :data:`KINDS`: whole kinds karpy does not act on (``CapacityBuffer``).
+* :data:`KINDS`: whole kinds karpy does not act on (none today; CapacityBuffers are implemented).
 * Settings and feature gates: :func:`karpy.settings.Settings.unimplemented`.
 """
 
@@ -42,9 +42,7 @@ FIELDS: tuple[Field, ...] = (
 )
 """Fields accepted and warned about, by kind."""
 
-KINDS: dict[str, str] = {
-    "CapacityBuffer": "capacity buffers: headroom kept as virtual pods (feature gate CapacityBuffer)",
-}
+KINDS: dict[str, str] = {}
 """Kinds karpy does not act on, with what Karpenter does with them."""
 
 

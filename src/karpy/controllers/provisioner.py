@@ -54,7 +54,7 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import nodeclass_status, nominations, runtime, state, state_metrics
+from karpy.controllers import capacitybuffer, nodeclass_status, nominations, runtime, state, state_metrics
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -190,6 +190,8 @@ class Provisioner:
         self._pools_seen: dict[str, tuple[Any, ...]] = {}
         self.skipped_pools: dict[str, nodeclass_status.Readiness] = {}
         """NodePools left out of the last scheduling run because their NodeClass is not Ready."""
+        self.buffers: capacitybuffer.Buffers | None = None
+        """CapacityBuffers (gate ``CapacityBuffer``): their virtual pods join every run."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [
@@ -325,7 +327,8 @@ class Provisioner:
     def provision(self) -> results.Results:
         """Schedule the pending pods now and act on the result (create NodeClaims, publish events)."""
         pods = self.state.pending_pods()
-        if not pods:
+        virtual = self.buffers.pods() if self.buffers is not None else []
+        if not pods and not virtual:
             return results.Results()
         self.runs += 1
         started = clock_mod.perf_counter()
@@ -336,6 +339,8 @@ class Provisioner:
         if recorder is not None:
             for p in pods:
                 recorder.seen(p.metadata.uid or p.key)
+        real, pods = pods, [*pods, *virtual]
+        vkeys = frozenset(p.key for p in virtual)
         self.metrics.scheduler_ignored_pods.set(len(volume_errors))  # Karpenter's Validate: PVC checks
         self.metrics.scheduler_queue_depth.labels(NAME, str(self.runs)).set(len(pods))
         self.metrics.scheduler_unfinished_work.labels(NAME, str(self.runs)).set(0.0)
@@ -348,14 +353,18 @@ class Provisioner:
         self.metrics.scheduler_unschedulable_pods.labels(NAME).set(len(res.errors))
         self.metrics.scheduler_pending_by_zone.clear()
         zones: dict[str, int] = {}
-        for p in pods:
+        for p in real:
             zone = state_metrics.effective_zone(p)
             zones[zone] = zones.get(zone, 0) + 1
         for zone, count in sorted(zones.items()):
             self.metrics.scheduler_pending_by_zone.labels(NAME, zone).set(count)
+        if self.buffers is not None:  # virtual pods: recorded by the buffers, then left out as Karpenter does
+            self.buffers.observe(res)
+            res.errors = {k: v for k, v in res.errors.items() if k not in vkeys}
         if recorder is not None:
             for p in [p for c in res.new_claims for p in c.pods] + [p for ps in res.existing.values() for p in ps]:
-                recorder.decided(p.metadata.uid or p.key)
+                if p.key not in vkeys:
+                    recorder.decided(p.metadata.uid or p.key)
         if res.new_claims:
             log.info("computed new nodeclaim(s) to fit pod(s)", extra=logs.fields(
                 NAME, nodeclaims=len(res.new_claims), pods=sum(len(c.pods) for c in res.new_claims)))
@@ -373,7 +382,8 @@ class Provisioner:
                 planned.update((p.key, created) for p in claim.pods)
         # Karpenter's NominateNodeForPod: the targets are not disrupted for the nomination window,
         # nor while the pods planned onto them are pending
-        self.state.nominations.nominate((t for t, placed in res.existing.items() if placed), self.clock.now(),
+        self.state.nominations.nominate((t for t, placed in res.existing.items() if capacitybuffer.real(placed)),
+                                        self.clock.now(),
                                         nominations.window(self.settings.batch_max_duration))
         planned.update((p.key, target) for target, placed in res.existing.items() for p in placed)
         self.state.nominations.plan(planned)

@@ -115,5 +115,6 @@ def register(manager: runtime.Manager, cluster: interface.Cluster, recorder: eve
     paths.register(BUFFER_KIND, BUFFER_API_VERSION, "capacitybuffers")
     ctl = Unimplemented(cluster, recorder, ("NodePool", *nodeclass_kinds, "Pod"))
     manager.register(ctl.controller())
-    manager.enqueue(NAME, BUFFERS_KEY)
+    if unimplemented.KINDS.get(BUFFER_KIND):  # CapacityBuffers are implemented (karpy.controllers.capacitybuffer)
+        manager.enqueue(NAME, BUFFERS_KEY)
     return ctl

@@ -180,7 +180,8 @@ class DisruptionController:
 
     def mark_unconsolidated(self) -> None:
         """Something consolidation depends on changed outside the watched objects (NodeOverlays: prices and
-        capacity): the next pass looks again, as Karpenter's ``MarkUnconsolidated``."""
+        capacity; CapacityBuffers' virtual pods): the next pass looks again, as Karpenter's
+        ``MarkUnconsolidated``."""
         self._revision += 1
 
     def _bump(self, _event: str, _obj: dict[str, Any]) -> Iterable[str]:

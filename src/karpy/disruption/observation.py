@@ -38,7 +38,7 @@ from karpy.api import fields as fields_mod
 from karpy.api import node, nodeclaim, nodepool, pod, selectors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import state
+from karpy.controllers import capacitybuffer, state
 from karpy.disruption import candidates, changes, consolidation, drift_marking, emptiness, node_rows, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
@@ -114,6 +114,9 @@ class Observer:
         """Nodes an ``Unconsolidatable`` message was written for since the last pass's reports."""
         self.last: Observation | None = None
         """The latest observation (:attr:`table` holds what it was read from)."""
+        self.buffers: capacitybuffer.Buffers | None = None
+        """CapacityBuffers: their virtual pods are pending pods of the snapshot, and the nodes the
+        provisioner placed them on are not empty (Karpenter's HasBufferPods)."""
 
     def observe(self, now: float) -> Observation:
         """Read the cluster: candidates, why the others are not, emptiness times, drift.
@@ -210,7 +213,9 @@ class Observer:
         """The candidates of ``obs`` with nothing to move, of NodePools with emptiness, in node
         order (whether they have been empty long enough is :func:`emptiness.is_consolidatable`'s)."""
         self.require_latest(obs, "emptiable")
-        return [obs.candidates[name] for name in sorted(self.table.empty) if name in obs.candidates]
+        held = self.buffers.buffer_nodes() if self.buffers is not None else set()
+        return [obs.candidates[name] for name in sorted(self.table.empty)
+                if name in obs.candidates and name not in held]
 
     def require_latest(self, obs: Observation, what: str) -> None:
         """``what`` reads the rows, which hold the latest observation only: refuse an older one."""
@@ -248,7 +253,8 @@ class Observer:
         node_names = {n.name for n, _, _ in obs.nodes}
         in_flight = [e for e in self.state.existing_nodes(types) if e.name not in node_names]
         obs.snapshot = snapshot_mod.ClusterSnapshot.build(
-            self._with_volume_topology(obs.nodes), pools, types, pending_pods=self.state.pending_pods(),
+            self._with_volume_topology(obs.nodes), pools, types, pending_pods=[
+                *self.state.pending_pods(), *(self.buffers.pods() if self.buffers is not None else ())],
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes),
             namespaces=self.state.namespaces.index())

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from karpy.api import capacitybuffer
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.disruption import candidates as candidates_mod
@@ -112,7 +113,8 @@ def _summarize(snap: snapshot_mod.ClusterSnapshot, removed: list[str], pods: lis
         if mine:
             placements[name] = mine
             placed_keys.update(p.key for p in mine)
-    claims = tuple(c for c in res.new_claims if any(p.key in own for p in c.pods))
+    # a CapacityBuffer's virtual pods that no longer fit need capacity too: the removal pays for it
+    claims = tuple(c for c in res.new_claims if any(p.key in own or capacitybuffer.is_virtual(p) for p in c.pods))
     for c in claims:
         placed_keys.update(p.key for p in c.pods if p.key in own)
     for p in pods:

@@ -45,10 +45,10 @@ from karpy.kube import client as client_mod
 UNCACHED_KINDS = frozenset({"Event", "Lease", "CapacityBuffer", "Service"})
 """Read from the API, not a cache: Events, Leases (leader election reads its one Lease with a GET, as
 client-go does; Karpenter's RBAC grants get/watch on it in one namespace, not a cluster-wide list), and
-CapacityBuffers (listed every few minutes to warn that karpy does not act on them; their CRD is often not
-installed, and an informer would retry a 404 every 30 s for ever, as the real-cluster suite showed), and
-Services (the AWS provider reads ``kube-system/kube-dns`` once at start, with a get-only rule on that one
-name, as Karpenter)."""
+CapacityBuffers (listed every 30 s by :mod:`karpy.controllers.capacitybuffer` when the CapacityBuffer gate is
+on; their CRD is often not installed, and an informer would retry a 404 every 30 s for ever, as the
+real-cluster suite showed), and Services (the AWS provider reads ``kube-system/kube-dns`` once at start,
+with a get-only rule on that one name, as Karpenter)."""
 CONFLICT_RETRIES = 3
 
 

@@ -37,6 +37,8 @@ _IRREGULAR = {"Endpoints": "endpoints", "PodSecurityPolicy": "podsecuritypolicie
 _REGISTERED: dict[str, Resource] = {
     # karpy's own cluster-scoped CRDs that are not in interface.KINDS
     "KWOKNodeClass": Resource("KWOKNodeClass", "karpenter.kwok.sh/v1alpha1", "kwoknodeclasses", False),
+    # the namespaced CRD Karpenter ships beside its own (karpy.controllers.capacitybuffer)
+    "CapacityBuffer": Resource("CapacityBuffer", "autoscaling.x-k8s.io/v1beta1", "capacitybuffers", True),
 }
 
 

@@ -41,7 +41,10 @@ def sections(result: engine.Result) -> Iterator[tuple[str, Any]]:
     """The document's top-level keys and values, in order, each built only when asked for."""
     yield "scenario", {**result.scenario.summary(), "seed": result.seed,
                        "until": timefmt.duration(result.until), "karpyControllers": list(result.karpy_controllers)}
-    yield "objects", {k: result.objects.get(k, []) for k in OBJECT_KINDS}
+    objects = {k: result.objects.get(k, []) for k in OBJECT_KINDS}
+    if result.objects.get("capacitybuffers"):  # only in runs that have them (gate CapacityBuffer)
+        objects["capacitybuffers"] = result.objects["capacitybuffers"]
+    yield "objects", objects
     yield "events", result.events
     yield "metrics", result.metrics
     yield "timeline", _Lazy(result.timeline)

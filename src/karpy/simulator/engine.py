@@ -444,6 +444,9 @@ class Simulation:
             "pods": self.cluster.objects("Pod"),
             "nodepools": self.cluster.objects("NodePool"),
         }
+        buffers = self.cluster.objects("CapacityBuffer")
+        if buffers:  # their status: replicas and conditions (gate CapacityBuffer)
+            objects["capacitybuffers"] = buffers
         involved: dict[tuple[Any, ...], dict[str, Any]] = {}  # one record per involved object, shared
         evs = [run_result.event_record(seq, t, obj, self.start, involved)
                for seq, t, obj in sorted(self._events.values(), key=lambda e: e[0])]

@@ -62,19 +62,19 @@ def test_a_nodepool_without_such_fields_and_an_ordinary_pod_get_none() -> None:
     assert w.karpy.unimplemented is not None and w.karpy.unimplemented.reported == []
 
 
-def test_a_capacity_buffer_is_named_and_a_pod_claiming_dra_resources_is_not_unimplemented() -> None:
-    """A DRA pod is no longer an unimplemented field: the scheduler refuses it (tests/integration/dra)."""
+def test_neither_a_capacity_buffer_nor_a_pod_claiming_dra_resources_is_named_unimplemented() -> None:
+    """Both are implemented: buffers by karpy.controllers.capacitybuffer, DRA pods refused by the scheduler."""
     w = b.make_world()
     w.cluster.create(b.pending_pod("gpu", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu"}]))
     w.cluster.create({"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
-                      "metadata": {"name": "headroom", "namespace": "default"}, "spec": {"replicas": 2}})
+                      "metadata": {"name": "headroom", "namespace": "default"},
+                      "spec": {"podTemplateRef": {"name": "t"}, "replicas": 2}})
     w.run_for(301.0)
     assert w.karpy.unimplemented is not None
     reported = w.karpy.unimplemented.reported
-    assert ("CapacityBuffer", "default/headroom", "CapacityBuffer") in reported
+    assert not [r for r in reported if r[0] == "CapacityBuffer"]
     assert [r for r in reported if r[1] == "default/gpu"] == []
-    (message,) = _events(w, "headroom")
-    assert unimplemented.MESSAGE in message
+    assert _events(w, "headroom") == []
 
 
 def test_an_ec2nodeclass_field_is_named_in_the_event() -> None:

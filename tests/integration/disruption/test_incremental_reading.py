@@ -64,8 +64,9 @@ def plain_check(ctl: disruption.DisruptionController, obs: observation.Observati
     plain_under = [c for c in obs.candidates.values()
                    if consolidation.consolidates_underutilized(c.nodepool) and observer.past_consolidate_after(c, obs)]
     assert observer.underutilized(obs) == plain_under
+    held = observer.buffers.buffer_nodes() if observer.buffers is not None else set()  # CapacityBuffers' room
     plain_empty = [c for c in obs.candidates.values()
-                   if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods)]
+                   if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods) and c.name not in held]
     assert observer.emptiable(obs) == plain_empty
     assert validation.unsettled(obs, ctl.state, ctl.orchestrator, ctl.claims, table) == plain_unsettled(ctl, obs)
     # drift: a marker without a cache computes the same reasons (and so writes nothing)

@@ -98,14 +98,15 @@ def test_the_crd_files_in_the_charts_are_exactly_what_the_schemas_generate(direc
 
 def test_each_crd_file_is_one_customresourcedefinition_named_as_karpenters() -> None:
     names = sorted(p.name for p in CRD_DIR.glob("*.yaml"))
-    assert names == ["karpenter.azure.com_aksnodeclasses.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml",
-                     "karpenter.kwok.sh_kwoknodeclasses.yaml", "karpenter.sh_nodeclaims.yaml",
-                     "karpenter.sh_nodeoverlays.yaml", "karpenter.sh_nodepools.yaml"]
+    assert names == ["autoscaling.x-k8s.io_capacitybuffers.yaml", "karpenter.azure.com_aksnodeclasses.yaml",
+                     "karpenter.k8s.aws_ec2nodeclasses.yaml", "karpenter.kwok.sh_kwoknodeclasses.yaml",
+                     "karpenter.sh_nodeclaims.yaml", "karpenter.sh_nodeoverlays.yaml", "karpenter.sh_nodepools.yaml"]
     for name in names:
         (doc,) = list(yaml.safe_load_all((CRD_DIR / name).read_text()))
         assert doc["kind"] == "CustomResourceDefinition"
         assert doc["metadata"]["name"] == f"{doc['spec']['names']['plural']}.{doc['spec']['group']}"
-        assert doc["spec"]["scope"] == "Cluster"
+        # Karpenter's CapacityBuffer CRD (pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml) is namespaced
+        assert doc["spec"]["scope"] == ("Namespaced" if doc["spec"]["group"] == "autoscaling.x-k8s.io" else "Cluster")
         assert [v["name"] for v in doc["spec"]["versions"] if v["storage"]] != []
 
 
@@ -449,4 +450,4 @@ def test_the_kubernetes_adapter_addresses_each_kind_where_the_crd_serves_it() ->
     for k in crd.KINDS:
         res = paths.resource_for(k.kind)
         assert (res.api_version, res.plural, res.namespaced) == (f"{k.group}/{k.storage_version}", k.plural,
-                                                                 False), k.kind
+                                                                 k.scope == "Namespaced"), k.kind

@@ -1,9 +1,10 @@
 """The ``apiextensions.k8s.io/v1`` CustomResourceDefinitions karpy ships, built from the schemas.
 
 :func:`definitions` returns them in a fixed order (NodePool, NodeClaim, NodeOverlay, EC2NodeClass,
-AKSNodeClass, KWOKNodeClass); :func:`file_name` is Karpenter's file naming (``karpenter.sh_nodepools.yaml``);
-:func:`schema_of` gives the ``openAPIV3Schema`` of one kind and version. Every CRD has Karpenter's
-group, scope (Cluster), names, short names, categories, printer columns and subresources, so
+AKSNodeClass, KWOKNodeClass, and the namespaced ``autoscaling.x-k8s.io`` CapacityBuffer Karpenter ships
+too); :func:`file_name` is Karpenter's file naming (``karpenter.sh_nodepools.yaml``); :func:`schema_of`
+gives the ``openAPIV3Schema`` of one kind and version. Every CRD has Karpenter's group, scope (Cluster;
+CapacityBuffer: Namespaced), names, short names, categories, printer columns and subresources, so
 ``kubectl get nodeclaims`` reads the same, and karpy's CRDs can replace Karpenter's in place.
 :func:`files` renders them as the files of ``charts/karpy/crds/`` (text only; no I/O here).
 """
@@ -17,7 +18,16 @@ from typing import Any
 
 import yaml
 
-from karpy.api.schemas import aksnodeclass, dsl, ec2nodeclass, kwoknodeclass, nodeclaim, nodeoverlay, nodepool
+from karpy.api.schemas import (
+    aksnodeclass,
+    capacitybuffer,
+    dsl,
+    ec2nodeclass,
+    kwoknodeclass,
+    nodeclaim,
+    nodeoverlay,
+    nodepool,
+)
 
 ANNOTATION_VERSION = "controller-gen.kubebuilder.io/version"
 GENERATOR = "karpy scripts/generate_crds.py"
@@ -41,6 +51,7 @@ class Kind:
     storage_version: str = "v1"
     deprecated: Mapping[str, str] = field(default_factory=dict)
     """version -> its deprecation warning."""
+    scope: str = "Cluster"
 
     @property
     def name(self) -> str:
@@ -65,6 +76,10 @@ KINDS: tuple[Kind, ...] = (
     Kind(kwoknodeclass.GROUP, kwoknodeclass.KIND, kwoknodeclass.PLURAL, kwoknodeclass.SINGULAR,
          kwoknodeclass.schema, kwoknodeclass.PRINTER_COLUMNS, kwoknodeclass.SUBRESOURCES, kwoknodeclass.SHORT_NAMES,
          kwoknodeclass.CATEGORIES, kwoknodeclass.VERSIONS, kwoknodeclass.STORAGE_VERSION),
+    Kind(capacitybuffer.GROUP, capacitybuffer.KIND, capacitybuffer.PLURAL, capacitybuffer.SINGULAR,
+         capacitybuffer.schema, capacitybuffer.PRINTER_COLUMNS, capacitybuffer.SUBRESOURCES,
+         capacitybuffer.SHORT_NAMES, capacitybuffer.CATEGORIES, capacitybuffer.VERSIONS,
+         capacitybuffer.STORAGE_VERSION, scope=capacitybuffer.SCOPE),
 )
 
 
@@ -106,7 +121,7 @@ def definition(k: Kind) -> dict[str, Any]:
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"annotations": {"karpy.sh/generated-by": GENERATOR}, "name": k.name},
-        "spec": {"group": k.group, "names": names, "scope": "Cluster",
+        "spec": {"group": k.group, "names": names, "scope": k.scope,
                  "versions": [_version(k, v) for v in k.versions]},
     }
 
