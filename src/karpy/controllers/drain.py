@@ -15,11 +15,14 @@ and the Node drains forever. A caller may rely on:
   eviction, and no termination deadline);
 * :func:`message` says which pods, since when, and why (a Warning ``FailedDraining`` event on the
   Node); the duration is rounded to a step of :data:`STEPS` so that the event aggregates and a new
-  one appears only as the wait grows (5m, 15m, 30m, 1h, 2h, 4h, ...).
+  one appears only as the wait grows (5m, 15m, 30m, 1h, 2h, 4h, ...);
+* :class:`RecentEvictions` keeps a drain from evicting a pod twice while the cache has not yet seen the
+  first eviction's deletion (the real cluster's watch delivers it a moment after the answer).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Iterable
 
@@ -93,3 +96,33 @@ def termination_time(claim: nodeclaim_mod.NodeClaim | None) -> float | None:
     if tgp is None or deleted is None:
         return None
     return deleted + tgp
+
+
+EVICTED_MEMORY = 10.0
+"""Seconds a granted eviction is remembered (:class:`RecentEvictions`)."""
+
+
+class RecentEvictions:
+    """Pods whose eviction was granted in the last :data:`EVICTED_MEMORY` seconds: a drain does not evict
+    them again meanwhile, whatever the cache still says (the real adapter's cache learns of the deletion
+    through the watch, a moment after the eviction's answer). Keyed by uid (else namespace/name); entries
+    expire oldest first, so each look costs what expired."""
+
+    def __init__(self) -> None:
+        self._at: collections.OrderedDict[str, float] = collections.OrderedDict()
+
+    def remember(self, p: pod_mod.Pod, now: float) -> None:
+        key = p.metadata.uid or p.key
+        self._at[key] = now
+        self._at.move_to_end(key)
+
+    def holds(self, p: pod_mod.Pod, now: float) -> bool:
+        while self._at:
+            oldest = next(iter(self._at.values()))
+            if now - oldest < EVICTED_MEMORY:
+                break
+            self._at.popitem(last=False)
+        return (p.metadata.uid or p.key) in self._at
+
+    def __len__(self) -> int:
+        return len(self._at)

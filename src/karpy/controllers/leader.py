@@ -11,8 +11,10 @@ lease is ``karpenter-leader-election`` in the controller's namespace and is rele
 
 What a caller may rely on:
 
-- :meth:`LeaderElector.tick` does at most one read and one write, only when an attempt is due
-  (:meth:`LeaderElector.next_attempt`); call it from the loop thread. Both requests, retries
+- :meth:`LeaderElector.tick` sends requests only when an attempt is due (:meth:`LeaderElector.next_attempt`);
+  call it from the loop thread. A leader renews with one write, an update of the Lease as it last wrote
+  it (client-go's fast path: no read); when that fails (another writer: a conflict) and for a candidate,
+  an attempt is one read and one write. All requests, retries
   included, end by the renew deadline (:func:`karpy.kube.deadline.within`, client-go's
   ``RenewDeadline`` context): a leader's attempt by its last renewal plus ``renew_deadline``, a
   candidate's within ``renew_deadline``; so an unreachable API server costs one tick at most
@@ -137,6 +139,8 @@ class LeaderElector:
         self._last_renew: float | None = None
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
+        self._written: dict[str, Any] | None = None
+        """The Lease as this replica last wrote it (the server's answer): a leader renews it without a read."""
 
     # ------------------------------------------------------------------------------ queries
 
@@ -196,14 +200,39 @@ class LeaderElector:
             self._last_renew = now
         return self._move(event, detail)
 
+    def _renew_written(self, now: float) -> bool:
+        """client-go's fast path: a leader updates the Lease it last wrote (its resourceVersion as the
+        precondition); False when there is none or the update failed (then the caller reads it)."""
+        last = self._written
+        if self.state is not State.LEADING or last is None:
+            return False
+        spec = last.get("spec") or {}
+        if spec.get("holderIdentity") != self.config.identity:
+            return False
+        try:
+            acquired = clock_mod.parse_rfc3339(str(spec.get("acquireTime")))
+        except ValueError:
+            acquired = now
+        body = self._lease(now, acquired, int(spec.get("leaseTransitions") or 0))
+        body["metadata"]["resourceVersion"] = (last.get("metadata") or {}).get("resourceVersion")
+        try:
+            self._written = self.cluster.update(body)
+        except Exception as exc:  # Conflict: someone else wrote it; read it and decide again
+            log.debug("leader election: renewing the lease as last written failed (%s); reading it", exc)
+            self._written = None
+            return False
+        return True
+
     def _try_acquire_or_renew(self, now: float) -> tuple[Event, str]:
         c = self.config
         mine = Event.RENEWED if self.state is State.LEADING else Event.ACQUIRED
+        if self._renew_written(now):
+            return Event.RENEWED, ""
         try:
             lease = self.cluster.get("Lease", c.name, c.namespace)
         except kube_errors.NotFound:
             try:
-                self.cluster.create(self._lease(now, now, 0))
+                self._written = self.cluster.create(self._lease(now, now, 0))
             except Exception as exc:  # AlreadyExists (lost the race) or an API error
                 return Event.ATTEMPT_FAILED, f"creating lease: {type(exc).__name__}: {exc}"
             return mine, "created the lease"
@@ -233,7 +262,7 @@ class LeaderElector:
         body = self._lease(now, acquired, transitions)
         body["metadata"]["resourceVersion"] = lease["metadata"].get("resourceVersion")
         try:
-            self.cluster.update(body)
+            self._written = self.cluster.update(body)
         except Exception as exc:  # Conflict: another candidate wrote first
             return Event.ATTEMPT_FAILED, f"updating lease: {type(exc).__name__}: {exc}"
         return mine, "" if mine is Event.RENEWED else f"previous holder {holder or 'none'}"

@@ -93,6 +93,7 @@ class Termination:
         self._instance_deletes: dict[str, float] = {}
         self._drained: set[str] = set()
         self.evictions: list[str] = []
+        self._evicted = drain.RecentEvictions()
         """Pods evicted or deleted so far, ``namespace/name``, in order (for reports and tests)."""
 
     def controller(self) -> runtime.Controller:
@@ -348,7 +349,7 @@ class Termination:
             if not pods:
                 continue
             for p in pods:
-                if not p.is_terminating and not p.protected(now):
+                if not p.is_terminating and not p.protected(now) and not self._evicted.holds(p, now):
                     why = self._evict(p)
                     if why is not None:
                         refused.append(why)
@@ -399,6 +400,7 @@ class Termination:
         self.metrics.pods_eviction_requests.labels("200").inc()
         self.metrics.pods_drained.labels(self._drain_reason(p)).inc()
         self.evictions.append(p.key)
+        self._evicted.remember(p, self.clock.now())
         self._event(obj, events.NORMAL, REASON_EVICTED, "Evicted pod")
         return None
 

@@ -481,18 +481,10 @@ class KubeCluster:
             "metadata": {"name": name, "namespace": ns},
             "deleteOptions": delete_options(uid=uid),
         }
+        # No read-back: the answer is a Status, and the pod's deletion reaches the cache through the watch
+        # (client-go's eviction does not read back either); callers that must not evict twice remember it
+        # (karpy.controllers.termination). A GET per eviction was a sixth of karpy's API requests in a drain.
         self._send("POST", res, ns, name, "eviction", body=body, what=f"EVICT Pod {ns}/{name}", retry=False)
-        inf = self._informers.get("Pod")
-        if inf is None:
-            return
-        try:
-            fresh = self._send("GET", res, ns, name, what=f"GET Pod {ns}/{name}")
-        except errors.NotFound:
-            last = inf.get(ns, name)
-            if last is not None:
-                inf.apply_local(interface.DELETED, last)
-            return
-        inf.apply_local(interface.MODIFIED, informer.trim(fresh, "Pod", res.api_version))
 
     def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
         ns = interface.scoped_namespace("Pod", namespace)

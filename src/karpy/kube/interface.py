@@ -191,7 +191,8 @@ class Cluster(Protocol):
         gone; ``Conflict`` when ``uid`` (the ``deleteOptions.preconditions.uid``) is not the pod's (the
         pod was replaced by another of the same name). Pods that are not running (pending, succeeded,
         failed) or already terminating can always be evicted. On success the pod is deleted as by
-        :meth:`delete`.
+        :meth:`delete`; a cluster behind a watch (the real adapter) shows the deletion when the watch
+        delivers it, so a reader may still see the pod unchanged for a moment.
         """
         ...
 

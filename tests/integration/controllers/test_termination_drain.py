@@ -182,3 +182,48 @@ def test_a_pod_stuck_terminating_past_its_grace_period_no_longer_holds_the_node(
     assert pid in w.running_instances()
     w.run_for(40.0)
     assert pid not in w.running_instances()
+
+
+def test_a_granted_eviction_is_not_sent_again_while_the_cache_still_shows_the_pod() -> None:
+    """The real adapter reads nothing back after an eviction (its cache learns of the deletion through the
+    watch): a drain pass that runs before then must not evict the pod a second time; once the memory
+    (:data:`karpy.controllers.drain.EVICTED_MEMORY`) has passed and the pod is still there, it is asked again."""
+    from karpy.controllers import drain, termination
+
+    w, claim, node = _world_with_node()
+    w.cluster.create(b.running_pod("app", node))
+    sent: list[float] = []
+
+    def stale_evict(name: str, namespace: str, *, uid: str | None = None) -> None:
+        sent.append(w.clock.now())  # granted, but the cache (here: the store) never changes
+
+    w.cluster.evict = stale_evict  # type: ignore[method-assign]
+    w.cluster.delete("NodeClaim", claim)
+    w.run_for(3.0)
+    assert len(sent) == 1
+    first = sent[0]
+    for _ in range(3):  # passes the pod's and the node's events would cause
+        w.manager.enqueue(termination.NAME, termination.NODE + node)
+        w.run_for(1.0)
+    assert sent == [first]
+    w.run_for(drain.EVICTED_MEMORY + termination.WAIT)
+    assert len(sent) >= 2 and sent[1] - first >= drain.EVICTED_MEMORY
+
+
+def test_recent_evictions_forget_oldest_first_and_key_by_uid() -> None:
+    from karpy.api import pod as pod_mod
+    from karpy.controllers import drain
+
+    def pod(name: str, uid: str) -> pod_mod.Pod:
+        manifest = b.running_pod(name, "n")
+        manifest["metadata"]["uid"] = uid
+        return pod_mod.Pod.from_manifest(manifest)
+
+    memory = drain.RecentEvictions()
+    memory.remember(pod("a", "u1"), 0.0)
+    memory.remember(pod("b", "u2"), 5.0)
+    assert memory.holds(pod("a", "u1"), 9.9) and memory.holds(pod("b", "u2"), 9.9)
+    assert not memory.holds(pod("a", "u3"), 9.9)  # another pod that took a's name
+    assert not memory.holds(pod("a", "u1"), 10.0) and len(memory) == 1
+    assert memory.holds(pod("b", "u2"), 14.9) and not memory.holds(pod("b", "u2"), 15.0)
+    assert len(memory) == 0
