@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from karpy import clock
@@ -146,15 +148,15 @@ class _CountingCluster(memory.InMemoryCluster):
         self.lease_gets = 0
         self.lease_writes = 0
 
-    def get(self, kind: str, name: str, namespace: str = "") -> dict[str, object]:  # type: ignore[override]
+    def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
         if kind == "Lease":
             self.lease_gets += 1
         return super().get(kind, name, namespace)
 
-    def update(self, obj: dict[str, object]) -> dict[str, object]:  # type: ignore[override]
+    def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         if obj.get("kind") == "Lease":
             self.lease_writes += 1
-        return super().update(obj)  # type: ignore[arg-type]
+        return super().update(obj)
 
 
 def test_a_leader_renews_with_one_update_and_no_read_as_client_go_does() -> None:
@@ -181,7 +183,7 @@ def test_a_leader_whose_lease_was_taken_notices_it_on_the_failed_update_and_stop
     a = elector(cluster, vclock, "a")
     run(vclock, 4, a)
     assert a.is_leader()
-    taken = cluster.get("Lease", leader.LEASE_NAME, NS)
+    taken: dict[str, Any] = cluster.get("Lease", leader.LEASE_NAME, NS)
     taken["spec"]["holderIdentity"] = "intruder"
     cluster.update(taken)
     run(vclock, 3, a)
