@@ -51,6 +51,7 @@ NODECLAIM_TAG = "karpenter.sh_nodeclaim"
 NODECLASS_TAG = "karpenter.azure.com_aksnodeclass"
 BILLING_TAG = "compute.aks.billing"
 ADMIN_USERNAME = "azureuser"
+CSE_NAME = "cse-agent-karpenter"
 PRIORITY = {labels.CAPACITY_TYPE_SPOT: "Spot", labels.CAPACITY_TYPE_ON_DEMAND: "Regular"}
 CAPACITY_TYPE = {v: k for k, v in PRIORITY.items()}
 
@@ -175,6 +176,13 @@ def vm_body(spec: LaunchSpec, nic_id: str) -> dict[str, Any]:
     return body
 
 
+def cse_body(spec: LaunchSpec, command: str) -> dict[str, Any]:
+    """The Linux Custom Script Extension that runs the node bootstrapping API's command (protected)."""
+    return {"location": spec.region, "tags": dict(spec.tags), "properties": {
+        "publisher": "Microsoft.Azure.Extensions", "type": "CustomScript", "typeHandlerVersion": "2.0",
+        "autoUpgradeMinorVersion": True, "settings": {}, "protectedSettings": {"commandToExecute": command}}}
+
+
 def _dict(model: Any) -> dict[str, Any]:
     if isinstance(model, Mapping):
         return dict(model)
@@ -221,6 +229,14 @@ class Instances:
         action = f"creating VM {spec.name} ({spec.size}, zone {spec.zone or 'regional'}, {spec.capacity_type})"
         poller = clients.call(action, self.azure.compute.virtual_machines.begin_create_or_update,
                               self.resource_group, spec.name, vm_body(spec, nic_id))
+        return _dict(clients.call(action, poller.result))
+
+    def create_cse(self, spec: LaunchSpec, command: str) -> dict[str, Any]:
+        """Add the Custom Script Extension ``cse-agent-karpenter`` that runs ``command`` (the node
+        bootstrapping API's, ``PROVISION_MODE=bootstrappingclient``) to VM ``spec.name``, and wait."""
+        action = f"creating the CSE of VM {spec.name}"
+        poller = clients.call(action, self.azure.compute.virtual_machine_extensions.begin_create_or_update,
+                              self.resource_group, spec.name, CSE_NAME, cse_body(spec, command))
         return _dict(clients.call(action, poller.result))
 
     def get_vm(self, name: str) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from karpy.cloudprovider.azure import (
     images,
     instances,
     instancetypes,
+    nodebootstrapping,
     offerings,
 )
 from karpy.cloudprovider.fake import capacity
@@ -87,6 +88,10 @@ def nodeclass_labels(nc: aksnodeclass.AKSNodeClass | None, arch: str) -> dict[st
     return out
 
 
+PROVISION_MODE_SCRIPTLESS = "aksscriptless"
+PROVISION_MODE_BOOTSTRAPPING_CLIENT = "bootstrappingclient"
+
+
 @dataclasses.dataclass(frozen=True)
 class ClusterConfig:
     """Where and for whom the provider launches."""
@@ -114,6 +119,11 @@ class ClusterConfig:
     kubelet_identity_client_id: str = ""
     node_identities: tuple[str, ...] = ()
     admin_username: str = instances.ADMIN_USERNAME
+    provision_mode: str = PROVISION_MODE_SCRIPTLESS
+    """``PROVISION_MODE``: ``aksscriptless`` (karpy renders the custom data) or ``bootstrappingclient``."""
+    node_bootstrapping_server_url: str = ""
+    cluster_resource_group: str = ""
+    """The managed cluster's own resource group (``ARM_RESOURCE_GROUP``), for the node bootstrapping API."""
 
     def bootstrap(self) -> bootstrap.ClusterBootstrap:
         """The cluster-wide part of every node's custom data."""
@@ -158,11 +168,14 @@ def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancet
     return out
 
 
+def _taint(t: Any) -> str:
+    return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+
+
 def node_bootstrap(config: ClusterConfig, claim: nodeclaim.NodeClaim, nc: aksnodeclass.AKSNodeClass | None,
                    it: instancetype.InstanceType, labels_: Mapping[str, str]) -> bootstrap.NodeBootstrap:
     """The per-node part of the custom data (see the module docstring)."""
-    taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
-              for t in (*claim.spec.taints, *claim.spec.startup_taints)]
+    taints = [_taint(t) for t in (*claim.spec.taints, *claim.spec.startup_taints)]
     kubelet = nc.kubelet if nc is not None else None
     max_pods = instancetypes.DEFAULT_MAX_PODS
     if kubelet is not None and kubelet.max_pods is not None:
@@ -182,8 +195,10 @@ class Launcher:
     """See the module docstring. ``records`` returns the region's Resource SKU records by size."""
 
     def __init__(self, vms: instances.Instances, config: ClusterConfig, unavailable: offerings.UnavailableOfferings,
-                 image_versions: gallery.ImageVersions, records: Callable[[], dict[str, dict[str, Any]]]) -> None:
+                 image_versions: gallery.ImageVersions, records: Callable[[], dict[str, dict[str, Any]]],
+                 node_bootstrapping: nodebootstrapping.NodeBootstrappingClient | None = None) -> None:
         self.instances = vms
+        self.node_bootstrapping = node_bootstrapping
         self.config = config
         self.unavailable = unavailable
         self.image_versions = image_versions
@@ -293,23 +308,37 @@ class Launcher:
         rec = self.records().get(it.name, {})
         zone = offer.zone.rsplit("-", 1)[-1] if offer.zone else ""
         labels_ = node_labels(self.config, claim, it, offer, nc)
+        subnet_id = nc.vnet_subnet_id if nc is not None and nc.vnet_subnet_id else self.config.subnet_id
+        ephemeral = instances.ephemeral_placement(rec, os_disk)
+        node = node_bootstrap(self.config, claim, nc, it, labels_)
+        cse = None
+        if self.node_bootstrapping is None:
+            custom_data = bootstrap.custom_data(node)
+        else:  # PROVISION_MODE=bootstrappingclient: AKS's node bootstrapping API writes it
+            custom_data, cse = self.node_bootstrapping.get(nodebootstrapping.provision_values(
+                node, nc, it, image_id=image, subnet_id=subnet_id, ephemeral=ephemeral is not None,
+                taints=[_taint(t) for t in claim.spec.taints],
+                startup_taints=[_taint(t) for t in claim.spec.startup_taints]))
         spec = instances.LaunchSpec(
             name=name, region=self.config.region, zone=zone, size=it.name, capacity_type=offer.capacity_type,
             image_id=image, os_disk_gb=os_disk,
-            subnet_id=(nc.vnet_subnet_id if nc is not None and nc.vnet_subnet_id else self.config.subnet_id),
+            subnet_id=subnet_id,
             tags=instances.tags(self.config.cluster_name, claim.metadata.labels.get(labels.NODEPOOL, ""),
                                 claim.name, nc.name if nc is not None else "", nc.tags if nc is not None else None),
-            custom_data=bootstrap.custom_data(node_bootstrap(self.config, claim, nc, it, labels_)),
+            custom_data=custom_data,
             ssh_public_key=self.config.ssh_public_key, admin_username=self.config.admin_username,
             node_identities=self.config.node_identities,
             accelerated_networking=bool(rec.get("accelerated_networking")),
             premium_storage=bool(rec.get("premium_io", True)),
-            ephemeral_placement=instances.ephemeral_placement(rec, os_disk),
+            ephemeral_placement=ephemeral,
             encryption_at_host=nc.security.encryption_at_host if nc is not None and nc.security is not None else None,
             secure_boot=nc is not None and nc.secure_boot(), vtpm=nc is not None and nc.vtpm(),
         )
         nic = self.instances.create_nic(spec)
-        return self.instances.create_vm(spec, str(nic.get("id") or ""))
+        vm = self.instances.create_vm(spec, str(nic.get("id") or ""))
+        if cse is not None:  # the extension that runs the node bootstrapping API's command
+            self.instances.create_cse(spec, cse)
+        return vm
 
     def _cleanup(self, name: str) -> None:
         """Remove what a failed launch left (the VM in Failed state, the NIC)."""

@@ -48,6 +48,7 @@ from karpy.cloudprovider.azure import (
     instances,
     instancetypes,
     launch,
+    nodebootstrapping,
     offerings,
     pricing,
     skus,
@@ -81,7 +82,14 @@ class AzureCloudProvider:
         self._records: dict[str, dict[str, Any]] | None = None
         self._records_at = 0.0
         self._types: dict[Any, list[instancetype.InstanceType]] = {}
-        self.launcher = launch.Launcher(self.instances, config, self.unavailable, self.image_versions, self.records)
+        bootstrapping = None
+        if config.provision_mode == launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT:
+            bootstrapping = nodebootstrapping.NodeBootstrappingClient(
+                config.node_bootstrapping_server_url, azure.credential, subscription_id=azure.subscription_id,
+                resource_group=config.cluster_resource_group, cluster_name=config.cluster_name,
+                bootstrap_token=config.bootstrap_token)
+        self.launcher = launch.Launcher(self.instances, config, self.unavailable, self.image_versions, self.records,
+                                        bootstrapping)
         self._nics_collected_at: float | None = None
         self._cache_lock = threading.RLock()
 
