@@ -226,7 +226,9 @@ def test_local_dns_required_labels_the_node_and_needs_four_vcpus(arm: fake_arm.F
 @pytest.mark.parametrize(("mode", "version", "plugin", "state"), [
     (None, "1.36.0", "azure", "Disabled"), ("Disabled", "1.36.0", "azure", "Disabled"),
     ("Required", "1.30.0", "azure", "Enabled"), ("Preferred", "1.35.4", "azure", "Disabled"),
-    ("Preferred", "1.36.0", "azure", "Enabled"), ("Preferred", "1.36.0", "none", "Disabled"),
+    ("Preferred", "1.36.0", "azure", "Disabled"),  # Karpenter Azure v1.14 raised the threshold to 1.99
+    ("Preferred", "1.98.3", "azure", "Disabled"), ("Preferred", "1.99.0", "azure", "Enabled"),
+    ("Preferred", "1.99.0", "none", "Disabled"), ("Required", "1.33.2", "none", "Enabled"),
 ])
 def test_the_local_dns_state_is_resolved_as_the_provider_resolves_it(
         arm: fake_arm.FakeARM, mode: str | None, version: str, plugin: str, state: str) -> None:

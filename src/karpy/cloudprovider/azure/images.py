@@ -43,8 +43,9 @@ _TRUSTED_LAUNCH = {"Ubuntu2204": "2204gen2TLcontainerd", "Ubuntu2404": "2404gen2
                    "AzureLinux": "V2gen2TL"}
 """The Gen2 amd64 trusted-launch definition of each family."""
 FAMILIES = ("Ubuntu", *_DEFINITIONS)
-LOCAL_DNS_MIN_MINOR = 36
-"""``localDNS.mode: Preferred`` turns LocalDNS on from Kubernetes 1.36."""
+LOCAL_DNS_PREFERRED_MIN_VERSION = (1, 99)
+"""``localDNS.mode: Preferred`` turns LocalDNS on from this Kubernetes version: Karpenter's Azure provider
+v1.14 raised it from 1.36 to 1.99 (#1771), so no cluster of today gets LocalDNS from ``Preferred``."""
 Resolver = Callable[[str, str], "str | None"]
 """(gallery, image definition) -> the newest version there, or ``None`` (unknown)."""
 
@@ -110,19 +111,20 @@ def status_images(image_family: str, version: str | None = None, latest: Resolve
             for i in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips)]
 
 
-def _minor(kubernetes_version: str) -> int | None:
+def _major_minor(kubernetes_version: str) -> tuple[int, int] | None:
     m = re.match(r"^v?(\d+)\.(\d+)", kubernetes_version.strip())
-    return int(m[2]) if m is not None else None
+    return (int(m[1]), int(m[2])) if m is not None else None
 
 
 def local_dns_state(spec: Mapping[str, Any], previous: str | None, kubernetes_version: str,
                     network_plugin: str = "") -> str:
     """``status.localDNSState`` for an AKSNodeClass ``spec``: ``Enabled`` for ``mode: Required``,
     ``Disabled`` for ``Disabled`` or no mode; ``Preferred`` is ``Enabled`` once it was (sticky), else when
-    the cluster runs Kubernetes 1.36 or later, its network plugin is not ``none`` and the image is not
-    the FIPS Ubuntu 20.04 one (``Ubuntu`` with FIPS and without trusted launch), as Karpenter's Azure
-    provider decides it. Not checked here: the provider's cluster gates (NetworkPolicies that would
-    conflict, an upstream node-local-dns DaemonSet)."""
+    the cluster runs Kubernetes :data:`LOCAL_DNS_PREFERRED_MIN_VERSION` or later (1.99: none does yet), its
+    network plugin is not ``none`` and the image is not the FIPS Ubuntu 20.04 one (``Ubuntu`` with FIPS and
+    without trusted launch), as Karpenter's Azure provider v1.14 decides it. Not checked here: the
+    provider's cluster gates (NetworkPolicies that would conflict, an upstream node-local-dns DaemonSet),
+    which it consults only after these static gates pass, so never below Kubernetes 1.99."""
     mode = (spec.get("localDNS") or {}).get("mode")
     if mode == "Required":
         return "Enabled"
@@ -130,8 +132,8 @@ def local_dns_state(spec: Mapping[str, Any], previous: str | None, kubernetes_ve
         return "Disabled"
     if previous == "Enabled":
         return "Enabled"
-    minor = _minor(kubernetes_version) if kubernetes_version else None
-    if minor is None or minor < LOCAL_DNS_MIN_MINOR or network_plugin.lower() == "none":
+    version = _major_minor(kubernetes_version) if kubernetes_version else None
+    if version is None or version < LOCAL_DNS_PREFERRED_MIN_VERSION or network_plugin.lower() == "none":
         return "Disabled"
     trusted = (spec.get("security") or {}).get("trustedLaunch") or {}
     if (spec.get("imageFamily") in (None, "Ubuntu") and spec.get("fipsMode") == "FIPS"
