@@ -22,6 +22,8 @@ What a caller may rely on:
   ``encryptionAtHost`` when set (true or false), and with trusted launch (secure boot or vTPM on)
   ``securityType: TrustedLaunch`` with ``uefiSettings`` ``secureBootEnabled`` / ``vTpmEnabled``;
   no ``securityProfile`` otherwise;
+* ``additionalCapabilities.ultraSSDEnabled: true`` when the NodeClaim requires
+  ``karpenter.azure.com/sku-storage-ultra-ssd=true`` (Karpenter's ``resolveUltraSSDRequested``);
 * spot VMs have ``priority: Spot``, ``evictionPolicy: Delete`` and ``billingProfile.maxPrice: -1``;
   on-demand VMs ``priority: Regular``;
 * :meth:`Instances.delete` removes the VM, then its NICs and its managed OS disk (each not-found is
@@ -105,6 +107,8 @@ class LaunchSpec:
     """``security.encryptionAtHost`` (``None``: unset, not sent)."""
     secure_boot: bool = False
     vtpm: bool = False
+    ultra_ssd: bool = False
+    """``additionalCapabilities.ultraSSDEnabled`` (the NodeClaim requires ``sku-storage-ultra-ssd=true``)."""
 
 
 def ephemeral_placement(record: Mapping[str, Any], os_disk_gb: int) -> str | None:
@@ -165,6 +169,8 @@ def vm_body(spec: LaunchSpec, nic_id: str) -> dict[str, Any]:
         security["uefiSettings"] = {"secureBootEnabled": spec.secure_boot, "vTpmEnabled": spec.vtpm}
     if security:
         properties["securityProfile"] = security
+    if spec.ultra_ssd:
+        properties["additionalCapabilities"] = {"ultraSSDEnabled": True}
     if spec.capacity_type == labels.CAPACITY_TYPE_SPOT:
         properties["evictionPolicy"] = "Delete"
         properties["billingProfile"] = {"maxPrice": -1}

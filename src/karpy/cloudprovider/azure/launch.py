@@ -138,6 +138,23 @@ class ClusterConfig:
             admin_username=self.admin_username)
 
 
+def ultra_ssd_requested(claim: nodeclaim.NodeClaim) -> bool:
+    """The NodeClaim's requirements allow ``sku-storage-ultra-ssd=true`` and not ``false`` (an unsaid or
+    ambiguous requirement is ``false``, as Karpenter's Azure provider resolves it)."""
+    reqs = [r for r in claim.spec.requirements if r.key == labels.AZURE_SKU_STORAGE_ULTRA_SSD]
+    if not reqs:
+        return False
+    return (all(capacity.requirement_holds(r, "true") for r in reqs)
+            and not all(capacity.requirement_holds(r, "false") for r in reqs))
+
+
+def ultra_ssd_available(record: Mapping[str, Any], zone: str) -> bool:
+    """Whether a size's Resource SKU record has Ultra SSD in ``zone`` (``""``: a regional VM)."""
+    if not zone:
+        return bool(record.get("ultra_ssd_regional"))
+    return zone.rsplit("-", 1)[-1] in (record.get("ultra_ssd_zones") or ())
+
+
 def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancetype.InstanceType,
                 offer: instancetype.Offering, nc: aksnodeclass.AKSNodeClass | None = None) -> dict[str, str]:
     """The labels of the node ``claim`` becomes on ``offer`` of ``it`` (see the module docstring)."""
@@ -158,6 +175,7 @@ def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancet
     out.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: offer.zone, labels.REGION: config.region,
                 labels.CAPACITY_TYPE: offer.capacity_type,
                 "kubernetes.azure.com/cluster": config.resource_group})
+    out[labels.AZURE_SKU_STORAGE_ULTRA_SSD] = "true" if ultra_ssd_requested(claim) else "false"
     if offer.capacity_type == labels.CAPACITY_TYPE_SPOT:
         out["kubernetes.azure.com/scalesetpriority"] = "spot"
     if config.subnet_id:
@@ -220,6 +238,9 @@ class Launcher:
                 allowed = [t for t in types if t.name in names]
         cands = capacity.candidates(allowed, claim.spec.requirements, claim.spec.resources_requests,
                                     self.config.region, capacity.defined_keys(types))
+        if ultra_ssd_requested(claim):  # only offerings whose Resource SKU has Ultra SSD there
+            records = self.records()
+            cands = [c for c in cands if ultra_ssd_available(records.get(c.instance_type.name, {}), c.offering.zone)]
         order = {ct: i for i, ct in enumerate(capacity.CAPACITY_TYPE_PREFERENCE)}
         return sorted(cands, key=lambda c: (order.get(c.offering.capacity_type, len(order)), *c.sort_key()))
 
@@ -333,6 +354,7 @@ class Launcher:
             ephemeral_placement=ephemeral,
             encryption_at_host=nc.security.encryption_at_host if nc is not None and nc.security is not None else None,
             secure_boot=nc is not None and nc.secure_boot(), vtpm=nc is not None and nc.vtpm(),
+            ultra_ssd=ultra_ssd_requested(claim),
         )
         nic = self.instances.create_nic(spec)
         vm = self.instances.create_vm(spec, str(nic.get("id") or ""))
@@ -375,8 +397,9 @@ class Launcher:
         zones = vm.get("zones") or []
         zone = f"{self.config.region}-{zones[0]}" if zones else ""
         ct = instances.CAPACITY_TYPE.get(str(props.get("priority") or "Regular"), labels.CAPACITY_TYPE_ON_DEMAND)
+        ultra = bool((props.get("additionalCapabilities") or {}).get("ultraSSDEnabled"))
         labels_ = {labels.INSTANCE_TYPE: size, labels.ZONE: zone, labels.REGION: self.config.region,
-                   labels.CAPACITY_TYPE: ct}
+                   labels.CAPACITY_TYPE: ct, labels.AZURE_SKU_STORAGE_ULTRA_SSD: "true" if ultra else "false"}
         if tags.get(instances.NODEPOOL_TAG):
             labels_[labels.NODEPOOL] = str(tags[instances.NODEPOOL_TAG])
         created = props.get("timeCreated")
