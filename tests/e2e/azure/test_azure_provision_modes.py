@@ -179,7 +179,7 @@ def test_the_aksnodeclass_fields_reach_the_provision_values(arm: fake_arm.FakeAR
                      "kubeDNSOverrides": [{"zone": "cluster.local", "forwardDestination": "ClusterCoreDNS"}]}})
     _build(arm, nc).create(_claim())
     profile = _profile(arm)
-    assert (profile["osSku"], profile["distro"]) == (7, "aks-azurelinux-v2-gen2-tl")
+    assert (profile["osSku"], profile["distro"]) == (7, "aks-azurelinux-v3-gen2-tl")  # Kubernetes 1.33: Azure Linux 3
     assert profile["artifactStreamingProfile"] == {"enabled": True}
     assert profile["securityProfile"] == {"sshAccess": 0, "enableVTPM": False, "enableSecureBoot": True}
     assert profile["customKubeletConfig"] == {

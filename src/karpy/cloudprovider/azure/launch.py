@@ -63,9 +63,6 @@ DEFAULT_KUBERNETES_VERSION = "1.31"
 DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
 """Karpenter Azure sets it: the node's startup taints come from the kubelet, not from syncing the claim."""
 OS_SKU = {"Ubuntu": "Ubuntu", "Ubuntu2204": "Ubuntu", "Ubuntu2404": "Ubuntu", "AzureLinux": "AzureLinux"}
-OS_SKU_EFFECTIVE = {"Ubuntu": "Ubuntu2204", "Ubuntu2204": "Ubuntu2204", "Ubuntu2404": "Ubuntu2404",
-                    "AzureLinux": "AzureLinux2"}
-"""The image family karpy launches for each ``imageFamily`` (its images: :mod:`.images`)."""
 DEFAULT_IMAGE_FAMILY = "Ubuntu2204"
 LABEL_OS_SKU = "kubernetes.azure.com/os-sku"
 LABEL_OS_SKU_REQUESTED = "kubernetes.azure.com/os-sku-requested"
@@ -75,11 +72,12 @@ LABEL_LOCAL_DNS = "kubernetes.azure.com/localdns-state"
 LABEL_ARTIFACT_STREAMING = "kubernetes.azure.com/artifactstreaming-enabled"
 
 
-def nodeclass_labels(nc: aksnodeclass.AKSNodeClass | None, arch: str) -> dict[str, str]:
-    """The labels an AKSNodeClass gives its nodes of ``arch`` (see the module docstring)."""
+def nodeclass_labels(nc: aksnodeclass.AKSNodeClass | None, arch: str, kubernetes_version: str = "") -> dict[str, str]:
+    """The labels an AKSNodeClass gives its nodes of ``arch`` (see the module docstring); ``os-sku-effective``
+    is the family launched on a cluster of ``kubernetes_version`` (:func:`.images.effective_name`)."""
     family = nc.image_family if nc is not None else DEFAULT_IMAGE_FAMILY
     out = {LABEL_OS_SKU: OS_SKU.get(family, family), LABEL_OS_SKU_REQUESTED: family,
-           LABEL_OS_SKU_EFFECTIVE: OS_SKU_EFFECTIVE.get(family, family),
+           LABEL_OS_SKU_EFFECTIVE: images.effective_name(family, kubernetes_version),
            LABEL_LOCAL_DNS: "enabled" if nc is not None and nc.local_dns_enabled() else "disabled"}
     if nc is not None and nc.fips():
         out[LABEL_FIPS] = "true"
@@ -160,7 +158,8 @@ def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancet
     """The labels of the node ``claim`` becomes on ``offer`` of ``it`` (see the module docstring)."""
     out = {"kubernetes.azure.com/mode": "user", "kubernetes.azure.com/role": "agent",
            DO_NOT_SYNC_TAINTS: "true"}  # defaults: a NodePool template may say mode=system
-    out.update(nodeclass_labels(nc, it.labels.get(labels.ARCH, "amd64")))
+    out.update(nodeclass_labels(nc, it.labels.get(labels.ARCH, "amd64"),
+                                config.kubernetes_version or DEFAULT_KUBERNETES_VERSION))
     if config.network_plugin_mode == "overlay":
         out["kubernetes.azure.com/podnetwork-type"] = "overlay"
         out["kubernetes.azure.com/azure-cni-overlay"] = "true"
@@ -322,7 +321,8 @@ class Launcher:
         family = nc.image_family if nc is not None else DEFAULT_IMAGE_FAMILY
         image = images.image_for(family, nc.image_version if nc is not None else None, it.labels,
                                  self.image_versions.latest, trusted_launch=nc is not None and nc.trusted_launch(),
-                                 fips=nc is not None and nc.fips())
+                                 fips=nc is not None and nc.fips(),
+                                 kubernetes_version=self.config.kubernetes_version or DEFAULT_KUBERNETES_VERSION)
         if image is None:
             raise clients.AzureAPIError(f"no {family} image for {it.name}", code="ImageNotFound")
         os_disk = nc.os_disk_size_gb if nc is not None else instancetypes.DEFAULT_OS_DISK_GB

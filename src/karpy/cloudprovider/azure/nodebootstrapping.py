@@ -66,6 +66,8 @@ DISTROS = {
     "2404gen2TLcontainerd": "aks-ubuntu-containerd-24.04-tl-gen2",
     "V2gen2": "aks-azurelinux-v2-gen2", "V2": "aks-azurelinux-v2", "V2gen2arm64": "aks-azurelinux-v2-arm64-gen2",
     "V2gen2TL": "aks-azurelinux-v2-gen2-tl",
+    "V3gen2": "aks-azurelinux-v3-gen2", "V3": "aks-azurelinux-v3", "V3gen2arm64": "aks-azurelinux-v3-arm64-gen2",
+    "V3gen2TL": "aks-azurelinux-v3-gen2-tl",
 }
 """AKS's distro name of each image definition karpy launches."""
 LOCAL_DNS_OVERRIDE_FIELDS = ("queryLogging", "protocol", "forwardDestination", "forwardPolicy", "maxConcurrent",

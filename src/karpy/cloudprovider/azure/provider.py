@@ -274,7 +274,8 @@ class AzureCloudProvider:
         image = str(((vm.get("properties") or {}).get("storageProfile") or {}).get("imageReference", {})
                     .get("communityGalleryImageId") or "")
         expected = {i.id for i in images.images(nc.image_family, nc.image_version, self.image_versions.latest,
-                                                trusted_launch=nc.trusted_launch(), fips=nc.fips())}
+                                                trusted_launch=nc.trusted_launch(), fips=nc.fips(),
+                                                kubernetes_version=self.config.kubernetes_version)}
         if image and expected and image not in expected:
             return "ImageDrift"
         return ""
