@@ -246,6 +246,11 @@ def test_bootstrappingclient_needs_the_server_url_and_the_clusters_resource_grou
     assert "ARM_RESOURCE_GROUP" in text
 
 
+def test_use_sig_true_is_refused_at_start_up_naming_the_setting() -> None:
+    text = _problems(provision_mode="aksscriptless", use_sig=True)
+    assert "--use-sig / USE_SIG must be false, not true" in text
+
+
 def test_provision_mode_and_its_settings_are_read_from_karpenters_environment_variables() -> None:
     s = settings_sources.load(environ={"PROVISION_MODE": "bootstrappingclient",
                                        "NODEBOOTSTRAPPING_SERVER_URL": "https://nb.example",

@@ -211,6 +211,9 @@ def provision_mode_problems(config: launch.ClusterConfig) -> list[str]:
     if mode not in modes:
         return [f"--provision-mode / PROVISION_MODE must be {' or '.join(modes)}, not {mode!r}"]
     out: list[str] = []
+    if config.use_sig:
+        out.append("--use-sig / USE_SIG must be false, not true: karpy launches AKS's community gallery images "
+                   "only (AKS's shared image gallery needs the managed NAP add-on's image access)")
     if mode == launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT:
         url = config.node_bootstrapping_server_url
         if not url:
@@ -299,7 +302,7 @@ def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, opt
         admin_username=settings_.linux_admin_username or "azureuser",
         provision_mode=settings_.provision_mode,
         node_bootstrapping_server_url=settings_.node_bootstrapping_server_url,
-        cluster_resource_group=values["cluster_resource_group"])
+        cluster_resource_group=values["cluster_resource_group"], use_sig=settings_.use_sig)
 
 
 def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interface.Cluster,

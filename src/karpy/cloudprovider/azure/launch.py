@@ -121,6 +121,8 @@ class ClusterConfig:
     """``PROVISION_MODE``: ``aksscriptless`` (karpy renders the custom data) or ``bootstrappingclient``."""
     node_bootstrapping_server_url: str = ""
     cluster_resource_group: str = ""
+    use_sig: bool = False
+    """``USE_SIG``: AKS's shared image gallery (refused at start-up: karpy launches community gallery images)."""
     """The managed cluster's own resource group (``ARM_RESOURCE_GROUP``), for the node bootstrapping API."""
 
     def bootstrap(self) -> bootstrap.ClusterBootstrap:
