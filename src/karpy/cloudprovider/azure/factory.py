@@ -213,7 +213,7 @@ def provision_mode_problems(config: launch.ClusterConfig) -> list[str]:
     out: list[str] = []
     if config.use_sig:
         out.append("--use-sig / USE_SIG must be false, not true: karpy launches AKS's community gallery images "
-                   "only (AKS's shared image gallery needs the managed NAP add-on's image access)")
+                   "only (AKS's shared image gallery is read through the NAP add-on's SIG_ACCESS_TOKEN_SERVER_URL)")
     if mode == launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT:
         url = config.node_bootstrapping_server_url
         if not url:
