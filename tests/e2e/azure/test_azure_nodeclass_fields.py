@@ -289,6 +289,18 @@ def test_the_image_family_labels_the_node_with_the_os_sku_requested_and_effectiv
         assert "kubernetes.azure.com/fips_enabled" not in got
 
 
+def test_trusted_launch_leaves_out_the_sizes_whose_resource_sku_says_trusted_launch_disabled() -> None:
+    skus = _skus()
+    skus[0] = fake_arm.sku("Standard_D2_v4", REGION, vcpus=2, memory_gb=8, extra={"TrustedLaunchDisabled": "True"})
+    with fake_arm.FakeARM(skus=skus) as arm:
+        w = _world(arm, {"security": {"trustedLaunch": {"secureBoot": True}}})
+        w.cloud.create(_claim())
+        assert _vm(arm)["properties"]["hardwareProfile"]["vmSize"] == "Standard_D4_v4"
+    with fake_arm.FakeARM(skus=skus) as arm:  # without trusted launch the size is launched
+        _world(arm, {}).cloud.create(_claim())
+        assert _vm(arm)["properties"]["hardwareProfile"]["vmSize"] == "Standard_D2_v4"
+
+
 def test_a_changed_security_setting_drifts_the_node(arm: fake_arm.FakeARM) -> None:
     w = _world(arm, {})
     launched = w.cloud.create(_claim())

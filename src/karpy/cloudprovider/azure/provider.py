@@ -135,6 +135,8 @@ class AzureCloudProvider:
                 if t is not None:
                     cached.append(t)
             cached = instancetypes.for_nodeclass(cached, nc)
+            if nc is not None and nc.trusted_launch():  # the Resource SKU says which sizes cannot
+                cached = [t for t in cached if not records.get(t.name, {}).get("trusted_launch_disabled")]
             self._types[key] = cached
         return cached
 

@@ -14,7 +14,7 @@ caller may rely on:
   architecture, Hyper-V generations, premium IO, accelerated networking, encryption at host,
   ephemeral OS disk, LowPriorityCapable, resource and cache disk sizes, GPUs); ``ultra_ssd_zones`` are the
   zones whose ``zoneDetails`` say ``UltraSSDAvailable``, ``ultra_ssd_regional`` the SKU's own
-  ``UltraSSDAvailable`` (a regional VM);
+  ``UltraSSDAvailable`` (a regional VM); ``trusted_launch_disabled`` the ``TrustedLaunchDisabled`` capability;
 * sizes AKS cannot run stay in the result: :func:`instancetypes.unsupported_reason` drops them when
   instance types are built, so :func:`skipped` can say why.
 """
@@ -104,6 +104,7 @@ def to_record(sku: Mapping[str, Any], region: str) -> dict[str, Any] | None:
                 ultra_zones.update(str(z) for z in detail.get("name") or ())
     rec["ultra_ssd_zones"] = sorted(ultra_zones & set(rec["zones"]))
     rec["ultra_ssd_regional"] = _truthy(caps.get("UltraSSDAvailable"))
+    rec["trusted_launch_disabled"] = _truthy(caps.get("TrustedLaunchDisabled"))
     if caps.get("vCPUsAvailable") and int(_number(caps["vCPUsAvailable"])) != rec["vcpu"]:
         rec["vcpu_available"] = int(_number(caps["vCPUsAvailable"]))
     return rec
