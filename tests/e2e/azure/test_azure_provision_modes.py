@@ -258,3 +258,25 @@ def test_provision_mode_and_its_settings_are_read_from_karpenters_environment_va
     assert (s.provision_mode, s.node_bootstrapping_server_url, s.aks_machines_pool_name, s.use_sig) == (
         "bootstrappingclient", "https://nb.example", "aksmanagedap", True)
     assert settings.Settings().provision_mode == "aksscriptless"
+
+
+@pytest.mark.parametrize("mode", ["aksscriptless", "bootstrappingclient"])
+def test_in_azures_clouds_every_vm_gets_the_aks_identifying_extension_last(arm: fake_arm.FakeARM, mode: str) -> None:
+    _build(arm, s=dataclasses.replace(SETTINGS, provision_mode=mode), aks_identifying_extension=True).create(_claim())
+    puts = [c for c in arm.requests if c.method == "PUT" and "/extensions/" in c.path]
+    names = [c.path.rsplit("/", 1)[-1] for c in puts]
+    assert names == (["cse-agent-karpenter", "computeAksLinuxBilling"] if mode == "bootstrappingclient"
+                     else ["computeAksLinuxBilling"])
+    body = puts[-1].body
+    assert body["location"] == REGION and body["tags"]["karpenter.azure.com_cluster"] == "aks-karp-test"
+    assert body["properties"] == {"publisher": "Microsoft.AKS", "type": "Compute.AKS.Linux.Billing",
+                                  "typeHandlerVersion": "1.0", "autoUpgradeMinorVersion": True, "settings": {}}
+
+
+@pytest.mark.parametrize(("endpoint", "identified"), [
+    ("", True), ("https://management.azure.com", True), ("https://management.chinacloudapi.cn/", True),
+    ("https://management.usgovcloudapi.net", True), ("http://127.0.0.1:8443", False),
+    ("https://management.local.azurestack.external", False)])
+def test_the_aks_identifying_extension_is_added_in_the_clouds_karpenter_adds_it_in(endpoint: str,
+                                                                                    identified: bool) -> None:
+    assert factory._aks_cloud(endpoint) is identified

@@ -37,7 +37,9 @@ the public API, or the ARM endpoint itself when that is a loopback emulator),
 ``polling_interval`` (seconds between long-running-operation polls; 0 for a loopback emulator),
 ``nap_mode`` (environment ``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when
 missing, :mod:`.nap`),
-``image_ttl`` (seconds the gallery's latest image versions are kept, :mod:`.gallery`).
+``image_ttl`` (seconds the gallery's latest image versions are kept, :mod:`.gallery`),
+``aks_identifying_extension`` (add ``computeAksLinuxBilling`` to every VM; default: when the ARM endpoint is
+the public, China or US Government cloud's, as Karpenter's Azure provider does).
 A loopback ``endpoint_url`` (``http://127.0.0.1:...``) fills what is missing with
 :func:`emulator_defaults` (an emulator, ``karpy simulate``: no real cluster to join).
 """
@@ -273,6 +275,18 @@ def _ca_bundle(options: Mapping[str, Any], cluster: kube_interface.Cluster) -> s
     return _kubeconfig_ca(cluster) or _read_base64(Path(str(options.get("ca_file") or SERVICE_ACCOUNT_CA)))
 
 
+AKS_CLOUD_ENDPOINTS = ("management.azure.com", "management.chinacloudapi.cn", "management.usgovcloudapi.net")
+"""The ARM hosts of the clouds where Karpenter's Azure provider adds the AKS identifying extension."""
+
+
+def _aks_cloud(endpoint: str) -> bool:
+    """Whether ``endpoint`` (``""``: public Azure) is the ARM of the public, China or US Government cloud."""
+    if not endpoint:
+        return True
+    host = endpoint.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0].lower()
+    return host in AKS_CLOUD_ENDPOINTS
+
+
 def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, options: Mapping[str, Any],
               environ: Mapping[str, str]) -> launch.ClusterConfig:
     """The provider's configuration from settings, options and the environment (not yet validated)."""
@@ -302,7 +316,8 @@ def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, opt
         admin_username=settings_.linux_admin_username or "azureuser",
         provision_mode=settings_.provision_mode,
         node_bootstrapping_server_url=settings_.node_bootstrapping_server_url,
-        cluster_resource_group=values["cluster_resource_group"], use_sig=settings_.use_sig)
+        cluster_resource_group=values["cluster_resource_group"], use_sig=settings_.use_sig,
+        aks_identifying_extension=bool(options.get("aks_identifying_extension", _aks_cloud(values["endpoint_url"]))))
 
 
 def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interface.Cluster,

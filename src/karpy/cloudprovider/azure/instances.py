@@ -26,6 +26,9 @@ What a caller may rely on:
   ``karpenter.azure.com/sku-storage-ultra-ssd=true`` (Karpenter's ``resolveUltraSSDRequested``);
 * spot VMs have ``priority: Spot``, ``evictionPolicy: Delete`` and ``billingProfile.maxPrice: -1``;
   on-demand VMs ``priority: Regular``;
+* after the VM (and the CSE of ``bootstrappingclient``) the launcher adds the AKS identifying extension
+  ``computeAksLinuxBilling`` in the clouds where Karpenter's Azure provider does (public, China, US
+  Government: :func:`billing_extension_body`);
 * :meth:`Instances.delete` removes the VM, then its NICs and its managed OS disk (each not-found is
   fine), as Karpenter's ``cleanupAzureResources`` does, but only what is karpy's: each NIC and the
   disk is read first and deleted only when it is in the node resource group (subscription and
@@ -54,6 +57,8 @@ NODECLASS_TAG = "karpenter.azure.com_aksnodeclass"
 BILLING_TAG = "compute.aks.billing"
 ADMIN_USERNAME = "azureuser"
 CSE_NAME = "cse-agent-karpenter"
+BILLING_EXTENSION = "computeAksLinuxBilling"
+"""The extension that identifies a VM as an AKS node (Azure public, China and US Government clouds)."""
 PRIORITY = {labels.CAPACITY_TYPE_SPOT: "Spot", labels.CAPACITY_TYPE_ON_DEMAND: "Regular"}
 CAPACITY_TYPE = {v: k for k, v in PRIORITY.items()}
 
@@ -189,6 +194,13 @@ def cse_body(spec: LaunchSpec, command: str) -> dict[str, Any]:
         "autoUpgradeMinorVersion": True, "settings": {}, "protectedSettings": {"commandToExecute": command}}}
 
 
+def billing_extension_body(spec: LaunchSpec) -> dict[str, Any]:
+    """The AKS identifying extension ``computeAksLinuxBilling`` (``Microsoft.AKS`` / ``Compute.AKS.Linux.Billing``)."""
+    return {"location": spec.region, "tags": dict(spec.tags), "properties": {
+        "publisher": "Microsoft.AKS", "type": "Compute.AKS.Linux.Billing", "typeHandlerVersion": "1.0",
+        "autoUpgradeMinorVersion": True, "settings": {}}}
+
+
 def _dict(model: Any) -> dict[str, Any]:
     if isinstance(model, Mapping):
         return dict(model)
@@ -243,6 +255,13 @@ class Instances:
         action = f"creating the CSE of VM {spec.name}"
         poller = clients.call(action, self.azure.compute.virtual_machine_extensions.begin_create_or_update,
                               self.resource_group, spec.name, CSE_NAME, cse_body(spec, command))
+        return _dict(clients.call(action, poller.result))
+
+    def create_billing_extension(self, spec: LaunchSpec) -> dict[str, Any]:
+        """Add the AKS identifying extension (:func:`billing_extension_body`) to VM ``spec.name``, and wait."""
+        action = f"creating the AKS identifying extension of VM {spec.name}"
+        poller = clients.call(action, self.azure.compute.virtual_machine_extensions.begin_create_or_update,
+                              self.resource_group, spec.name, BILLING_EXTENSION, billing_extension_body(spec))
         return _dict(clients.call(action, poller.result))
 
     def get_vm(self, name: str) -> dict[str, Any]:

@@ -122,6 +122,8 @@ class ClusterConfig:
     node_bootstrapping_server_url: str = ""
     cluster_resource_group: str = ""
     use_sig: bool = False
+    aks_identifying_extension: bool = False
+    """Add ``computeAksLinuxBilling`` to every VM (ARM of the public, China or US Government cloud)."""
     """``USE_SIG``: AKS's shared image gallery (refused at start-up: karpy launches community gallery images)."""
     """The managed cluster's own resource group (``ARM_RESOURCE_GROUP``), for the node bootstrapping API."""
 
@@ -362,6 +364,8 @@ class Launcher:
         vm = self.instances.create_vm(spec, str(nic.get("id") or ""))
         if cse is not None:  # the extension that runs the node bootstrapping API's command
             self.instances.create_cse(spec, cse)
+        if self.config.aks_identifying_extension:
+            self.instances.create_billing_extension(spec)
         return vm
 
     def _cleanup(self, name: str) -> None:
