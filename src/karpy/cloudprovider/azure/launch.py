@@ -68,6 +68,9 @@ LABEL_OS_SKU = "kubernetes.azure.com/os-sku"
 LABEL_OS_SKU_REQUESTED = "kubernetes.azure.com/os-sku-requested"
 LABEL_OS_SKU_EFFECTIVE = "kubernetes.azure.com/os-sku-effective"
 LABEL_FIPS = "kubernetes.azure.com/fips_enabled"
+LABEL_SCALESET_PRIORITY = "kubernetes.azure.com/scalesetpriority"
+LABEL_PRIORITY = "kubernetes.azure.com/priority"
+"""Both ``regular`` or ``spot`` on every node (Karpenter Azure writes ``regular`` too, though AKS never does)."""
 LABEL_LOCAL_DNS = "kubernetes.azure.com/localdns-state"
 LABEL_ARTIFACT_STREAMING = "kubernetes.azure.com/artifactstreaming-enabled"
 
@@ -179,8 +182,8 @@ def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancet
                 labels.CAPACITY_TYPE: offer.capacity_type,
                 "kubernetes.azure.com/cluster": config.resource_group})
     out[labels.AZURE_SKU_STORAGE_ULTRA_SSD] = "true" if ultra_ssd_requested(claim) else "false"
-    if offer.capacity_type == labels.CAPACITY_TYPE_SPOT:
-        out["kubernetes.azure.com/scalesetpriority"] = "spot"
+    priority = "spot" if offer.capacity_type == labels.CAPACITY_TYPE_SPOT else "regular"
+    out[LABEL_SCALESET_PRIORITY] = out[LABEL_PRIORITY] = priority
     if config.subnet_id:
         parts = config.subnet_id.split("/")
         out["kubernetes.azure.com/network-subnet"] = parts[-1]
@@ -405,7 +408,9 @@ class Launcher:
         ct = instances.CAPACITY_TYPE.get(str(props.get("priority") or "Regular"), labels.CAPACITY_TYPE_ON_DEMAND)
         ultra = bool((props.get("additionalCapabilities") or {}).get("ultraSSDEnabled"))
         labels_ = {labels.INSTANCE_TYPE: size, labels.ZONE: zone, labels.REGION: self.config.region,
-                   labels.CAPACITY_TYPE: ct, labels.AZURE_SKU_STORAGE_ULTRA_SSD: "true" if ultra else "false"}
+                   labels.CAPACITY_TYPE: ct, labels.AZURE_SKU_STORAGE_ULTRA_SSD: "true" if ultra else "false",
+                   LABEL_SCALESET_PRIORITY: "spot" if ct == labels.CAPACITY_TYPE_SPOT else "regular",
+                   LABEL_PRIORITY: "spot" if ct == labels.CAPACITY_TYPE_SPOT else "regular"}
         if tags.get(instances.NODEPOOL_TAG):
             labels_[labels.NODEPOOL] = str(tags[instances.NODEPOOL_TAG])
         created = props.get("timeCreated")
