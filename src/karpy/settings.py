@@ -115,6 +115,12 @@ class Settings:
     """Comma-separated user-assigned identity resource ids attached to every VM."""
     kubelet_identity_client_id: str = ""
     node_resource_group: str = ""
+    provision_mode: str = "aksscriptless"
+    """How a VM joins the cluster: ``aksscriptless`` (karpy writes the custom data), ``bootstrappingclient``
+    (AKS's node bootstrapping API writes it); the AKS machine API modes are refused at start-up."""
+    node_bootstrapping_server_url: str = ""
+    aks_machines_pool_name: str = ""
+    use_sig: bool = False
 
     def __post_init__(self) -> None:
         # One switch: spotToSpotConsolidation and the SpotToSpotConsolidation feature gate (Karpenter's
@@ -263,6 +269,10 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "nodeIdentities": ("node_identities", _OPTIONAL_STRING),
     "kubeletIdentityClientID": ("kubelet_identity_client_id", _OPTIONAL_STRING),
     "nodeResourceGroup": ("node_resource_group", _OPTIONAL_STRING),
+    "provisionMode": ("provision_mode", _OPTIONAL_STRING),
+    "nodeBootstrappingServerURL": ("node_bootstrapping_server_url", _OPTIONAL_STRING),
+    "aksMachinesPoolName": ("aks_machines_pool_name", _OPTIONAL_STRING),
+    "useSIG": ("use_sig", _BOOL),
 }
 
 

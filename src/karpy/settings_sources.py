@@ -87,6 +87,10 @@ AZURE_ENVIRONMENT: dict[str, str] = {
     "nodeIdentities": "NODE_IDENTITIES",
     "kubeletIdentityClientID": "KUBELET_IDENTITY_CLIENT_ID",
     "nodeResourceGroup": "AZURE_NODE_RESOURCE_GROUP",
+    "provisionMode": "PROVISION_MODE",
+    "nodeBootstrappingServerURL": "NODEBOOTSTRAPPING_SERVER_URL",
+    "aksMachinesPoolName": "AKS_MACHINES_POOL_NAME",
+    "useSIG": "USE_SIG",
 }
 """Karpenter's Azure provider's settings (karpenter-provider-azure's names); read like the others."""
 FLAGS: dict[str, str] = {"nodeResourceGroup": "--node-resource-group"}

@@ -21,11 +21,17 @@ Failures are scripted with :meth:`FakeARM.fail_vm` (by size, ARM zone and priori
 (``GET .../locations/<region>/communityGalleries/<gallery>/images/<definition>/versions``) are those
 :meth:`FakeARM.publish_image` put in place (404 ``ResourceNotFound`` for a definition without any, as
 ARM answers). :attr:`FakeARM.requests` records every call (method, path,
-JSON body). Start with ``with FakeARM(...) as arm:``; ``arm.endpoint`` is the base URL.
+JSON body). VM extensions (``PUT``/``GET .../virtualMachines/<vm>/extensions/<name>``; the stored copy
+drops ``protectedSettings`` as ARM does) and AKS's node bootstrapping API (``GET .../Microsoft.ContainerService/
+managedclusters/<cluster>/nodeBootstrapping`` with a ``ProvisionValues`` body: custom data and a CSE command
+with the bootstrap token redacted, 400 ``MissingRequiredProperty`` for a missing required field, 500 when
+:attr:`FakeARM.bootstrapping_down`) are served too. Start with ``with FakeARM(...) as arm:``;
+``arm.endpoint`` is the base URL.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
@@ -43,6 +49,15 @@ _RESOURCE = re.compile(
     r"(?:/(?P<name>[^/]+))?$", re.IGNORECASE)
 _GALLERY = re.compile(r"^/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\.Compute/locations/(?P<loc>[^/]+)/"
                       r"communityGalleries/(?P<gallery>[^/]+)/images/(?P<image>[^/]+)/versions$", re.IGNORECASE)
+_EXTENSION = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/virtualMachines/"
+    r"(?P<vm>[^/]+)/extensions/(?P<name>[^/]+)$", re.IGNORECASE)
+_BOOTSTRAPPING = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.ContainerService/"
+    r"managedclusters/(?P<cluster>[^/]+)/nodeBootstrapping$", re.IGNORECASE)
+BOOTSTRAPPING_REQUIRED = ("name", "vmSize", "osType", "osSku", "storageProfile", "distro", "orchestratorVersion",
+                          "vnetCidrs", "vnetSubnetID", "mode", "architecture", "maxPods")
+"""The ``provisionProfile`` fields AKS's node bootstrapping API refuses to go without."""
 _OPERATION = re.compile(r"^/subscriptions/[^/]+/providers/Microsoft\.Compute/locations/[^/]+/operations/(?P<id>[^/]+)$")
 
 
@@ -113,6 +128,8 @@ class FakeARM:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.endpoint = ""
+        self.bootstrapping_down = False
+        """True: the node bootstrapping API answers 500."""
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -254,6 +271,17 @@ class FakeARM:
                     return 404, {}, {"error": {"code": "ResourceNotFound",
                                                "message": f"image {m['gallery']}/{m['image']} not found"}}
                 return 200, {}, {"value": [{**v, "location": m["loc"]} for v in published]}
+            m = _BOOTSTRAPPING.match(path)
+            if m is not None and method == "GET":
+                return self._node_bootstrapping(m["cluster"], body)
+            m = _EXTENSION.match(path)
+            if m is not None and method == "PUT":
+                return self._put_extension(m["rg"], m["vm"], m["name"], body or {})
+            if m is not None and method == "GET":
+                ext = self.resources.get(("extensions", m["rg"].lower(), f"{m['vm']}/{m['name']}"))
+                if ext is None:
+                    return 404, {}, {"error": {"code": "ResourceNotFound", "message": f"{m['name']} not found"}}
+                return 200, {}, ext
             m = _RESOURCE.match(path)
             if m is None or m["sub"] != self.subscription:
                 return 404, {}, {"error": {"code": "InvalidResourceType", "message": f"no route for {path}"}}
@@ -314,6 +342,34 @@ class FakeARM:
         creating = json.loads(json.dumps(resource))
         creating["properties"]["provisioningState"] = "Creating"
         return 201, {"Azure-AsyncOperation": self._operation(_Operation(error=error)), "Retry-After": "0"}, creating
+
+    def _node_bootstrapping(self, cluster: str, body: Any) -> tuple[int, dict[str, str], Any]:
+        """AKS's node bootstrapping API: custom data and a CSE command with the bootstrap token redacted
+        (``{{.TokenID}}.{{.TokenSecret}}``), or 400 naming a missing required field."""
+        if self.bootstrapping_down:
+            return 500, {}, "InternalServerError; NodeBootstrappingAPI is down"
+        profile = (body or {}).get("provisionProfile")
+        helper = (body or {}).get("provisionHelperValues")
+        if not isinstance(profile, dict) or not isinstance(helper, dict):
+            return 400, {}, "MissingRequiredProperty; provisionProfile and provisionHelperValues are required"
+        for key in (*BOOTSTRAPPING_REQUIRED, "skuCPU", "skuMemory"):
+            if (profile if key in BOOTSTRAPPING_REQUIRED else helper).get(key) is None:
+                return 400, {}, f"MissingRequiredProperty; missing field: {key} cannot be empty"
+        token = "{{.TokenID}}.{{.TokenSecret}}"
+        script = f"#!/bin/bash\n# {cluster} {profile['vmSize']}\nTLS_BOOTSTRAP_TOKEN={token}\n"
+        return 200, {}, {"customData": base64.b64encode(script.encode()).decode(),
+                         "cse": f"/bin/bash /opt/azure/containers/provision_start.sh "
+                                f"TOKEN={token} DISTRO={profile['distro']}"}
+
+    def _put_extension(self, rg: str, vm: str, name: str, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        if ("virtualmachines", rg.lower(), vm) not in self.resources:
+            return 404, {}, {"error": {"code": "ParentResourceNotFound", "message": f"VM {vm} not found"}}
+        ext: dict[str, Any] = json.loads(json.dumps(body))
+        ext.update({"id": self._resource_id("virtualmachines", rg, vm) + f"/extensions/{name}", "name": name})
+        ext.setdefault("properties", {})["provisioningState"] = "Succeeded"
+        ext["properties"].pop("protectedSettings", None)  # ARM never returns them
+        self.resources[("extensions", rg.lower(), f"{vm}/{name}")] = ext
+        return 201, {"Azure-AsyncOperation": self._operation(_Operation()), "Retry-After": "0"}, ext
 
     def _poll(self, op_id: str) -> tuple[int, dict[str, str], Any]:
         op = self._ops.get(op_id)

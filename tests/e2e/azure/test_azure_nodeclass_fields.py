@@ -135,7 +135,8 @@ def test_vtpm_alone_turns_trusted_launch_on_and_encryption_at_host_false_is_sent
     assert props["securityProfile"] == {"encryptionAtHost": False, "securityType": "TrustedLaunch",
                                         "uefiSettings": {"secureBootEnabled": False, "vTpmEnabled": True}}
     assert props["hardwareProfile"]["vmSize"] == "Standard_D2_v4"  # no encryption at host: the cheapest amd64
-    assert "/images/V2gen2TL/versions/" in props["storageProfile"]["imageReference"]["communityGalleryImageId"]
+    # Kubernetes 1.33: imageFamily AzureLinux is Azure Linux 3
+    assert "/images/V3gen2TL/versions/" in props["storageProfile"]["imageReference"]["communityGalleryImageId"]
 
 
 def test_trusted_launch_leaves_out_the_arm64_sizes(arm: fake_arm.FakeARM) -> None:
@@ -226,7 +227,9 @@ def test_local_dns_required_labels_the_node_and_needs_four_vcpus(arm: fake_arm.F
 @pytest.mark.parametrize(("mode", "version", "plugin", "state"), [
     (None, "1.36.0", "azure", "Disabled"), ("Disabled", "1.36.0", "azure", "Disabled"),
     ("Required", "1.30.0", "azure", "Enabled"), ("Preferred", "1.35.4", "azure", "Disabled"),
-    ("Preferred", "1.36.0", "azure", "Enabled"), ("Preferred", "1.36.0", "none", "Disabled"),
+    ("Preferred", "1.36.0", "azure", "Disabled"),  # Karpenter Azure v1.14 raised the threshold to 1.99
+    ("Preferred", "1.98.3", "azure", "Disabled"), ("Preferred", "1.99.0", "azure", "Enabled"),
+    ("Preferred", "1.99.0", "none", "Disabled"), ("Required", "1.33.2", "none", "Enabled"),
 ])
 def test_the_local_dns_state_is_resolved_as_the_provider_resolves_it(
         arm: fake_arm.FakeARM, mode: str | None, version: str, plugin: str, state: str) -> None:
@@ -262,20 +265,40 @@ def test_without_artifact_streaming_an_arm64_size_may_launch_unlabelled(arm: fak
     assert "kubernetes.azure.com/artifactstreaming-enabled" not in launched.metadata.labels
 
 
-@pytest.mark.parametrize(("family", "os_sku", "effective"), [
-    ("Ubuntu", "Ubuntu", "Ubuntu2204"), ("Ubuntu2404", "Ubuntu", "Ubuntu2404"),
-    ("AzureLinux", "AzureLinux", "AzureLinux2"),
+@pytest.mark.parametrize(("family", "version", "os_sku", "effective", "definition"), [
+    ("Ubuntu", "1.33.2", "Ubuntu", "Ubuntu2204", "2204gen2containerd"),
+    ("Ubuntu", "1.34.0", "Ubuntu", "Ubuntu2404", "2404gen2containerd"),
+    ("Ubuntu2204", "1.34.0", "Ubuntu", "Ubuntu2204", "2204gen2containerd"),
+    ("Ubuntu2404", "1.33.2", "Ubuntu", "Ubuntu2404", "2404gen2containerd"),
+    ("AzureLinux", "1.31.5", "AzureLinux", "AzureLinux2", "V2gen2"),
+    ("AzureLinux", "1.32.0", "AzureLinux", "AzureLinux3", "V3gen2"),
 ])
 def test_the_image_family_labels_the_node_with_the_os_sku_requested_and_effective(
-        arm: fake_arm.FakeARM, family: str, os_sku: str, effective: str) -> None:
-    w = _world(arm, {"imageFamily": family})
+        arm: fake_arm.FakeARM, family: str, version: str, os_sku: str, effective: str, definition: str) -> None:
+    w = _world(arm, {"imageFamily": family}, kubernetes_version=version)
     launched = w.cloud.create(_claim())
+    image = _vm(arm)["properties"]["storageProfile"]["imageReference"]["communityGalleryImageId"]
+    assert f"/images/{definition}/versions/" in image
+    [node_class] = w.cluster.list("AKSNodeClass")
+    assert all(f"/images/{definition[:4]}" in i["id"] for i in node_class["status"]["images"][:1])
     kubelet = _kubelet_labels(_env(_vm(arm)))
     for got in (kubelet, launched.metadata.labels):
         assert got["kubernetes.azure.com/os-sku"] == os_sku
         assert got["kubernetes.azure.com/os-sku-requested"] == family
         assert got["kubernetes.azure.com/os-sku-effective"] == effective
         assert "kubernetes.azure.com/fips_enabled" not in got
+
+
+def test_trusted_launch_leaves_out_the_sizes_whose_resource_sku_says_trusted_launch_disabled() -> None:
+    skus = _skus()
+    skus[0] = fake_arm.sku("Standard_D2_v4", REGION, vcpus=2, memory_gb=8, extra={"TrustedLaunchDisabled": "True"})
+    with fake_arm.FakeARM(skus=skus) as arm:
+        w = _world(arm, {"security": {"trustedLaunch": {"secureBoot": True}}})
+        w.cloud.create(_claim())
+        assert _vm(arm)["properties"]["hardwareProfile"]["vmSize"] == "Standard_D4_v4"
+    with fake_arm.FakeARM(skus=skus) as arm:  # without trusted launch the size is launched
+        _world(arm, {}).cloud.create(_claim())
+        assert _vm(arm)["properties"]["hardwareProfile"]["vmSize"] == "Standard_D2_v4"
 
 
 def test_a_changed_security_setting_drifts_the_node(arm: fake_arm.FakeARM) -> None:

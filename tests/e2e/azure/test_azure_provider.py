@@ -286,6 +286,14 @@ def test_the_factory_names_missing_configuration() -> None:
                       environ={"ARM_SUBSCRIPTION_ID": "s", "LOCATION": "eastus", "AZURE_SUBNET_ID": SUBNET})
 
 
+def test_an_on_demand_node_says_regular_priority_when_launched_and_when_listed(world: World) -> None:
+    launched = world.cloud.create(claim("default-r1", capacity_types=("on-demand",)))
+    [listed] = [c for c in world.cloud.list() if c.status.provider_id == launched.status.provider_id]
+    for got in (launched.metadata.labels, listed.metadata.labels):
+        assert got["kubernetes.azure.com/scalesetpriority"] == "regular"
+        assert got["kubernetes.azure.com/priority"] == "regular"
+
+
 def test_a_spot_node_of_a_system_pool_carries_aks_labels(world: World) -> None:
     surge = claim("system-surge-x1", capacity_types=("spot",))
     surge = surge.__class__.from_manifest({**surge.to_manifest(), "metadata": {
@@ -293,6 +301,7 @@ def test_a_spot_node_of_a_system_pool_carries_aks_labels(world: World) -> None:
     launched = world.cloud.create(surge)
     lb = launched.metadata.labels
     assert lb["kubernetes.azure.com/mode"] == "system" and lb["kubernetes.azure.com/scalesetpriority"] == "spot"
+    assert lb["kubernetes.azure.com/priority"] == "spot"
     assert lb["kubernetes.azure.com/network-subnet"] == "aks-subnet"
     assert lb["kubernetes.azure.com/network-name"] == "aks-vnet"
     assert lb["kubernetes.azure.com/sku-cpu"] == lb[labels.AZURE_SKU_CPU]

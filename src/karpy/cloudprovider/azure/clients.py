@@ -78,6 +78,11 @@ class _LoopbackBearerPolicy(SansIOHTTPPolicy):  # type: ignore[type-arg]
         request.http_request.headers["Authorization"] = f"Bearer {token.token}"
 
 
+def loopback_bearer_policy(credential: TokenCredential) -> SansIOHTTPPolicy:  # type: ignore[type-arg]
+    """The policy that sends the ARM bearer token over plain http (loopback endpoints only)."""
+    return _LoopbackBearerPolicy(credential, ARM_SCOPE)
+
+
 @dataclass(frozen=True)
 class AzureClients:
     """The management clients of one subscription; ``endpoint`` is ARM's base URL."""

@@ -37,7 +37,9 @@ the public API, or the ARM endpoint itself when that is a loopback emulator),
 ``polling_interval`` (seconds between long-running-operation polls; 0 for a loopback emulator),
 ``nap_mode`` (environment ``NAP_MODE=true``: create NAP's ``default`` / ``system-surge`` objects when
 missing, :mod:`.nap`),
-``image_ttl`` (seconds the gallery's latest image versions are kept, :mod:`.gallery`).
+``image_ttl`` (seconds the gallery's latest image versions are kept, :mod:`.gallery`),
+``aks_identifying_extension`` (add ``computeAksLinuxBilling`` to every VM; default: when the ARM endpoint is
+the public, China or US Government cloud's, as Karpenter's Azure provider does).
 A loopback ``endpoint_url`` (``http://127.0.0.1:...``) fills what is missing with
 :func:`emulator_defaults` (an emulator, ``karpy simulate``: no real cluster to join).
 """
@@ -67,6 +69,7 @@ ENVIRONMENT = {
     "subscription_id": "ARM_SUBSCRIPTION_ID", "resource_group": "AZURE_NODE_RESOURCE_GROUP",
     "region": "LOCATION", "subnet_id": "AZURE_SUBNET_ID", "ssh_public_key": "SSH_PUBLIC_KEY",
     "endpoint_url": "ARM_ENDPOINT", "kubernetes_version": "KUBERNETES_VERSION", "tenant_id": "AZURE_TENANT_ID",
+    "cluster_resource_group": "ARM_RESOURCE_GROUP",
 }
 REQUIRED = ("subscription_id", "resource_group", "region", "subnet_id")
 SERVICE_ACCOUNT_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
@@ -111,7 +114,7 @@ def emulator_defaults(cluster_name: str, region: str) -> dict[str, str]:
                          f"aks-vnet/subnets/aks-subnet",
             "cluster_endpoint": f"https://{cluster_name}.hcp.{region}.azmk8s.io:443", "ca_bundle": EMULATOR_CA,
             "bootstrap_token": "karpy0.emulator00000000", "ssh_public_key": "ssh-rsa AAAA karpy-emulator",
-            "kubernetes_version": "1.31.2"}
+            "kubernetes_version": "1.31.2", "cluster_resource_group": cluster_name}
 
 
 def node_class_lookup(cluster: kube_interface.Cluster) -> provider.NodeClassLookup:
@@ -186,10 +189,43 @@ def validate(config: launch.ClusterConfig) -> list[str]:
                         r"userAssignedIdentities/[^/]+$", identity, re.IGNORECASE):
             out.append(f"--node-identities / NODE_IDENTITIES must be user-assigned identity resource ids, "
                        f"not {identity!r}")
+    out.extend(provision_mode_problems(config))
     try:
         bootstrap.kube_binary_url(config.kubernetes_version or launch.DEFAULT_KUBERNETES_VERSION, "amd64")
     except ValueError:
         out.append(f"KUBERNETES_VERSION must be like 1.31.2, not {config.kubernetes_version!r}")
+    return out
+
+
+MACHINE_API_MODES = ("aksmachineapi", "aksmachineapiheaderbatch")
+
+
+def provision_mode_problems(config: launch.ClusterConfig) -> list[str]:
+    """What is wrong with ``PROVISION_MODE`` and the settings its mode needs (Karpenter Azure's checks,
+    and the modes karpy refuses: the AKS machine API ones need AKS's shared image gallery images)."""
+    modes = (launch.PROVISION_MODE_SCRIPTLESS, launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT)
+    mode = config.provision_mode
+    if mode in MACHINE_API_MODES:
+        return [f"--provision-mode / PROVISION_MODE must be {' or '.join(modes)}, not {mode!r}: karpy does not "
+                f"create AKS machines (Microsoft.ContainerService/managedClusters/agentPools/machines); Karpenter's "
+                f"Azure provider needs USE_SIG=true and AKS_MACHINES_POOL_NAME for it, and karpy launches only "
+                f"community gallery images, which the AKS machine API does not take"]
+    if mode not in modes:
+        return [f"--provision-mode / PROVISION_MODE must be {' or '.join(modes)}, not {mode!r}"]
+    out: list[str] = []
+    if config.use_sig:
+        out.append("--use-sig / USE_SIG must be false, not true: karpy launches AKS's community gallery images "
+                   "only (AKS's shared image gallery is read through the NAP add-on's SIG_ACCESS_TOKEN_SERVER_URL)")
+    if mode == launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT:
+        url = config.node_bootstrapping_server_url
+        if not url:
+            out.append("--nodebootstrapping-server-url / NODEBOOTSTRAPPING_SERVER_URL is required when "
+                       "PROVISION_MODE is bootstrappingclient")
+        elif not re.match(r"^https?://[^/\s]+", url):
+            out.append(f"--nodebootstrapping-server-url / NODEBOOTSTRAPPING_SERVER_URL must be a URL, not {url!r}")
+        if not config.cluster_resource_group:
+            out.append("ARM_RESOURCE_GROUP: the managed cluster's resource group is required when PROVISION_MODE "
+                       "is bootstrappingclient (the node bootstrapping API is the cluster's)")
     return out
 
 
@@ -239,6 +275,18 @@ def _ca_bundle(options: Mapping[str, Any], cluster: kube_interface.Cluster) -> s
     return _kubeconfig_ca(cluster) or _read_base64(Path(str(options.get("ca_file") or SERVICE_ACCOUNT_CA)))
 
 
+AKS_CLOUD_ENDPOINTS = ("management.azure.com", "management.chinacloudapi.cn", "management.usgovcloudapi.net")
+"""The ARM hosts of the clouds where Karpenter's Azure provider adds the AKS identifying extension."""
+
+
+def _aks_cloud(endpoint: str) -> bool:
+    """Whether ``endpoint`` (``""``: public Azure) is the ARM of the public, China or US Government cloud."""
+    if not endpoint:
+        return True
+    host = endpoint.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0].lower()
+    return host in AKS_CLOUD_ENDPOINTS
+
+
 def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, options: Mapping[str, Any],
               environ: Mapping[str, str]) -> launch.ClusterConfig:
     """The provider's configuration from settings, options and the environment (not yet validated)."""
@@ -265,7 +313,11 @@ def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, opt
         dns_service_ip=settings_.dns_service_ip, vnet_guid=settings_.vnet_guid,
         kubelet_identity_client_id=settings_.kubelet_identity_client_id,
         node_identities=tuple(i.strip() for i in settings_.node_identities.split(",") if i.strip()),
-        admin_username=settings_.linux_admin_username or "azureuser")
+        admin_username=settings_.linux_admin_username or "azureuser",
+        provision_mode=settings_.provision_mode,
+        node_bootstrapping_server_url=settings_.node_bootstrapping_server_url,
+        cluster_resource_group=values["cluster_resource_group"], use_sig=settings_.use_sig,
+        aks_identifying_extension=bool(options.get("aks_identifying_extension", _aks_cloud(values["endpoint_url"]))))
 
 
 def build(settings_: settings.Settings, clk: clock.Clock, cluster: kube_interface.Cluster,

@@ -2,9 +2,13 @@
 
 Images come from AKS's public community galleries, as Karpenter's Azure provider uses them:
 ``/CommunityGalleries/<gallery>/images/<definition>/versions/<version>``. Each family has three
-definitions: Gen2 amd64, Gen1 amd64 and Gen2 arm64 (``imageFamily: Ubuntu`` is ``Ubuntu2204``).
+definitions: Gen2 amd64, Gen1 amd64 and Gen2 arm64. Which family a version-less ``imageFamily`` is
+depends on the cluster's Kubernetes version, as in Karpenter's Azure provider (:func:`effective_family`):
+``Ubuntu`` is ``Ubuntu2404`` from Kubernetes 1.34, else ``Ubuntu2204``; ``AzureLinux`` is Azure Linux 3
+(``V3gen2``, ``V3``, ``V3gen2arm64``) from 1.32, else Azure Linux 2 (``V2gen2``, ...).
 With trusted launch (``security.trustedLaunch``: secure boot or vTPM) a family has one definition,
-its Gen2 amd64 trusted-launch image (``2204gen2TLcontainerd``, ``2404gen2TLcontainerd``, ``V2gen2TL``),
+its Gen2 amd64 trusted-launch image (``2204gen2TLcontainerd``, ``2404gen2TLcontainerd``, ``V2gen2TL``,
+``V3gen2TL``),
 as Karpenter's Azure provider picks it. With ``fipsMode: FIPS`` there is none: AKS publishes FIPS images
 only in its shared image gallery, not in the community galleries karpy (like the provider without
 ``USE_SIG``) launches from, so the AKSNodeClass is not Ready (``ImagesNotReady``, saying so).
@@ -31,20 +35,29 @@ from karpy.cloudprovider import interface
 UBUNTU_GALLERY = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
 AZURE_LINUX_GALLERY = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
 DEFAULT_VERSION = "202501.02.0"
-FAMILY_ALIASES = {"Ubuntu": "Ubuntu2204"}
+UBUNTU_2404_FROM = (1, 34)
+"""``imageFamily: Ubuntu`` launches Ubuntu 24.04 from this Kubernetes version (Karpenter's ``UseUbuntu2404``)."""
+AZURE_LINUX_3_FROM = (1, 32)
+"""``imageFamily: AzureLinux`` launches Azure Linux 3 from this Kubernetes version (``UseAzureLinux3``)."""
 
 _DEFINITIONS: dict[str, tuple[str, str, str, str]] = {
     # family: (gallery, gen2 amd64, gen1 amd64, gen2 arm64)
     "Ubuntu2204": (UBUNTU_GALLERY, "2204gen2containerd", "2204containerd", "2204gen2arm64containerd"),
     "Ubuntu2404": (UBUNTU_GALLERY, "2404gen2containerd", "2404containerd", "2404gen2arm64containerd"),
     "AzureLinux": (AZURE_LINUX_GALLERY, "V2gen2", "V2", "V2gen2arm64"),
+    "AzureLinux3": (AZURE_LINUX_GALLERY, "V3gen2", "V3", "V3gen2arm64"),
 }
 _TRUSTED_LAUNCH = {"Ubuntu2204": "2204gen2TLcontainerd", "Ubuntu2404": "2404gen2TLcontainerd",
-                   "AzureLinux": "V2gen2TL"}
+                   "AzureLinux": "V2gen2TL", "AzureLinux3": "V3gen2TL"}
 """The Gen2 amd64 trusted-launch definition of each family."""
-FAMILIES = ("Ubuntu", *_DEFINITIONS)
-LOCAL_DNS_MIN_MINOR = 36
-"""``localDNS.mode: Preferred`` turns LocalDNS on from Kubernetes 1.36."""
+FAMILIES = ("Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux")
+"""The ``imageFamily`` values an AKSNodeClass may name."""
+EFFECTIVE_NAMES = {"Ubuntu2204": "Ubuntu2204", "Ubuntu2404": "Ubuntu2404", "AzureLinux": "AzureLinux2",
+                   "AzureLinux3": "AzureLinux3"}
+"""The name of each launched family (the ``kubernetes.azure.com/os-sku-effective`` label)."""
+LOCAL_DNS_PREFERRED_MIN_VERSION = (1, 99)
+"""``localDNS.mode: Preferred`` turns LocalDNS on from this Kubernetes version: Karpenter's Azure provider
+v1.14 raised it from 1.36 to 1.99 (#1771), so no cluster of today gets LocalDNS from ``Preferred``."""
 Resolver = Callable[[str, str], "str | None"]
 """(gallery, image definition) -> the newest version there, or ``None`` (unknown)."""
 
@@ -68,18 +81,31 @@ class Image:
         ]
 
 
-def family_of(image_family: str) -> str | None:
-    """The canonical family (``Ubuntu`` -> ``Ubuntu2204``), or ``None`` when unknown."""
-    family = FAMILY_ALIASES.get(image_family, image_family)
-    return family if family in _DEFINITIONS else None
+def family_of(image_family: str, kubernetes_version: str = "") -> str | None:
+    """The family an ``imageFamily`` launches on a cluster of ``kubernetes_version`` (see the module
+    docstring; an unknown or empty version counts as below both thresholds), or ``None`` when unknown."""
+    if image_family not in FAMILIES:
+        return None
+    version = _major_minor(kubernetes_version) if kubernetes_version else None
+    if image_family == "Ubuntu":
+        return "Ubuntu2404" if version is not None and version >= UBUNTU_2404_FROM else "Ubuntu2204"
+    if image_family == "AzureLinux" and version is not None and version >= AZURE_LINUX_3_FROM:
+        return "AzureLinux3"
+    return image_family
+
+
+def effective_name(image_family: str, kubernetes_version: str = "") -> str:
+    """The ``os-sku-effective`` label of an ``imageFamily`` (``Ubuntu2404``, ``AzureLinux3``, ...)."""
+    family = family_of(image_family, kubernetes_version)
+    return EFFECTIVE_NAMES[family] if family is not None else image_family
 
 
 def images(image_family: str, version: str | None = None, latest: Resolver | None = None, *,
-           trusted_launch: bool = False, fips: bool = False) -> list[Image]:
+           trusted_launch: bool = False, fips: bool = False, kubernetes_version: str = "") -> list[Image]:
     """The images of a family: Gen2 amd64, Gen1 amd64, Gen2 arm64; with ``trusted_launch`` its Gen2
     amd64 trusted-launch image only; none with ``fips`` (see the module docstring) or for an unknown
     family."""
-    family = family_of(image_family)
+    family = family_of(image_family, kubernetes_version)
     if family is None or fips:
         return []
     gallery, gen2, gen1, arm = _DEFINITIONS[family]
@@ -94,35 +120,40 @@ def images(image_family: str, version: str | None = None, latest: Resolver | Non
 
 
 def image_for(image_family: str, version: str | None, size_labels: Mapping[str, str],
-              latest: Resolver | None = None, *, trusted_launch: bool = False, fips: bool = False) -> str | None:
+              latest: Resolver | None = None, *, trusted_launch: bool = False, fips: bool = False,
+              kubernetes_version: str = "") -> str | None:
     """The image a size with ``size_labels`` boots: its arch, Gen2 where the size supports it."""
     arch = size_labels.get(labels.ARCH, "amd64")
     gen = size_labels.get(labels.AZURE_SKU_HYPERV_GENERATION, "2")
-    for image in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips):
+    for image in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips,
+                        kubernetes_version=kubernetes_version):
         if image.arch == arch and image.hyperv_generation == gen:
             return image.id
     return None
 
 
 def status_images(image_family: str, version: str | None = None, latest: Resolver | None = None, *,
-                  trusted_launch: bool = False, fips: bool = False) -> list[dict[str, Any]]:
+                  trusted_launch: bool = False, fips: bool = False,
+                  kubernetes_version: str = "") -> list[dict[str, Any]]:
     return [{"id": i.id, "requirements": i.requirements()}
-            for i in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips)]
+            for i in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips,
+                            kubernetes_version=kubernetes_version)]
 
 
-def _minor(kubernetes_version: str) -> int | None:
+def _major_minor(kubernetes_version: str) -> tuple[int, int] | None:
     m = re.match(r"^v?(\d+)\.(\d+)", kubernetes_version.strip())
-    return int(m[2]) if m is not None else None
+    return (int(m[1]), int(m[2])) if m is not None else None
 
 
 def local_dns_state(spec: Mapping[str, Any], previous: str | None, kubernetes_version: str,
                     network_plugin: str = "") -> str:
     """``status.localDNSState`` for an AKSNodeClass ``spec``: ``Enabled`` for ``mode: Required``,
     ``Disabled`` for ``Disabled`` or no mode; ``Preferred`` is ``Enabled`` once it was (sticky), else when
-    the cluster runs Kubernetes 1.36 or later, its network plugin is not ``none`` and the image is not
-    the FIPS Ubuntu 20.04 one (``Ubuntu`` with FIPS and without trusted launch), as Karpenter's Azure
-    provider decides it. Not checked here: the provider's cluster gates (NetworkPolicies that would
-    conflict, an upstream node-local-dns DaemonSet)."""
+    the cluster runs Kubernetes :data:`LOCAL_DNS_PREFERRED_MIN_VERSION` or later (1.99: none does yet), its
+    network plugin is not ``none`` and the image is not the FIPS Ubuntu 20.04 one (``Ubuntu`` with FIPS and
+    without trusted launch), as Karpenter's Azure provider v1.14 decides it. Not checked here: the
+    provider's cluster gates (NetworkPolicies that would conflict, an upstream node-local-dns DaemonSet),
+    which it consults only after these static gates pass, so never below Kubernetes 1.99."""
     mode = (spec.get("localDNS") or {}).get("mode")
     if mode == "Required":
         return "Enabled"
@@ -130,8 +161,8 @@ def local_dns_state(spec: Mapping[str, Any], previous: str | None, kubernetes_ve
         return "Disabled"
     if previous == "Enabled":
         return "Enabled"
-    minor = _minor(kubernetes_version) if kubernetes_version else None
-    if minor is None or minor < LOCAL_DNS_MIN_MINOR or network_plugin.lower() == "none":
+    version = _major_minor(kubernetes_version) if kubernetes_version else None
+    if version is None or version < LOCAL_DNS_PREFERRED_MIN_VERSION or network_plugin.lower() == "none":
         return "Disabled"
     trusted = (spec.get("security") or {}).get("trustedLaunch") or {}
     if (spec.get("imageFamily") in (None, "Ubuntu") and spec.get("fipsMode") == "FIPS"
@@ -173,7 +204,7 @@ def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "",
     else:
         ready = interface.ready_condition(True, "Ready")
     found = status_images(family, str(version) if version else None, latest, trusted_launch=trusted_launch,
-                          fips=fips)
+                          fips=fips, kubernetes_version=kubernetes_version)
     if found:
         status["images"] = found
     if kubernetes_version:

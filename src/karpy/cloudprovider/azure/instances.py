@@ -22,8 +22,13 @@ What a caller may rely on:
   ``encryptionAtHost`` when set (true or false), and with trusted launch (secure boot or vTPM on)
   ``securityType: TrustedLaunch`` with ``uefiSettings`` ``secureBootEnabled`` / ``vTpmEnabled``;
   no ``securityProfile`` otherwise;
+* ``additionalCapabilities.ultraSSDEnabled: true`` when the NodeClaim requires
+  ``karpenter.azure.com/sku-storage-ultra-ssd=true`` (Karpenter's ``resolveUltraSSDRequested``);
 * spot VMs have ``priority: Spot``, ``evictionPolicy: Delete`` and ``billingProfile.maxPrice: -1``;
   on-demand VMs ``priority: Regular``;
+* after the VM (and the CSE of ``bootstrappingclient``) the launcher adds the AKS identifying extension
+  ``computeAksLinuxBilling`` in the clouds where Karpenter's Azure provider does (public, China, US
+  Government: :func:`billing_extension_body`);
 * :meth:`Instances.delete` removes the VM, then its NICs and its managed OS disk (each not-found is
   fine), as Karpenter's ``cleanupAzureResources`` does, but only what is karpy's: each NIC and the
   disk is read first and deleted only when it is in the node resource group (subscription and
@@ -51,6 +56,9 @@ NODECLAIM_TAG = "karpenter.sh_nodeclaim"
 NODECLASS_TAG = "karpenter.azure.com_aksnodeclass"
 BILLING_TAG = "compute.aks.billing"
 ADMIN_USERNAME = "azureuser"
+CSE_NAME = "cse-agent-karpenter"
+BILLING_EXTENSION = "computeAksLinuxBilling"
+"""The extension that identifies a VM as an AKS node (Azure public, China and US Government clouds)."""
 PRIORITY = {labels.CAPACITY_TYPE_SPOT: "Spot", labels.CAPACITY_TYPE_ON_DEMAND: "Regular"}
 CAPACITY_TYPE = {v: k for k, v in PRIORITY.items()}
 
@@ -104,6 +112,8 @@ class LaunchSpec:
     """``security.encryptionAtHost`` (``None``: unset, not sent)."""
     secure_boot: bool = False
     vtpm: bool = False
+    ultra_ssd: bool = False
+    """``additionalCapabilities.ultraSSDEnabled`` (the NodeClaim requires ``sku-storage-ultra-ssd=true``)."""
 
 
 def ephemeral_placement(record: Mapping[str, Any], os_disk_gb: int) -> str | None:
@@ -164,6 +174,8 @@ def vm_body(spec: LaunchSpec, nic_id: str) -> dict[str, Any]:
         security["uefiSettings"] = {"secureBootEnabled": spec.secure_boot, "vTpmEnabled": spec.vtpm}
     if security:
         properties["securityProfile"] = security
+    if spec.ultra_ssd:
+        properties["additionalCapabilities"] = {"ultraSSDEnabled": True}
     if spec.capacity_type == labels.CAPACITY_TYPE_SPOT:
         properties["evictionPolicy"] = "Delete"
         properties["billingProfile"] = {"maxPrice": -1}
@@ -173,6 +185,20 @@ def vm_body(spec: LaunchSpec, nic_id: str) -> dict[str, Any]:
     if spec.node_identities:
         body["identity"] = {"type": "UserAssigned", "userAssignedIdentities": {i: {} for i in spec.node_identities}}
     return body
+
+
+def cse_body(spec: LaunchSpec, command: str) -> dict[str, Any]:
+    """The Linux Custom Script Extension that runs the node bootstrapping API's command (protected)."""
+    return {"location": spec.region, "tags": dict(spec.tags), "properties": {
+        "publisher": "Microsoft.Azure.Extensions", "type": "CustomScript", "typeHandlerVersion": "2.0",
+        "autoUpgradeMinorVersion": True, "settings": {}, "protectedSettings": {"commandToExecute": command}}}
+
+
+def billing_extension_body(spec: LaunchSpec) -> dict[str, Any]:
+    """The AKS identifying extension ``computeAksLinuxBilling`` (``Microsoft.AKS`` / ``Compute.AKS.Linux.Billing``)."""
+    return {"location": spec.region, "tags": dict(spec.tags), "properties": {
+        "publisher": "Microsoft.AKS", "type": "Compute.AKS.Linux.Billing", "typeHandlerVersion": "1.0",
+        "autoUpgradeMinorVersion": True, "settings": {}}}
 
 
 def _dict(model: Any) -> dict[str, Any]:
@@ -221,6 +247,21 @@ class Instances:
         action = f"creating VM {spec.name} ({spec.size}, zone {spec.zone or 'regional'}, {spec.capacity_type})"
         poller = clients.call(action, self.azure.compute.virtual_machines.begin_create_or_update,
                               self.resource_group, spec.name, vm_body(spec, nic_id))
+        return _dict(clients.call(action, poller.result))
+
+    def create_cse(self, spec: LaunchSpec, command: str) -> dict[str, Any]:
+        """Add the Custom Script Extension ``cse-agent-karpenter`` that runs ``command`` (the node
+        bootstrapping API's, ``PROVISION_MODE=bootstrappingclient``) to VM ``spec.name``, and wait."""
+        action = f"creating the CSE of VM {spec.name}"
+        poller = clients.call(action, self.azure.compute.virtual_machine_extensions.begin_create_or_update,
+                              self.resource_group, spec.name, CSE_NAME, cse_body(spec, command))
+        return _dict(clients.call(action, poller.result))
+
+    def create_billing_extension(self, spec: LaunchSpec) -> dict[str, Any]:
+        """Add the AKS identifying extension (:func:`billing_extension_body`) to VM ``spec.name``, and wait."""
+        action = f"creating the AKS identifying extension of VM {spec.name}"
+        poller = clients.call(action, self.azure.compute.virtual_machine_extensions.begin_create_or_update,
+                              self.resource_group, spec.name, BILLING_EXTENSION, billing_extension_body(spec))
         return _dict(clients.call(action, poller.result))
 
     def get_vm(self, name: str) -> dict[str, Any]:

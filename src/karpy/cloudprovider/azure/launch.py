@@ -54,6 +54,7 @@ from karpy.cloudprovider.azure import (
     images,
     instances,
     instancetypes,
+    nodebootstrapping,
     offerings,
 )
 from karpy.cloudprovider.fake import capacity
@@ -62,29 +63,34 @@ DEFAULT_KUBERNETES_VERSION = "1.31"
 DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
 """Karpenter Azure sets it: the node's startup taints come from the kubelet, not from syncing the claim."""
 OS_SKU = {"Ubuntu": "Ubuntu", "Ubuntu2204": "Ubuntu", "Ubuntu2404": "Ubuntu", "AzureLinux": "AzureLinux"}
-OS_SKU_EFFECTIVE = {"Ubuntu": "Ubuntu2204", "Ubuntu2204": "Ubuntu2204", "Ubuntu2404": "Ubuntu2404",
-                    "AzureLinux": "AzureLinux2"}
-"""The image family karpy launches for each ``imageFamily`` (its images: :mod:`.images`)."""
 DEFAULT_IMAGE_FAMILY = "Ubuntu2204"
 LABEL_OS_SKU = "kubernetes.azure.com/os-sku"
 LABEL_OS_SKU_REQUESTED = "kubernetes.azure.com/os-sku-requested"
 LABEL_OS_SKU_EFFECTIVE = "kubernetes.azure.com/os-sku-effective"
 LABEL_FIPS = "kubernetes.azure.com/fips_enabled"
+LABEL_SCALESET_PRIORITY = "kubernetes.azure.com/scalesetpriority"
+LABEL_PRIORITY = "kubernetes.azure.com/priority"
+"""Both ``regular`` or ``spot`` on every node (Karpenter Azure writes ``regular`` too, though AKS never does)."""
 LABEL_LOCAL_DNS = "kubernetes.azure.com/localdns-state"
 LABEL_ARTIFACT_STREAMING = "kubernetes.azure.com/artifactstreaming-enabled"
 
 
-def nodeclass_labels(nc: aksnodeclass.AKSNodeClass | None, arch: str) -> dict[str, str]:
-    """The labels an AKSNodeClass gives its nodes of ``arch`` (see the module docstring)."""
+def nodeclass_labels(nc: aksnodeclass.AKSNodeClass | None, arch: str, kubernetes_version: str = "") -> dict[str, str]:
+    """The labels an AKSNodeClass gives its nodes of ``arch`` (see the module docstring); ``os-sku-effective``
+    is the family launched on a cluster of ``kubernetes_version`` (:func:`.images.effective_name`)."""
     family = nc.image_family if nc is not None else DEFAULT_IMAGE_FAMILY
     out = {LABEL_OS_SKU: OS_SKU.get(family, family), LABEL_OS_SKU_REQUESTED: family,
-           LABEL_OS_SKU_EFFECTIVE: OS_SKU_EFFECTIVE.get(family, family),
+           LABEL_OS_SKU_EFFECTIVE: images.effective_name(family, kubernetes_version),
            LABEL_LOCAL_DNS: "enabled" if nc is not None and nc.local_dns_enabled() else "disabled"}
     if nc is not None and nc.fips():
         out[LABEL_FIPS] = "true"
     if nc is not None and nc.artifact_streaming_on(arch):
         out[LABEL_ARTIFACT_STREAMING] = "true"
     return out
+
+
+PROVISION_MODE_SCRIPTLESS = "aksscriptless"
+PROVISION_MODE_BOOTSTRAPPING_CLIENT = "bootstrappingclient"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +120,15 @@ class ClusterConfig:
     kubelet_identity_client_id: str = ""
     node_identities: tuple[str, ...] = ()
     admin_username: str = instances.ADMIN_USERNAME
+    provision_mode: str = PROVISION_MODE_SCRIPTLESS
+    """``PROVISION_MODE``: ``aksscriptless`` (karpy renders the custom data) or ``bootstrappingclient``."""
+    node_bootstrapping_server_url: str = ""
+    cluster_resource_group: str = ""
+    use_sig: bool = False
+    aks_identifying_extension: bool = False
+    """Add ``computeAksLinuxBilling`` to every VM (ARM of the public, China or US Government cloud)."""
+    """``USE_SIG``: AKS's shared image gallery (refused at start-up: karpy launches community gallery images)."""
+    """The managed cluster's own resource group (``ARM_RESOURCE_GROUP``), for the node bootstrapping API."""
 
     def bootstrap(self) -> bootstrap.ClusterBootstrap:
         """The cluster-wide part of every node's custom data."""
@@ -128,12 +143,30 @@ class ClusterConfig:
             admin_username=self.admin_username)
 
 
+def ultra_ssd_requested(claim: nodeclaim.NodeClaim) -> bool:
+    """The NodeClaim's requirements allow ``sku-storage-ultra-ssd=true`` and not ``false`` (an unsaid or
+    ambiguous requirement is ``false``, as Karpenter's Azure provider resolves it)."""
+    reqs = [r for r in claim.spec.requirements if r.key == labels.AZURE_SKU_STORAGE_ULTRA_SSD]
+    if not reqs:
+        return False
+    return (all(capacity.requirement_holds(r, "true") for r in reqs)
+            and not all(capacity.requirement_holds(r, "false") for r in reqs))
+
+
+def ultra_ssd_available(record: Mapping[str, Any], zone: str) -> bool:
+    """Whether a size's Resource SKU record has Ultra SSD in ``zone`` (``""``: a regional VM)."""
+    if not zone:
+        return bool(record.get("ultra_ssd_regional"))
+    return zone.rsplit("-", 1)[-1] in (record.get("ultra_ssd_zones") or ())
+
+
 def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancetype.InstanceType,
                 offer: instancetype.Offering, nc: aksnodeclass.AKSNodeClass | None = None) -> dict[str, str]:
     """The labels of the node ``claim`` becomes on ``offer`` of ``it`` (see the module docstring)."""
     out = {"kubernetes.azure.com/mode": "user", "kubernetes.azure.com/role": "agent",
            DO_NOT_SYNC_TAINTS: "true"}  # defaults: a NodePool template may say mode=system
-    out.update(nodeclass_labels(nc, it.labels.get(labels.ARCH, "amd64")))
+    out.update(nodeclass_labels(nc, it.labels.get(labels.ARCH, "amd64"),
+                                config.kubernetes_version or DEFAULT_KUBERNETES_VERSION))
     if config.network_plugin_mode == "overlay":
         out["kubernetes.azure.com/podnetwork-type"] = "overlay"
         out["kubernetes.azure.com/azure-cni-overlay"] = "true"
@@ -148,8 +181,9 @@ def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancet
     out.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: offer.zone, labels.REGION: config.region,
                 labels.CAPACITY_TYPE: offer.capacity_type,
                 "kubernetes.azure.com/cluster": config.resource_group})
-    if offer.capacity_type == labels.CAPACITY_TYPE_SPOT:
-        out["kubernetes.azure.com/scalesetpriority"] = "spot"
+    out[labels.AZURE_SKU_STORAGE_ULTRA_SSD] = "true" if ultra_ssd_requested(claim) else "false"
+    priority = "spot" if offer.capacity_type == labels.CAPACITY_TYPE_SPOT else "regular"
+    out[LABEL_SCALESET_PRIORITY] = out[LABEL_PRIORITY] = priority
     if config.subnet_id:
         parts = config.subnet_id.split("/")
         out["kubernetes.azure.com/network-subnet"] = parts[-1]
@@ -158,11 +192,14 @@ def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancet
     return out
 
 
+def _taint(t: Any) -> str:
+    return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+
+
 def node_bootstrap(config: ClusterConfig, claim: nodeclaim.NodeClaim, nc: aksnodeclass.AKSNodeClass | None,
                    it: instancetype.InstanceType, labels_: Mapping[str, str]) -> bootstrap.NodeBootstrap:
     """The per-node part of the custom data (see the module docstring)."""
-    taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
-              for t in (*claim.spec.taints, *claim.spec.startup_taints)]
+    taints = [_taint(t) for t in (*claim.spec.taints, *claim.spec.startup_taints)]
     kubelet = nc.kubelet if nc is not None else None
     max_pods = instancetypes.DEFAULT_MAX_PODS
     if kubelet is not None and kubelet.max_pods is not None:
@@ -182,8 +219,10 @@ class Launcher:
     """See the module docstring. ``records`` returns the region's Resource SKU records by size."""
 
     def __init__(self, vms: instances.Instances, config: ClusterConfig, unavailable: offerings.UnavailableOfferings,
-                 image_versions: gallery.ImageVersions, records: Callable[[], dict[str, dict[str, Any]]]) -> None:
+                 image_versions: gallery.ImageVersions, records: Callable[[], dict[str, dict[str, Any]]],
+                 node_bootstrapping: nodebootstrapping.NodeBootstrappingClient | None = None) -> None:
         self.instances = vms
+        self.node_bootstrapping = node_bootstrapping
         self.config = config
         self.unavailable = unavailable
         self.image_versions = image_versions
@@ -205,6 +244,9 @@ class Launcher:
                 allowed = [t for t in types if t.name in names]
         cands = capacity.candidates(allowed, claim.spec.requirements, claim.spec.resources_requests,
                                     self.config.region, capacity.defined_keys(types))
+        if ultra_ssd_requested(claim):  # only offerings whose Resource SKU has Ultra SSD there
+            records = self.records()
+            cands = [c for c in cands if ultra_ssd_available(records.get(c.instance_type.name, {}), c.offering.zone)]
         order = {ct: i for i, ct in enumerate(capacity.CAPACITY_TYPE_PREFERENCE)}
         return sorted(cands, key=lambda c: (order.get(c.offering.capacity_type, len(order)), *c.sort_key()))
 
@@ -286,30 +328,48 @@ class Launcher:
         family = nc.image_family if nc is not None else DEFAULT_IMAGE_FAMILY
         image = images.image_for(family, nc.image_version if nc is not None else None, it.labels,
                                  self.image_versions.latest, trusted_launch=nc is not None and nc.trusted_launch(),
-                                 fips=nc is not None and nc.fips())
+                                 fips=nc is not None and nc.fips(),
+                                 kubernetes_version=self.config.kubernetes_version or DEFAULT_KUBERNETES_VERSION)
         if image is None:
             raise clients.AzureAPIError(f"no {family} image for {it.name}", code="ImageNotFound")
         os_disk = nc.os_disk_size_gb if nc is not None else instancetypes.DEFAULT_OS_DISK_GB
         rec = self.records().get(it.name, {})
         zone = offer.zone.rsplit("-", 1)[-1] if offer.zone else ""
         labels_ = node_labels(self.config, claim, it, offer, nc)
+        subnet_id = nc.vnet_subnet_id if nc is not None and nc.vnet_subnet_id else self.config.subnet_id
+        ephemeral = instances.ephemeral_placement(rec, os_disk)
+        node = node_bootstrap(self.config, claim, nc, it, labels_)
+        cse = None
+        if self.node_bootstrapping is None:
+            custom_data = bootstrap.custom_data(node)
+        else:  # PROVISION_MODE=bootstrappingclient: AKS's node bootstrapping API writes it
+            custom_data, cse = self.node_bootstrapping.get(nodebootstrapping.provision_values(
+                node, nc, it, image_id=image, subnet_id=subnet_id, ephemeral=ephemeral is not None,
+                taints=[_taint(t) for t in claim.spec.taints],
+                startup_taints=[_taint(t) for t in claim.spec.startup_taints]))
         spec = instances.LaunchSpec(
             name=name, region=self.config.region, zone=zone, size=it.name, capacity_type=offer.capacity_type,
             image_id=image, os_disk_gb=os_disk,
-            subnet_id=(nc.vnet_subnet_id if nc is not None and nc.vnet_subnet_id else self.config.subnet_id),
+            subnet_id=subnet_id,
             tags=instances.tags(self.config.cluster_name, claim.metadata.labels.get(labels.NODEPOOL, ""),
                                 claim.name, nc.name if nc is not None else "", nc.tags if nc is not None else None),
-            custom_data=bootstrap.custom_data(node_bootstrap(self.config, claim, nc, it, labels_)),
+            custom_data=custom_data,
             ssh_public_key=self.config.ssh_public_key, admin_username=self.config.admin_username,
             node_identities=self.config.node_identities,
             accelerated_networking=bool(rec.get("accelerated_networking")),
             premium_storage=bool(rec.get("premium_io", True)),
-            ephemeral_placement=instances.ephemeral_placement(rec, os_disk),
+            ephemeral_placement=ephemeral,
             encryption_at_host=nc.security.encryption_at_host if nc is not None and nc.security is not None else None,
             secure_boot=nc is not None and nc.secure_boot(), vtpm=nc is not None and nc.vtpm(),
+            ultra_ssd=ultra_ssd_requested(claim),
         )
         nic = self.instances.create_nic(spec)
-        return self.instances.create_vm(spec, str(nic.get("id") or ""))
+        vm = self.instances.create_vm(spec, str(nic.get("id") or ""))
+        if cse is not None:  # the extension that runs the node bootstrapping API's command
+            self.instances.create_cse(spec, cse)
+        if self.config.aks_identifying_extension:
+            self.instances.create_billing_extension(spec)
+        return vm
 
     def _cleanup(self, name: str) -> None:
         """Remove what a failed launch left (the VM in Failed state, the NIC)."""
@@ -346,8 +406,11 @@ class Launcher:
         zones = vm.get("zones") or []
         zone = f"{self.config.region}-{zones[0]}" if zones else ""
         ct = instances.CAPACITY_TYPE.get(str(props.get("priority") or "Regular"), labels.CAPACITY_TYPE_ON_DEMAND)
+        ultra = bool((props.get("additionalCapabilities") or {}).get("ultraSSDEnabled"))
         labels_ = {labels.INSTANCE_TYPE: size, labels.ZONE: zone, labels.REGION: self.config.region,
-                   labels.CAPACITY_TYPE: ct}
+                   labels.CAPACITY_TYPE: ct, labels.AZURE_SKU_STORAGE_ULTRA_SSD: "true" if ultra else "false",
+                   LABEL_SCALESET_PRIORITY: "spot" if ct == labels.CAPACITY_TYPE_SPOT else "regular",
+                   LABEL_PRIORITY: "spot" if ct == labels.CAPACITY_TYPE_SPOT else "regular"}
         if tags.get(instances.NODEPOOL_TAG):
             labels_[labels.NODEPOOL] = str(tags[instances.NODEPOOL_TAG])
         created = props.get("timeCreated")

@@ -48,6 +48,7 @@ from karpy.cloudprovider.azure import (
     instances,
     instancetypes,
     launch,
+    nodebootstrapping,
     offerings,
     pricing,
     skus,
@@ -81,7 +82,14 @@ class AzureCloudProvider:
         self._records: dict[str, dict[str, Any]] | None = None
         self._records_at = 0.0
         self._types: dict[Any, list[instancetype.InstanceType]] = {}
-        self.launcher = launch.Launcher(self.instances, config, self.unavailable, self.image_versions, self.records)
+        bootstrapping = None
+        if config.provision_mode == launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT:
+            bootstrapping = nodebootstrapping.NodeBootstrappingClient(
+                config.node_bootstrapping_server_url, azure.credential, subscription_id=azure.subscription_id,
+                resource_group=config.cluster_resource_group, cluster_name=config.cluster_name,
+                bootstrap_token=config.bootstrap_token)
+        self.launcher = launch.Launcher(self.instances, config, self.unavailable, self.image_versions, self.records,
+                                        bootstrapping)
         self._nics_collected_at: float | None = None
         self._cache_lock = threading.RLock()
 
@@ -127,6 +135,8 @@ class AzureCloudProvider:
                 if t is not None:
                     cached.append(t)
             cached = instancetypes.for_nodeclass(cached, nc)
+            if nc is not None and nc.trusted_launch():  # the Resource SKU says which sizes cannot
+                cached = [t for t in cached if not records.get(t.name, {}).get("trusted_launch_disabled")]
             self._types[key] = cached
         return cached
 
@@ -266,7 +276,8 @@ class AzureCloudProvider:
         image = str(((vm.get("properties") or {}).get("storageProfile") or {}).get("imageReference", {})
                     .get("communityGalleryImageId") or "")
         expected = {i.id for i in images.images(nc.image_family, nc.image_version, self.image_versions.latest,
-                                                trusted_launch=nc.trusted_launch(), fips=nc.fips())}
+                                                trusted_launch=nc.trusted_launch(), fips=nc.fips(),
+                                                kubernetes_version=self.config.kubernetes_version)}
         if image and expected and image not in expected:
             return "ImageDrift"
         return ""

@@ -12,7 +12,9 @@ caller may rely on:
   restricted is left out); ``zones`` is the sorted list of the remaining ARM zone numbers;
 * capabilities are typed the way the packaged catalog's generator types them (vCPUs, MemoryGB,
   architecture, Hyper-V generations, premium IO, accelerated networking, encryption at host,
-  ephemeral OS disk, LowPriorityCapable, resource and cache disk sizes, GPUs);
+  ephemeral OS disk, LowPriorityCapable, resource and cache disk sizes, GPUs); ``ultra_ssd_zones`` are the
+  zones whose ``zoneDetails`` say ``UltraSSDAvailable``, ``ultra_ssd_regional`` the SKU's own
+  ``UltraSSDAvailable`` (a regional VM); ``trusted_launch_disabled`` the ``TrustedLaunchDisabled`` capability;
 * sizes AKS cannot run stay in the result: :func:`instancetypes.unsupported_reason` drops them when
   instance types are built, so :func:`skipped` can say why.
 """
@@ -93,6 +95,16 @@ def to_record(sku: Mapping[str, Any], region: str) -> dict[str, Any] | None:
         "gpus": int(_number(caps.get("GPUs", 0))),
         "max_nics": int(_number(caps.get("MaxNetworkInterfaces", 0))),
     }
+    ultra_zones: set[str] = set()
+    for info in sku.get("locationInfo") or ():
+        if str(info.get("location", "")).lower() != region.lower():
+            continue
+        for detail in info.get("zoneDetails") or ():
+            if _truthy(_capabilities(detail).get("UltraSSDAvailable")):
+                ultra_zones.update(str(z) for z in detail.get("name") or ())
+    rec["ultra_ssd_zones"] = sorted(ultra_zones & set(rec["zones"]))
+    rec["ultra_ssd_regional"] = _truthy(caps.get("UltraSSDAvailable"))
+    rec["trusted_launch_disabled"] = _truthy(caps.get("TrustedLaunchDisabled"))
     if caps.get("vCPUsAvailable") and int(_number(caps["vCPUsAvailable"])) != rec["vcpu"]:
         rec["vcpu_available"] = int(_number(caps["vCPUsAvailable"]))
     return rec
