@@ -57,6 +57,7 @@ from karpy.simulator import (
     real_cloud,
     run_result,
     scenario,
+    scenario_steps,
     volume_attachments,
     volumes,
     workloads,
@@ -318,28 +319,28 @@ class Simulation:
 
     # -------------------------------------------------------------------------------- steps
 
-    def _run_step(self, step: scenario.Step) -> None:
+    def _run_step(self, step: scenario_steps.Step) -> None:
         a = step.action
         self.note(f"step {step.index}: {step.describe}")
-        if isinstance(a, scenario.Scale):
+        if isinstance(a, scenario_steps.Scale):
             try:
                 self.cluster.patch(a.kind, a.name, {"spec": {"replicas": a.replicas}}, a.namespace)
             except errors.NotFound:
                 self.note(f"step {step.index}: {a.kind} {a.namespace}/{a.name} does not exist")
-        elif isinstance(a, scenario.Apply):
+        elif isinstance(a, scenario_steps.Apply):
             self._apply(a.objects)
-        elif isinstance(a, scenario.Delete):
+        elif isinstance(a, scenario_steps.Delete):
             try:
                 self.cluster.delete(a.kind, a.name, a.namespace)
             except errors.NotFound:
                 self.note(f"step {step.index}: {a.kind} {a.name} does not exist")
-        elif isinstance(a, scenario.Interrupt):
+        elif isinstance(a, scenario_steps.Interrupt):
             self._interrupt(step, a)
         else:
             until = self.clock.now() + a.duration
             self.bridge.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
 
-    def _interrupt(self, step: scenario.Step, a: scenario.Interrupt) -> None:
+    def _interrupt(self, step: scenario_steps.Step, a: scenario_steps.Interrupt) -> None:
         if a.node:
             try:
                 n = self.cluster.get("Node", a.node)
