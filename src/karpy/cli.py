@@ -21,6 +21,7 @@ from karpy.api import errors
 from karpy.cloudprovider import catalog
 from karpy.design import command as design_command
 from karpy.install import cli as install_cli
+from karpy.simulator import command_inputs
 
 
 @click.group()
@@ -142,7 +143,7 @@ def convert_command(files: tuple[str, ...], out: str, default_instance_profile: 
     from karpy.migration import convert
 
     try:
-        result = convert.convert_texts([(f, _read(f)) for f in files],
+        result = convert.convert_texts([(f, command_inputs.read_file(f)) for f in files],
                                        default_instance_profile=default_instance_profile)
     except errors.ValidationError as exc:
         _fail("cannot be converted", files, exc)
@@ -191,21 +192,11 @@ def whatif_command(files: tuple[str, ...], kubeconfig: str | None, context: str 
             "--for", "(flag)", "a positive duration such as 15m or 2h", for_))
     if bool(files) == bool(kubeconfig):
         raise click.UsageError("give dump FILES or --kubeconfig, not both and not neither")
-    inputs = [(f, _read(f)) for f in files]
+    inputs = [(f, command_inputs.read_file(f)) for f in files]
     if kubeconfig:
-        from karpy.kube import errors as kube_errors
-        from karpy.simulator import whatif_live
-
-        try:
-            live, notes = whatif_live.read(kubeconfig, context)
-        except (kube_errors.KubeError, errors.ValidationError) as exc:
-            click.echo(f"Error: cannot read the cluster of {kubeconfig}: {exc}", err=True)
-            sys.exit(3)
-        inputs = [live]
-        for note in notes:
-            click.echo(f"Warning: {note}", err=True)
+        inputs = [command_inputs.read_live_cluster(kubeconfig, context)]
     try:
-        answer = whatif.run(inputs, nodepools=[(f, _read(f)) for f in nodepool_files],
+        answer = whatif.run(inputs, nodepools=[(f, command_inputs.read_file(f)) for f in nodepool_files],
                             for_seconds=seconds, seed=seed, cluster_name=cluster_name, region=region)
     except errors.ValidationError as exc:
         _fail("cannot be replayed", files, exc)
@@ -237,7 +228,7 @@ def migrate_command(files: tuple[str, ...], cluster_name: str, region: str | Non
     from karpy.migration import nodegroups
 
     try:
-        groups = nodegroups.read_groups([(f, _read(f)) for f in files])
+        groups = nodegroups.read_groups([(f, command_inputs.read_file(f)) for f in files])
         result = nodegroups.plan(groups, cluster_name=cluster_name, region=region)
     except errors.ValidationError as exc:
         _fail("cannot be migrated", files, exc)
@@ -254,14 +245,6 @@ def migrate_command(files: tuple[str, ...], cluster_name: str, region: str | Non
             fh.write(result.steps)
     else:
         click.echo(result.steps, err=True)
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.FileError(path, hint=str(exc)) from None
 
 
 def _fail(what: str, files: tuple[str, ...] | list[str], exc: errors.ValidationError) -> NoReturn:

@@ -9,8 +9,8 @@ hand-written in scenario files. ``Pod.from_template`` builds a pod from a worklo
 As the API server does on admission, a container resource with a limit and no request gets the
 limit as its request, and a ``hostNetwork`` pod's ports get ``hostPort = containerPort``.
 
-:attr:`Pod.requests` is the pod's effective request as the kube-scheduler computes it (see its
-docstring); it is computed once and cached, and like every mapping on these frozen models it must be
+:attr:`Pod.requests` is the pod's effective request as the kube-scheduler computes it
+(:mod:`karpy.api.podrequests`); it is computed once and cached, and like every mapping on these frozen models it must be
 treated as read-only. A pod hashes by ``(namespace, name, uid)``.
 Pods of equal specs share one parse (:mod:`karpy.api.pod_cache`).
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock
-from karpy.api import fields, labels, meta, pod_cache, podspec, quantity
+from karpy.api import fields, labels, meta, pod_cache, podrequests, podspec, quantity
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
@@ -32,69 +32,12 @@ CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-c
 CRITICAL_PRIORITY = 2_000_000_000
 """Priorities at or above this are system-critical (Kubernetes' ``SystemCriticalPriority``)."""
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
-PODS_RESOURCE = "pods"
 
 
 read_status = pod_cache.read_status
 """Re-exported: :func:`karpy.api.pod_cache.read_status`."""
 read_start_time = pod_cache.read_start_time
 """Re-exported: :func:`karpy.api.pod_cache.read_start_time`."""
-
-
-def is_pod_level_resource(name: str) -> bool:
-    """Resources ``spec.resources`` may set (Kubernetes ``IsSupportedPodLevelResource``)."""
-    return name in ("cpu", "memory") or name.startswith("hugepages-")
-
-
-def effective_requests(
-    containers: tuple[podspec.Container, ...],
-    init_containers: tuple[podspec.Container, ...],
-    overhead: Mapping[str, int],
-    pod_resources: podspec.PodResources | None = None,
-) -> quantity.ResourceList:
-    """The kube-scheduler's pod request (per resource, in milli-units).
-
-    ``max(sum(regular) + sum(sidecars), max_i(init_i + sidecars started before i)) + overhead``,
-    plus ``pods: 1000`` (the pod itself). Sidecars are init containers with ``restartPolicy:
-    Always``; they keep running, so they add to everything that starts after them.
-
-    Pod-level resources (``spec.resources``, Kubernetes 1.34, component-helpers ``PodRequests``
-    and the API server's ``defaultPodRequests``): for cpu, memory and hugepages, a pod-level
-    request replaces the containers' sum; a pod-level limit without a pod-level request is the
-    request when no container requests that resource. The overhead is added after.
-    """
-    total: dict[str, int] = {}
-    for c in containers:
-        for k, v in c.requests.items():
-            total[k] = total.get(k, 0) + v
-    if init_containers:
-        sidecars: dict[str, int] = {}
-        init_peak: dict[str, int] = {}
-        for c in init_containers:
-            if c.restart_policy == "Always":
-                for k, v in c.requests.items():
-                    total[k] = total.get(k, 0) + v
-                    sidecars[k] = sidecars.get(k, 0) + v
-                step: Mapping[str, int] = sidecars
-            else:
-                step = quantity.add(c.requests, sidecars)
-            for k, v in step.items():
-                if v > init_peak.get(k, 0):
-                    init_peak[k] = v
-        for k, v in init_peak.items():
-            if v > total.get(k, 0):
-                total[k] = v
-    if pod_resources is not None:
-        for k, v in pod_resources.limits.items():
-            if is_pod_level_resource(k) and k not in total and k not in pod_resources.requests:
-                total[k] = v
-        for k, v in pod_resources.requests.items():
-            if is_pod_level_resource(k):
-                total[k] = v
-    for k, v in overhead.items():
-        total[k] = total.get(k, 0) + v
-    total[PODS_RESOURCE] = total.get(PODS_RESOURCE, 0) + quantity.MILLI
-    return total
 
 
 _STATUS_FIELDS = frozenset({"metadata", "node_name", "phase", "conditions", "start_time"})
@@ -166,10 +109,11 @@ class Pod:
 
     @property
     def requests(self) -> quantity.ResourceList:
-        """The effective request (see :func:`effective_requests`); cached, read-only."""
+        """The effective request (:func:`karpy.api.podrequests.effective_requests`); cached, read-only."""
         cached = self._requests
         if cached is None:
-            cached = effective_requests(self.containers, self.init_containers, self.overhead, self.resources)
+            cached = podrequests.effective_requests(self.containers, self.init_containers, self.overhead,
+                                                    self.resources)
             object.__setattr__(self, "_requests", cached)
         return cached
 

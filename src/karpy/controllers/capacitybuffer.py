@@ -216,7 +216,8 @@ class Buffers:
 
     def _write(self, obj: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         _, namespace, name = interface.meta_key(obj)
-        patch = {k: status.get(k) for k in set(status) | set(obj.get("status") or {})}
+        old = obj.get("status") or {}  # the status's own order, then the fields it dropped (set to null)
+        patch = {k: status.get(k) for k in [*status, *(k for k in old if k not in status)]}
         try:
             return self.cluster.patch_status(cb.KIND, name, {"status": patch}, namespace)
         except kube_errors.NotFound:

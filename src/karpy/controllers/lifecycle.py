@@ -48,7 +48,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, inflight, launch_idempotency, ownership, runtime, state
+from karpy.controllers import claim_status, cloudcalls, inflight, launch_idempotency, ownership, runtime, state
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -61,7 +61,6 @@ log = logging.getLogger("karpy.controllers.lifecycle")
 NAME = "nodeclaim.lifecycle"
 BASE_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
-MAX_MESSAGE = 300
 WELL_KNOWN_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 REASON_ICE = "InsufficientCapacityError"
@@ -71,69 +70,6 @@ REASON_LAUNCH_TIMEOUT = "LaunchTimeout"
 REASON_REGISTRATION_TIMEOUT = "RegistrationTimeout"
 REASON_INVALID = "InvalidNodeClaim"
 LaunchHook = Callable[[dict[str, Any]], None]
-
-
-def truncate(message: str) -> str:
-    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "..."
-
-
-def set_condition(status: dict[str, Any], type_: str, value: str, now: float, reason: str = "",
-                  message: str = "") -> None:
-    """Put condition ``type_`` into a status dict; an unchanged status keeps its transition time.
-
-    ``status["conditions"]`` becomes a new list; the other conditions' dicts are not copied (they
-    are never changed, only replaced), and a condition that would not change stays the same dict."""
-    conditions = list(status.get("conditions") or ())
-    new: dict[str, Any] = {"type": type_, "status": value,
-                           "reason": reason or (type_ if value == "True" else "AwaitingReconciliation"),
-                           "lastTransitionTime": clock_mod.rfc3339(now)}
-    if message:
-        new["message"] = truncate(message)
-    for i, c in enumerate(conditions):
-        if c.get("type") == type_:
-            if c.get("status") == value and c.get("lastTransitionTime"):
-                new["lastTransitionTime"] = c["lastTransitionTime"]
-            if new != c:
-                conditions[i] = new
-            break
-    else:
-        conditions.append(new)
-    status["conditions"] = conditions
-
-
-def _settle_conditions(status: dict[str, Any], now: float) -> None:
-    """Every lifecycle condition is present (Unknown until known) and Ready follows the others."""
-    have: dict[Any, str] = {}
-    for c in status.get("conditions") or ():  # one pass; the first condition of a type counts
-        have.setdefault(c.get("type"), str(c.get("status")))
-    parts = []
-    for type_ in (nodeclaim_mod.LAUNCHED, nodeclaim_mod.REGISTERED, nodeclaim_mod.INITIALIZED):
-        if type_ not in have:
-            set_condition(status, type_, "Unknown", now)
-        parts.append(have.get(type_, "Unknown"))
-    if all(p == "True" for p in parts):
-        set_condition(status, nodeclaim_mod.READY, "True", now)
-    elif any(p == "False" for p in parts):
-        set_condition(status, nodeclaim_mod.READY, "False", now, "NotReady")
-    else:
-        set_condition(status, nodeclaim_mod.READY, "Unknown", now)
-
-
-_ABSENT = object()
-
-
-def _merge_patch_says(old: Mapping[str, Any], new: Mapping[str, Any], patch: Mapping[str, Any]) -> bool:
-    """Merging ``patch`` (``new``'s entries that are not ``old``'s own) into ``old`` gives ``new``:
-    nothing was removed, nothing is null (a merge patch's "remove"), and no mapping would be merged
-    into an existing one (which would keep entries the new mapping dropped)."""
-    if any(k not in new for k in old):
-        return False
-    return all(v is not None and (type(v) is not dict or (old.get(k) is None and _no_nulls(v)))
-               for k, v in patch.items())
-
-
-def _no_nulls(value: Mapping[str, Any]) -> bool:
-    return all(v is not None and (type(v) is not dict or _no_nulls(v)) for v in value.values())
 
 
 def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -208,7 +144,7 @@ class Lifecycle:
         if not claim.status.provider_id:
             return self._launch(claim)
         if not claim.is_true(nodeclaim_mod.LAUNCHED):
-            self._write_status(name, lambda s, now: set_condition(s, nodeclaim_mod.LAUNCHED, "True", now))
+            self._write_status(name, lambda s, now: claim_status.set_condition(s, nodeclaim_mod.LAUNCHED, "True", now))
         if not claim.is_true(nodeclaim_mod.REGISTERED):
             return self._register(name)
         if not claim.is_true(nodeclaim_mod.INITIALIZED):
@@ -226,41 +162,9 @@ class Lifecycle:
         return self.clock.now() if created is None else created
 
     def _write_status(self, name: str, mutate: Callable[[dict[str, Any], float], None]) -> dict[str, Any]:
-        """Mutate the NodeClaim's status and write it (optimistic: the watch-fed copy first, a fresh
-        read when that copy was stale).
+        """Mutate the NodeClaim's status and write it (:func:`claim_status.write`)."""
+        return claim_status.write(self.cluster, self.clock, self.state.raw("NodeClaim", name), name, mutate)
 
-        From the watch-fed copy the write is a merge patch of the changed status fields with the
-        copy's resourceVersion (Karpenter's optimistic-lock status patch): the fields it leaves
-        alone (capacity, allocatable after launch) are neither copied nor looked at again. When a
-        merge patch could not say it (a field removed or set to null, a mapping that would be
-        merged into an existing one) the whole status is written, as from a fresh read."""
-        cached = self.state.raw("NodeClaim", name)
-        if cached is not None:
-            old = cached.get("status") or {}
-            status = dict(old)  # shared: mutate a copy of the one level a write changes
-            now = self.clock.now()
-            mutate(status, now)
-            _settle_conditions(status, now)
-            patch = {k: v for k, v in status.items() if old.get(k, _ABSENT) is not v}
-            try:
-                if _merge_patch_says(old, status, patch):
-                    return self.cluster.patch_status("NodeClaim", name, {
-                        "metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]}, "status": patch})
-                obj = dict(cached)
-                obj["metadata"] = dict(cached.get("metadata") or {})
-                obj["status"] = status
-                return self.cluster.update_status(obj)
-            except kube_errors.Conflict:
-                pass
-        return self._mutate_and_write(self.cluster.get("NodeClaim", name), mutate)
-
-    def _mutate_and_write(self, obj: dict[str, Any], mutate: Callable[[dict[str, Any], float], None]
-                          ) -> dict[str, Any]:
-        status = obj.setdefault("status", {})
-        now = self.clock.now()
-        mutate(status, now)
-        _settle_conditions(status, now)
-        return self.cluster.update_status(obj)
 
     # --------------------------------------------------------------------------------- launch
 
@@ -293,7 +197,8 @@ class Lifecycle:
                         getattr(o, "zone", ""), "", getattr(o, "capacity_type", ""), "InsufficientCapacity").inc()
                 self.offerings.mark_unavailable(exc.offerings)
                 log.warning("lifecycle: NodeClaim %s: %s", claim.name, exc)
-                self._event(claim, events.WARNING, REASON_ICE, f"NodeClaim {claim.name} event: {truncate(str(exc))}")
+                self._event(claim, events.WARNING, REASON_ICE,
+                            f"NodeClaim {claim.name} event: {claim_status.truncate(str(exc))}")
                 self._delete(claim.name)
                 return None
             except Exception as exc:
@@ -306,7 +211,7 @@ class Lifecycle:
 
     def _launch_failed(self, claim: nodeclaim_mod.NodeClaim, exc: Exception, deadline: float) -> float | None:
         self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
-        message = truncate(str(exc) or type(exc).__name__)
+        message = claim_status.truncate(str(exc) or type(exc).__name__)
         retryable = cp_errors.is_retryable(exc) or not isinstance(exc, cp_errors.CloudProviderError)
         if isinstance(exc, cp_errors.NodeClassNotReadyError):
             self._event(claim, events.WARNING, REASON_NODECLASS_NOT_READY, f"NodeClaim {claim.name} event: {message}")
@@ -317,7 +222,7 @@ class Lifecycle:
             return None
         reason = str(getattr(exc, "reason", "") or REASON_LAUNCH_FAILED)
         with contextlib.suppress(kube_errors.NotFound):
-            self._write_status(claim.name, lambda s, now: set_condition(
+            self._write_status(claim.name, lambda s, now: claim_status.set_condition(
                 s, nodeclaim_mod.LAUNCHED, "False", now, reason, message))
         attempts = self._attempts.get(claim.name, 0)
         self._attempts[claim.name] = attempts + 1
@@ -345,7 +250,7 @@ class Lifecycle:
                 status["capacity"] = quantity.format_list(ls.capacity)
             if ls.allocatable:
                 status["allocatable"] = quantity.format_list(ls.allocatable)
-            set_condition(status, nodeclaim_mod.LAUNCHED, "True", now)
+            claim_status.set_condition(status, nodeclaim_mod.LAUNCHED, "True", now)
 
         stored = self._write_status(claim.name, mutate)
         pool = claim.nodepool_name or ""
@@ -394,7 +299,7 @@ class Lifecycle:
 
         def mutate(status: dict[str, Any], now: float) -> None:
             status["nodeName"] = node_name
-            set_condition(status, nodeclaim_mod.REGISTERED, "True", now)
+            claim_status.set_condition(status, nodeclaim_mod.REGISTERED, "True", now)
 
         self._write_status(name, mutate)
         pool = claim.nodepool_name or ""
@@ -460,7 +365,7 @@ class Lifecycle:
             return None
         if node.labels.get(wk.INITIALIZED) != "true":
             self.cluster.patch("Node", node.name, {"metadata": {"labels": {wk.INITIALIZED: "true"}}})
-        self._write_status(name, lambda s, now: set_condition(s, nodeclaim_mod.INITIALIZED, "True", now))
+        self._write_status(name, lambda s, now: claim_status.set_condition(s, nodeclaim_mod.INITIALIZED, "True", now))
         self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
         log.info("initialized nodeclaim", extra=logs.fields(
             NAME, NodeClaim=name, NodePool=claim.nodepool_name, Node=node.name,

@@ -48,7 +48,7 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import cloudcalls, drain, lifecycle, ownership, runtime, state, volume_detachment
+from karpy.controllers import claim_status, cloudcalls, drain, ownership, runtime, state, volume_detachment
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
@@ -470,7 +470,7 @@ class Termination:
             return
         status = dict(current.get("status") or {})
         before = status.get("conditions")
-        lifecycle.set_condition(status, type_, value, self.clock.now(), reason)
+        claim_status.set_condition(status, type_, value, self.clock.now(), reason)
         if status["conditions"] == before:
             return
         with contextlib.suppress(kube_errors.Conflict, kube_errors.NotFound):

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 import click
 
 from karpy.api import duration, errors
+from karpy.simulator import command_inputs
 
 OBJECTIVE_NAMES = {"cost": "cost", "p95-pending": "p95Pending", "disruptions": "disruptionsPerHour",
                    "nodes-launched": "nodesLaunched"}
@@ -41,14 +42,6 @@ def _fail(problems: Any, what: str = "karpy design cannot run") -> NoReturn:
     for e in problems:
         click.echo(f"  {e}", err=True)
     sys.exit(2)
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.FileError(path, hint=str(exc)) from None
 
 
 @click.command("design")
@@ -103,23 +96,13 @@ def design_command(inputs: tuple[str, ...], space_file: str, trace_file: str | N
     assert until is not None
     bounds = trials_mod.Bounds(max_p95_pending=_seconds("--max-p95-pending", max_p95_pending, allow_zero=True),
                                max_disruptions_per_hour=max_disruptions_per_hour)
-    sources = [(f, _read(f)) for f in inputs]
+    sources = [(f, command_inputs.read_file(f)) for f in inputs]
     if kubeconfig:
-        from karpy.kube import errors as kube_errors
-        from karpy.simulator import whatif_live
-
-        try:
-            live, notes = whatif_live.read(kubeconfig, context)
-        except (kube_errors.KubeError, errors.ValidationError) as exc:
-            click.echo(f"Error: cannot read the cluster of {kubeconfig}: {exc}", err=True)
-            sys.exit(3)
-        sources = [live]
-        for note in notes:
-            click.echo(f"Warning: {note}", err=True)
+        sources = [command_inputs.read_live_cluster(kubeconfig, context)]
     try:
         sp = space_mod.load(space_file)
-        scn = inputs_mod.load(sources, trace=(trace_file, _read(trace_file)) if trace_file else None, until=until,
-                              cluster_name=cluster_name)
+        trace = (trace_file, command_inputs.read_file(trace_file)) if trace_file else None
+        scn = inputs_mod.load(sources, trace=trace, until=until, cluster_name=cluster_name)
         target = nodepools.resolve(sp, scn)
     except errors.ValidationError as exc:
         _fail(exc.errors)

@@ -38,7 +38,7 @@ from typing import Any
 from karpy import settings as settings_mod
 from karpy.api import duration, errors, manifest
 from karpy.kube import interface
-from karpy.simulator import scenario, whatif_state
+from karpy.simulator import scenario, scenario_steps, whatif_state
 
 TRACE_KIND = "Trace"
 TRACE_COLUMNS = ("at", "namespace", "deployment", "replicas")
@@ -203,14 +203,14 @@ def with_trace(scn: scenario.Scenario, rows: Sequence[TraceRow], *, source: str)
     for i, row in enumerate(rows):
         key = (row.namespace, row.deployment)
         if key in deployments:
-            action = scenario.Scale("Deployment", row.namespace, row.deployment, row.replicas)
+            action = scenario_steps.Scale("Deployment", row.namespace, row.deployment, row.replicas)
         elif key in replicasets:
-            action = scenario.Scale("ReplicaSet", row.namespace, replicasets[key], row.replicas)
+            action = scenario_steps.Scale("ReplicaSet", row.namespace, replicasets[key], row.replicas)
         else:
             problems.append(errors.FieldError(source, f"row {i + 1} ({row.namespace}/{row.deployment})",
                                               "a Deployment of the input", row.deployment))
             continue
-        steps.append(scenario.Step(row.at, action, first + i))
+        steps.append(scenario_steps.Step(row.at, action, first + i))
     if problems:
         raise errors.ValidationError(problems)
     steps.sort(key=lambda s: (s.at, s.index))

@@ -33,7 +33,7 @@ from karpy.api import errors, labels, quantity
 from karpy.cloudprovider import catalog
 from karpy.design import space as space_mod
 from karpy.kube import interface
-from karpy.simulator import scenario
+from karpy.simulator import scenario, scenario_steps
 
 LABEL_KEYS: dict[str, tuple[str, ...]] = {
     "instanceCategory": (labels.AWS_INSTANCE_CATEGORY,),
@@ -209,9 +209,9 @@ def scenario_with(scn: scenario.Scenario, target: Target, pools: Sequence[dict[s
     objects = [o for o in scn.objects if not (o.get("kind") == "NodePool" and interface.name_of(o) == base)]
     if split != space_mod.NO_SPLIT:
         objects = [_pinned(o, str(split)) for o in objects]
-        steps = tuple(dataclasses.replace(s, action=scenario.Apply(tuple(_pinned(o, str(split)) for o in
+        steps = tuple(dataclasses.replace(s, action=scenario_steps.Apply(tuple(_pinned(o, str(split)) for o in
                                                                          s.action.objects)))
-                      if isinstance(s.action, scenario.Apply) else s for s in scn.steps)
+                      if isinstance(s.action, scenario_steps.Apply) else s for s in scn.steps)
         scn = dataclasses.replace(scn, steps=steps)
     return dataclasses.replace(scn, objects=tuple([*objects, *(copy.deepcopy(p) for p in pools)]))
 
@@ -264,11 +264,11 @@ def _peaks(scn: scenario.Scenario, split_keys: Sequence[str]) -> dict[str, float
     peak = total()
     for step in scn.steps:
         a = step.action
-        if isinstance(a, scenario.Scale):
+        if isinstance(a, scenario_steps.Scale):
             replicas[(a.kind, a.namespace, a.name)] = a.replicas
-        elif isinstance(a, scenario.Apply):
+        elif isinstance(a, scenario_steps.Apply):
             add(a.objects)
-        elif isinstance(a, scenario.Delete):
+        elif isinstance(a, scenario_steps.Delete):
             replicas.pop((a.kind, a.namespace or "default", a.name), None)
         else:
             continue

@@ -32,7 +32,7 @@ from typing import Any
 from karpy import clock as clock_mod
 from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import lifecycle, state
+from karpy.controllers import claim_status, state
 from karpy.disruption import changes, drift
 from karpy.kube import errors as kube_errors
 from karpy.kube import interface
@@ -215,7 +215,7 @@ class DriftMarker:
         if reason is None:
             status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != nodeclaim.DRIFTED]
         else:
-            lifecycle.set_condition(status, nodeclaim.DRIFTED, "True", self.clock.now(), reason)
+            claim_status.set_condition(status, nodeclaim.DRIFTED, "True", self.clock.now(), reason)
         try:
             self.cluster.patch_status("NodeClaim", claim.name, {"status": {"conditions": status["conditions"]}})
         except kube_errors.NotFound:

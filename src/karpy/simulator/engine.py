@@ -28,13 +28,12 @@ recorded in ``Result.notes``, never raised.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy import clock as clock_mod
+from karpy import settings as settings_mod
 from karpy.api import duration, labels, nodeclass, nodepool
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider.azure import nap
@@ -57,12 +56,11 @@ from karpy.simulator import (
     real_cloud,
     run_result,
     scenario,
+    scenario_steps,
     volume_attachments,
     volumes,
     workloads,
 )
-
-log = logging.getLogger("karpy.simulator")
 
 Progress = Callable[[float, float], None]
 """``progress(virtual seconds done, virtual seconds in total)``."""
@@ -102,29 +100,14 @@ Result = run_result.Result
 # ------------------------------------------------------------------------------ karpy wiring
 
 
-def register_karpy(manager: runtime.Manager, **env: Any) -> list[str]:
-    """Register karpy's controllers with ``manager`` through ``karpy.operator.register_all``.
-
-    ``env`` holds everything a controller may need (``cluster``, ``cloud``, ``clock``,
-    ``settings``, ``metrics``, ``interruption_queue``, ``rng``...); only the parameters
-    ``register_all`` declares are passed. Returns the names of the controllers registered
-    (empty when ``register_all`` does not exist yet).
-    """
+def register_karpy(manager: runtime.Manager, *, cluster: interface.Cluster, cloud: Any, clock: clock_mod.Clock,
+                   settings: settings_mod.Settings, metrics: metrics_mod.Metrics) -> list[str]:
+    """Register karpy's controllers with ``manager`` through the one composition root,
+    :func:`karpy.operator.register_all` (as ``karpy controller`` does); the names of the controllers registered."""
     from karpy import operator
 
-    register_all = getattr(operator, "register_all", None)
-    if register_all is None:
-        log.warning("karpy.operator.register_all is missing: running the world without karpy")
-        return []
     before = set(manager.controllers)
-    params = inspect.signature(register_all).parameters
-    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    kwargs = {k: v for k, v in env.items() if takes_all or k in params}
-    first = next(iter(params.values()), None)
-    if first is not None and first.name in ("manager", "mgr") and first.name not in kwargs:
-        register_all(manager, **kwargs)
-    else:
-        register_all(**{"manager": manager, **kwargs} if takes_all or "manager" in params else kwargs)
+    operator.register_all(manager, cluster, cloud, clock, settings, metrics=metrics)
     return sorted(set(manager.controllers) - before)
 
 
@@ -233,10 +216,9 @@ class Simulation:
                                             self._register_faulty)
             self.karpy_controllers = self.chaos.start()
         elif self._karpy:
-            self.karpy_controllers = register_karpy(
-                self.manager, cluster=self.cluster, cloud=self.bridge, cloud_provider=self.bridge,
-                clock=self.clock, settings=self.scenario.settings, metrics=self.metrics,
-                interruption_queue=self.bridge, rng=random.Random(self._seeds[5]))
+            self.karpy_controllers = register_karpy(self.manager, cluster=self.cluster, cloud=self.bridge,
+                                                    clock=self.clock, settings=self.scenario.settings,
+                                                    metrics=self.metrics)
         if self.autoscaler == "cluster-autoscaler":
             self.cluster_autoscaler = self._cluster_autoscaler()
             self.cluster_autoscaler.register(self.manager)
@@ -253,9 +235,8 @@ class Simulation:
             nap.ensure(self.cluster)
 
     def _register_faulty(self, manager: runtime.Manager, cluster: Any, cloud: Any) -> list[str]:
-        return register_karpy(manager, cluster=cluster, cloud=cloud, cloud_provider=cloud, clock=self.clock,
-                              settings=self.scenario.settings, metrics=self.metrics, interruption_queue=cloud,
-                              rng=random.Random(self._seeds[5]))
+        return register_karpy(manager, cluster=cluster, cloud=cloud, clock=self.clock,
+                              settings=self.scenario.settings, metrics=self.metrics)
 
     def _cluster_autoscaler(self) -> Any:
         """Cluster Autoscaler over the scenario's node groups (``spec.clusterAutoscaler`` or derived)."""
@@ -318,28 +299,28 @@ class Simulation:
 
     # -------------------------------------------------------------------------------- steps
 
-    def _run_step(self, step: scenario.Step) -> None:
+    def _run_step(self, step: scenario_steps.Step) -> None:
         a = step.action
         self.note(f"step {step.index}: {step.describe}")
-        if isinstance(a, scenario.Scale):
+        if isinstance(a, scenario_steps.Scale):
             try:
                 self.cluster.patch(a.kind, a.name, {"spec": {"replicas": a.replicas}}, a.namespace)
             except errors.NotFound:
                 self.note(f"step {step.index}: {a.kind} {a.namespace}/{a.name} does not exist")
-        elif isinstance(a, scenario.Apply):
+        elif isinstance(a, scenario_steps.Apply):
             self._apply(a.objects)
-        elif isinstance(a, scenario.Delete):
+        elif isinstance(a, scenario_steps.Delete):
             try:
                 self.cluster.delete(a.kind, a.name, a.namespace)
             except errors.NotFound:
                 self.note(f"step {step.index}: {a.kind} {a.name} does not exist")
-        elif isinstance(a, scenario.Interrupt):
+        elif isinstance(a, scenario_steps.Interrupt):
             self._interrupt(step, a)
         else:
             until = self.clock.now() + a.duration
             self.bridge.mark_insufficient(a.instance_type, a.zone, a.capacity_type, until)
 
-    def _interrupt(self, step: scenario.Step, a: scenario.Interrupt) -> None:
+    def _interrupt(self, step: scenario_steps.Step, a: scenario_steps.Interrupt) -> None:
         if a.node:
             try:
                 n = self.cluster.get("Node", a.node)

@@ -40,102 +40,28 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from karpy import settings as settings_mod
-from karpy.api import capacityreservation, duration, errors, fields, labels, manifest, strict
+from karpy.api import capacityreservation, duration, errors, fields, manifest, strict
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import commitments as commitments_mod
-from karpy.cloudprovider import interface as cloud_interface
 from karpy.cloudprovider.fake import reservations as fake_reservations
 from karpy.simulator import faultspec, scenario_schema
 from karpy.simulator import limits as limits_mod
+from karpy.simulator import scenario_steps as steps_mod
 
-API_VERSION = "karpy.io/v1alpha1"
-KIND = "Scenario"
+API_VERSION = scenario_schema.API_VERSION
+KIND = scenario_schema.KIND
 
 PROVIDERS: Mapping[str, str] = {
     "aws": "aws", "azure": "azure", "kwok": "kwok", "fake": "benchmark", "benchmark": "benchmark",
 }
 """``spec.cloud.provider`` -> the built-in instance-type catalog it simulates."""
 
-SCALABLE_KINDS = ("Deployment", "ReplicaSet", "NodePool")
-"""Kinds a ``scale`` step sets ``spec.replicas`` of (a NodePool: a static one, ``kubectl scale nodepool``)."""
-CLUSTER_SCOPED = frozenset({"NodePool"})
-CAPACITY_TYPES = (labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED)
-ACTIONS = ("scale", "apply", "delete", "interrupt", "insufficientCapacity")
-
 DEFAULT_LAUNCH_LATENCY = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Scale:
-    kind: str
-    namespace: str
-    name: str
-    replicas: int
-
-
-@dataclass(frozen=True, slots=True)
-class Apply:
-    objects: tuple[dict[str, Any], ...]
-    """The manifests in their newest (v1) form, as the API server would store them."""
-
-
-@dataclass(frozen=True, slots=True)
-class Delete:
-    kind: str
-    namespace: str
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class Interrupt:
-    node: str
-    """A node name, or ``""`` to take the first node (by name) matching ``node_selector``."""
-    kind: str
-    node_selector: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class InsufficientCapacity:
-    instance_type: str
-    zone: str
-    capacity_type: str
-    duration: float
-    """Seconds the offering stays out of capacity."""
-
-
-Action = Scale | Apply | Delete | Interrupt | InsufficientCapacity
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    at: float
-    """Seconds after the start of the simulation."""
-    action: Action
-    index: int
-    """Position in ``spec.steps`` (0-based), for messages."""
-
-    @property
-    def describe(self) -> str:
-        a = self.action
-        if isinstance(a, Scale):
-            return f"scale {a.kind} {(a.namespace + '/') if a.namespace else ''}{a.name} to {a.replicas}"
-        if isinstance(a, Apply):
-            return "apply " + ", ".join(f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}"
-                                        for o in a.objects)
-        if isinstance(a, Delete):
-            return f"delete {a.kind} {(a.namespace + '/') if a.namespace else ''}{a.name}"
-        if isinstance(a, Interrupt):
-            target = a.node or "first node with " + ",".join(f"{k}={v}" for k, v in a.node_selector)
-            return f"interrupt {target} ({a.kind})"
-        return (f"insufficient capacity for {a.instance_type} {a.capacity_type} in {a.zone} "
-                f"for {duration.format_duration(a.duration)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +101,7 @@ class Scenario:
     launch_latency: float
     objects: tuple[dict[str, Any], ...]
     """Every document but the scenario, in file order, in v1 form."""
-    steps: tuple[Step, ...]
+    steps: tuple[steps_mod.Step, ...]
     warnings: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
     """The scenario document as written."""
@@ -222,24 +148,12 @@ def _label(index: int, kind: str, name: str) -> str:
     return f"document {index} ({kind}/{name})"
 
 
-_SAFE_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def _dump(d: Any) -> str:
-    return str(yaml.dump(d, Dumper=_SAFE_DUMPER, sort_keys=False))
-
-
-def _is_scenario(d: Any) -> bool:
-    return isinstance(d, Mapping) and d.get("kind") == KIND and \
-        str(d.get("apiVersion", "")).startswith("karpy.io/")
-
-
 def load_text(text: str, *, source: str = "<input>", until: float | None = None,
               limits: limits_mod.Limits | None = None) -> Scenario:
     """Parse and validate a scenario text; see :func:`load`."""
     raw_docs = manifest.parse_yaml(text, source, string_keys=False)  # spec.clusterAutoscaler.priorities
     problems: list[errors.FieldError] = []
-    scenario_docs = [(i + 1, d) for i, d in enumerate(raw_docs) if _is_scenario(d)]
+    scenario_docs = [(i + 1, d) for i, d in enumerate(raw_docs) if scenario_schema.is_scenario(d)]
     if len(scenario_docs) != 1:
         found = "none" if not scenario_docs else \
             "documents " + ", ".join(str(i) for i, _ in scenario_docs)
@@ -255,11 +169,11 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None,
 
     # Every other document goes through the manifest loader. Scenario documents are replaced by
     # empty ones so that document numbers stay those of the file.
-    rest = [None if _is_scenario(d) else d for d in raw_docs]
+    rest = [None if scenario_schema.is_scenario(d) else d for d in raw_docs]
     objects: list[dict[str, Any]] = []
     warnings: list[str] = []
     if any(d is not None for d in rest):
-        other_text = "\n".join("---\n" + (_dump(d) if d is not None else "")
+        other_text = "\n".join("---\n" + (steps_mod.dump_yaml(d) if d is not None else "")
                                for d in rest)
         try:
             loaded = manifest.load_documents(other_text, source=source)
@@ -279,9 +193,10 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None,
     if problems or scenario is None:
         raise errors.ValidationError(problems)
     limits = limits or limits_mod.DEFAULT
-    applied = [o for st in scenario.steps if isinstance(st.action, Apply) for o in st.action.objects]
+    applied = [o for st in scenario.steps if isinstance(st.action, steps_mod.Apply) for o in st.action.objects]
     scales = [(a.kind, a.namespace, a.name, a.replicas) for a in (st.action for st in scenario.steps)
-              if isinstance(a, Scale) and a.kind not in CLUSTER_SCOPED]  # a NodePool's replicas are nodes
+              if isinstance(a, steps_mod.Scale)
+              and a.kind not in steps_mod.CLUSTER_SCOPED]  # a NodePool's replicas are nodes
     limits_mod.check(source, limits_mod.requested_pods([*scenario.objects, *applied], scales), limits)
     return dataclasses.replace(scenario, limits=limits)
 
@@ -290,22 +205,6 @@ def _doc_name(d: Mapping[str, Any]) -> str:
     md = d.get("metadata")
     name = md.get("name") if isinstance(md, Mapping) else None
     return str(name) if name else "(unnamed)"
-
-
-def _duration(f: fields.Fields, key: str, *, required: bool = False,
-              default: float | None = None) -> float | None:
-    raw = f.raw(key)
-    if raw is None:
-        if required:
-            raise f.fail(key, duration.EXPECTED, None)
-        return default
-    try:
-        value = duration.parse_duration(raw)
-    except duration.DurationError:
-        raise f.fail(key, duration.EXPECTED, raw) from None
-    if value is None:
-        raise f.fail(key, duration.EXPECTED, raw)
-    return value
 
 
 def _collect(problems: list[errors.FieldError], fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -331,20 +230,21 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
         warnings.extend(f"NodeOverlay {_doc_name(o)}: the NodeOverlay feature gate is off (Karpenter's default; "
                         "spec.settings.featureGates: NodeOverlay=true); the object has no effect"
                         for o in objects if o.get("kind") == "NodeOverlay")
-    spec_until = _collect(problems, lambda: _duration(spec, "until", required=until is None))
+    spec_until = _collect(problems, lambda: steps_mod.read_duration(spec, "until", required=until is None))
     total = until if until is not None else spec_until
     if total is not None and total <= 0:
         problems.append(errors.FieldError(label, "spec.until", "a positive duration", spec.raw("until")))
     seed = _collect(problems, spec.int, "seed")
-    latency = _collect(problems, lambda: _duration(spec, "launchLatency", default=DEFAULT_LAUNCH_LATENCY))
+    latency = _collect(problems, lambda: steps_mod.read_duration(spec, "launchLatency",
+                                                                 default=DEFAULT_LAUNCH_LATENCY))
     faults = _collect(problems, faultspec.read, spec.raw("faults"), label)
 
-    known = _Known(objects)
+    known = steps_mod.Known(objects)
     if known.static and not settings.feature_gate("StaticCapacity"):
         warnings.extend(f"NodePool {name}: spec.replicas has no effect while the StaticCapacity feature gate is "
                         "off (settings featureGates: StaticCapacity=true); as in Karpenter, its nodes are not "
                         "launched and pods get none from it" for name in sorted(known.static))
-    steps: list[Step] = []
+    steps: list[steps_mod.Step] = []
     types: set[str] | None = None
     if cloud is not None:
         try:
@@ -354,8 +254,10 @@ def _read_scenario(doc: Mapping[str, Any], label: str, source: str, objects: lis
             problems.extend(dataclasses.replace(e, obj=label, path="spec.cloud." + e.path)
                             for e in exc.errors)
     for i, step_f in enumerate(spec.items("steps")):
-        step = _collect(problems, _read_step, step_f, i, known, cloud=cloud, types=types,
-                        source=source, warnings=warnings)
+        step = _collect(problems, steps_mod.read_step, step_f, i, known,
+                        catalog=cloud.catalog if cloud is not None else None,
+                        zones=cloud.zones if cloud is not None else (), types=types, source=source,
+                        warnings=warnings)
         if step is not None:
             steps.append(step)
     if total is not None:
@@ -413,118 +315,3 @@ def _read_cloud(f: fields.Fields) -> Cloud:
     return Cloud(provider=provider, region=region, zones=zones, commitments=commitments, endpoint_url=endpoint,
                  kubernetes_version=f.str("kubernetesVersion"), nap_mode=nap_mode,
                  capacity_reservations=reservations)
-
-
-class _Known:
-    """Objects that exist at a step's time because the scenario created them (for scale/delete)."""
-
-    def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
-        self.keys: set[tuple[str, str, str]] = set()
-        self.static: set[str] = set()
-        """NodePools created with ``spec.replicas`` (a scale step may set it)."""
-        self.add(objects)
-
-    def add(self, objects: Sequence[Mapping[str, Any]]) -> None:
-        for o in objects:
-            md = o.get("metadata") or {}
-            self.keys.add((str(o.get("kind")), str(md.get("namespace") or "default"), str(md.get("name"))))
-            if o.get("kind") == "NodePool":
-                spec = o.get("spec")
-                if isinstance(spec, Mapping) and spec.get("replicas") is not None:
-                    self.static.add(str(md.get("name")))
-                else:
-                    self.static.discard(str(md.get("name")))
-
-
-def _read_step(f: fields.Fields, index: int, known: _Known, *, cloud: Cloud | None, types: set[str] | None,
-               source: str, warnings: list[str]) -> Step:
-    at = _duration(f, "at", required=True)
-    assert at is not None
-    present = [a for a in ACTIONS if f.has(a)]
-    if len(present) != 1:
-        raise errors.ValidationError.single(
-            f.obj, f.path, "exactly one of " + ", ".join(ACTIONS) + " besides at",
-            ", ".join(present) if present else sorted(str(k) for k in f.data if k != "at") or None)
-    what = present[0]
-    if what == "scale":
-        s = f.sub("scale")
-        kind = s.req_str("kind")
-        if kind not in SCALABLE_KINDS:
-            raise s.fail("kind", " or ".join(SCALABLE_KINDS), kind)
-        ns = "" if kind in CLUSTER_SCOPED else s.str("namespace", "default") or "default"
-        name = s.req_str("name")
-        replicas = s.int("replicas", required=True)
-        assert replicas is not None
-        if not 0 <= replicas <= strict.MAX_INT32:
-            raise s.fail("replicas", f"an integer from 0 to {strict.MAX_INT32} (Kubernetes' int32)", replicas)
-        if kind in CLUSTER_SCOPED:
-            if (kind, "default", name) not in known.keys:
-                raise s.fail("name", f"a {kind} that the scenario creates before this step", name)
-            if name not in known.static:
-                raise s.fail("name", "a static NodePool (one with spec.replicas): Cannot transition NodePool "
-                                     "between static (replicas set) and dynamic (replicas unset) provisioning modes",
-                             name)
-        elif (kind, ns, name) not in known.keys:
-            raise s.fail("name", f"a {kind} in namespace {ns} that the scenario creates before this step",
-                         name)
-        return Step(at, Scale(kind, ns, name, replicas), index)
-    if what == "apply":
-        docs = f.list("apply")
-        if not docs:
-            raise f.fail("apply", "a non-empty list of manifests", f.raw("apply"))
-        text = "\n".join("---\n" + _dump(d) for d in docs)
-        try:
-            loaded = manifest.load_documents(text, source=source)
-        except errors.ValidationError as exc:
-            raise errors.ValidationError([_apply_error(f, e) for e in exc.errors]) from None
-        objs = tuple(o.raw for o in loaded.objects)
-        if any(_is_scenario(o) for o in objs):
-            raise f.fail("apply", "Kubernetes or Karpenter manifests (not a Scenario)", KIND)
-        warnings.extend(f"{f.obj}: {f.at('apply')}: {w}" for w in loaded.warnings)
-        known.add(objs)
-        return Step(at, Apply(objs), index)
-    if what == "delete":
-        s = f.sub("delete")
-        kind = s.req_str("kind")
-        name = s.req_str("name")
-        ns = s.str("namespace", "") or ""
-        return Step(at, Delete(kind, ns, name), index)
-    if what == "interrupt":
-        s = f.sub("interrupt")
-        node = s.str("node", "") or ""
-        selector = s.str_map("nodeSelector")
-        if bool(node) == bool(selector):
-            raise s.fail("node", "either node (a node name) or nodeSelector (labels), not both",
-                         node or None)
-        kind = s.str("kind", "SpotInterruption") or "SpotInterruption"
-        if kind not in cloud_interface.INTERRUPTION_KINDS:
-            raise s.fail("kind", "one of " + ", ".join(cloud_interface.INTERRUPTION_KINDS), kind)
-        return Step(at, Interrupt(node, kind, tuple(sorted(selector.items()))), index)
-    s = f.sub("insufficientCapacity")
-    it = s.req_str("instanceType")
-    zone = s.req_str("zone")
-    ct = s.str("capacityType", labels.CAPACITY_TYPE_ON_DEMAND) or labels.CAPACITY_TYPE_ON_DEMAND
-    if ct not in CAPACITY_TYPES:
-        raise s.fail("capacityType", "one of " + ", ".join(CAPACITY_TYPES), ct)
-    for_ = _duration(s, "for", required=True)
-    assert for_ is not None
-    if types is not None and it not in types:
-        raise s.fail("instanceType", f"an instance type of the {cloud.catalog if cloud else ''} catalog", it)
-    if cloud is not None and cloud.zones and zone not in cloud.zones:
-        raise s.fail("zone", "one of spec.cloud.zones (" + ", ".join(cloud.zones) + ")", zone)
-    return Step(at, InsufficientCapacity(it, zone, ct, for_), index)
-
-
-def _apply_error(f: fields.Fields, e: errors.FieldError) -> errors.FieldError:
-    """Re-home an error of an applied manifest under the scenario document and the step's path."""
-    # e.obj is "<source> document N ..." or "document N (Kind/name)"; N counts the apply list.
-    where = e.obj
-    marker = "document "
-    item = where[where.find(marker) + len(marker):] if marker in where else where
-    number, _, rest = item.partition(" ")
-    try:
-        pos = int(number) - 1
-    except ValueError:
-        return errors.FieldError(f.obj, f"{f.at('apply')}: {e.path}", e.expected, e.found)
-    rest = f" {rest.strip()}" if rest.strip() else ""
-    return errors.FieldError(f.obj, f"{f.at('apply')}[{pos}]{rest}: {e.path}", e.expected, e.found)

@@ -10,6 +10,11 @@ Notation of :mod:`karpy.api.karpenter_fields`. ``spec.settings`` is checked by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+API_VERSION = "karpy.io/v1alpha1"
+KIND = "Scenario"
 ROOT = "Scenario"
 
 MODELS: dict[str, dict[str, str]] = {
@@ -30,3 +35,9 @@ MODELS: dict[str, dict[str, str]] = {
     "ScenarioInterrupt": {"node": "str", "nodeSelector": "map:str", "kind": "str"},
     "ScenarioCapacity": {"instanceType": "str", "zone": "str", "capacityType": "str", "for": "str"},
 }
+
+
+def is_scenario(d: Any) -> bool:
+    """Whether document ``d`` is a Scenario (of any ``karpy.io`` version: a wrong one is reported later)."""
+    return isinstance(d, Mapping) and d.get("kind") == KIND and \
+        str(d.get("apiVersion", "")).startswith("karpy.io/")

@@ -5,7 +5,8 @@
 (``fake-it-0`` = 1 vCPU ... ``fake-it-7`` = 8 vCPU, spot in two zones, on-demand in three), the
 simulator's kubelet (nodes register ``launch_latency`` seconds after launch) and
 :func:`karpy.operator.register_all`, all on one :class:`~karpy.clock.VirtualClock`.
-:class:`Bridge` connects the cloud to the kubelet and can inject failures.
+:class:`Bridge` connects the cloud to the kubelet and can inject failures. :func:`register_recording`
+registers the controllers on a :class:`RecordingCluster`, which remembers the kinds they list or watch.
 """
 
 from __future__ import annotations
@@ -202,3 +203,34 @@ def requirement(claim: Mapping[str, Any], key: str) -> dict[str, Any] | None:
         if r["key"] == key:
             return dict(r)
     return None
+
+
+class RecordingCluster:
+    """The in-memory cluster, remembering which kinds were listed or watched."""
+
+    def __init__(self, inner: memory.InMemoryCluster) -> None:
+        self.inner = inner
+        self.kinds: set[str] = set()
+
+    def list(self, kind: str, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        self.kinds.add(kind)
+        return self.inner.list(kind, *args, **kwargs)
+
+    def watch(self, kind: str, handler: interface.WatchHandler) -> interface.Unsubscribe:
+        self.kinds.add(kind)
+        return self.inner.watch(kind, handler)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def register_recording(config: settings.Settings | None = None, *,
+                       nodeclass_kinds: tuple[str, ...] = ()) -> tuple[set[str], operator.Controllers]:
+    """Every controller registered (:func:`karpy.operator.register_all`) on a :class:`RecordingCluster` with
+    an AWS simulated cloud: the kinds they listed or watched, and the controllers."""
+    vclock = clock.VirtualClock()
+    cluster = RecordingCluster(memory.InMemoryCluster(vclock, rng=random.Random(1)))
+    manager = runtime.Manager(cluster, vclock)
+    cloud = fake_provider.SimulatedCloud(vclock, random.Random(2), catalog="aws")
+    built = operator.register_all(manager, cluster, cloud, vclock, config, nodeclass_kinds=nodeclass_kinds)
+    return cluster.kinds, built

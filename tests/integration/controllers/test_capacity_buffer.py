@@ -199,3 +199,34 @@ def test_the_provisioning_condition_says_new_capacity_first_then_that_the_buffer
     later = _condition(w.cluster.get(cb.KIND, "room", "default"), cb.PROVISIONING)
     assert (later["status"], later["reason"]) == ("True", cb.REASON_FITS_EXISTING)
     assert w.events("Nominated") == []  # virtual pods get no events
+
+
+_WRITE_ORDER = """
+import json
+from karpy import clock
+from karpy.controllers import capacitybuffer
+
+class Recorder:
+    def patch_status(self, kind, name, patch, namespace):
+        print(json.dumps(list(patch["status"])))
+        return patch
+
+buffers = capacitybuffer.Buffers(Recorder(), clock.VirtualClock())
+obj = {"metadata": {"name": "b", "namespace": "default"}, "status": {"stale": 1, "old": 2}}
+buffers._write(obj, {"replicas": 3, "conditions": [], "podTemplateRef": {}, "podTemplateGeneration": 1})
+"""
+
+
+def test_a_buffer_status_write_sends_its_fields_in_the_same_order_whatever_the_hash_seed() -> None:
+    """The status patch's keys were a set's order: ``karpy simulate`` printed CapacityBuffer status fields in
+    an order that changed from one process to the next (PYTHONHASHSEED)."""
+    import os
+    import subprocess
+    import sys
+
+    orders = set()
+    for seed in ("0", "1", "2", "3", "4"):
+        out = subprocess.run([sys.executable, "-c", _WRITE_ORDER], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed})
+        orders.add(out.stdout.strip())
+    assert orders == {'["replicas", "conditions", "podTemplateRef", "podTemplateGeneration", "stale", "old"]'}

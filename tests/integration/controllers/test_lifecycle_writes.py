@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from karpy import clock
-from karpy.controllers import lifecycle
+from karpy.controllers import claim_status, lifecycle
 from karpy.kube import memory, memory_objects
 
 _SCALAR = st.one_of(st.none(), st.text(max_size=3), st.integers(0, 3))
@@ -26,8 +26,8 @@ def test_a_patch_said_to_express_a_new_status_merges_into_exactly_it(old: dict[s
     new.update(changes)
     for k in drop:
         new.pop(k, None)
-    patch = {k: v for k, v in new.items() if old.get(k, lifecycle._ABSENT) is not v}
-    if lifecycle._merge_patch_says(old, new, patch):
+    patch = {k: v for k, v in new.items() if old.get(k, claim_status.ABSENT) is not v}
+    if claim_status.merge_patch_says(old, new, patch):
         merged = memory_objects.merge_patch(old, patch)
         assert merged == new and list(merged) == list(new)
 
@@ -56,7 +56,7 @@ def test_a_status_write_from_a_stale_copy_is_redone_on_a_fresh_read() -> None:
 
     lc = object.__new__(lifecycle.Lifecycle)
     lc.cluster, lc.state, lc.clock = cluster, Stale(), clock.VirtualClock()  # type: ignore[assignment]
-    stored = lc._write_status("c", lambda s, now: lifecycle.set_condition(s, "Launched", "True", now))
+    stored = lc._write_status("c", lambda s, now: claim_status.set_condition(s, "Launched", "True", now))
     assert stored["status"]["imageID"] == "ami-1"  # the other writer's field survived
     assert [c["type"] for c in stored["status"]["conditions"]] == ["Launched", "Registered", "Initialized", "Ready"]
     assert stored["status"]["capacity"] == {"cpu": "1"}

@@ -5,47 +5,20 @@ only with the ``NodeOverlay`` gate (``controllers.go``), status conditions ``Val
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
-from karpy import clock, operator, settings
+from karpy import settings
 from karpy.cloudprovider import overlay_provider
-from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import nodeoverlay as controller_mod
-from karpy.controllers import runtime
-from karpy.kube import interface, memory
 
 from . import builders
 
 GATE_ON = settings.Settings(cluster_name="test", feature_gates=(("NodeOverlay", True),))
 
 
-class Recording:
-    """The in-memory cluster, remembering which kinds were listed or watched."""
-
-    def __init__(self, inner: memory.InMemoryCluster) -> None:
-        self.inner = inner
-        self.kinds: set[str] = set()
-
-    def list(self, kind: str, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        self.kinds.add(kind)
-        return self.inner.list(kind, *args, **kwargs)
-
-    def watch(self, kind: str, handler: interface.WatchHandler) -> interface.Unsubscribe:
-        self.kinds.add(kind)
-        return self.inner.watch(kind, handler)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def _touched(gates: settings.Settings) -> tuple[set[str], Any]:
-    vclock = clock.VirtualClock()
-    cluster = Recording(memory.InMemoryCluster(vclock, rng=random.Random(1)))
-    manager = runtime.Manager(cluster, vclock)
-    cloud = fake_provider.SimulatedCloud(vclock, random.Random(2), catalog="aws")
-    built = operator.register_all(manager, cluster, cloud, vclock, gates)
-    return cluster.kinds, built.provisioner.cloud
+    kinds, built = builders.register_recording(gates)
+    return kinds, built.provisioner.cloud
 
 
 def _overlay(name: str, price: str, weight: int = 10, **meta: Any) -> dict[str, Any]:

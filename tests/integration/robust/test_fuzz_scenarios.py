@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from karpy.api import errors
 from karpy.simulator import engine, output, scenario
+from support import fuzzing
 
 EXAMPLES = int(os.environ.get("KARPY_FUZZ_EXAMPLES", "25"))
 
@@ -47,26 +48,12 @@ HOSTILE = st.one_of(st.none(), st.booleans(), st.integers(-5, 40), st.floats(all
                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
-
-
 @st.composite
 def mutated(draw: st.DrawFn) -> list[Any]:
     docs: list[Any] = copy.deepcopy(DOCS)
     for _ in range(draw(st.integers(1, 2))):
-        paths = [p for p in _paths(docs) if len(p) > 1]
-        path = draw(st.sampled_from(paths))
-        parent: Any = docs
-        for k in path[:-1]:
-            parent = parent[k]
+        path = draw(st.sampled_from([p for p in fuzzing.paths(docs) if len(p) > 1]))
+        parent = fuzzing.parent_of(docs, path)
         if draw(st.booleans()):
             parent[path[-1]] = draw(HOSTILE)
         else:

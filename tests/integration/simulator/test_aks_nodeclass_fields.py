@@ -10,52 +10,20 @@ import pytest
 
 from karpy.api import labels, quantity
 from karpy.simulator import engine, scenario
+from support import scenario_docs
 
-SCENARIO = """
-apiVersion: karpy.io/v1alpha1
-kind: Scenario
-metadata: {{name: aks-fields}}
-spec:
-  cloud: {{provider: azure, region: southcentralus}}
-  until: 3m
-  seed: 1
-  steps:
-  - at: 10s
-    scale: {{kind: Deployment, namespace: default, name: web, replicas: 2}}
----
-apiVersion: karpenter.azure.com/v1beta1
-kind: AKSNodeClass
-metadata: {{name: default}}
-spec: {spec}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: default}}
-spec:
-  template:
-    spec:
-      nodeClassRef: {{group: karpenter.azure.com, kind: AKSNodeClass, name: default}}
-      requirements:
-      - {{key: karpenter.azure.com/sku-family, operator: In, values: [D]}}
-      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-      - {{key: kubernetes.io/arch, operator: In, values: [amd64, arm64]}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web, namespace: default}}
-spec:
-  replicas: 0
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers:
-      - {{name: web, image: nginx, resources: {{requests: {{cpu: 500m, memory: 1Gi}}}}}}
-"""
+
+def _text(spec: str) -> str:
+    return scenario_docs.documents(
+        scenario_docs.scenario("aks-fields", "{provider: azure, region: southcentralus}", until="3m", replicas=2),
+        scenario_docs.node_class("karpenter.azure.com/v1beta1", "AKSNodeClass", spec),
+        scenario_docs.nodepool(scenario_docs.AKS_REF, [scenario_docs.D_FAMILY, scenario_docs.ON_DEMAND,
+                                                       scenario_docs.arch("amd64", "arm64")]),
+        scenario_docs.WEB)
 
 
 def _run(spec: str) -> tuple[list[dict[str, Any]], Any]:
-    result = engine.Simulation(scenario.load_text(SCENARIO.format(spec=spec))).run()
+    result = engine.Simulation(scenario.load_text(_text(spec))).run()
     return result.objects["nodes"], result
 
 
@@ -124,7 +92,7 @@ spec:
 
 @pytest.mark.parametrize(("mode", "launched"), [("None", True), ("Driver", False)])
 def test_an_amd_gpu_pod_gets_a_node_only_when_the_node_class_installs_no_driver(mode: str, launched: bool) -> None:
-    text = SCENARIO.format(spec=f"{{imageFamily: Ubuntu2204, gpu: {{mode: {mode}}}}}").replace(
+    text = _text(f"{{imageFamily: Ubuntu2204, gpu: {{mode: {mode}}}}}").replace(
         "values: [D]}", "values: [N]}") + AMD_POD
     result = engine.Simulation(scenario.load_text(text)).run()
     gpu_nodes = [n for n in result.objects["nodes"]

@@ -8,49 +8,19 @@ from karpy.api import errors, labels
 from karpy.cloudprovider import catalog
 from karpy.cloudprovider.azure import instancetypes
 from karpy.simulator import engine, scenario
+from support import scenario_docs
 
-SCENARIO = """
-apiVersion: karpy.io/v1alpha1
-kind: Scenario
-metadata: {{name: aks-{region}}}
-spec:
-  cloud: {{provider: azure, region: {region}}}
-  until: 3m
-  seed: 1
-  steps:
-  - at: 10s
-    scale: {{kind: Deployment, namespace: default, name: web, replicas: 3}}
----
-apiVersion: karpenter.azure.com/v1alpha2
-kind: AKSNodeClass
-metadata: {{name: default}}
-spec: {{imageFamily: Ubuntu2204, osDiskSizeGB: 128}}
----
-apiVersion: karpenter.sh/v1beta1
-kind: NodePool
-metadata: {{name: default}}
-spec:
-  template:
-    spec:
-      nodeClassRef: {{name: default}}
-      requirements:
-      - {{key: karpenter.azure.com/sku-family, operator: In, values: [D]}}
-      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-      - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
-  disruption: {{consolidationPolicy: WhenUnderutilized, expireAfter: Never}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web, namespace: default}}
-spec:
-  replicas: 0
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers:
-      - {{name: web, image: nginx, resources: {{requests: {{cpu: 500m, memory: 1Gi}}}}}}
-"""
+
+def _text(region: str) -> str:
+    return scenario_docs.documents(
+        scenario_docs.scenario(f"aks-{region}", f"{{provider: azure, region: {region}}}", until="3m", replicas=3),
+        scenario_docs.node_class("karpenter.azure.com/v1alpha2", "AKSNodeClass",
+                                 "{imageFamily: Ubuntu2204, osDiskSizeGB: 128}"),
+        scenario_docs.nodepool("{name: default}", [scenario_docs.D_FAMILY, scenario_docs.ON_DEMAND,
+                                                   scenario_docs.arch("amd64")],
+                               api_version="karpenter.sh/v1beta1",
+                               disruption="{consolidationPolicy: WhenUnderutilized, expireAfter: Never}"),
+        scenario_docs.WEB)
 
 
 def test_the_packaged_data_has_the_six_regions_of_the_shared_prices() -> None:
@@ -60,7 +30,7 @@ def test_the_packaged_data_has_the_six_regions_of_the_shared_prices() -> None:
 
 @pytest.mark.parametrize("region", instancetypes.regions())
 def test_a_d_family_node_is_launched_in_every_region(region: str) -> None:
-    result = engine.Simulation(scenario.load_text(SCENARIO.format(region=region))).run()
+    result = engine.Simulation(scenario.load_text(_text(region))).run()
     nodes = result.objects["nodes"]
     assert nodes, f"no node launched in {region}"
     types = {t.name: t for t in catalog.load("azure", region=region)}

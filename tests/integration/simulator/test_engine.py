@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from karpy.api import errors
-from karpy.simulator import engine, kube_scheduler, output, scenario
+from karpy.simulator import engine, kube_scheduler, output, scenario, scenario_steps
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "examples"
 SEED_SCENARIO = EXAMPLES / "eks-scale-out-v1alpha5.yaml"
@@ -81,8 +81,8 @@ def test_the_seed_scenario_loads_with_its_provisioner_converted_to_a_nodepool() 
     assert "NodePool" in kinds and "EC2NodeClass" in kinds and "Provisioner" not in kinds
     assert s.until == 900.0
     assert [(st.at, st.action) for st in s.steps] == [
-        (180.0, scenario.Scale("Deployment", "default", "app", 5)),
-        (480.0, scenario.Scale("Deployment", "default", "app", 1)),
+        (180.0, scenario_steps.Scale("Deployment", "default", "app", 5)),
+        (480.0, scenario_steps.Scale("Deployment", "default", "app", 1)),
     ]
     assert s.cluster_name == "sample-1-22"
     assert s.settings.batch_max_duration == 10.0

@@ -13,54 +13,19 @@ from karpy.cloudprovider import catalog
 from karpy.cloudprovider.azure import instancetypes as azure_types
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.simulator import engine, scenario
+from support import scenario_docs
 
-SCENARIO = """
-apiVersion: karpy.io/v1alpha1
-kind: Scenario
-metadata: {{name: regions}}
-spec:
-  cloud: {cloud}
-  until: 2m
-  seed: 1
-  steps:
-  - at: 5s
-    scale: {{kind: Deployment, namespace: default, name: web, replicas: 2}}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: default}}
-spec:
-  template:
-    spec:
-      nodeClassRef: {{group: {group}, kind: {kind}, name: default}}
-      requirements:
-      - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
----
-apiVersion: {group}/{version}
-kind: {kind}
-metadata: {{name: default}}
-spec: {spec}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web, namespace: default}}
-spec:
-  replicas: 0
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers:
-      - {{name: web, image: nginx, resources: {{requests: {{cpu: 500m, memory: 1Gi}}}}}}
-"""
-AWS = {"group": "karpenter.k8s.aws", "version": "v1", "kind": "EC2NodeClass",
-       "spec": "{amiSelectorTerms: [{alias: al2023@latest}], role: KarpenterNodeRole, "
-               "subnetSelectorTerms: [{tags: {x: y}}], securityGroupSelectorTerms: [{tags: {x: y}}]}"}
-AZURE = {"group": "karpenter.azure.com", "version": "v1beta1", "kind": "AKSNodeClass", "spec": "{}"}
+AWS = ("karpenter.k8s.aws", "v1", "EC2NodeClass", scenario_docs.EC2_SPEC)
+AZURE = ("karpenter.azure.com", "v1beta1", "AKSNodeClass", "{}")
 
 
-def _text(cloud: str, kinds: dict[str, str]) -> str:
-    return SCENARIO.format(cloud=cloud, **kinds)
+def _text(cloud: str, kinds: tuple[str, str, str, str]) -> str:
+    group, version, kind, spec = kinds
+    return scenario_docs.documents(
+        scenario_docs.scenario("regions", cloud, until="2m", replicas=2, at="5s"),
+        scenario_docs.nodepool(f"{{group: {group}, kind: {kind}, name: default}}", [scenario_docs.ON_DEMAND]),
+        scenario_docs.node_class(f"{group}/{version}", kind, spec),
+        scenario_docs.WEB)
 
 
 @pytest.mark.parametrize(("provider", "region", "zone"), [

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from karpy.api import errors, manifest
+from support import fuzzing
 
 EXAMPLES = int(os.environ.get("KARPY_FUZZ_EXAMPLES", "150"))
 """More with KARPY_FUZZ_EXAMPLES=4000 (what was run before committing)."""
@@ -80,36 +81,9 @@ HOSTILE = st.one_of(
 )
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
-
-
 @st.composite
 def mutated(draw: st.DrawFn) -> Any:
-    doc = copy.deepcopy(draw(st.sampled_from(BASES)))
-    for _ in range(draw(st.integers(1, 3))):
-        paths = [p for p in _paths(doc) if p]
-        if not paths:
-            return draw(HOSTILE)
-        path = draw(st.sampled_from(paths))
-        parent: Any = doc
-        for k in path[:-1]:
-            parent = parent[k]
-        op = draw(st.sampled_from(["replace", "rename", "drop"]))
-        if op == "replace":
-            parent[path[-1]] = draw(HOSTILE)
-        elif op == "rename" and isinstance(parent, dict):
-            parent[draw(st.one_of(st.text(max_size=6), st.integers(), st.booleans()))] = parent.pop(path[-1])
-        elif op == "drop":
-            del parent[path[-1]]
-    return doc
+    return fuzzing.mutate(draw, copy.deepcopy(draw(st.sampled_from(BASES))), HOSTILE, ["replace", "rename", "drop"])
 
 
 def _load(text: str) -> None:
@@ -141,7 +115,7 @@ def test_text_mutations_load_or_give_a_validation_error(doc: dict[str, Any], dat
 
 def _numeric_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Paths of every number and every string that starts with a digit (durations, quantities)."""
-    return [p for p in _paths(value, prefix) if p and _leaf_is_numeric(value, p)]
+    return [p for p in fuzzing.paths(value, prefix) if p and _leaf_is_numeric(value, p)]
 
 
 def _leaf_is_numeric(doc: Any, path: tuple[Any, ...]) -> bool:

@@ -163,12 +163,12 @@ def test_the_cache_takes_marks_from_many_threads_at_once() -> None:
 
 
 def test_the_simulated_cloud_names_azure_images_as_the_azure_provider_does() -> None:
-    from karpy.cloudprovider.fake import capacity
+    from karpy.cloudprovider.fake import images as fake_images
 
     for family in aksnodeclass.AKS_IMAGE_FAMILIES:
         for size_labels in ({}, {labels.ARCH: "arm64"}, {labels.AZURE_SKU_HYPERV_GENERATION: "1"}):
-            assert capacity.azure_image(family, "202602.10.0", size_labels) == images.image_for(
+            assert fake_images.azure_image(family, "202602.10.0", size_labels) == images.image_for(
                 family, "202602.10.0", size_labels)
-    assert "/2404gen2containerd/" in capacity.azure_image("Ubuntu2404", "1")
-    assert "AKSAzureLinux" in capacity.azure_image("AzureLinux", "1")
-    assert capacity.AZURE_DEFAULT_IMAGE_VERSION == images.DEFAULT_VERSION
+    assert "/2404gen2containerd/" in fake_images.azure_image("Ubuntu2404", "1")
+    assert "AKSAzureLinux" in fake_images.azure_image("AzureLinux", "1")
+    assert fake_images.AZURE_DEFAULT_IMAGE_VERSION == images.DEFAULT_VERSION

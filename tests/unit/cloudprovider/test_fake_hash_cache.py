@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from karpy.api import nodeclass
-from karpy.cloudprovider.fake import capacity
+from karpy.cloudprovider.fake import images
 
 
 def _nc(name: str, family: str) -> nodeclass.EC2NodeClass:
@@ -16,13 +16,13 @@ def _nc(name: str, family: str) -> nodeclass.EC2NodeClass:
 def test_a_nodeclass_hash_is_the_fresh_hash_for_each_model() -> None:
     a, b = _nc("a", "al2023"), _nc("b", "bottlerocket")
     for _ in range(2):
-        assert capacity.nodeclass_hash(a) == a.hash()
-        assert capacity.nodeclass_hash(b) == b.hash()
+        assert images.nodeclass_hash(a) == a.hash()
+        assert images.nodeclass_hash(b) == b.hash()
 
 
 def test_a_resolved_image_is_the_same_when_asked_again() -> None:
     a = _nc("a", "al2023")
-    first = capacity.resolve_image("aws", "us-west-2", a, None, {})
-    capacity._HASHES.clear()
-    assert capacity.resolve_image("aws", "us-west-2", a, None, {}) == first
-    assert capacity.resolve_image("aws", "us-west-2", a, None, {}) == first
+    first = images.resolve_image("aws", "us-west-2", a, None, {})
+    images._HASHES.clear()
+    assert images.resolve_image("aws", "us-west-2", a, None, {}) == first
+    assert images.resolve_image("aws", "us-west-2", a, None, {}) == first

@@ -6,7 +6,7 @@ import pytest
 
 from karpy.api import errors
 from karpy.design import inputs
-from karpy.simulator import scenario
+from karpy.simulator import scenario_steps
 from support import design_workload
 
 YAML_TRACE = """\
@@ -43,8 +43,8 @@ def test_a_trace_adds_scale_steps_to_a_scenario_and_must_name_its_deployments() 
     scn = inputs.load([("tiny.yaml", design_workload.SCENARIO)], trace=("t.csv", design_workload.TRACE_CSV),
                       until=1200)
     assert [(s.at, s.action) for s in scn.steps] == [
-        (300.0, scenario.Scale("Deployment", "default", "web", 10)),
-        (720.0, scenario.Scale("Deployment", "default", "web", 3))]
+        (300.0, scenario_steps.Scale("Deployment", "default", "web", 10)),
+        (720.0, scenario_steps.Scale("Deployment", "default", "web", 3))]
     assert scn.until == 1200
     with pytest.raises(errors.ValidationError) as exc:
         inputs.load([("tiny.yaml", design_workload.SCENARIO)],
@@ -96,4 +96,4 @@ def test_a_dump_becomes_a_workload_without_managed_nodes_and_its_trace_scales_th
     assert kinds == ["NodePool", "ReplicaSet"]  # the managed node is left for the designs to replace
     assert scn.cloud.provider == "aws" and scn.cloud.region == "us-east-1"
     [step] = scn.steps
-    assert (step.at, step.action) == (3600.0, scenario.Scale("ReplicaSet", "shop", "web-5d8f7", 9))
+    assert (step.at, step.action) == (3600.0, scenario_steps.Scale("ReplicaSet", "shop", "web-5d8f7", 9))

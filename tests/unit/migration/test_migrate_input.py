@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from karpy.api import errors
 from karpy.migration import nodegroups
+from support import fuzzing
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "migration"
 ASG = json.loads((FIXTURES / "asg-mixed.json").read_text())
@@ -89,34 +90,9 @@ JSON = st.recursive(
     max_leaves=8)
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
-
-
 @st.composite
 def mutated(draw: st.DrawFn) -> Any:
-    doc = copy.deepcopy(draw(st.sampled_from([ASG, EKS])))
-    for _ in range(draw(st.integers(1, 3))):
-        paths = [p for p in _paths(doc) if p]
-        if not paths:
-            return draw(JSON)
-        path = draw(st.sampled_from(paths))
-        parent: Any = doc
-        for k in path[:-1]:
-            parent = parent[k]
-        op = draw(st.sampled_from(["replace", "replace", "drop"]))
-        if op == "replace":
-            parent[path[-1]] = draw(JSON)
-        else:
-            del parent[path[-1]]
-    return doc
+    return fuzzing.mutate(draw, copy.deepcopy(draw(st.sampled_from([ASG, EKS]))), JSON, ["replace", "replace", "drop"])
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""The simulated cloud's launch model: instance records, capacity pools, offering choice, images.
+"""The simulated cloud's launch model: instance records, capacity pools, offering choice.
 
 Used by :mod:`karpy.cloudprovider.fake.provider`; pure (no I/O, no clock reads: callers pass
 ``now``). What a caller may rely on:
@@ -11,7 +11,6 @@ Used by :mod:`karpy.cloudprovider.fake.provider`; pure (no I/O, no clock reads: 
   until a time.
 * :func:`candidates` returns the offerings a NodeClaim may launch on, cheapest first, ties broken
   by instance type name, then zone, so the choice is deterministic.
-* :func:`resolve_image` is the image a launch gets (deterministic, no randomness).
 * :func:`matches` evaluates node selector requirements the way Karpenter's cloud providers filter
   instance types: a requirement on a label the provider defines (some instance type carries it,
   or it is zone / capacity type / region) must hold for the offering, a missing label counting as
@@ -24,14 +23,11 @@ Used by :mod:`karpy.cloudprovider.fake.provider`; pure (no I/O, no clock reads: 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from karpy.api import capacityreservation, labels, meta, nodeclaim, nodeclass, quantity, selectors, stored
+from karpy.api import capacityreservation, labels, meta, nodeclaim, nodeclass, quantity, selectors
 from karpy.cloudprovider import errors, instancetype
-from karpy.cloudprovider.azure import images as azure_images
 from karpy.scheduling import requirement
 
 NodeClass = nodeclass.EC2NodeClass | nodeclass.AKSNodeClass
@@ -129,27 +125,6 @@ class CapacityPools:
         out = {k for k, until in self.insufficient_until.items() if now < until}
         out.update(k for k, limit in self.limits.items() if self.running.get(k, 0) >= limit)
         return frozenset(out)
-
-
-_HASHES: stored.ByIdentity[str] = stored.ByIdentity(1024)
-"""Hashes by the identity of the frozen model hashed (the entry keeps it alive): the NodeClass of a
-stored version is parsed once, and every launch and drift check asks for its hash."""
-
-
-def _hash_once(model: Any, compute: Callable[[], str]) -> str:
-    return _HASHES.get(model, compute)
-
-
-def nodeclass_hash(nc: NodeClass) -> str:
-    """``nc.hash()``, computed once per NodeClass model (models are frozen)."""
-    return _hash_once(nc, nc.hash)
-
-
-def hash_annotation(nc: NodeClass) -> str:
-    """The annotation a NodeClaim carries its NodeClass's hash in."""
-    if isinstance(nc, nodeclass.EC2NodeClass):
-        return labels.NODECLASS_HASH_AWS
-    return labels.NODECLASS_HASH_AZURE
 
 
 def claim_of(inst: Instance) -> nodeclaim.NodeClaim:
@@ -328,51 +303,3 @@ def choose(cands: Sequence[Candidate], pools: CapacityPools, now: float
                 return c, failed
             failed.append(c.key)
     return None, [c.key for c in cands]
-
-
-AZURE_IMAGE_GALLERY = "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images"
-AZURE_DEFAULT_IMAGE_VERSION = azure_images.DEFAULT_VERSION
-
-
-def resolve_image(fmt: str, region: str, nc: NodeClass | None, published: str | None,
-                  node_labels: Mapping[str, str]) -> str:
-    """The image an instance with ``node_labels`` launched with NodeClass ``nc`` gets now.
-
-    In order: the first of an EC2NodeClass's ``status.amis`` whose requirements the labels meet
-    (else its first), an AKSNodeClass's pinned ``imageVersion``, the ``published`` image, and a
-    default derived from the region and the EC2NodeClass's ``amiSelectorTerms`` (so changing the
-    selector changes the image, as AMI resolution does).
-    """
-    if isinstance(nc, nodeclass.EC2NodeClass) and nc.status.amis:
-        for ami in nc.status.amis:
-            if all(requirement_holds(r, node_labels.get(r.key)) for r in ami.requirements):
-                return ami.id
-        return nc.status.amis[0].id
-    trusted = isinstance(nc, nodeclass.AKSNodeClass) and nc.trusted_launch()
-    if isinstance(nc, nodeclass.AKSNodeClass) and nc.image_version:
-        return azure_image(nc.image_family, nc.image_version, node_labels, trusted_launch=trusted)
-    if published:
-        return published
-    if fmt == "azure":
-        family = nc.image_family if isinstance(nc, nodeclass.AKSNodeClass) else "Ubuntu2204"
-        return azure_image(family, AZURE_DEFAULT_IMAGE_VERSION, node_labels, trusted_launch=trusted)
-    selector = ""
-    if isinstance(nc, nodeclass.EC2NodeClass):
-        terms = nc.ami_selector_terms
-        selector = _hash_once(terms, lambda: nodeclass.stable_hash([t.to_dict() for t in terms])) \
-            if type(terms) is tuple else nodeclass.stable_hash([t.to_dict() for t in terms])
-    digest = hashlib.sha256(f"{region}/{selector}".encode()).hexdigest()
-    if fmt == "aws":
-        return f"ami-{digest[:17]}"
-    return f"kwok-image-{digest[:12]}"
-
-
-def azure_image(family: str, version: str, size_labels: Mapping[str, str] | None = None, *,
-                trusted_launch: bool = False) -> str:
-    """An AKS node image id in the community gallery, e.g. ``.../2204gen2containerd/versions/<v>``: the
-    same family -> gallery image mapping as the Azure provider (:func:`karpy.cloudprovider.azure.images.image_for`:
-    the size's arch and Hyper-V generation, Gen2 amd64 when not known; the trusted-launch image with
-    ``trusted_launch``); an unknown family gets Ubuntu 22.04's."""
-    found = azure_images.image_for(family, version, size_labels or {}, trusted_launch=trusted_launch)
-    return found or azure_images.image_for("Ubuntu2204", version, size_labels or {}) or (
-        f"{AZURE_IMAGE_GALLERY}/2204gen2containerd/versions/{version}")

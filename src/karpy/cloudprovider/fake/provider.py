@@ -31,12 +31,9 @@ the contract of :mod:`karpy.cloudprovider.interface` exactly, with these simulat
 * **Interruptions.** :meth:`interrupt` queues a message that :meth:`pending_interruptions` returns
   until :meth:`ack` (:mod:`karpy.cloudprovider.fake.interruptions`); a ``SpotInterruption`` reclaims
   the instance two minutes later, a ``StateChange`` terminates it at once.
-* **Images and drift.** An instance records the image its NodeClass resolved to at launch: the
-  first of an EC2NodeClass's ``status.amis`` matching the instance type, an AKSNodeClass's pinned
-  ``imageVersion``, otherwise the latest image :meth:`publish_image` announced, otherwise a default
-  derived from the NodeClass's image selector. :meth:`is_drifted` reports ``"NodeClassDrift"`` when
-  the NodeClaim's NodeClass hash annotation differs from the NodeClass's ``hash()``, and
-  ``"AMIDrift"`` (AWS) / ``"ImageDrift"`` (Azure, KWOK) when the image it would launch now differs.
+* **Images and drift.** :mod:`karpy.cloudprovider.fake.images`: the image an instance launches with
+  (:meth:`publish_image` announces new ones) and :meth:`is_drifted`'s ``NodeClassDrift``, ``AMIDrift``
+  (AWS) and ``ImageDrift`` (Azure, KWOK).
 
 Time only moves with the ``clock`` passed in; scheduled reclaims happen lazily, at their own time,
 whenever the cloud is next called (or :meth:`settle` is). Nothing here does I/O.
@@ -59,6 +56,7 @@ from karpy.cloudprovider import reservations as reservations_mod
 from karpy.cloudprovider.fake import billing as billing_mod
 from karpy.cloudprovider.fake import capacity, catalog_views, interruptions
 from karpy.cloudprovider.fake import identity as identity_mod
+from karpy.cloudprovider.fake import images as images_mod
 from karpy.cloudprovider.fake import reservations as fake_reservations
 
 NodeClass = capacity.NodeClass
@@ -118,13 +116,13 @@ class SimulatedCloud:
         self._live: dict[str, capacity.Instance] = {}
         self._history: list[capacity.Instance] = []
         self.queue = interruptions.Queue()
-        self._images: dict[str, str] = {}
         self._manual = 0
         if not self.region:  # the catalog's own region, else the format's default
             first = next(iter(self.views.types(None)), None)
             self.region = (first.labels.get(labels.REGION) if first is not None else None) or \
                 DEFAULT_REGIONS[self.provider_format]
         self.resource_group = resource_group or f"MC_{cluster_name}_{cluster_name}_{self.region}"
+        self.images = images_mod.Images(self.provider_format, self.region)
         self.identity = identity_mod.Identity(self.provider_format, cluster_name, rng)
         self.identity.region, self.identity.subscription_id = self.region, self.subscription_id
         self.identity.resource_group = self.resource_group
@@ -173,7 +171,7 @@ class SimulatedCloud:
         md = claim.metadata
         annotations = dict(md.annotations)
         if nc is not None:
-            annotations[capacity.hash_annotation(nc)] = capacity.nodeclass_hash(nc)
+            annotations[images_mod.hash_annotation(nc)] = images_mod.nodeclass_hash(nc)
         return dataclasses.replace(
             claim,
             metadata=dataclasses.replace(md, labels={**md.labels, **inst.labels}, annotations=annotations),
@@ -222,19 +220,7 @@ class SimulatedCloud:
         if inst is None or not self._owned(inst):
             raise errors.NodeClaimNotFoundError(f"instance {claim.status.provider_id} not found")
         ref = claim.spec.node_class_ref
-        nc = self._lookup(ref.name) if ref is not None else None
-        if nc is not None:
-            have = claim.metadata.annotations.get(capacity.hash_annotation(nc))
-            if have is not None and have != capacity.nodeclass_hash(nc):
-                return "NodeClassDrift"
-        reason = "AMIDrift" if self.provider_format == "aws" else "ImageDrift"
-        if isinstance(nc, nodeclass.EC2NodeClass) and nc.status.amis:
-            if inst.image_id not in {a.id for a in nc.status.amis}:
-                return reason
-            return ""
-        if inst.image_id != self._image_for(nc, inst.labels, inst.node_class):
-            return reason
-        return ""
+        return self.images.drift(claim, inst, self._lookup(ref.name) if ref is not None else None)
 
     def repair_policies(self) -> builtins.list[interface.RepairPolicy]:
         """Karpenter's node auto-repair defaults: Ready False or Unknown for 30 minutes."""
@@ -268,7 +254,7 @@ class SimulatedCloud:
         NodeClaims launched afterwards get it; running instances with an older image drift unless
         their NodeClass pins an image (EC2NodeClass ``status.amis``, AKSNodeClass ``imageVersion``).
         """
-        self._images[node_class] = image_id
+        self.images.publish(image_id, node_class)
 
     # ------------------------------------------------------------------------------------------
     # Interruptions (interface.InterruptionQueue)
@@ -412,7 +398,7 @@ class SimulatedCloud:
             instance_id=iid, provider_id=provider_id, hostname=hostname or iid, instance_type=it.name,
             zone=zone, capacity_type=capacity_type, price=offer.price,
             launch_time=self.clock.now() if launch_time is None else launch_time,
-            image_id=image_id or self._image_for(self._lookup(node_class) if node_class else None, node_labels,
+            image_id=image_id or self.images.image_for(self._lookup(node_class) if node_class else None, node_labels,
                                                  node_class), tags=tags, labels=node_labels,
             capacity=dict(it.capacity), allocatable=dict(it.allocatable), nodeclaim_name=nodeclaim_name,
             node_class=node_class, node_class_ref=node_class_ref)
@@ -498,7 +484,7 @@ class SimulatedCloud:
         inst = capacity.Instance(
             instance_id=iid, provider_id=pid, hostname=hostname, instance_type=it.name, zone=offer.zone,
             capacity_type=offer.capacity_type, price=offer.price, launch_time=self.clock.now(),
-            image_id=self._image_for(nc, node_labels),
+            image_id=self.images.image_for(nc, node_labels),
             tags=tags, labels=node_labels, capacity=dict(it.capacity), allocatable=dict(it.allocatable),
             nodeclaim_name=claim_name, node_class=nc.name if nc is not None else "", node_class_ref=ref,
         )
@@ -508,8 +494,3 @@ class SimulatedCloud:
         self.pools.launched(inst.offering)
         self.reservations.launched(pid, offer)
         return inst
-
-    def _image_for(self, nc: NodeClass | None, node_labels: Mapping[str, str], nc_name: str = "") -> str:
-        name = nc.name if nc is not None else nc_name
-        published = self._images.get(name) or self._images.get("")
-        return capacity.resolve_image(self.provider_format, self.region, nc, published, node_labels)

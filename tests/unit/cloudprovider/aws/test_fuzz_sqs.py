@@ -8,13 +8,13 @@ from __future__ import annotations
 import copy
 import json
 import os
-from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from karpy import clock
 from karpy.cloudprovider.aws import interruption
+from support import fuzzing
 
 from .sqs_fake import FakeSession
 
@@ -33,17 +33,6 @@ HOSTILE = st.recursive(JSON_SCALARS, lambda inner: st.one_of(st.lists(inner, max
                        max_leaves=8)
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
-
-
 @st.composite
 def bodies(draw: st.DrawFn) -> str:
     choice = draw(st.integers(0, 9))
@@ -54,10 +43,8 @@ def bodies(draw: st.DrawFn) -> str:
         return "[" * depth + "]" * depth
     doc = copy.deepcopy(draw(st.sampled_from(BASES)))
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from([p for p in _paths(doc) if p] or [("x",)]))
-        parent: Any = doc
-        for k in path[:-1]:
-            parent = parent[k]
+        path = draw(st.sampled_from([p for p in fuzzing.paths(doc) if p] or [("x",)]))
+        parent = fuzzing.parent_of(doc, path)
         if draw(st.booleans()):
             parent[path[-1]] = draw(HOSTILE)
         elif isinstance(parent, dict):
