@@ -11,7 +11,7 @@ is a GET (the cache is behind). Events and Leases are read from the API; Leases 
 PUT, ``update_status`` PUT of ``/status``, ``patch`` / ``patch_status`` JSON merge patches (never
 strategic merge: 415 on custom resources), ``delete`` DELETE with background propagation,
 ``evict`` a policy/v1 ``Eviction`` (429 when a PodDisruptionBudget forbids it), ``bind`` a POST of a
-v1 ``Binding`` to the pod's ``binding`` subresource. An ``update``
+v1 ``Binding`` to the pod's ``binding`` subresource (bodies: :mod:`karpy.kube.request_bodies`). An ``update``
 without ``metadata.resourceVersion`` is unconditional, so its 409 is retried after a re-read (three
 times); with one, the Conflict goes to the caller.
 
@@ -39,7 +39,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from karpy.kube import cache_metrics, errors, informer, interface, memory, paths, selectors
+from karpy.kube import cache_metrics, errors, informer, interface, memory, paths, request_bodies, selectors
 from karpy.kube import client as client_mod
 
 UNCACHED_KINDS = frozenset({"Event", "Lease", "CapacityBuffer", "Service"})
@@ -453,8 +453,7 @@ class KubeCluster:
             res,
             ns,
             name,
-            body={"apiVersion": "v1", "kind": "DeleteOptions",
-                  **delete_options(uid=uid, grace_period_seconds=grace_period_seconds)},
+            body=request_bodies.delete_body(uid=uid, grace_period_seconds=grace_period_seconds),
             what=f"DELETE {kind} {_ref(ns, name)}",
         )
         self._after_delete(kind, ns, name, data, res)
@@ -475,12 +474,7 @@ class KubeCluster:
     def evict(self, name: str, namespace: str, *, uid: str | None = None) -> None:
         ns = interface.scoped_namespace("Pod", namespace)
         res = paths.resource_for("Pod")
-        body = {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {"name": name, "namespace": ns},
-            "deleteOptions": delete_options(uid=uid),
-        }
+        body = request_bodies.eviction(name, ns, uid=uid)
         # No read-back: the answer is a Status, and the pod's deletion reaches the cache through the watch
         # (client-go's eviction does not read back either); callers that must not evict twice remember it
         # (karpy.controllers.termination). A GET per eviction was a sixth of karpy's API requests in a drain.
@@ -489,27 +483,11 @@ class KubeCluster:
     def bind(self, name: str, namespace: str, node_name: str) -> dict[str, Any]:
         ns = interface.scoped_namespace("Pod", namespace)
         res = paths.resource_for("Pod")
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": ns},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
-        }
+        body = request_bodies.binding(name, ns, node_name)
         self._send("POST", res, ns, name, "binding", body=body, what=f"BIND Pod {ns}/{name} to node {node_name}")
         # the server answers a binding with a Status: the bound pod is read back (and cached at once)
         fresh = self._send("GET", res, ns, name, what=f"GET Pod {ns}/{name}")
         return self._stored("Pod", interface.MODIFIED, fresh, res)
-
-
-def delete_options(*, uid: str | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:
-    """The DeleteOptions fields of a DELETE or an Eviction: background propagation, the uid precondition
-    (the API server answers 409 when the object of that name is another one) and a grace period."""
-    out: dict[str, Any] = {"propagationPolicy": "Background"}
-    if uid:
-        out["preconditions"] = {"uid": uid}
-    if grace_period_seconds is not None:
-        out["gracePeriodSeconds"] = max(0, int(grace_period_seconds))
-    return out
 
 
 def _ref(namespace: str, name: str) -> str:

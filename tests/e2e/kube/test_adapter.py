@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from karpy import clock
-from karpy.kube import adapter, errors, events, interface
+from karpy.kube import adapter, errors, events, interface, request_bodies
 from support import apiserver
 
 from .conftest import connect
@@ -233,6 +233,6 @@ def test_two_clients_watch_the_same_server_concurrently(api: apiserver.EmulatedA
 
 
 def test_a_delete_sends_the_uid_precondition_and_the_grace_period() -> None:
-    assert adapter.delete_options(uid="u-1", grace_period_seconds=42) == {
+    assert request_bodies.delete_options(uid="u-1", grace_period_seconds=42) == {
         "propagationPolicy": "Background", "preconditions": {"uid": "u-1"}, "gracePeriodSeconds": 42}
-    assert adapter.delete_options() == {"propagationPolicy": "Background"}
+    assert request_bodies.delete_options() == {"propagationPolicy": "Background"}
