@@ -50,6 +50,7 @@ class DriftMethod:
 
     def disrupt(self, obs: observation.Observation) -> bool:
         """Start a drift command (or a wave) if a drifted candidate can go; True when one started."""
+        self.waves.advance_all(obs.now)
         found = [obs.candidates[name] if name in obs.candidates else self.observer.eventual(obs, name)
                  for name in sorted(obs.drifted) if name in obs.candidates or name in obs.why_not]
         drifted = [c for c in found if c is not None]

@@ -254,6 +254,11 @@ class Waves:
 
     # ---------------------------------------------------------------------------------- progress
 
+    def advance_all(self, now: float) -> None:
+        """Move every NodePool's last wave on (each disruption pass, drifted nodes or not)."""
+        for wave in self.current.values():
+            self.advance(wave, now)
+
     def advance(self, wave: Wave, now: float) -> None:
         """Move ``wave`` on: Ready when its replacements are, done when its pods are placed again too."""
         if wave.done_at is not None:

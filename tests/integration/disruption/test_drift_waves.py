@@ -1,0 +1,144 @@
+"""Drift in waves (karpy.io/drift-max-surge, karpy.io/drift-wave-settle) end to end in virtual time.
+
+An observer that shares nothing with the controller records, at every step of the simulation, which
+NodeClaims exist, when each new one's Node became Ready, how many pods are pending and how many pods
+the drifted nodes still hold; the assertions are made on that record only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.disruption import waves
+from karpy.kube import interface
+
+from . import test_consolidation as h
+from .test_drift_and_expiration import apply
+
+NEVER = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}
+
+
+def pool(team: str, *, surge: str | None = "3", settle: str | None = "2m", budget: str = "100%") -> dict[str, Any]:
+    p = h.nodepool(("fake-it-1",), labels_={"team": team}, disruption_={**NEVER, "budgets": [{"nodes": budget}]})
+    annotations = {}
+    if surge is not None:
+        annotations[waves.MAX_SURGE] = surge
+    if settle is not None:
+        annotations[waves.WAVE_SETTLE] = settle
+    if annotations:
+        p["metadata"]["annotations"] = annotations
+    return p
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or ())
+
+
+@dataclass
+class Observer:
+    """What an onlooker sees of the rollout, step by step."""
+
+    old: set[str] = field(default_factory=set)
+    """NodeClaims that existed before the drift."""
+    created: dict[str, float] = field(default_factory=dict)
+    ready: dict[str, float] = field(default_factory=dict)
+    samples: list[tuple[float, int, int, int, int]] = field(default_factory=list)
+    """(t, replacements in flight (new NodeClaims whose Node is not Ready), new NodeClaims beyond the old
+    ones still there (surge), pending pods, pods left on old nodes)."""
+
+    def start(self, run: h.Run) -> None:
+        self.old = {interface.name_of(c) for c in run.sim.cluster.list("NodeClaim")}
+
+    def __call__(self, run: h.Run) -> bool:
+        t = run.t
+        claims = {interface.name_of(c): c for c in run.sim.cluster.list("NodeClaim")}
+        nodes = {interface.name_of(n): n for n in run.sim.cluster.list("Node")}
+        in_flight = 0
+        for name, claim in claims.items():
+            if name in self.old:
+                continue
+            self.created.setdefault(name, t)
+            node = nodes.get(str((claim.get("status") or {}).get("nodeName") or ""))
+            if node is not None and _ready(node):
+                self.ready.setdefault(name, t)
+            else:
+                in_flight += 1
+        old_left = sum(1 for name in claims if name in self.old)
+        surge = max(0, len(claims) - len(self.old))
+        on_old = sum(1 for p in run.sim.cluster.list("Pod", "default")
+                     if (p.get("spec") or {}).get("nodeName") in self.old_nodes(run))
+        self.samples.append((t, in_flight, surge if old_left else 0, run.pending(), on_old))
+        return False
+
+    def old_nodes(self, run: h.Run) -> set[str]:
+        return self.old  # the simulator names a Node after its NodeClaim
+
+    def waves(self) -> list[list[str]]:
+        """New NodeClaims grouped by creation time."""
+        out: dict[float, list[str]] = {}
+        for name, t in sorted(self.created.items(), key=lambda kv: (kv[1], kv[0])):
+            out.setdefault(t, []).append(name)
+        return [sorted(v) for _, v in sorted(out.items())]
+
+    def done(self, wave: list[str], old_pods_before: int) -> float:
+        """When ``wave`` was done as the observer sees it: all its Nodes Ready, no pod pending, and the old
+        nodes holding no more pods than the wave's own share left them (each wave drains its nodes)."""
+        ready = max(self.ready[n] for n in wave)
+        for t, _, _, pending, on_old in self.samples:
+            if t >= ready and pending == 0 and on_old <= old_pods_before:
+                return t
+        raise AssertionError(f"wave {wave} never finished")
+
+
+def rollout(*, surge: str | None, settle: str | None, budget: str) -> tuple[h.Run, Observer]:
+    run = h.Run(h.build([h.NODECLASS, pool("a", surge=surge, settle=settle, budget=budget),
+                         h.deployment("web", 12, "1000m", spread=True)],
+                        [apply("5m", pool("b", surge=surge, settle=settle, budget=budget))], until="3h"))
+    run.run_until(290)
+    assert len(run.nodes()) == 12
+    obs = Observer()
+    obs.start(run)
+    run.run_until(3 * 3600, obs)
+    return run, obs
+
+
+def test_twelve_drifted_nodes_are_replaced_three_at_a_time_each_wave_after_the_last_is_ready_and_settled() -> None:
+    run, obs = rollout(surge="3", settle="2m", budget="100%")
+    assert max(s[1] for s in obs.samples) == 3, "never more than 3 replacements in flight, and 3 at times"
+    assert max(s[2] for s in obs.samples) <= 3
+    groups = obs.waves()
+    assert [len(g) for g in groups] == [3, 3, 3, 3], groups
+    pods_per_node = 1
+    for i in range(1, len(groups)):
+        before = 12 - pods_per_node * 3 * i  # pods the old nodes still hold once wave i-1 has drained
+        done = obs.done(groups[i - 1], before)
+        started = obs.created[groups[i][0]]
+        assert started >= done + 120, (i, started, done)
+    assert {interface.labels_of(n)["team"] for n in run.nodes()} == {"b"}
+    assert not ({interface.name_of(n) for n in run.nodes()} & obs.old)
+    assert len(run.nodes()) == 12
+    h.expect_settled(run, {"web": 12})
+    assert [len(w.candidates) for w in run.ctrl.waves.history] == [3, 3, 3, 3]
+    assert all(w.done_at is not None and not w.notes for w in run.ctrl.waves.history)
+
+
+def test_a_budget_of_two_is_stricter_than_a_max_surge_of_three() -> None:
+    run, obs = rollout(surge="3", settle="2m", budget="2")
+    assert max(s[1] for s in obs.samples) == 2
+    assert max(s[2] for s in obs.samples) <= 2
+    groups = obs.waves()
+    assert [len(g) for g in groups] == [2] * 6, groups
+    for i in range(1, len(groups)):
+        done = obs.done(groups[i - 1], 12 - 2 * i)
+        assert obs.created[groups[i][0]] >= done + 120
+    assert not ({interface.name_of(n) for n in run.nodes()} & obs.old)
+    h.expect_settled(run, {"web": 12})
+
+
+def test_without_the_annotations_drift_replaces_one_node_at_a_time_as_karpenter() -> None:
+    run, obs = rollout(surge=None, settle=None, budget="100%")
+    assert max(s[1] for s in obs.samples) == 1
+    assert len(obs.waves()) == 12
+    assert run.ctrl.waves.history == []
+    h.expect_settled(run, {"web": 12})
