@@ -1,148 +1,46 @@
-"""Drift rolled out in waves: karpy's own NodePool annotations, beside Karpenter's disruption budgets.
+"""Drift rolled out in waves, by karpy's NodePool annotations, beside Karpenter's disruption budgets.
 
 Karpenter replaces drifted nodes one at a time (unless empty) within the ``Drifted`` budgets
-(kubernetes-sigs/karpenter#1775 asks for more control). A NodePool may instead say, with two
-annotations that are karpy's API (never ``karpenter.sh`` fields; see ``docs/drift-waves.md``):
+(kubernetes-sigs/karpenter#1775 asks for more control). A NodePool with ``karpy.io/drift-max-surge``
+and/or ``karpy.io/drift-wave-settle`` (:mod:`karpy.disruption.wave_config`; ``docs/drift-waves.md``)
+drifts in *waves* instead:
 
-* :data:`MAX_SURGE` (``karpy.io/drift-max-surge``): how many drifted nodes one *wave* takes, and so
-  how many replacement nodes may be in flight at once: ``"3"`` or a percentage of the pool's nodes
-  (``"25%"``, rounded up, at least 1);
-* :data:`WAVE_SETTLE` (``karpy.io/drift-wave-settle``): how long the next wave waits once the
-  previous one is done (a Go duration, ``"2m"``; default ``0s``).
+* a wave is one pass's drift of one NodePool: up to ``min(max surge, the Drifted budget's allowance)``
+  drifted nodes (the stricter wins), replaced together (:mod:`karpy.disruption.drift_method`);
+* it is *done* when every replacement NodeClaim is Initialized with its Node Ready, every node it
+  replaces is drained (no pod but DaemonSet pods left, or gone), and no pod of a controller whose pods
+  it displaced is pending; or when its command failed (the orchestrator abandoned it); or, for the
+  pods, :data:`POD_WAIT` after its replacements were Ready (logged);
+* the pool's next wave starts no earlier than ``done + settle``.
 
-A wave is one pass's drift of one NodePool: up to ``min(max surge, the Drifted budget's allowance)``
-drifted nodes (the stricter wins), replaced together. It is *done* when every replacement NodeClaim
-is Initialized with its Node Ready, every node it replaces is drained (no pod but DaemonSet pods
-left, or gone), and no pod of a controller whose pods it displaced is pending; or when its command
-failed (the orchestrator abandoned it); or, for the pods, after :data:`POD_WAIT` (logged). The next
-wave of the pool starts no earlier than ``done + settle``. Without either annotation nothing changes.
-
-A value karpy cannot read is reported (a Warning event :data:`INVALID_REASON` on the NodePool and a
-warning log line naming object, field, expected and found, once per value) and ignored: that
-field keeps its default (no max surge: Karpenter's one at a time; no settle: 0 s).
+A value karpy cannot read is reported once per value (a Warning event :data:`INVALID_REASON` on the
+NodePool and a warning log line naming object, field, expected and found) and that field keeps its
+default. Without either annotation nothing changes.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import duration
-from karpy.api import errors as api_errors
 from karpy.api import nodepool as nodepool_mod
 from karpy.controllers import state as state_mod
 from karpy.disruption import candidates as candidates_mod
 from karpy.disruption import orchestrator as orchestrator_mod
+from karpy.disruption import wave_config
 from karpy.kube import events
 
 log = logging.getLogger("karpy.disruption.waves")
 
-MAX_SURGE = "karpy.io/drift-max-surge"
-WAVE_SETTLE = "karpy.io/drift-wave-settle"
 INVALID_REASON = "InvalidDriftWave"
 """The reason of the Warning event on a NodePool whose wave annotation karpy cannot read."""
 POD_WAIT = 1800.0
 """Seconds a wave waits, at most, for the pods it displaced to be scheduled again (a pod that can never
 be scheduled must not stop drift for good); its replacements must be Ready whatever the time."""
-EXPECTED_SURGE = "a positive whole number of nodes (\"3\") or a percentage of the NodePool's nodes (\"1%\"-\"100%\")"
-EXPECTED_SETTLE = "a non-negative duration such as \"0s\", \"90s\" or \"2m\""
-DEFAULT_SURGE = "1"
-"""Without a readable max surge: one drifted node at a time (Karpenter's own pace)."""
 HISTORY = 256
 """Waves kept in :attr:`Waves.history` (the newest)."""
-_SURGE = re.compile(r"\s*([0-9]{1,9})(%?)\s*")
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    """A NodePool's wave settings (read by :func:`parse`)."""
-
-    max_surge: str = DEFAULT_SURGE
-    """``"3"`` or ``"25%"`` (validated)."""
-    settle: float = 0.0
-    """Seconds between a wave being done and the next one starting."""
-
-    def surge(self, total: int) -> int:
-        """The nodes one wave may take out of a NodePool of ``total`` nodes (see :func:`surge_nodes`)."""
-        return surge_nodes(self.max_surge, total)
-
-
-def surge_nodes(text: str, total: int) -> int:
-    """``"3"`` -> 3; ``"25%"`` -> ceil(25% of ``total``), at least 1. Raises ``ValueError`` on anything else."""
-    m = _SURGE.fullmatch(text)
-    if m is None:
-        raise ValueError(f"expected {EXPECTED_SURGE}, found {text!r}")
-    value = int(m.group(1))
-    if m.group(2):
-        if not 1 <= value <= 100:
-            raise ValueError(f"expected {EXPECTED_SURGE}, found {text!r}")
-        return max(1, math.ceil(value * total / 100))
-    if value < 1:
-        raise ValueError(f"expected {EXPECTED_SURGE}, found {text!r}")
-    return value
-
-
-def wave_size(surge: int, budget_allowed: int, drifted: int) -> int:
-    """How many drifted nodes the next wave takes: the stricter of max surge and the budget, at most all."""
-    return max(0, min(surge, budget_allowed, drifted))
-
-
-def parse(pool: str, annotations: Mapping[str, str]) -> tuple[Config | None, list[api_errors.FieldError]]:
-    """``pool``'s :class:`Config` (None when neither annotation is set, or neither can be read) and the
-    problems found (each field that cannot be read keeps its default)."""
-    surge_text = annotations.get(MAX_SURGE)
-    settle_text = annotations.get(WAVE_SETTLE)
-    if surge_text is None and settle_text is None:
-        return None, []
-    obj = f"{nodepool_mod.KIND} {pool}"
-    problems: list[api_errors.FieldError] = []
-    surge: str | None = None
-    settle: float | None = None
-    if surge_text is not None:
-        try:
-            surge_nodes(surge_text, 1)
-            surge = surge_text.strip()
-        except ValueError:
-            problems.append(api_errors.FieldError(obj, f"metadata.annotations.{MAX_SURGE}", EXPECTED_SURGE,
-                                                  surge_text))
-    if settle_text is not None:
-        try:
-            settle = duration.parse_duration(settle_text)
-        except ValueError:
-            settle = None
-        if settle is None:  # "Never" is not a settle time either
-            problems.append(api_errors.FieldError(obj, f"metadata.annotations.{WAVE_SETTLE}", EXPECTED_SETTLE,
-                                                  settle_text))
-    if surge is None and settle is None:
-        return None, problems
-    return Config(max_surge=surge or DEFAULT_SURGE, settle=settle or 0.0), problems
-
-
-def default_kept(problem: api_errors.FieldError) -> str:
-    """What karpy does instead of a value it cannot read."""
-    if problem.path.endswith(MAX_SURGE):
-        return "the annotation is ignored (no max surge: one drifted node at a time, as Karpenter)"
-    return "the annotation is ignored (the next wave starts as soon as the previous one is done: 0s)"
-
-
-def problems_of(manifests: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The wave annotation problems of the NodePool manifests among ``manifests`` (``karpy simulate``'s
-    warnings), each with the default kept."""
-    out: list[str] = []
-    for m in manifests:
-        if m.get("kind") != nodepool_mod.KIND:
-            continue
-        md = m.get("metadata") or {}
-        annotations = md.get("annotations") or {}
-        if not isinstance(annotations, Mapping):
-            continue
-        _, problems = parse(str(md.get("name", "")), {str(k): str(v) for k, v in annotations.items()})
-        out.extend(f"{p}; {default_kept(p)}" for p in problems)
-    return out
 
 
 @dataclass
@@ -180,16 +78,16 @@ class Waves:
 
     # ---------------------------------------------------------------------------------- settings
 
-    def config(self, pool: nodepool_mod.NodePool, raw: Mapping[str, Any] | None = None) -> Config | None:
+    def config(self, pool: nodepool_mod.NodePool, raw: Mapping[str, Any] | None = None) -> wave_config.Config | None:
         """``pool``'s wave settings; a value that cannot be read is reported once (event on ``raw``, the
         NodePool object, and a warning log line) and its default kept."""
-        cfg, problems = parse(pool.name, pool.metadata.annotations)
+        cfg, problems = wave_config.parse(pool.name, pool.metadata.annotations)
         for p in problems:
             key = (pool.name, p.path, str(p.found))
             if key in self._reported:
                 continue
             self._reported.add(key)
-            message = f"{p}; {default_kept(p)}"
+            message = f"{p}; {wave_config.default_kept(p)}"
             log.warning("disruption: %s", message)
             if raw is not None:
                 self.recorder.warning(raw, INVALID_REASON, message)
@@ -215,7 +113,7 @@ class Waves:
             out[name] = min(out.get(name, 0), cfg.surge(totals.get(name, 0)))
         return out, held
 
-    def open(self, pool: str, cfg: Config, now: float) -> bool:
+    def open(self, pool: str, cfg: wave_config.Config, now: float) -> bool:
         """The pool's last wave is done and settled (or there was none)."""
         wave = self.current.get(pool)
         if wave is None:
@@ -225,7 +123,7 @@ class Waves:
 
     def configured(self, pool: nodepool_mod.NodePool) -> bool:
         """The pool asks for waves (a readable annotation)."""
-        return parse(pool.name, pool.metadata.annotations)[0] is not None
+        return wave_config.parse(pool.name, pool.metadata.annotations)[0] is not None
 
     def started(self, pool: str, entries: Sequence[orchestrator_mod.Entry], now: float) -> Wave | None:
         """Record the wave ``entries`` (the commands just started for ``pool``) make; None when none started."""

@@ -52,6 +52,7 @@ from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider import interface as cloud_interface
 from karpy.cloudprovider.fake import reservations as fake_reservations
+from karpy.disruption import wave_config as drift_waves
 from karpy.simulator import faultspec, scenario_schema
 from karpy.simulator import limits as limits_mod
 
@@ -265,6 +266,7 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None,
             loaded = manifest.load_documents(other_text, source=source)
             objects = [o.raw for o in loaded.objects]
             warnings.extend(loaded.warnings)
+            warnings.extend(drift_waves.problems_of(objects))
         except errors.ValidationError as exc:
             problems.extend(exc.errors)
 
@@ -480,7 +482,7 @@ def _read_step(f: fields.Fields, index: int, known: _Known, *, cloud: Cloud | No
         objs = tuple(o.raw for o in loaded.objects)
         if any(_is_scenario(o) for o in objs):
             raise f.fail("apply", "Kubernetes or Karpenter manifests (not a Scenario)", KIND)
-        warnings.extend(f"{f.obj}: {f.at('apply')}: {w}" for w in loaded.warnings)
+        warnings.extend(f"{f.obj}: {f.at('apply')}: {w}" for w in [*loaded.warnings, *drift_waves.problems_of(objs)])
         known.add(objs)
         return Step(at, Apply(objs), index)
     if what == "delete":

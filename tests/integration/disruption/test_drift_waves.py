@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.disruption import waves
+from karpy.disruption import wave_config
 from karpy.kube import interface
 
 from . import test_consolidation as h
@@ -22,9 +22,9 @@ def pool(team: str, *, surge: str | None = "3", settle: str | None = "2m", budge
     p = h.nodepool(("fake-it-1",), labels_={"team": team}, disruption_={**NEVER, "budgets": [{"nodes": budget}]})
     annotations = {}
     if surge is not None:
-        annotations[waves.MAX_SURGE] = surge
+        annotations[wave_config.MAX_SURGE] = surge
     if settle is not None:
-        annotations[waves.WAVE_SETTLE] = settle
+        annotations[wave_config.WAVE_SETTLE] = settle
     if annotations:
         p["metadata"]["annotations"] = annotations
     return p
