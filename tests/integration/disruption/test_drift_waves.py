@@ -6,10 +6,13 @@ the drifted nodes still hold; the assertions are made on that record only."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.disruption import wave_config
+import pytest
+
+from karpy.disruption import wave_config, waves
 from karpy.kube import interface
 
 from . import test_consolidation as h
@@ -91,12 +94,12 @@ class Observer:
         raise AssertionError(f"wave {wave} never finished")
 
 
-def rollout(*, surge: str | None, settle: str | None, budget: str) -> tuple[h.Run, Observer]:
+def rollout(*, surge: str | None, settle: str | None, budget: str, nodes: int = 12) -> tuple[h.Run, Observer]:
     run = h.Run(h.build([h.NODECLASS, pool("a", surge=surge, settle=settle, budget=budget),
-                         h.deployment("web", 12, "1000m", spread=True)],
+                         h.deployment("web", nodes, "1000m", spread=True)],
                         [apply("5m", pool("b", surge=surge, settle=settle, budget=budget))], until="3h"))
     run.run_until(290)
-    assert len(run.nodes()) == 12
+    assert len(run.nodes()) == nodes
     obs = Observer()
     obs.start(run)
     run.run_until(3 * 3600, obs)
@@ -142,3 +145,31 @@ def test_without_the_annotations_drift_replaces_one_node_at_a_time_as_karpenter(
     assert len(obs.waves()) == 12
     assert run.ctrl.waves.history == []
     h.expect_settled(run, {"web": 12})
+
+
+def test_a_max_surge_karpy_cannot_read_is_reported_once_and_drift_keeps_one_node_per_wave(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="karpy.disruption.waves"):
+        run, obs = rollout(surge="three", settle="2m", budget="100%", nodes=4)
+    expected = ("NodePool default: metadata.annotations.karpy.io/drift-max-surge: expected a positive whole number "
+                "of nodes (\"3\") or a percentage of the NodePool's nodes (\"1%\"-\"100%\"), found 'three'; the "
+                "annotation is ignored (no max surge: one drifted node at a time, as Karpenter)")
+    assert run.messages(waves.INVALID_REASON, "NodePool") == [expected]
+    (event,) = run.events(waves.INVALID_REASON, "NodePool")
+    assert event["type"] == "Warning"
+    assert [r.getMessage() for r in caplog.records if "drift-max-surge" in r.getMessage()] == [
+        "disruption: " + expected]
+    groups = obs.waves()
+    assert [len(g) for g in groups] == [1, 1, 1, 1]  # the settle annotation still holds: waves of one node
+    for i in range(1, len(groups)):
+        assert obs.created[groups[i][0]] >= obs.done(groups[i - 1], 4 - i) + 120
+    h.expect_settled(run, {"web": 4})
+
+
+def test_two_annotations_karpy_cannot_read_leave_karpenters_drift() -> None:
+    run, obs = rollout(surge="0", settle="soon", budget="100%", nodes=4)
+    assert sorted(e["message"].split(": ")[1] for e in run.events(waves.INVALID_REASON, "NodePool")) == [
+        "metadata.annotations.karpy.io/drift-max-surge", "metadata.annotations.karpy.io/drift-wave-settle"]
+    assert run.ctrl.waves.history == []
+    assert max(s[1] for s in obs.samples) == 1
+    assert not ({interface.name_of(n) for n in run.nodes()} & obs.old)
