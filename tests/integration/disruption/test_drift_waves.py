@@ -6,15 +6,18 @@ the drifted nodes still hold; the assertions are made on that record only."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from karpy import settings
 from karpy.disruption import wave_config, waves
 from karpy.kube import interface
 
+from ..controllers import builders as b
 from . import test_consolidation as h
 from .test_drift_and_expiration import apply
 
@@ -173,3 +176,36 @@ def test_two_annotations_karpy_cannot_read_leave_karpenters_drift() -> None:
     assert run.ctrl.waves.history == []
     assert max(s[1] for s in obs.samples) == 1
     assert not ({interface.name_of(n) for n in run.nodes()} & obs.old)
+
+
+def test_a_static_nodepool_with_waves_replaces_its_drifted_nodes_two_at_a_time() -> None:
+    """Static drift (one for one, before the other drift) keeps to the waves too: max surge 2 of 6 nodes."""
+    gates = dict(settings.DEFAULT_FEATURE_GATES)
+    gates["StaticCapacity"] = True
+    w = b.make_world(settings_=settings.Settings(cluster_name="test", feature_gates=tuple(gates.items())))
+    manifest = b.nodepool_manifest("static")
+    manifest["spec"]["replicas"] = 6
+    manifest["spec"]["disruption"] = {"consolidateAfter": "Never", "budgets": [{"nodes": "100%"}]}
+    manifest["metadata"]["annotations"] = {wave_config.MAX_SURGE: "2", wave_config.WAVE_SETTLE: "1m"}
+    w.cluster.create(manifest)
+    w.run_for(120)
+    old = {interface.name_of(c) for c in w.nodeclaims()}
+    assert len(old) == 6
+    w.cluster.patch("NodePool", "static", {"spec": {"template": {"metadata": {"labels": {"rev": "2"}}}}})
+    created: dict[str, float] = {}
+    most_in_flight = 0
+    for _ in range(240):
+        w.run_for(5)
+        in_flight = 0
+        for c in w.nodeclaims():
+            name = interface.name_of(c)
+            if name not in old:
+                created.setdefault(name, w.clock.now())
+                in_flight += b.condition(c, "Initialized") != "True"
+        most_in_flight = max(most_in_flight, in_flight)
+    starts = sorted(set(created.values()))
+    assert [sum(1 for t in created.values() if t == s) for s in starts] == [2, 2, 2]
+    assert all(later - earlier >= 60 for earlier, later in itertools.pairwise(starts))
+    assert most_in_flight == 2
+    live = [c for c in w.nodeclaims() if not interface.is_terminating(c)]
+    assert len(live) == 6 and not old & {interface.name_of(c) for c in live}
