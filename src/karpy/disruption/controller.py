@@ -80,6 +80,7 @@ from karpy.disruption import (
     observation,
     orchestrator,
     validation,
+    wave_config,
     waves,
 )
 from karpy.disruption import snapshot as snapshot_mod
@@ -192,13 +193,13 @@ class DisruptionController:
         return ()
 
     def _on_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
-        """A NodePool's spec change (a new generation), creation or deletion is a change; a status
-        write (its counts, its conditions) is not."""
+        """A NodePool's spec change (a new generation), a change of its drift wave annotations (no new
+        generation), creation or deletion is a change; a status write (its counts, its conditions) is not."""
         name = interface.name_of(obj)
-        generation = (obj.get("metadata") or {}).get("generation")
+        generation = ((obj.get("metadata") or {}).get("generation"), wave_config.annotations_of(obj))
         if event == "DELETED":
             self._pool_generations.pop(name, None)
-        elif event != "ADDED" and generation is not None and self._pool_generations.get(name) == generation:
+        elif event != "ADDED" and generation[0] is not None and self._pool_generations.get(name) == generation:
             return ()
         else:
             self._pool_generations[name] = generation

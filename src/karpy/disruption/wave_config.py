@@ -107,6 +107,15 @@ def default_kept(problem: api_errors.FieldError) -> str:
     return "the annotation is ignored (the next wave starts as soon as the previous one is done: 0s)"
 
 
+def annotations_of(manifest: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The two wave annotations of a NodePool manifest as written (None when absent)."""
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        return None, None
+    surge, settle = annotations.get(MAX_SURGE), annotations.get(WAVE_SETTLE)
+    return (None if surge is None else str(surge)), (None if settle is None else str(settle))
+
+
 def problems_of(manifests: Iterable[Mapping[str, Any]]) -> list[str]:
     """The wave annotation problems of the NodePool manifests among ``manifests`` (``karpy simulate``'s
     warnings), each with the default kept."""

@@ -141,13 +141,16 @@ class Waves:
         return wave
 
     def next_deadline(self, pools: Mapping[str, nodepool_mod.NodePool]) -> float | None:
-        """When a settling wave lets its pool's next wave start (for the controller's quiet passes)."""
+        """When a settling wave lets its pool's next wave start, or a wave's wait for its pods runs out (for the
+        controller's quiet passes)."""
         ends = []
         for name, wave in self.current.items():
             pool = pools.get(name)
             cfg = self.config(pool) if pool is not None else None
             if wave.done_at is not None and cfg is not None:
                 ends.append(wave.done_at + cfg.settle)
+            elif wave.done_at is None and wave.ready_at is not None:
+                ends.append(wave.ready_at + POD_WAIT)  # its pods' wait runs out
         return min(ends) if ends else None
 
     # ---------------------------------------------------------------------------------- progress

@@ -209,3 +209,20 @@ def test_a_static_nodepool_with_waves_replaces_its_drifted_nodes_two_at_a_time()
     assert most_in_flight == 2
     live = [c for c in w.nodeclaims() if not interface.is_terminating(c)]
     assert len(live) == 6 and not old & {interface.name_of(c) for c in live}
+
+
+def test_a_shorter_settle_annotated_while_a_wave_settles_takes_effect_at_the_next_pass() -> None:
+    """An annotation change is no new generation of the NodePool, yet it can change what drift does now."""
+    run = h.Run(h.build([h.NODECLASS, pool("a", surge="2", settle="30m"), h.deployment("web", 4, "1000m", spread=True)],
+                        [apply("5m", pool("b", surge="2", settle="30m"))], until="3h"))
+    run.run_until(290)
+    obs = Observer()
+    obs.start(run)
+    assert run.run_until(900, lambda r: obs(r) or (len(obs.created) == 2 and all(
+        n in obs.ready for n in obs.created) and r.pending() == 0 and not r.ctrl.orchestrator.busy()))
+    run.run_until(run.t + 60, obs)
+    assert len(obs.created) == 2, "the second wave waits for the 30m settle"
+    annotated_at = run.t
+    run.sim.cluster.patch("NodePool", "default", {"metadata": {"annotations": {wave_config.WAVE_SETTLE: "0s"}}})
+    assert run.run_until(annotated_at + 30, lambda r: obs(r) or len(obs.created) > 2)
+    assert len(obs.created) == 4
