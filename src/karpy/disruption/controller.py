@@ -283,8 +283,8 @@ class DisruptionController:
                 deadline = min(deadline, since + after)
         if any(b.schedule for p in obs.pools.values() for b in p.disruption.budgets):
             deadline = min(deadline, now + 60.0)
-        settled = self.waves.next_deadline(obs.pools)  # a drift wave's settle time running out
-        if settled is not None and settled > now:
+        settled = self.waves.next_deadline(obs.pools, now)  # a drift wave's settle time running out
+        if settled is not None:
             deadline = min(deadline, settled)
         table = self.observer.table
         for name in table.timed:  # a do-not-disrupt duration running out makes a node a candidate

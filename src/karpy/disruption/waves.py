@@ -140,9 +140,9 @@ class Waves:
                  len(wave.candidates), ", ".join(c.name for c in wave.candidates), len(wave.replacements))
         return wave
 
-    def next_deadline(self, pools: Mapping[str, nodepool_mod.NodePool]) -> float | None:
+    def next_deadline(self, pools: Mapping[str, nodepool_mod.NodePool], now: float) -> float | None:
         """When a settling wave lets its pool's next wave start, or a wave's wait for its pods runs out (for the
-        controller's quiet passes)."""
+        controller's quiet passes), after ``now``."""
         ends = []
         for name, wave in self.current.items():
             pool = pools.get(name)
@@ -151,6 +151,7 @@ class Waves:
                 ends.append(wave.done_at + cfg.settle)
             elif wave.done_at is None and wave.ready_at is not None:
                 ends.append(wave.ready_at + POD_WAIT)  # its pods' wait runs out
+        ends = [t for t in ends if t > now]
         return min(ends) if ends else None
 
     # ---------------------------------------------------------------------------------- progress
