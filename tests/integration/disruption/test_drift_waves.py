@@ -226,3 +226,24 @@ def test_a_shorter_settle_annotated_while_a_wave_settles_takes_effect_at_the_nex
     run.sim.cluster.patch("NodePool", "default", {"metadata": {"annotations": {wave_config.WAVE_SETTLE: "0s"}}})
     assert run.run_until(annotated_at + 30, lambda r: obs(r) or len(obs.created) > 2)
     assert len(obs.created) == 4
+
+
+def test_a_wave_whose_replacement_fails_is_over_and_the_next_wave_retries_after_the_settle() -> None:
+    run = h.Run(h.build([h.NODECLASS, pool("a", surge="2", settle="2m"), h.deployment("web", 4, "1000m", spread=True)],
+                        [apply("5m", pool("b", surge="2", settle="2m"))], until="3h"))
+    run.run_until(290)
+    obs = Observer()
+    obs.start(run)
+    assert run.run_until(900, lambda r: obs(r) or len(obs.created) == 2)
+    lost = sorted(obs.created)[0]
+    run.sim.cluster.delete("NodeClaim", lost)  # the cloud lost it before it joined
+    failed_by = run.t + 10
+    run.run_until(3 * 3600, obs)
+    first = run.ctrl.waves.history[0]
+    assert first.notes and first.notes[0].startswith(f"failed: replacement NodeClaim {lost}")
+    assert first.done_at is not None and first.done_at - run.start <= failed_by
+    later = sorted({t for name, t in obs.created.items() if t > obs.created[lost]})
+    assert later and later[0] >= first.done_at - run.start + 120
+    assert max(s[1] for s in obs.samples) <= 2
+    assert not ({interface.name_of(n) for n in run.nodes()} & obs.old)
+    h.expect_settled(run, {"web": 4})
