@@ -29,7 +29,7 @@ class Layer:
 
 
 _DECISIONS = ("balanced", "budgets", "candidates", "consolidation", "drift", "emptiness", "milp", "prefilter",
-              "simulation", "snapshot", "static_drift")
+              "simulation", "snapshot", "static_drift", "wave_config")
 _FACTORIES = ("aws", "azure", "kwok")
 
 LAYERS: tuple[Layer, ...] = (

@@ -20,12 +20,12 @@ drift, emptiness times; nodes the provisioner nominated for pending pods are not
       consolidation policy that have been empty for ``consolidateAfter`` are deleted at once,
       within the ``Empty`` budgets ("Disrupting Node: Empty/Delete"; "Consolidation/Delete" for a
       ``WhenEmptyOrUnderutilized`` NodePool, as AKS NAP users see it);
-   b. *Drift*: drifted candidates of static NodePools (``spec.replicas``) first, each replaced one for
-      one by a NodeClaim of the pool's template (:mod:`karpy.disruption.static_drift`); then the other
-      drifted candidates within the ``Drifted`` budgets - the empty ones deleted
-      together, else the first (the first to drift) whose pods can be placed, deleted or replaced
-      by the NodeClaims the scheduling simulation asks for ("Drift/Delete", "Drift/Replace");
-      executed at once, like Karpenter's drift;
+   b. *Drift* (:mod:`karpy.disruption.drift_method`): drifted candidates of static NodePools
+      (``spec.replicas``) first, replaced one for one; then the other drifted candidates within the
+      ``Drifted`` budgets - the empty ones deleted together, else the first whose pods can be placed
+      ("Drift/Delete", "Drift/Replace"); executed at once, like Karpenter's drift. A NodePool with
+      karpy's ``karpy.io/drift-max-surge`` / ``karpy.io/drift-wave-settle`` annotations drifts in
+      waves instead (:mod:`karpy.disruption.waves`);
    c. *Consolidation* (``Underutilized``; NodePools with ``WhenEmptyOrUnderutilized`` or ``Balanced``,
       whose moves must pass :mod:`karpy.disruption.balanced`'s score, and only
       candidates past ``consolidateAfter`` since their last pod event): multi-node, then
@@ -75,17 +75,18 @@ from karpy.disruption import (
     claim_tracker,
     consolidation,
     drift_marking,
+    drift_method,
     emptiness,
     observation,
     orchestrator,
-    static_drift,
     validation,
+    wave_config,
+    waves,
 )
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import static
 
 NODECLASS_KINDS = (nodeclass.EC2_KIND, nodeclass.AKS_KIND)
 """NodeClass kinds whose changes start a disruption pass (NodeClass drift), unless the controller is
@@ -154,6 +155,9 @@ class DisruptionController:
         self.observer = observation.Observer(cluster, clock, self.state, cloud, self.settings, instance_types,
                                              self.orchestrator, self.drift_marker, self.recorder, metrics,
                                              self.changes)
+        self.waves = waves.Waves(self.state, self.recorder)
+        """Drift waves of the NodePools that ask for them (karpy's ``karpy.io/drift-*`` annotations)."""
+        self.drift = drift_method.DriftMethod(self.state, self.observer, self.settings, self.waves, self._start)
         self.manager: runtime.Manager | None = None
         self.pending: Pending | None = None
         self.dropped: list[tuple[float, consolidation.Command, str]] = []
@@ -189,13 +193,13 @@ class DisruptionController:
         return ()
 
     def _on_nodepool(self, event: str, obj: dict[str, Any]) -> Iterable[str]:
-        """A NodePool's spec change (a new generation), creation or deletion is a change; a status
-        write (its counts, its conditions) is not."""
+        """A NodePool's spec change (a new generation), a change of its drift wave annotations (no new
+        generation), creation or deletion is a change; a status write (its counts, its conditions) is not."""
         name = interface.name_of(obj)
-        generation = (obj.get("metadata") or {}).get("generation")
+        generation = ((obj.get("metadata") or {}).get("generation"), wave_config.annotations_of(obj))
         if event == "DELETED":
             self._pool_generations.pop(name, None)
-        elif event != "ADDED" and generation is not None and self._pool_generations.get(name) == generation:
+        elif event != "ADDED" and generation[0] is not None and self._pool_generations.get(name) == generation:
             return ()
         else:
             self._pool_generations[name] = generation
@@ -279,6 +283,9 @@ class DisruptionController:
                 deadline = min(deadline, since + after)
         if any(b.schedule for p in obs.pools.values() for b in p.disruption.budgets):
             deadline = min(deadline, now + 60.0)
+        settled = self.waves.next_deadline(obs.pools, now)  # a drift wave's settle time running out
+        if settled is not None:
+            deadline = min(deadline, settled)
         table = self.observer.table
         for name in table.timed:  # a do-not-disrupt duration running out makes a node a candidate
             row = table.rows.get(name)
@@ -323,52 +330,9 @@ class DisruptionController:
     # -------------------------------------------------------------------------------------- drift
 
     def disrupt_drifted(self, obs: Observation) -> bool:
-        """Start a drift command if a drifted candidate can go; True when one started."""
-        found = [obs.candidates[name] if name in obs.candidates else self.observer.eventual(obs, name)
-                 for name in sorted(obs.drifted) if name in obs.candidates or name in obs.why_not]
-        drifted = [c for c in found if c is not None]
-        if not drifted:
-            return False
-        snap = self.snapshot(obs)
-        allowed = snap.allowed_disruptions(consolidation.REASON_DRIFTED)
-        fixed, drifted = static_drift.split(drifted)
-        if fixed and self._disrupt_static_drifted(obs, snap, fixed, allowed):
-            return True
-        if not drifted:
-            return False
-        ordered = consolidation.order_drifted(drifted)
-        cmd, blocked = consolidation.drifted_empty(snap, ordered, allowed)
-        if cmd is not None:
-            return self._execute(cmd, "")
-        for c in ordered:
-            if allowed.get(c.nodepool.name, 0) <= 0:
-                blocked.add(c.nodepool.name)
-                continue
-            held = frozenset() if c.name in obs.candidates else self.observer.held_pods(c, obs.now)
-            out = consolidation.evaluate(snap, [c], self.settings, reason=consolidation.REASON_DRIFTED, held=held)
-            if isinstance(out, consolidation.Command):
-                return self._execute(out, "")
-            log.info("disruption: drifted node %s cannot be disrupted yet: %s", c.name, out.explanation)
-        self.observer.blocked(obs, blocked)
-        return False
-
-    def _disrupt_static_drifted(self, obs: Observation, snap: snapshot_mod.ClusterSnapshot,
-                                fixed: list[candidates.Candidate], allowed: dict[str, int]) -> bool:
-        """Karpenter's StaticDrift (before Drift): replace drifted nodes of static NodePools one for one."""
-        counts: dict[str, static.Counts] = {}
-        for name in sorted({c.nodepool.name for c in fixed}):
-            claims = [c for c in self.state.nodeclaims() if c.nodepool_name == name]
-            counts[name] = static.count(claims, self._held_by_disruption)
-        cmds, blocked = static_drift.commands(snap, fixed, allowed, counts)
-        self.observer.blocked(obs, blocked)
-        started = False
-        for cmd in cmds:
-            started = self._execute(cmd, "") or started
-        return started
-
-    def _held_by_disruption(self, claim: Any) -> bool:
-        node = self.state.node(claim.status.node_name) if claim.status.node_name else None
-        return node is not None and static.held_by_disruption(node.taints)
+        """Start a drift command (or wave) if a drifted candidate can go (see
+        :class:`karpy.disruption.drift_method.DriftMethod`); True when one started."""
+        return self.drift.disrupt(obs)
 
     # ---------------------------------------------------------------------------------- emptiness
 
@@ -471,12 +435,13 @@ class DisruptionController:
                                    snapshot=self.snapshot, settings=self.settings)
 
     def _execute(self, cmd: consolidation.Command, consolidation_type: str) -> bool:
-        started = self.orchestrator.execute(cmd, consolidation_type) is not None
-        if started and self.manager is not None:
-            self.manager.enqueue(NAME, QUEUE_KEY, orchestrator.POLL)
-        return started
+        return self._start(cmd, consolidation_type) is not None
 
-    # ----------------------------------------------------------------------------------- helpers
+    def _start(self, cmd: consolidation.Command, consolidation_type: str) -> orchestrator.Entry | None:
+        entry = self.orchestrator.execute(cmd, consolidation_type)
+        if entry is not None and self.manager is not None:
+            self.manager.enqueue(NAME, QUEUE_KEY, orchestrator.POLL)
+        return entry
 
 
 def new(

@@ -49,6 +49,7 @@ from karpy.api import capacityreservation, duration, errors, fields, manifest, s
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import commitments as commitments_mod
 from karpy.cloudprovider.fake import reservations as fake_reservations
+from karpy.disruption import wave_config as drift_waves
 from karpy.simulator import faultspec, scenario_schema
 from karpy.simulator import limits as limits_mod
 from karpy.simulator import scenario_steps as steps_mod
@@ -179,6 +180,7 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None,
             loaded = manifest.load_documents(other_text, source=source)
             objects = [o.raw for o in loaded.objects]
             warnings.extend(loaded.warnings)
+            warnings.extend(drift_waves.problems_of(objects))
         except errors.ValidationError as exc:
             problems.extend(exc.errors)
 

@@ -16,6 +16,7 @@ import yaml
 
 from karpy.api import duration, errors, fields, labels, manifest, strict
 from karpy.cloudprovider import interface as cloud_interface
+from karpy.disruption import wave_config as drift_waves
 from karpy.simulator import scenario_schema
 
 SCALABLE_KINDS = ("Deployment", "ReplicaSet", "NodePool")
@@ -158,7 +159,7 @@ def read_step(f: fields.Fields, index: int, known: Known, *, catalog: str | None
         objs = tuple(o.raw for o in loaded.objects)
         if any(scenario_schema.is_scenario(o) for o in objs):
             raise f.fail("apply", "Kubernetes or Karpenter manifests (not a Scenario)", scenario_schema.KIND)
-        warnings.extend(f"{f.obj}: {f.at('apply')}: {w}" for w in loaded.warnings)
+        warnings.extend(f"{f.obj}: {f.at('apply')}: {w}" for w in [*loaded.warnings, *drift_waves.problems_of(objs)])
         known.add(objs)
         return Step(at, Apply(objs), index)
     if what == "delete":

@@ -38,8 +38,8 @@ def karpy_nodes(result: engine.Result) -> list[dict[str, Any]]:
 def test_every_example_loads_without_errors() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
     assert names == ["aks-nap", "balanced-consolidation", "capacity-buffer", "capacity-reservation", "commitments-ri",
-                     "compare-eks", "dra-pending", "eks-scale-out-v1alpha5", "insufficient-capacity", "node-overlay",
-                     "spot-interruption", "static-capacity", "topology-spread", "whatif-source"]
+                     "compare-eks", "dra-pending", "drift-waves", "eks-scale-out-v1alpha5", "insufficient-capacity",
+                     "node-overlay", "spot-interruption", "static-capacity", "topology-spread", "whatif-source"]
     for name in names:
         assert scenario.load(EXAMPLES / f"{name}.yaml").name == name
 
@@ -153,3 +153,25 @@ def test_the_dra_example_leaves_only_the_claiming_pods_pending_with_karpenters_r
     assert len(trainers) == 2 and all(p["status"].get("phase") == "Pending" for p in trainers)
     failed = [e for e in result.events if e.get("reason") == "FailedScheduling" and e.get("source") == "karpenter"]
     assert failed and all("Dynamic Resource Allocation" in e["message"] for e in failed)
+
+
+def test_the_drift_waves_example_replaces_nine_drifted_nodes_in_three_settled_waves_of_three() -> None:
+    """karpy.io/drift-max-surge "3" and karpy.io/drift-wave-settle 2m: the replacements are launched three at
+    a time, each wave two minutes or more after the previous wave's old nodes were gone (drained)."""
+    result = run("drift-waves")
+    claims = result.nodeclaims
+    old = [c for c in claims if c["created"] < 600]
+    new = [c for c in claims if c["created"] >= 600]
+    assert len(old) == 9 and all(c["deleted"] is not None for c in old)
+    waves: dict[float, list[dict[str, Any]]] = collections.defaultdict(list)
+    for c in new:
+        waves[c["created"]].append(c)
+    starts = sorted(waves)
+    assert [len(waves[t]) for t in starts] == [3, 3, 3]
+    replaced = sorted((c for c in old), key=lambda c: c["deleted"])
+    for i in range(1, 3):
+        previous_gone = max(c["deleted"] for c in replaced[3 * (i - 1):3 * i])
+        assert starts[i] >= previous_gone + 120, (starts[i], previous_gone)
+    assert all(c["deleted"] is None for c in new)
+    assert {label(n, "release") for n in karpy_nodes(result)} == {"2"}
+    expect_all_running(pods_of(result, "web"), 9)
