@@ -15,7 +15,8 @@ Karpenter finds it, the ``clusterIP`` of the ``kube-system/kube-dns`` Service; e
 (``kubernetesNetworkConfig``: ``serviceIpv6Cidr`` ``fd00:...::/108`` gives ``fd00:...::a``,
 ``serviceIpv4Cidr`` ``172.20.0.0/16`` gives ``172.20.0.10``).
 ``settings.reserved_enis`` (``RESERVED_ENIS``) and ``settings.isolated_vpc`` (``ISOLATED_VPC``) go to the
-provider (max pods; no Pricing API calls). Credentials come from the environment as boto3 reads them. Missing configuration (no region) raises
+provider (max pods; no Pricing API calls). Credentials come from the environment as boto3 reads them.
+Missing configuration (no region) raises
 :class:`karpy.cloudprovider.errors.CloudProviderError`, not retryable, saying what to set. With
 ``settings.interruption_queue`` set, the provider also serves the interruption queue
 (:func:`interruption_queue` builds it alone).

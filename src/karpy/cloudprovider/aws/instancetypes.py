@@ -124,11 +124,18 @@ def instance_types(
     ``family`` and ``instance_store_policy`` as :func:`build` takes them.
     """
     if region != data()["region"]:
-        raise errors.ValidationError.single(
-            "catalog/aws", "region", f"{data()['region']} (the only region in karpy's AWS data)", region)
+        raise errors.ValidationError.single("catalog/aws", "region", region_error(), region)
     types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent, root_volume,
                             family, instance_store_policy)
     return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
+
+
+def region_error() -> str:
+    """What a region of the packaged AWS catalog must be, and why no other region has data."""
+    return (f"{data()['region']}: the only region karpy has EC2 on-demand prices for (its packaged table holds "
+            "us-east-1 list prices, as Karpenter's packaged commercial-partition prices do, and no package "
+            "reachable here ships current prices of other regions); in another region run karpy's AWS provider "
+            "(karpy controller --cloud-provider aws), which prices from the Pricing API")
 
 
 @functools.lru_cache(maxsize=16)
