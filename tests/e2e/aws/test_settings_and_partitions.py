@@ -108,6 +108,31 @@ def test_without_isolated_vpc_the_same_failing_pricing_endpoint_is_called(aws: A
     assert endpoint.calls == 1
 
 
+def test_an_isolated_vpc_uses_a_named_instance_profile_without_asking_iam(aws: AWS) -> None:
+    p = rebuilt(aws, isolated_vpc=True)
+    asked: list[str] = []
+
+    def fail(**_: Any) -> Any:
+        asked.append("GetInstanceProfile")
+        raise AssertionError("IAM was called")
+
+    p.session.iam.meta.events.register_first("before-call.iam.GetInstanceProfile", fail)
+    body = aws.node_class(instanceProfile="KarpenterNodeInstanceProfile")
+    del body["spec"]["role"]
+    status = p.resolve_node_class(body)
+    assert asked == []
+    assert status["instanceProfile"] == "KarpenterNodeInstanceProfile"
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "True"
+
+
+def test_outside_an_isolated_vpc_a_named_instance_profile_iam_does_not_know_is_not_ready(aws: AWS) -> None:
+    body = aws.node_class(instanceProfile="KarpenterNodeInstanceProfile")
+    del body["spec"]["role"]
+    status = aws.provider.resolve_node_class(body)
+    ready = next(c for c in status["conditions"] if c["type"] == "InstanceProfileReady")
+    assert (ready["status"], ready["reason"]) == ("False", "InstanceProfileNotFound")
+
+
 # ---------------------------------------------------------------------------------------- RESERVED_ENIS
 
 

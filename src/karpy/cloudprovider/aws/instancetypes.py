@@ -116,17 +116,18 @@ def instance_types(
     root_volume: int | None = None,
     family: str | None = None,
     instance_store_policy: str | None = None,
+    efa_only: tuple[int, int] | None = None,
 ) -> list[instancetype.InstanceType]:
     """Every priced EC2 type in ``region`` (only us-east-1 is in the data), sorted by name.
 
     ``zones`` keeps only the offerings in those zones (types left without any are dropped);
     ``root_volume`` (milli-units of bytes) replaces the 20Gi default root volume (see :func:`build`);
-    ``family`` and ``instance_store_policy`` as :func:`build` takes them.
+    ``family``, ``instance_store_policy`` and ``efa_only`` as :func:`build` takes them.
     """
     if region != data()["region"]:
         raise errors.ValidationError.single("catalog/aws", "region", region_error(), region)
     types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent, root_volume,
-                            family, instance_store_policy)
+                            family, instance_store_policy, efa_only)
     return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
 
 
@@ -141,11 +142,13 @@ def region_error() -> str:
 @functools.lru_cache(maxsize=16)
 def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig,
                     vm_overhead: float, root_volume: int | None = None, family: str | None = None,
-                    instance_store_policy: str | None = None) -> tuple[instancetype.InstanceType, ...]:
+                    instance_store_policy: str | None = None,
+                    efa_only: tuple[int, int] | None = None) -> tuple[instancetype.InstanceType, ...]:
     out = []
     for name, spec in sorted(data()["types"].items()):
         t = build(name, spec, region=region, kubelet=kubelet, vm_memory_overhead_percent=vm_overhead,
-                  ephemeral_storage=root_volume, family=family, instance_store_policy=instance_store_policy)
+                  ephemeral_storage=root_volume, family=family, instance_store_policy=instance_store_policy,
+                  efa_only=efa_only)
         if t is not None:
             out.append(t)
     return tuple(out)

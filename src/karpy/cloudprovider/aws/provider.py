@@ -107,7 +107,8 @@ class AWSCloudProvider:
                                                vm_memory_overhead_percent=vm_memory_overhead_percent)
         self.reservations = aws_reservations.Reservations(sess.ec2, clock, enabled=reserved_capacity)
         self.resolver = nodeclasses.Resolver(sess, clock, cluster_name=cluster_name,
-                                             kubernetes_version=kubernetes_version, reservations=self.reservations)
+                                             kubernetes_version=kubernetes_version, reservations=self.reservations,
+                                             isolated_vpc=isolated_vpc)
         self.templates = launchtemplates.LaunchTemplates(sess.ec2, cluster_name, clock)
         self.fleet = fleet.Fleet(sess.ec2, self.ice)
         self.on_user_data: Callable[[str, int], None] | None = None
