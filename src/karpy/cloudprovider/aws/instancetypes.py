@@ -117,17 +117,18 @@ def instance_types(
     family: str | None = None,
     instance_store_policy: str | None = None,
     efa_only: tuple[int, int] | None = None,
+    reserved_enis: int = 0,
 ) -> list[instancetype.InstanceType]:
     """Every priced EC2 type in ``region`` (only us-east-1 is in the data), sorted by name.
 
     ``zones`` keeps only the offerings in those zones (types left without any are dropped);
     ``root_volume`` (milli-units of bytes) replaces the 20Gi default root volume (see :func:`build`);
-    ``family``, ``instance_store_policy`` and ``efa_only`` as :func:`build` takes them.
+    ``family``, ``instance_store_policy``, ``efa_only`` and ``reserved_enis`` as :func:`build` takes them.
     """
     if region != data()["region"]:
         raise errors.ValidationError.single("catalog/aws", "region", region_error(), region)
     types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent, root_volume,
-                            family, instance_store_policy, efa_only)
+                            family, instance_store_policy, efa_only, reserved_enis)
     return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
 
 
@@ -143,12 +144,13 @@ def region_error() -> str:
 def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig,
                     vm_overhead: float, root_volume: int | None = None, family: str | None = None,
                     instance_store_policy: str | None = None,
-                    efa_only: tuple[int, int] | None = None) -> tuple[instancetype.InstanceType, ...]:
+                    efa_only: tuple[int, int] | None = None,
+                    reserved_enis: int = 0) -> tuple[instancetype.InstanceType, ...]:
     out = []
     for name, spec in sorted(data()["types"].items()):
         t = build(name, spec, region=region, kubelet=kubelet, vm_memory_overhead_percent=vm_overhead,
                   ephemeral_storage=root_volume, family=family, instance_store_policy=instance_store_policy,
-                  efa_only=efa_only)
+                  efa_only=efa_only, reserved_enis=reserved_enis)
         if t is not None:
             out.append(t)
     return tuple(out)

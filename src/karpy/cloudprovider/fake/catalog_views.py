@@ -110,9 +110,10 @@ class CatalogViews:
     """See the module docstring."""
 
     def __init__(self, catalog: str | Sequence[instancetype.InstanceType], zones: Sequence[str] | None,
-                 region: str | None) -> None:
+                 region: str | None, reserved_enis: int = 0) -> None:
         """``catalog``: a built-in catalog name or a list; ``zones`` keeps only offerings there;
-        ``region`` is passed to a built-in AWS or Azure catalog."""
+        ``region`` is passed to a built-in AWS or Azure catalog, ``reserved_enis`` (``RESERVED_ENIS``) to AWS's."""
+        self.reserved_enis = reserved_enis
         self.catalog: str | tuple[instancetype.InstanceType, ...] = \
             catalog if isinstance(catalog, str) else tuple(catalog)
         self.zones = tuple(zones) if zones else None
@@ -132,7 +133,7 @@ class CatalogViews:
                 types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
                                          kubelet=kubelet_overrides(nc), root_disk=root_disk(nc),
                                          ami_family=profile[0], instance_store_policy=profile[1],
-                                         efa_only=profile[2])
+                                         efa_only=profile[2], reserved_enis=self.reserved_enis)
                 if isinstance(nc, nodeclass.AKSNodeClass) and self.catalog == "azure":
                     types = azure_types.for_nodeclass(types, nc)
                     if azure_types.amd_gpus_allowed(nc):
