@@ -163,9 +163,11 @@ def test_reserving_every_eni_leaves_a_type_no_pods() -> None:
 # ------------------------------------------------------------------------------ placement-group partitions
 
 
-def partition_group(aws: AWS, strategy: str = "partition") -> None:
-    moto_world.PlacementGroupStub({"hdfs": (PG_ID, strategy)}).attach(aws.provider.session.ec2)
+def partition_group(aws: AWS, strategy: str = "partition") -> moto_world.PlacementGroupStub:
+    stub = moto_world.PlacementGroupStub({"hdfs": (PG_ID, strategy)})
+    stub.attach(aws.provider.session.ec2)
     aws.node_class(placementGroupSelector={"name": "hdfs"})
+    return stub
 
 
 def with_partition(aws: AWS, number: int) -> None:
@@ -204,3 +206,14 @@ def test_a_cluster_placement_group_ignores_a_partition_requirement(aws: AWS) -> 
     assert template_data(aws)["Placement"] == {"GroupId": PG_ID}
     assert PARTITION_KEY not in launched.metadata.labels
     assert launched.metadata.labels["karpenter.k8s.aws/placement-group-id"] == PG_ID
+
+
+def test_a_node_whose_placement_group_the_nodeclass_no_longer_resolves_to_is_placement_group_drifted(
+        aws: AWS) -> None:
+    stub = partition_group(aws)
+    launched = aws.provider.create(claim("pg-d", ["m5.large"], {"key": PARTITION_KEY, "operator": "In",
+                                                                "values": ["1"]}))
+    assert aws.provider.is_drifted(launched) == ""
+    stub.groups["hdfs"] = ("pg-0ffffffffffffffff", "partition")  # the group was deleted and made again
+    aws.clock.advance(120.0)  # past the resolution cache
+    assert aws.provider.is_drifted(launched) == "PlacementGroupDrift"

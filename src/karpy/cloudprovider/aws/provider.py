@@ -450,6 +450,9 @@ class AWSCloudProvider:
         groups = {g.get("GroupId") for g in inst.get("SecurityGroups") or ()}
         if res.security_groups and groups and groups != {g.id for g in res.security_groups}:
             return "SecurityGroupDrift"
+        group_id = res.placement_group.id if res.placement_group is not None else ""
+        if claim.metadata.labels.get(instances.LABEL_PLACEMENT_GROUP, "") != group_id:  # added, removed, recreated
+            return "PlacementGroupDrift"
         return ""
 
     def repair_policies(self) -> builtins.list[interface.RepairPolicy]:
