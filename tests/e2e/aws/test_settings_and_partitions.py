@@ -13,7 +13,7 @@ import yaml
 
 from karpy import settings
 from karpy.api import nodeclaim
-from karpy.cloudprovider.aws import factory, instancetypes, provider
+from karpy.cloudprovider.aws import factory, instancetypes, pricing, provider, session
 from karpy.kube import memory
 
 from . import moto_world
@@ -106,6 +106,15 @@ def test_without_isolated_vpc_the_same_failing_pricing_endpoint_is_called(aws: A
     with pytest.raises(AssertionError, match="the Pricing API was called"):
         p.get_instance_types(None)
     assert endpoint.calls == 1
+
+
+def test_a_govcloud_region_never_calls_the_pricing_api_either(aws: AWS) -> None:
+    sess = session.Session("us-gov-west-1", endpoint_url=aws.url)
+    endpoint = FailingPricing()
+    endpoint.attach(sess.pricing)
+    prices = pricing.Prices(sess, aws.clock)
+    assert prices.on_demand("m5.large") == float(instancetypes.data()["types"]["m5.large"]["price"])
+    assert endpoint.calls == 0 and prices.on_demand_source == "packaged"
 
 
 def test_an_isolated_vpc_uses_a_named_instance_profile_without_asking_iam(aws: AWS) -> None:
