@@ -4,6 +4,7 @@ Karpenter's AWS provider, so a node holds fewer pods and more nodes are launched
 from __future__ import annotations
 
 from karpy.cloudprovider.aws import instancetypes as aws
+from karpy.simulator import scenario
 
 from . import scenarios as sc
 
@@ -23,5 +24,5 @@ def test_reserved_enis_lower_a_nodes_pods_and_more_nodes_are_launched_for_the_sa
     assert {n["status"]["capacity"]["pods"] for n in sc.karpy_nodes(reserved)} == {"20"}  # (3 - 1) * 9 + 2
     assert len(sc.running(plain, "tiny-")) == len(sc.running(reserved, "tiny-")) == 50
     assert len(sc.karpy_nodes(plain)) == 2 and len(sc.karpy_nodes(reserved)) == 3
-    assert not [w for w in sc.scenario.load_text(sc.text("", settings="reservedENIs: 1")).warnings
+    assert not [w for w in scenario.load_text(sc.text("", settings="reservedENIs: 1")).warnings
                 if "reservedENIs" in w]
