@@ -280,8 +280,6 @@ _ENV_NAMES = {"clusterCABundle": "CLUSTER_CA_BUNDLE", "ignoreDRARequests": "IGNO
 """Karpenter's environment names the camelCase-to-upper-snake rule does not give."""
 
 _UNIMPLEMENTED: dict[str, str] = {
-    "reservedENIs": "ENIs kept out of the VPC CNI's max pods",
-    "isolatedVPC": "no calls to AWS services without a VPC endpoint (pricing)",
     "karpenterService": "karpy serves no webhooks",
     "logOutputPaths": "karpy logs to standard output",
     "logErrorOutputPaths": "karpy logs errors to standard output",

@@ -73,6 +73,16 @@ def test_an_unknown_region_is_a_usage_error_naming_what_was_expected() -> None:
     assert "us-east-1" in result.output
 
 
+def test_an_aws_region_without_prices_says_which_region_has_them_why_and_what_to_do_instead() -> None:
+    result = run("catalog", "aws", "--region", "eu-west-1")
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "region: expected us-east-1: the only region karpy has EC2 on-demand prices for" in text
+    assert "no package reachable here ships current prices of other regions" in text
+    assert "karpy controller --cloud-provider aws" in text and "Pricing API" in text
+    assert text.rstrip().endswith("found 'eu-west-1'")
+
+
 def test_an_unknown_catalog_name_is_a_usage_error() -> None:
     result = run("catalog", "gcp")
     assert result.exit_code == 2

@@ -69,10 +69,10 @@ def test_a_setting_karpy_does_not_implement_warns_only_when_it_is_given() -> Non
     assert settings_mod.Settings().unimplemented() == []
     s = settings_sources.load({}, {"ISOLATED_VPC": "true", "RESERVED_ENIS": "1", "ENABLE_PROFILING": "true",
                                    "FEATURE_GATES": "NodeOverlay=true,ReservedCapacity=false"})
-    warned = s.unimplemented()  # NodeOverlay=true and ReservedCapacity=false are implemented
-    assert len(warned) == 3
+    warned = s.unimplemented()  # NodeOverlay=true, ReservedCapacity=false, ISOLATED_VPC, RESERVED_ENIS: implemented
+    assert len(warned) == 1
     assert all("karpy does not implement this yet" in w for w in warned)
-    assert any(w.startswith("setting isolatedVPC (ISOLATED_VPC)") for w in warned)
+    assert warned[0].startswith("setting enableProfiling (ENABLE_PROFILING)")
     assert not any("NodeOverlay" in w for w in warned)  # implemented: karpy.cloudprovider.overlay
 
 

@@ -69,14 +69,17 @@ restrict_zones = instancetype.restrict_zones
 
 def load(name: str, *, zones: Sequence[str] | None = None, region: str | None = None,
          kubelet: Mapping[str, Any] | None = None, root_disk: int | None = None,
-         ami_family: str | None = None, instance_store_policy: str | None = None) -> list[instancetype.InstanceType]:
+         ami_family: str | None = None, instance_store_policy: str | None = None,
+         efa_only: tuple[int, int] | None = None, reserved_enis: int = 0) -> list[instancetype.InstanceType]:
     """The built-in catalog ``name`` (one of :data:`NAMES`), sorted by instance type name.
 
     ``root_disk``: the node's root (OS) disk, milli-units of bytes, as its NodeClass sets it (an
     EC2NodeClass's root volume, an AKSNodeClass's ``osDiskSizeGB``): the types' ephemeral-storage
     capacity (``None``: the catalog's default, 20Gi on AWS, 128 GB on Azure; ignored by the
     benchmark and kwok catalogs). ``ami_family`` / ``instance_store_policy``: an EC2NodeClass's, for the
-    AWS catalog (Windows types, RAID0 ephemeral storage; see ``aws.instancetypes.build``).
+    AWS catalog (Windows types, RAID0 ephemeral storage; see ``aws.instancetypes.build``); ``efa_only``: the
+    EFA-only interfaces of an EC2NodeClass's ``networkInterfaces`` (EFA count, max pods; same function);
+    ``reserved_enis``: the ``RESERVED_ENIS`` setting (AWS max pods).
     Raises :class:`karpy.api.errors.ValidationError` for an unknown
     name, region or bad kubelet overrides.
     """
@@ -91,7 +94,8 @@ def load(name: str, *, zones: Sequence[str] | None = None, region: str | None = 
                 where = f" of region {in_region}" if in_region else ""
                 names = ", ".join(sorted(z or '"" (regional)' for z in known))
                 raise errors.ValidationError.single("catalog", f"zones[{i}]", f"a zone{where}: {names}", zone)
-    return list(_load(name, zone_key, region, config, root_disk, ami_family, instance_store_policy))
+    return list(_load(name, zone_key, region, config, root_disk, ami_family, instance_store_policy, efa_only,
+                      reserved_enis))
 
 
 @functools.lru_cache(maxsize=32)
@@ -106,7 +110,8 @@ def _zones(name: str, region: str | None) -> tuple[frozenset[str], str]:
 @functools.lru_cache(maxsize=64)
 def _load(name: str, zones: tuple[str, ...] | None, region: str | None,
           kubelet: KubeletConfig, root_disk: int | None = None, ami_family: str | None = None,
-          instance_store_policy: str | None = None) -> tuple[instancetype.InstanceType, ...]:
+          instance_store_policy: str | None = None,
+          efa_only: tuple[int, int] | None = None, reserved_enis: int = 0) -> tuple[instancetype.InstanceType, ...]:
     types: Sequence[instancetype.InstanceType]
     if name == "benchmark":
         from karpy.cloudprovider.fake import instancetypes as fake_types
@@ -123,7 +128,8 @@ def _load(name: str, zones: tuple[str, ...] | None, region: str | None,
 
         types = aws_types.instance_types(region=region or aws_types.DEFAULT_REGION, kubelet=kubelet,
                                          root_volume=root_disk, family=ami_family,
-                                         instance_store_policy=instance_store_policy)
+                                         instance_store_policy=instance_store_policy, efa_only=efa_only,
+                                         reserved_enis=reserved_enis)
     else:
         from karpy.cloudprovider.azure import instancetypes as azure_types
 

@@ -138,7 +138,7 @@ class Simulation:
         self.cluster = memory.InMemoryCluster(self.clock, rng=random.Random(seeds[0]))
         self.manager = runtime.Manager(self.cluster, self.clock)
         self.cloud = fake_provider.SimulatedCloud(
-            self.clock, random.Random(seeds[1]), catalog=scn.cloud.catalog,
+            self.clock, random.Random(seeds[1]), catalog=scn.cloud.catalog, reserved_enis=scn.settings.reserved_enis,
             region=scn.cloud.region, zones=scn.cloud.zones or None, cluster_name=scn.cluster_name,
             node_classes=self._node_class, commitments=scn.cloud.commitments or scn.settings.commitments,
             reservations=fake_reservations.SimulatedReservations(

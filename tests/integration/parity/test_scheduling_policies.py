@@ -60,9 +60,9 @@ def test_a_scenario_using_settings_and_fields_karpy_does_not_implement_says_so_o
     from karpy.simulator import scenario
 
     pool = sc.nodepool(extra_spec="replicas: 2")
-    loaded = scenario.load_text(sc.text(sc.docs(pool), settings="isolatedVPC: true, featureGates: NodeOverlay=true"),
-                                source="parity.yaml")
+    settings = "enableProfiling: true, featureGates: NodeOverlay=true"
+    loaded = scenario.load_text(sc.text(sc.docs(pool), settings=settings), source="parity.yaml")
     unimplemented = [w for w in loaded.warnings if "karpy does not implement this yet" in w]
-    assert any("spec.settings: setting isolatedVPC (ISOLATED_VPC) = True" in w for w in unimplemented)
+    assert any("spec.settings: setting enableProfiling (ENABLE_PROFILING) = True" in w for w in unimplemented)
     assert not any("NodeOverlay" in w for w in unimplemented)  # implemented (karpy.cloudprovider.overlay)
     assert not any("spec.replicas" in w for w in unimplemented)  # static NodePools are implemented

@@ -14,7 +14,9 @@ Karpenter finds it, the ``clusterIP`` of the ``kube-system/kube-dns`` Service; e
 ``cluster_dns``; else, when DescribeCluster was read, the tenth address of its service range
 (``kubernetesNetworkConfig``: ``serviceIpv6Cidr`` ``fd00:...::/108`` gives ``fd00:...::a``,
 ``serviceIpv4Cidr`` ``172.20.0.0/16`` gives ``172.20.0.10``).
-Credentials come from the environment as boto3 reads them. Missing configuration (no region) raises
+``settings.reserved_enis`` (``RESERVED_ENIS``) and ``settings.isolated_vpc`` (``ISOLATED_VPC``) go to the
+provider (max pods; no Pricing API calls). Credentials come from the environment as boto3 reads them.
+Missing configuration (no region) raises
 :class:`karpy.cloudprovider.errors.CloudProviderError`, not retryable, saying what to set. With
 ``settings.interruption_queue`` set, the provider also serves the interruption queue
 (:func:`interruption_queue` builds it alone).
@@ -119,6 +121,7 @@ def build(settings: settings_mod.Settings, clock: clock_mod.Clock, cluster: kube
         ca_bundle=ca_bundle or str((eks.get("certificateAuthority") or {}).get("data") or ""),
         vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
         reserved_capacity=settings.feature_gate("ReservedCapacity"),
+        reserved_enis=settings.reserved_enis, isolated_vpc=settings.isolated_vpc,
         cluster_dns=kube_dns_ip(cluster) or str(options.get("cluster_dns") or "") or dns_of_service_range(eks))
     if settings.interruption_queue:
         prov.queue = interruption.SQSQueue(sess, settings.interruption_queue, clock, prov.ice,

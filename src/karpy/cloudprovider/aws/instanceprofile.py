@@ -1,6 +1,7 @@
 """Instance profiles for EC2NodeClasses, as Karpenter's instance profile provider manages them.
 
-* ``spec.instanceProfile`` names an existing profile: it is used as is (checked to exist).
+* ``spec.instanceProfile`` names an existing profile: it is used as is (checked to exist, except in an
+  isolated VPC: IAM has no VPC endpoint).
 * ``spec.role`` (a role name or ARN): karpy creates, once, a profile named
   ``<cluster>_<stable hash of region and role>``, tagged ``karpenter.sh/managed-by=<cluster>``,
   ``karpenter.k8s.aws/ec2nodeclass=<nodeclass>``, ``eks:eks-cluster-name=<cluster>`` and
@@ -35,10 +36,12 @@ def profile_name(cluster: str, region: str, role: str) -> str:
 
 
 def ensure(iam: Any, *, cluster: str, region: str, node_class: str, role: str | None,
-           instance_profile: str | None, tags: Mapping[str, str] | None = None) -> str:
-    """The instance profile name the NodeClass's instances get (module docstring)."""
+           instance_profile: str | None, tags: Mapping[str, str] | None = None, verify: bool = True) -> str:
+    """The instance profile name the NodeClass's instances get (module docstring); ``verify=False``: a named
+    ``instance_profile`` is used without asking IAM (an isolated VPC, as Karpenter never asks)."""
     if instance_profile:
-        session.call(iam, "get_instance_profile", InstanceProfileName=instance_profile)
+        if verify:
+            session.call(iam, "get_instance_profile", InstanceProfileName=instance_profile)
         return instance_profile
     if not role:
         raise session.AWSError("the EC2NodeClass sets neither role nor instanceProfile", code="InvalidNodeClass",

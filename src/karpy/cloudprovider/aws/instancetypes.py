@@ -116,29 +116,41 @@ def instance_types(
     root_volume: int | None = None,
     family: str | None = None,
     instance_store_policy: str | None = None,
+    efa_only: tuple[int, int] | None = None,
+    reserved_enis: int = 0,
 ) -> list[instancetype.InstanceType]:
     """Every priced EC2 type in ``region`` (only us-east-1 is in the data), sorted by name.
 
     ``zones`` keeps only the offerings in those zones (types left without any are dropped);
     ``root_volume`` (milli-units of bytes) replaces the 20Gi default root volume (see :func:`build`);
-    ``family`` and ``instance_store_policy`` as :func:`build` takes them.
+    ``family``, ``instance_store_policy``, ``efa_only`` and ``reserved_enis`` as :func:`build` takes them.
     """
     if region != data()["region"]:
-        raise errors.ValidationError.single(
-            "catalog/aws", "region", f"{data()['region']} (the only region in karpy's AWS data)", region)
+        raise errors.ValidationError.single("catalog/aws", "region", region_error(), region)
     types = _instance_types(region, kubelet_overrides.kubelet_config(kubelet), vm_memory_overhead_percent, root_volume,
-                            family, instance_store_policy)
+                            family, instance_store_policy, efa_only, reserved_enis)
     return instancetype.restrict_zones(types, zones) if zones is not None else list(types)
+
+
+def region_error() -> str:
+    """What a region of the packaged AWS catalog must be, and why no other region has data."""
+    return (f"{data()['region']}: the only region karpy has EC2 on-demand prices for (its packaged table holds "
+            "us-east-1 list prices, as Karpenter's packaged commercial-partition prices do, and no package "
+            "reachable here ships current prices of other regions); in another region run karpy's AWS provider "
+            "(karpy controller --cloud-provider aws), which prices from the Pricing API")
 
 
 @functools.lru_cache(maxsize=16)
 def _instance_types(region: str, kubelet: kubelet_overrides.KubeletConfig,
                     vm_overhead: float, root_volume: int | None = None, family: str | None = None,
-                    instance_store_policy: str | None = None) -> tuple[instancetype.InstanceType, ...]:
+                    instance_store_policy: str | None = None,
+                    efa_only: tuple[int, int] | None = None,
+                    reserved_enis: int = 0) -> tuple[instancetype.InstanceType, ...]:
     out = []
     for name, spec in sorted(data()["types"].items()):
         t = build(name, spec, region=region, kubelet=kubelet, vm_memory_overhead_percent=vm_overhead,
-                  ephemeral_storage=root_volume, family=family, instance_store_policy=instance_store_policy)
+                  ephemeral_storage=root_volume, family=family, instance_store_policy=instance_store_policy,
+                  efa_only=efa_only, reserved_enis=reserved_enis)
         if t is not None:
             out.append(t)
     return tuple(out)
@@ -149,7 +161,7 @@ def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
           vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
           ephemeral_storage: int | None = None, family: str | None = None,
           instance_store_policy: str | None = None,
-          efa_only: tuple[int, int] | None = None) -> instancetype.InstanceType | None:
+          efa_only: tuple[int, int] | None = None, reserved_enis: int = 0) -> instancetype.InstanceType | None:
     """One instance type from its generated spec record; ``None`` when its architecture is unknown
     (or the family is Windows and the type is not amd64).
 
@@ -158,6 +170,8 @@ def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
     with the instance store on types that have one (module docstring). ``efa_only``: an EC2NodeClass's
     ``networkInterfaces`` as (EFA-only interfaces, those on network card 0): ``vpc.amazonaws.com/efa``
     becomes the first (not the type's own EFA count) and the ENI-limited max pods lose the second.
+    ``reserved_enis`` (the ``RESERVED_ENIS`` setting): ENIs of the default card the VPC CNI may not use,
+    left out of the ENI-limited max pods (and so of kube-reserved memory) as in Karpenter.
     """
     kc = kubelet or kubelet_overrides.KubeletConfig()
     fam = families.of(family)
@@ -166,7 +180,7 @@ def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
         return None
     if efa_only is not None:
         spec = {**spec, "efa": efa_only[0], "enis": max(int(spec["enis"]) - efa_only[1], 0)}
-    capacity = compute_capacity(name, spec, kc, vm_memory_overhead_percent, fam)
+    capacity = compute_capacity(name, spec, kc, vm_memory_overhead_percent, fam, reserved_enis)
     if ephemeral_storage is not None:
         capacity["ephemeral-storage"] = ephemeral_storage
     if instance_store_policy == RAID0 and spec.get("store"):
@@ -251,6 +265,16 @@ def compute_labels(name: str, spec: Mapping[str, Any], arch: str, region: str) -
     return out
 
 
+def efa_only_interfaces(network_interfaces: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+    """(EFA-only interfaces, those on network card 0) of an EC2NodeClass's ``networkInterfaces`` (``None``
+    without any), as :func:`build` takes them: they set ``vpc.amazonaws.com/efa`` and take ENIs from the
+    max-pods formula."""
+    if not network_interfaces:
+        return None
+    efa = [n for n in network_interfaces if n.get("interfaceType") == "efa-only"]
+    return len(efa), sum(1 for n in efa if not n.get("networkCardIndex"))
+
+
 def eni_limited_pods(enis: int, ipv4_per_eni: int, reserved_enis: int = 0) -> int:
     """The VPC CNI's max pods: ``usable ENIs * (IPv4 per ENI - 1) + 2``; 0 with no usable ENI."""
     usable = max(enis - reserved_enis, 0)
@@ -260,13 +284,13 @@ def eni_limited_pods(enis: int, ipv4_per_eni: int, reserved_enis: int = 0) -> in
 
 
 def pods(spec: Mapping[str, Any], kubelet: kubelet_overrides.KubeletConfig,
-         family: families.Family = families.DEFAULT) -> int:
-    """Max pods: kubelet ``maxPods``, else the ENI limit (Windows: 110), capped by ``podsPerCore * vCPU``
-    when set and the family honours it."""
+         family: families.Family = families.DEFAULT, reserved_enis: int = 0) -> int:
+    """Max pods: kubelet ``maxPods``, else the ENI limit less ``reserved_enis`` (Windows: 110), capped by
+    ``podsPerCore * vCPU`` when set and the family honours it."""
     if kubelet.max_pods is not None:
         count = kubelet.max_pods
     elif family.eni_limited_pods:
-        count = eni_limited_pods(spec["enis"], spec["ipv4"])
+        count = eni_limited_pods(spec["enis"], spec["ipv4"], reserved_enis)
     else:
         count = families.WINDOWS_MAX_PODS
     if kubelet.pods_per_core and family.pods_per_core:
@@ -288,12 +312,12 @@ def memory_capacity_mib(spec: Mapping[str, Any],
 
 def compute_capacity(name: str, spec: Mapping[str, Any], kubelet: kubelet_overrides.KubeletConfig,
                      vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT,
-                     family: families.Family = families.DEFAULT) -> dict[str, int]:
+                     family: families.Family = families.DEFAULT, reserved_enis: int = 0) -> dict[str, int]:
     out = {
         "cpu": spec["vcpu"] * quantity.MILLI,
         "memory": memory_capacity_mib(spec, vm_memory_overhead_percent) * _MI,
         "ephemeral-storage": family.root_gib * 2**30 * quantity.MILLI,
-        "pods": pods(spec, kubelet, family) * quantity.MILLI,
+        "pods": pods(spec, kubelet, family, reserved_enis) * quantity.MILLI,
     }
     branch = branch_enis().get(name, 0)
     if branch:

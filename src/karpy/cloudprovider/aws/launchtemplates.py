@@ -30,7 +30,8 @@ device mappings, metadata options, detailed monitoring and tags. What a caller m
   ``Ipv6AddressCount: 1`` and ``Ipv6PrefixCount`` = ``ipPrefixCount``, and the
   ``ConnectionTrackingSpecification`` (``TcpEstablishedTimeout``, ``UdpStreamTimeout``,
   ``UdpTimeout``). ``cpuOptions`` become ``CpuOptions`` (``CoreCount``, ``ThreadsPerCore``,
-  ``NestedVirtualization``); a resolved placement group becomes ``Placement.GroupId``.
+  ``NestedVirtualization``); a resolved placement group becomes ``Placement.GroupId`` (a partition group's chosen
+  partition ``Placement.PartitionNumber``).
 """
 
 from __future__ import annotations
@@ -82,6 +83,15 @@ class Config:
     cpu_options: Mapping[str, Any] = field(default_factory=dict)
     """``coreCount`` / ``threadsPerCore`` / ``nestedVirtualization``."""
     placement_group_id: str = ""
+    placement_group_partition: int = 0
+    """The partition of a ``partition`` placement group to launch into (``0``: EC2 chooses)."""
+
+
+def options_of(nc: nodeclass.EC2NodeClass) -> dict[str, Any]:
+    """The NodeClass's launch-template settings beyond the common ones (ipPrefixCount, networkInterfaces,
+    connectionTracking, cpuOptions), as :class:`Config` takes them."""
+    return {"ip_prefix_count": nc.ip_prefix_count, "network_interfaces": nc.network_interfaces,
+            "connection_tracking": nc.connection_tracking, "cpu_options": nc.cpu_options}
 
 
 def default_block_devices(family: str) -> tuple[nodeclass.BlockDeviceMapping, ...]:
@@ -143,6 +153,8 @@ def template_data(c: Config) -> dict[str, Any]:
         data["CpuOptions"] = cpu
     if c.placement_group_id:
         data["Placement"] = {"GroupId": c.placement_group_id}
+        if c.placement_group_partition > 0:
+            data["Placement"]["PartitionNumber"] = c.placement_group_partition
     return data
 
 

@@ -102,8 +102,11 @@ def _condition(type_: str, ok: bool, reason_bad: str, message: str) -> dict[str,
 
 class Resolver:
     def __init__(self, sess: session.Session, clock: clock_mod.Clock, *, cluster_name: str,
-                 kubernetes_version: str, reservations: aws_reservations.Reservations | None = None) -> None:
+                 kubernetes_version: str, reservations: aws_reservations.Reservations | None = None,
+                 isolated_vpc: bool = False) -> None:
         self.session = sess
+        self.isolated_vpc = isolated_vpc
+        """``ISOLATED_VPC``: IAM (no VPC endpoint) is not asked whether ``spec.instanceProfile`` exists."""
         self.reservations = reservations
         self.clock = clock
         self.cluster_name = cluster_name
@@ -140,7 +143,7 @@ class Resolver:
         try:
             profile = instanceprofile.ensure(
                 self.session.iam, cluster=self.cluster_name, region=self.session.region, node_class=nc.name,
-                role=nc.role, instance_profile=nc.instance_profile, tags=nc.tags)
+                role=nc.role, instance_profile=nc.instance_profile, tags=nc.tags, verify=not self.isolated_vpc)
         except session.AWSError as exc:
             if exc.retryable:
                 raise

@@ -11,6 +11,9 @@ What a caller may rely on:
   (``data/instance-types.json``, us-east-1 list prices) for on-demand, and on-demand x the
   deterministic spot fraction (:func:`karpy.cloudprovider.spot.spot_price`) for spot. A failed
   refresh keeps the previous prices and is logged (the next call tries again after the interval).
+* ``isolated_vpc`` (the ``ISOLATED_VPC`` setting), and GovCloud regions, as in Karpenter: the Pricing
+  API (which has no VPC endpoint) is never called; on-demand prices are the packaged table. Spot
+  prices still come from EC2's ``DescribeSpotPriceHistory`` (EC2 has a VPC endpoint).
 * Thread-safe: one refresh runs at a time; readers never see a half-built table.
 """
 
@@ -58,8 +61,10 @@ def parse_products(price_list: Iterable[str | dict[str, Any]]) -> dict[str, floa
 class Prices:
     """See the module docstring."""
 
-    def __init__(self, sess: session.Session, clock: clock_mod.Clock) -> None:
+    def __init__(self, sess: session.Session, clock: clock_mod.Clock, *, isolated_vpc: bool = False) -> None:
         self.session = sess
+        self.isolated_vpc = isolated_vpc
+        """``ISOLATED_VPC``: the Pricing API (no VPC endpoint) is never called; the packaged table is used."""
         self.clock = clock
         self.region = sess.region
         self._lock = threading.Lock()
@@ -93,15 +98,7 @@ class Prices:
         with self._lock:
             if now >= self._od_next:
                 self._od_next = now + ON_DEMAND_REFRESH
-                try:
-                    prices = self._fetch_on_demand()
-                except errors.CloudProviderError as exc:
-                    log.warning("on-demand prices from the Pricing API failed, keeping %d known prices "
-                                "(fallback: karpy's packaged table): %s", len(self._on_demand), exc)
-                else:
-                    if prices:
-                        self._on_demand = prices
-                        self.on_demand_source = "pricing-api"
+                self._refresh_on_demand()
             if now >= self._spot_next:
                 self._spot_next = now + SPOT_REFRESH
                 try:
@@ -112,6 +109,24 @@ class Prices:
                     if spot:
                         self._spot = spot
                         self.spot_source = "spot-price-history"
+
+    def _refresh_on_demand(self) -> None:
+        if self.isolated_vpc or self.region.startswith("us-gov"):  # as Karpenter: no Pricing API there
+            if self.on_demand_source == "none":
+                log.info("on-demand prices come from karpy's packaged table (%s): the Pricing API is not called",
+                         "ISOLATED_VPC" if self.isolated_vpc else "GovCloud has no Pricing API")
+                self.on_demand_source = "packaged"
+            self._od_next = float("inf")
+            return
+        try:
+            prices = self._fetch_on_demand()
+        except errors.CloudProviderError as exc:
+            log.warning("on-demand prices from the Pricing API failed, keeping %d known prices "
+                        "(fallback: karpy's packaged table): %s", len(self._on_demand), exc)
+        else:
+            if prices:
+                self._on_demand = prices
+                self.on_demand_source = "pricing-api"
 
     def _fetch_on_demand(self) -> dict[str, float]:
         filters = [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in (

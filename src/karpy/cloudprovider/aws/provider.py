@@ -11,12 +11,12 @@
   (:class:`karpy.cloudprovider.aws.typecatalog.LiveCatalog`), with the NodeClass's kubelet settings,
   root volume size, AMI family (Windows) and ``instanceStorePolicy``, only in the zones of its subnets,
   only types some resolved AMI can run, and offerings in the insufficient-capacity cache marked
-  unavailable.
+  unavailable; ``reserved_enis`` (``RESERVED_ENIS``) lowers their ENI-limited max pods, ``isolated_vpc``
+  (``ISOLATED_VPC``) keeps the Pricing API uncalled (:mod:`.pricing`).
 * **Launch settings**: the cluster DNS address (:attr:`AWSCloudProvider.cluster_dns`; IPv6 makes an
   IPv6 cluster), ``ipPrefixCount``, ``networkInterfaces``, ``connectionTracking``, ``cpuOptions``
-  and the resolved placement group go into the launch template, ``context`` into CreateFleet;
-  launched nodes carry ``topology.k8s.aws/zone-id``, ``karpenter.k8s.aws/instance-tenancy`` and,
-  with a placement group, ``karpenter.k8s.aws/placement-group-id``.
+  and the resolved placement group (and a partition group's partition) go into the launch template,
+  ``context`` into CreateFleet; launched nodes get the labels of :func:`.instances.launch_labels`.
 * **Create**: the claim's compatible offerings cheapest first; spot when allowed and offered, else
   on-demand; at most :data:`MAX_INSTANCE_TYPES` types; per zone the subnet with the most free IPs;
   one launch template per (image, max pods) with the family's user data; one CreateFleet (batched
@@ -25,10 +25,8 @@
   :data:`LAUNCH_ATTEMPTS` CreateFleet calls).
 * **Ownership**: instances are tagged ``karpenter.sh/nodepool``, ``karpenter.sh/nodeclaim``,
   ``karpenter.k8s.aws/ec2nodeclass``, ``eks:eks-cluster-name=<cluster>`` and
-  ``kubernetes.io/cluster/<cluster>=owned`` (plus the NodeClass's tags). ``get``, ``list``,
-  ``delete`` and ``is_drifted`` consider an instance this cluster's only when it carries the first
-  three keys with ``eks:eks-cluster-name`` equal to the cluster name; the ``kubernetes.io/cluster``
-  tag alone (node groups carry it) never suffices.
+  ``kubernetes.io/cluster/<cluster>=owned`` (plus the NodeClass's tags); ``get``, ``list``, ``delete``
+  and ``is_drifted`` consider only the instances :func:`.instances.owned` says are this cluster's.
 * **Launch templates** unused for an hour are cleaned up during :meth:`list` (at most every ten
   minutes).
 
@@ -47,12 +45,14 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import capacityreservation as cr
-from karpy.api import labels, meta, nodeclaim, nodeclass, nodepool
+from karpy.api import labels, nodeclaim, nodeclass, nodepool
 from karpy.cloudprovider import errors, instancetype, interface, kubelet_overrides
 from karpy.cloudprovider import reservations as reservations_mod
 from karpy.cloudprovider.aws import (
     amis,
     fleet,
+    instances,
+    instancetypes,
     launchtemplates,
     nodeclasses,
     pricing,
@@ -72,54 +72,12 @@ log = logging.getLogger("karpy.cloudprovider.aws")
 MAX_INSTANCE_TYPES = 60
 LAUNCH_ATTEMPTS = 3
 CLEANUP_INTERVAL = 600.0
-TAG_NODEPOOL = "karpenter.sh/nodepool"
-TAG_NODECLAIM = "karpenter.sh/nodeclaim"
-TAG_NODECLASS = "karpenter.k8s.aws/ec2nodeclass"
-TAG_CLUSTER = "eks:eks-cluster-name"
-LABEL_ZONE_ID = "topology.k8s.aws/zone-id"
-LABEL_TENANCY = "karpenter.k8s.aws/instance-tenancy"
-LABEL_PLACEMENT_GROUP = "karpenter.k8s.aws/placement-group-id"
-LIVE_STATES = ("pending", "running", "stopping", "stopped")
-
-
-def instance_id_of(provider_id: str) -> str:
-    """``aws:///us-east-1a/i-0123`` -> ``i-0123`` (``""`` when it is not an AWS provider id)."""
-    if not provider_id.startswith("aws://"):
-        return ""
-    last = provider_id.rstrip("/").rsplit("/", 1)[-1]
-    return last if last.startswith("i-") else ""
-
-
-def launch_options(nc: nodeclass.EC2NodeClass) -> dict[str, Any]:
-    """The NodeClass's launch-template settings beyond the common ones (ipPrefixCount, networkInterfaces,
-    connectionTracking, cpuOptions), as :class:`launchtemplates.Config` takes them."""
-    return {"ip_prefix_count": nc.ip_prefix_count, "network_interfaces": nc.network_interfaces,
-            "connection_tracking": nc.connection_tracking, "cpu_options": nc.cpu_options}
-
-
-def efa_only(nc: nodeclass.EC2NodeClass) -> tuple[int, int] | None:
-    """(EFA-only interfaces, those on network card 0) of the NodeClass's ``networkInterfaces`` (``None``
-    without any): they set ``vpc.amazonaws.com/efa`` and take ENIs from the max-pods formula."""
-    if not nc.network_interfaces:
-        return None
-    efa = [n for n in nc.network_interfaces if n.get("interfaceType") == "efa-only"]
-    return len(efa), sum(1 for n in efa if not n.get("networkCardIndex"))
-
-
-def launch_labels(nc: nodeclass.EC2NodeClass, res: nodeclasses.Resolved, zone: str) -> dict[str, str]:
-    """Labels Karpenter's AWS provider puts on a launched node: ``topology.k8s.aws/zone-id`` of the zone,
-    ``karpenter.k8s.aws/instance-tenancy`` (``default``) and ``karpenter.k8s.aws/placement-group-id``."""
-    out = {LABEL_TENANCY: "default"}
-    if res.placement_group is not None:
-        out[LABEL_PLACEMENT_GROUP] = res.placement_group.id
-    zone_id = next((s.zone_id for s in res.subnets if s.zone == zone and s.zone_id), "")
-    if zone_id:
-        out[LABEL_ZONE_ID] = zone_id
-    return out
-
-
-def _tags(inst: Mapping[str, Any]) -> dict[str, str]:
-    return {str(t["Key"]): str(t.get("Value", "")) for t in inst.get("Tags") or ()}
+TAG_NODEPOOL = instances.TAG_NODEPOOL
+TAG_NODECLAIM = instances.TAG_NODECLAIM
+TAG_NODECLASS = instances.TAG_NODECLASS
+TAG_CLUSTER = instances.TAG_CLUSTER
+LIVE_STATES = instances.LIVE_STATES
+instance_id_of = instances.instance_id_of
 
 
 class AWSCloudProvider:
@@ -130,7 +88,8 @@ class AWSCloudProvider:
     def __init__(self, sess: session.Session, clock: clock_mod.Clock, cluster: kube_interface.Cluster, *,
                  cluster_name: str, kubernetes_version: str, cluster_endpoint: str = "", ca_bundle: str = "",
                  vm_memory_overhead_percent: float = 0.075, queue: interface.InterruptionQueue | None = None,
-                 reserved_capacity: bool = True, cluster_dns: str = "") -> None:
+                 reserved_capacity: bool = True, cluster_dns: str = "", reserved_enis: int = 0,
+                 isolated_vpc: bool = False) -> None:
         self.session = sess
         self.clock = clock
         self.cluster = cluster
@@ -143,12 +102,13 @@ class AWSCloudProvider:
         """kube-dns's address; an IPv6 one makes the cluster IPv6 (launch templates, user data)."""
         self.queue = queue
         self.ice = unavailable.UnavailableOfferings(clock)
-        self.prices = pricing.Prices(sess, clock)
-        self.catalog = typecatalog.LiveCatalog(sess, clock, self.prices,
+        self.prices = pricing.Prices(sess, clock, isolated_vpc=isolated_vpc)
+        self.catalog = typecatalog.LiveCatalog(sess, clock, self.prices, reserved_enis=reserved_enis,
                                                vm_memory_overhead_percent=vm_memory_overhead_percent)
         self.reservations = aws_reservations.Reservations(sess.ec2, clock, enabled=reserved_capacity)
         self.resolver = nodeclasses.Resolver(sess, clock, cluster_name=cluster_name,
-                                             kubernetes_version=kubernetes_version, reservations=self.reservations)
+                                             kubernetes_version=kubernetes_version, reservations=self.reservations,
+                                             isolated_vpc=isolated_vpc)
         self.templates = launchtemplates.LaunchTemplates(sess.ec2, cluster_name, clock)
         self.fleet = fleet.Fleet(sess.ec2, self.ice)
         self.on_user_data: Callable[[str, int], None] | None = None
@@ -210,7 +170,8 @@ class AWSCloudProvider:
             kubelet=kubelet_overrides.kubelet_config(kubelet), zones=zones, ephemeral_storage=storage,
             family=nc.resolved_ami_family if nc is not None else None,
             instance_store_policy=nc.instance_store_policy if nc is not None else None,
-            efa_only=efa_only(nc) if nc is not None else None, unavailable=self.ice.snapshot(), names=names)
+            efa_only=instancetypes.efa_only_interfaces(nc.network_interfaces) if nc is not None else None,
+            unavailable=self.ice.snapshot(), names=names)
         if res is not None and res.images:
             types = [t for t in types if amis.image_for(res.images, t.labels) is not None]
         if res is not None and res.reservations:
@@ -352,7 +313,8 @@ class AWSCloudProvider:
             associate_public_ip_address=nc.associate_public_ip_address, tags=tags, ami_family=family,
             reservation_fields=aws_reservations.launch_template_fields(reservation, self.reservations.enabled),
             ipv6=":" in self.cluster_dns, placement_group_id=res.placement_group.id if res.placement_group else "",
-            **launch_options(nc))
+            placement_group_partition=instances.partition_of(res.placement_group, claim.spec.requirements),
+            **launchtemplates.options_of(nc))
         return self.templates.ensure(config)
 
     def _launched(self, claim: nodeclaim.NodeClaim, nc: nodeclass.EC2NodeClass, inst: fleet.Launched,
@@ -360,8 +322,14 @@ class AWSCloudProvider:
         with self._lock:
             self._launch_times[inst.instance_id] = self.clock.now()
         md = claim.metadata
+        res = self._resolved(nc)
+        partition = instances.partition_of(res.placement_group, claim.spec.requirements)
+        if not partition and res.placement_group is not None and \
+                res.placement_group.strategy == instances.STRATEGY_PARTITION:  # EC2 chose: ask which
+            described = self._describe(inst.instance_id)
+            partition = instances.instance_partition(described) if described is not None else 0
         node_labels = {**md.labels, **it.labels, labels.ZONE: inst.zone, labels.REGION: self.region,
-                       labels.CAPACITY_TYPE: inst.capacity_type, **launch_labels(nc, self._resolved(nc), inst.zone)}
+                       labels.CAPACITY_TYPE: inst.capacity_type, **instances.launch_labels(res, inst.zone, partition)}
         r = self.reservations.get(reservation_id) if reservation_id else None
         if r is not None:
             node_labels.update(r.labels())
@@ -376,7 +344,7 @@ class AWSCloudProvider:
 
     def owned(self, tags: Mapping[str, str]) -> bool:
         """Did karpy launch this instance for this cluster? (module docstring, Ownership)."""
-        return TAG_NODEPOOL in tags and TAG_NODECLASS in tags and tags.get(TAG_CLUSTER) == self.cluster_name
+        return instances.owned(tags, self.cluster_name)
 
     def _describe(self, instance_id: str) -> dict[str, Any] | None:
         if not instance_id:
@@ -392,7 +360,8 @@ class AWSCloudProvider:
 
     def _live_owned(self, provider_id: str) -> dict[str, Any]:
         inst = self._describe(instance_id_of(provider_id))
-        if inst is None or (inst.get("State") or {}).get("Name") not in LIVE_STATES or not self.owned(_tags(inst)):
+        state = (inst.get("State") or {}).get("Name") if inst is not None else None
+        if inst is None or state not in LIVE_STATES or not self.owned(instances.tags_of(inst)):
             raise errors.NodeClaimNotFoundError(f"instance {provider_id} not found")
         return inst
 
@@ -408,7 +377,7 @@ class AWSCloudProvider:
         for page in session.paginate(self.session.ec2, "describe_instances", Filters=filters):
             for r in page.get("Reservations") or ():
                 for inst in r.get("Instances") or ():
-                    if self.owned(_tags(inst)) and (inst.get("State") or {}).get("Name") in LIVE_STATES:
+                    if self.owned(instances.tags_of(inst)) and (inst.get("State") or {}).get("Name") in LIVE_STATES:
                         found.append(self._claim_of(inst))
         found.sort(key=lambda c: (c.metadata.creation_timestamp or 0.0, c.status.provider_id))
         self._maybe_cleanup()
@@ -420,7 +389,7 @@ class AWSCloudProvider:
         if inst is None or (inst.get("State") or {}).get("Name") in ("shutting-down", "terminated"):
             raise errors.NodeClaimNotFoundError(f"instance {pid or '(no provider id)'} of NodeClaim {claim.name} "
                                                 "not found")
-        if not self.owned(_tags(inst)):
+        if not self.owned(instances.tags_of(inst)):
             raise errors.NotOwnedError(f"instance {pid} does not carry karpy's tags for cluster {self.cluster_name} "
                                        f"({TAG_NODEPOOL}, {TAG_NODECLASS}, {TAG_CLUSTER}); refusing to terminate it")
         session.call(self.session.ec2, "terminate_instances", InstanceIds=[inst["InstanceId"]])
@@ -433,20 +402,7 @@ class AWSCloudProvider:
         return self.reservations.expiring(reservation_ids) if self.reservations.enabled else set()
 
     def _claim_of(self, inst: Mapping[str, Any]) -> nodeclaim.NodeClaim:
-        tags = _tags(inst)
         iid = str(inst["InstanceId"])
-        zone = str((inst.get("Placement") or {}).get("AvailabilityZone") or "")
-        spot = inst.get("InstanceLifecycle") == "spot" or bool(inst.get("SpotInstanceRequestId"))
-        node_labels = {labels.INSTANCE_TYPE: str(inst.get("InstanceType") or ""), labels.ZONE: zone,
-                       labels.REGION: self.region,
-                       labels.CAPACITY_TYPE: labels.CAPACITY_TYPE_SPOT if spot else labels.CAPACITY_TYPE_ON_DEMAND}
-        if tags.get(TAG_NODEPOOL):
-            node_labels[labels.NODEPOOL] = tags[TAG_NODEPOOL]
-        if inst.get("CapacityReservationId") and self.reservations.enabled:  # launched into a reservation
-            node_labels.update({labels.CAPACITY_TYPE: labels.CAPACITY_TYPE_RESERVED,
-                                cr.LABEL_ID: str(inst["CapacityReservationId"]),
-                                cr.LABEL_TYPE: cr.TYPE_CAPACITY_BLOCK if inst.get("InstanceLifecycle") ==
-                                "capacity-block" else cr.TYPE_DEFAULT})
         with self._lock:
             created = self._launch_times.get(iid)
         if created is None:
@@ -456,14 +412,8 @@ class AWSCloudProvider:
             if created is None or created > now:  # a clock behind the cloud's (the simulator): first seen
                 with self._lock:
                     created = self._launch_times.setdefault(iid, now)
-        ref = nodeclaim.NodeClassRef("karpenter.k8s.aws", nodeclass.EC2_KIND, tags[TAG_NODECLASS]) \
-            if tags.get(TAG_NODECLASS) else None
-        return nodeclaim.NodeClaim(
-            metadata=meta.ObjectMeta(name=tags.get(TAG_NODECLAIM) or iid, labels=node_labels,
-                                     creation_timestamp=created),
-            spec=nodeclaim.NodeClaimSpec(node_class_ref=ref),
-            status=nodeclaim.NodeClaimStatus(provider_id=f"aws:///{zone}/{iid}",
-                                             image_id=str(inst.get("ImageId") or "")))
+        return instances.claim_of(inst, region=self.region, created=created,
+                                  reservations_enabled=self.reservations.enabled)
 
     def _maybe_cleanup(self) -> None:
         now = self.clock.now()
@@ -500,6 +450,9 @@ class AWSCloudProvider:
         groups = {g.get("GroupId") for g in inst.get("SecurityGroups") or ()}
         if res.security_groups and groups and groups != {g.id for g in res.security_groups}:
             return "SecurityGroupDrift"
+        group_id = res.placement_group.id if res.placement_group is not None else ""
+        if claim.metadata.labels.get(instances.LABEL_PLACEMENT_GROUP, "") != group_id:  # added, removed, recreated
+            return "PlacementGroupDrift"
         return ""
 
     def repair_policies(self) -> builtins.list[interface.RepairPolicy]:

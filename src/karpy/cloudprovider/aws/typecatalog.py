@@ -12,7 +12,8 @@ What a caller may rely on: the EC2 data is cached and refreshed every :data:`REF
 the clock (a failed refresh keeps the previous data, and raises only when there is none yet);
 :meth:`LiveCatalog.instance_types` returns a fresh list sorted by name, for the kubelet settings,
 zones, root volume size, AMI family (Windows types) and instance-store policy (RAID0) asked, with
-offerings in ``unavailable`` marked ``available=False``.
+offerings in ``unavailable`` marked ``available=False``; ``reserved_enis`` (the ``RESERVED_ENIS``
+setting) lowers the ENI-limited max pods of every type.
 Thread-safe.
 """
 
@@ -92,11 +93,14 @@ class LiveCatalog:
     """See the module docstring."""
 
     def __init__(self, sess: session.Session, clock: clock_mod.Clock, prices: pricing.Prices, *,
-                 vm_memory_overhead_percent: float = instancetypes.VM_MEMORY_OVERHEAD_PERCENT) -> None:
+                 vm_memory_overhead_percent: float = instancetypes.VM_MEMORY_OVERHEAD_PERCENT,
+                 reserved_enis: int = 0) -> None:
         self.session = sess
         self.clock = clock
         self.prices = prices
         self.vm_memory_overhead_percent = vm_memory_overhead_percent
+        self.reserved_enis = reserved_enis
+        """``RESERVED_ENIS``: ENIs left out of every type's ENI-limited max pods."""
         self._lock = threading.Lock()
         self._specs: dict[str, dict[str, Any]] = {}
         self._zones: dict[str, tuple[str, ...]] = {}
@@ -187,7 +191,8 @@ class LiveCatalog:
             it = instancetypes.build(name, {**spec, "zones": type_zones, "price": od}, region=self.session.region,
                                      kubelet=kc, vm_memory_overhead_percent=self.vm_memory_overhead_percent,
                                      ephemeral_storage=ephemeral_storage, family=family,
-                                     instance_store_policy=instance_store_policy, efa_only=efa_only)
+                                     instance_store_policy=instance_store_policy, efa_only=efa_only,
+                                     reserved_enis=self.reserved_enis)
             if it is None:
                 continue
             offerings: list[instancetype.Offering] = []

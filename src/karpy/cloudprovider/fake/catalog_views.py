@@ -3,7 +3,8 @@
 :class:`CatalogViews` loads a built-in catalog (:func:`karpy.cloudprovider.catalog.load`) or keeps a
 caller's list, once per distinct kubelet configuration (a NodeClass's ``spec.kubelet``, an
 AKSNodeClass's ``maxPods``; its root disk: an EC2NodeClass's root volume, an AKSNodeClass's
-``osDiskSizeGB``, the ephemeral-storage capacity: they change allocatable; an AKSNodeClass's
+``osDiskSizeGB``, the ephemeral-storage capacity: they change allocatable; an EC2NodeClass's AMI family,
+``instanceStorePolicy`` and EFA-only ``networkInterfaces``: :func:`aws_profile`; an AKSNodeClass's
 encryption at host, trusted launch, LocalDNS and artifact streaming, which leave out the sizes it cannot
 launch: :func:`karpy.cloudprovider.azure.instancetypes.for_nodeclass`, and its ``gpu.mode: None``, which
 adds the AMD GPU sizes: :func:`karpy.cloudprovider.azure.instancetypes.amd_types`), and answers:
@@ -36,6 +37,7 @@ from typing import Any
 from karpy.api import labels, nodeclass, quantity, selectors
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import errors, instancetype, interface
+from karpy.cloudprovider.aws import instancetypes as aws_types
 from karpy.cloudprovider.aws import launchtemplates
 from karpy.cloudprovider.azure import images as azure_images
 from karpy.cloudprovider.azure import instancetypes as azure_types
@@ -71,17 +73,19 @@ def root_disk(nc: NodeClass | None) -> int | None:
     return None
 
 
-def aws_profile(nc: NodeClass | None) -> tuple[str | None, str | None] | None:
-    """An EC2NodeClass's AMI family and ``instanceStorePolicy`` when they change its instance types
-    (Windows: OS, pods, root volume; Bottlerocket: pods per core; RAID0: ephemeral storage), else ``None``."""
+def aws_profile(nc: NodeClass | None) -> tuple[str | None, str | None, tuple[int, int] | None] | None:
+    """An EC2NodeClass's AMI family, ``instanceStorePolicy`` and EFA-only ``networkInterfaces`` when they change
+    its instance types (Windows: OS, pods, root volume; Bottlerocket: pods per core; RAID0: ephemeral storage;
+    EFA-only interfaces: ``vpc.amazonaws.com/efa`` and max pods), else ``None``."""
     if not isinstance(nc, nodeclass.EC2NodeClass):
         return None
     family = nc.resolved_ami_family
     if family not in ("Bottlerocket", "Windows2019", "Windows2022", "Windows2025"):
         family = None
-    if family is None and nc.instance_store_policy is None:
+    efa = aws_types.efa_only_interfaces(nc.network_interfaces)
+    if family is None and nc.instance_store_policy is None and efa is None:
         return None
-    return family, nc.instance_store_policy
+    return family, nc.instance_store_policy, efa
 
 
 def kubelet_key(nc: NodeClass | None) -> Any:
@@ -106,9 +110,10 @@ class CatalogViews:
     """See the module docstring."""
 
     def __init__(self, catalog: str | Sequence[instancetype.InstanceType], zones: Sequence[str] | None,
-                 region: str | None) -> None:
+                 region: str | None, reserved_enis: int = 0) -> None:
         """``catalog``: a built-in catalog name or a list; ``zones`` keeps only offerings there;
-        ``region`` is passed to a built-in AWS or Azure catalog."""
+        ``region`` is passed to a built-in AWS or Azure catalog, ``reserved_enis`` (``RESERVED_ENIS``) to AWS's."""
+        self.reserved_enis = reserved_enis
         self.catalog: str | tuple[instancetype.InstanceType, ...] = \
             catalog if isinstance(catalog, str) else tuple(catalog)
         self.zones = tuple(zones) if zones else None
@@ -124,10 +129,11 @@ class CatalogViews:
         types = self._types.get(key)
         if types is None:
             if isinstance(self.catalog, str):
-                profile = aws_profile(nc) or (None, None)
+                profile = aws_profile(nc) or (None, None, None)
                 types = catalog_mod.load(self.catalog, zones=self.zones, region=self.region,
                                          kubelet=kubelet_overrides(nc), root_disk=root_disk(nc),
-                                         ami_family=profile[0], instance_store_policy=profile[1])
+                                         ami_family=profile[0], instance_store_policy=profile[1],
+                                         efa_only=profile[2], reserved_enis=self.reserved_enis)
                 if isinstance(nc, nodeclass.AKSNodeClass) and self.catalog == "azure":
                     types = azure_types.for_nodeclass(types, nc)
                     if azure_types.amd_gpus_allowed(nc):
