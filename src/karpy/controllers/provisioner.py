@@ -60,7 +60,7 @@ from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import dra, nodelabels, policies, results, reuse, scheduler
+from karpy.provisioning import dra, nodelabels, policies, results, reuse, scheduler, volume_limits
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
@@ -133,7 +133,7 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
     owner["blockOwnerDeletion"] = True
     spec: dict[str, Any] = {"requirements": _requirement_terms(claim)}
     if claim.requests:
-        spec["resources"] = {"requests": quantity.format_list(claim.requests)}
+        spec["resources"] = {"requests": quantity.format_list(volume_limits.without(claim.requests))}
     if claim.taints:
         spec["taints"] = [t.to_dict() for t in claim.taints]
     if claim.startup_taints:
@@ -183,6 +183,7 @@ class Provisioner:
         self.runs = 0
         self.scheduling_cache = reuse.SchedulingCache()
         """Kept between scheduling runs (existing nodes, type tables): see karpy.provisioning.reuse."""
+        self.type_limits = volume_limits.TypeLimits()
         self.last_results: results.Results | None = None
         self._last_types: dict[str, list[instancetype.InstanceType]] = {}
         self.relaxed_claims: set[int] = set()
@@ -297,6 +298,9 @@ class Provisioner:
         types = self.instance_types(pools)
         pools = [p for p in pools if p.name in types]
         existing = self.state.existing_nodes(types)
+        drivers = volume_limits.requested_drivers(pods)
+        if drivers:  # CSI attach limits: one more dimension per driver (provisioning.volume_limits)
+            types, existing = self._volume_limits(types, existing, drivers)
         usage = self.state.nodepool_usage(types)
         pools = [p for p in pools if not p.is_static]  # static pools' nodes hold pods; they launch none for them
         start = clock_mod.perf_counter()
@@ -334,7 +338,9 @@ class Provisioner:
         started = clock_mod.perf_counter()
         volume_errors: dict[str, str] = {}
         if volumetopology.needs_volumes(pods):
-            pods, volume_errors = volumetopology.apply(pods, self._volumes())
+            vols = self._volumes()
+            pods, volume_errors = volumetopology.apply(pods, vols)
+            pods = volume_limits.with_requests(pods, vols)
         recorder = self.metrics.pods
         if recorder is not None:
             for p in pods:
@@ -398,6 +404,21 @@ class Provisioner:
             self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING,
                             f"Failed to schedule pod, {explanation}{skipped}")
         return res
+
+    def _volume_limits(self, types: dict[str, list[instancetype.InstanceType]],
+                       existing: list[results.ExistingNode], drivers: tuple[str, ...]
+                       ) -> tuple[dict[str, list[instancetype.InstanceType]], list[results.ExistingNode]]:
+        """Instance types, nodes and in-flight NodeClaims with the drivers' attach limits."""
+        try:
+            csinodes = volume_limits.csinode_limits(self.cluster.list("CSINode"))
+        except kube_errors.KubeError as exc:
+            log.warning("provisioner: cannot read CSINodes: %s", exc)
+            csinodes = {}
+        allowed = {c.name: r.values for c in self.state.nodeclaims() for r in c.spec.requirements
+                   if r.key == wk.INSTANCE_TYPE and r.operator == "In"}
+        every = [t for ts in types.values() for t in ts]
+        existing = volume_limits.with_node_limits(existing, drivers, self._volumes(), csinodes, every, allowed)
+        return self.type_limits.apply(types, drivers), existing
 
     def _volumes(self) -> volumetopology.Volumes:
         """The cluster's PVCs, PVs and StorageClasses (read only when a pending pod mounts a PVC)."""

@@ -106,9 +106,11 @@ class CatalogViews:
     """See the module docstring."""
 
     def __init__(self, catalog: str | Sequence[instancetype.InstanceType], zones: Sequence[str] | None,
-                 region: str | None) -> None:
+                 region: str | None, volume_limits: Mapping[str, int] | None = None) -> None:
         """``catalog``: a built-in catalog name or a list; ``zones`` keeps only offerings there;
-        ``region`` is passed to a built-in AWS or Azure catalog."""
+        ``region`` is passed to a built-in AWS or Azure catalog; ``volume_limits`` replaces every type's
+        CSI attach count for those drivers."""
+        self.volume_limits = dict(volume_limits or {})
         self.catalog: str | tuple[instancetype.InstanceType, ...] = \
             catalog if isinstance(catalog, str) else tuple(catalog)
         self.zones = tuple(zones) if zones else None
@@ -140,6 +142,9 @@ class CatalogViews:
                 types = instancetype.restrict_zones(self.catalog, self.zones)
             else:
                 types = list(self.catalog)
+            if self.volume_limits:
+                types = [dataclasses.replace(t, volume_limits={**t.volume_limits, **self.volume_limits})
+                         for t in types]
             self._types[key] = types
         return types
 
