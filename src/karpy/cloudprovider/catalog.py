@@ -20,7 +20,8 @@ cached per arguments; every call returns a fresh list of shared, immutable insta
 
 :func:`to_json` / :func:`from_json` convert a catalog to and from plain data: a list of
 ``{"name", "labels", "capacity", "allocatable", "offerings": [{"zone", "capacityType", "price",
-"available"}], "volumeLimits"}`` (``volumeLimits``, optional: CSI driver -> volumes one node attaches) with capacity and allocatable as Kubernetes quantity strings the way a Node
+"available"}], "volumeLimits"}`` (``volumeLimits``, optional: CSI driver -> volumes one node
+attaches) with capacity and allocatable as Kubernetes quantity strings the way a Node
 reports them. Scenarios and tests bring their own catalogs in this form.
 
 :func:`run_command` is the body of ``karpy catalog``: a table like Karpenter's instance-types

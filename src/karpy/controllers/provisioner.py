@@ -60,7 +60,7 @@ from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import dra, nodelabels, policies, results, reuse, scheduler, volume_limits
+from karpy.provisioning import dra, nodelabels, policies, results, reuse, scheduler, spot_share, volume_limits
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
@@ -73,8 +73,9 @@ CREATED_REASON = "provisioning"
 
 REASON_NOMINATED = "Nominated"
 REASON_FAILED_SCHEDULING = "FailedScheduling"
+REASON_INVALID_SPOT_SHARE = "InvalidSpotShare"
 
-DEDUPE_SECONDS = {REASON_FAILED_SCHEDULING: 300.0}
+DEDUPE_SECONDS = {REASON_FAILED_SCHEDULING: 300.0, REASON_INVALID_SPOT_SHARE: 300.0}
 """As Karpenter's events: one FailedScheduling per pod per 5 minutes (dedupe values: the pod's uid)."""
 NOMINATION_QPS = 5.0
 NOMINATION_BURST = 10
@@ -298,6 +299,9 @@ class Provisioner:
         types = self.instance_types(pools)
         pools = [p for p in pools if p.name in types]
         existing = self.state.existing_nodes(types)
+        workloads = self._spot_workloads()
+        if workloads:  # karpy.io/max-spot-percent: pods over a workload's spot share kept off spot
+            pods = spot_share.constrain(pods, workloads, spot_share.on_spot(existing, workloads))
         drivers = volume_limits.requested_drivers(pods)
         if drivers:  # CSI attach limits: one more dimension per driver (provisioning.volume_limits)
             types, existing = self._volume_limits(types, existing, drivers)
@@ -404,6 +408,23 @@ class Provisioner:
             self._pod_event(key, events.WARNING, REASON_FAILED_SCHEDULING,
                             f"Failed to schedule pod, {explanation}{skipped}")
         return res
+
+    def _spot_workloads(self) -> spot_share.Workloads:
+        """The Deployments and StatefulSets with a spot share; a bad annotation gets a Warning event."""
+        try:
+            found = spot_share.read(self.cluster)
+        except kube_errors.KubeError as exc:
+            log.warning("provisioner: cannot read workloads for spot shares: %s", exc)
+            return spot_share.Workloads((), (), ())
+        for bad in found.invalid:
+            log.warning("provisioner: %s", bad.message())
+            try:
+                obj = self.cluster.get(bad.kind, bad.name, bad.namespace)
+            except kube_errors.KubeError:
+                continue
+            if self._should_publish(REASON_INVALID_SPOT_SHARE, interface.uid_of(obj) or bad.name):
+                self.recorder.publish(obj, events.WARNING, REASON_INVALID_SPOT_SHARE, bad.message())
+        return found
 
     def _volume_limits(self, types: dict[str, list[instancetype.InstanceType]],
                        existing: list[results.ExistingNode], drivers: tuple[str, ...]

@@ -35,6 +35,7 @@ from karpy import clock as clock_mod
 from karpy import settings as settings_mod
 from karpy.api import errors as api_errors
 from karpy.api import fields as fields_mod
+from karpy.api import labels as wk
 from karpy.api import node, nodeclaim, nodepool, pod, selectors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
@@ -44,7 +45,7 @@ from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import policies, results, volume_limits
+from karpy.provisioning import policies, results, spot_share, volume_limits
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.disruption")
@@ -253,7 +254,7 @@ class Observer:
         types = dict(self.instance_types(pools))
         node_names = {n.name for n, _, _ in obs.nodes}
         in_flight = [e for e in self.state.existing_nodes(types) if e.name not in node_names]
-        rows = self._with_volume_topology(obs.nodes)
+        rows = self._with_spot_shares(self._with_volume_topology(obs.nodes))
         rows, limited, in_flight = self._with_volume_limits(rows, types, in_flight)
         obs.snapshot = snapshot_mod.ClusterSnapshot.build(
             rows, pools, limited, pending_pods=[
@@ -312,6 +313,21 @@ class Observer:
                 pods = [by_key.get(p.key, p) for p in pods]
             out.append((n, claim, pods))
         return out
+
+    def _with_spot_shares(self, nodes: list[NodeRow]) -> list[NodeRow]:
+        """Pods of a workload with a spot share (``karpy.io/max-spot-percent``) that are not on spot stay
+        off spot in the what-if runs, so consolidation never raises its spot count
+        (:func:`karpy.provisioning.spot_share.keep_off_spot`)."""
+        try:
+            workloads = spot_share.read(self.cluster)
+        except kube_errors.KubeError as exc:
+            log.warning("disruption: cannot read workloads for spot shares: %s", exc)
+            return nodes
+        if not workloads:
+            return nodes
+        return [(n, claim, spot_share.keep_off_spot(pods, workloads,
+                                                    n.labels.get(wk.CAPACITY_TYPE) == wk.CAPACITY_TYPE_SPOT))
+                for n, claim, pods in nodes]
 
     def _with_volume_limits(self, nodes: list[NodeRow], types: Mapping[str, Sequence[instancetype.InstanceType]],
                             in_flight: list[results.ExistingNode]) -> tuple[

@@ -12,6 +12,7 @@ deleted with it. Deterministic.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -72,17 +73,13 @@ class CSINodePublisher:
         except errors.NotFound:
             node = None
         if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
-            try:
+            with contextlib.suppress(errors.NotFound):
                 self.cluster.delete("CSINode", name)
-            except errors.NotFound:
-                pass
             return None
         type_name = str(((node.get("metadata") or {}).get("labels") or {}).get(labels.INSTANCE_TYPE) or "")
         obj = csinode(node, self._limits(type_name))
         if obj is None:
             return None
-        try:
+        with contextlib.suppress(errors.AlreadyExists):
             self.cluster.create(obj)
-        except errors.AlreadyExists:
-            pass
         return None

@@ -16,6 +16,7 @@ once: enough for capacity questions). What a caller may rely on:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Mapping
 from typing import Any
@@ -77,20 +78,16 @@ class StatefulSetController:
         for tmpl in spec.get("volumeClaimTemplates") or ():
             claim_tmpl = str((tmpl.get("metadata") or {}).get("name") or "")
             claim = f"{claim_tmpl}-{name}-{i}"
-            try:
+            with contextlib.suppress(errors.AlreadyExists):  # kept from an earlier pod of this ordinal
                 self.cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                                      "metadata": {"name": claim, "namespace": ns, "labels": selector_labels},
                                      "spec": copy.deepcopy(dict(tmpl.get("spec") or {}))})
-            except errors.AlreadyExists:
-                pass  # kept from an earlier pod of this ordinal
             volumes = [v for v in volumes if v.get("name") != claim_tmpl]
             volumes.append({"name": claim_tmpl, "persistentVolumeClaim": {"claimName": claim}})
         if volumes:
             pod["spec"]["volumes"] = volumes
-        try:
+        with contextlib.suppress(errors.AlreadyExists):
             self.cluster.create(pod)
-        except errors.AlreadyExists:
-            pass
 
 
 def _ordinal(name: str, pod_name: str) -> int | None:
