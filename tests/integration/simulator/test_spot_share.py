@@ -58,7 +58,7 @@ def test_without_the_annotation_more_than_three_replicas_go_to_the_cheaper_spot(
 
 
 def test_a_bad_annotation_value_warns_on_the_deployment_naming_field_expected_and_found() -> None:
-    sim, result, _ = _run(_text().replace(ANNOTATION, '    karpy.io/max-spot-percent: "lots"\n'))
+    _, result, _ = _run(_text().replace(ANNOTATION, '    karpy.io/max-spot-percent: "lots"\n'))
     warnings = [e for e in result.events if e.get("reason") == "InvalidSpotShare"]
     assert warnings
     message = warnings[0]["message"]

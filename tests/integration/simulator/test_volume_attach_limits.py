@@ -36,7 +36,7 @@ def _volumes_per_node(cluster: Any) -> Counter[str]:
             driver = (pv or {}).get("spec", {}).get("csi", {}).get("driver") or \
                 classes.get(pvc["spec"].get("storageClassName") or "", {}).get("provisioner")
             if driver == EBS:
-                held.setdefault(node, set()).add(ref)
+                held.setdefault(node, set()).add(str(ref))
     return Counter({n: len(v) for n, v in held.items()})
 
 
