@@ -478,7 +478,8 @@ class Provisioner:
         name = interface.name_of(created)
         self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name, "true" if relaxed else "false").inc()
         log.info("created nodeclaim", extra=logs.fields(
-            NAME, NodePool=pool.name, NodeClaim=name, requests=quantity.format_list(claim.requests),
+            NAME, NodePool=pool.name, NodeClaim=name,
+            requests=quantity.format_list(volume_limits.without(claim.requests)),
             **{"instance-types": logs.pretty_slice(claim.instance_type_names()), "pods": len(claim.pods),
                "price": round(claim.price, 6)}))
         message = f"Pod should schedule on: nodeclaim/{name}"
