@@ -55,7 +55,8 @@ class CSINodePublisher:
 
     @staticmethod
     def _map_node(event: str, obj: dict[str, Any]) -> Iterable[str]:
-        return (interface.name_of(obj),)
+        # a Node registers with its instance-type label: only its arrival and its removal matter
+        return (interface.name_of(obj),) if event in (interface.ADDED, interface.DELETED) else ()
 
     def _limits(self, type_name: str) -> Mapping[str, int]:
         if self._by_name is None:
