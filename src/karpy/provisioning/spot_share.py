@@ -13,8 +13,8 @@ replicas on spot capacity (aws/karpenter-provider-aws#2508). The rule (docs/spot
 * in consolidation's what-if runs (:func:`keep_off_spot`) a pod of such a workload that is not on spot now
   stays off spot, so no move raises the workload's spot count.
 
-A pod's workload is its controller owner, a ReplicaSet's Deployment, or a StatefulSet
-(:class:`Workloads`); the annotation may also be on the pod template (every pod carries it). A value that
+A pod's workload is its controller owner: a StatefulSet, or a ReplicaSet's Deployment (:class:`Workloads`;
+the annotation is read on the workload only, not on pods). A value that
 is not a whole number from 0 to 100 (``"30"`` or ``"30%"``) is ignored with :class:`Invalid` naming the
 object, the field, what is expected and what was found. Pure: works on parsed pods and plain dicts.
 """
