@@ -52,6 +52,14 @@ def test_after_consolidation_every_replica_runs_and_at_most_three_are_on_spot() 
     assert _api_on_spot(sim.cluster) <= 3
 
 
+def test_with_no_other_workload_the_burst_uses_its_three_spot_replicas_and_no_more() -> None:
+    text = _text().replace("    scale: {kind: Deployment, namespace: default, name: filler, replicas: 12}",
+                           "    scale: {kind: Deployment, namespace: default, name: filler, replicas: 0}")
+    sim, _, seen = _run(text)
+    assert max(seen) == 3
+    assert _api_on_spot(sim.cluster) == 3
+
+
 def test_without_the_annotation_more_than_three_replicas_go_to_the_cheaper_spot() -> None:
     _, _, seen = _run(_text(annotated=False))
     assert max(seen) > 3
