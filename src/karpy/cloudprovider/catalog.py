@@ -20,7 +20,8 @@ cached per arguments; every call returns a fresh list of shared, immutable insta
 
 :func:`to_json` / :func:`from_json` convert a catalog to and from plain data: a list of
 ``{"name", "labels", "capacity", "allocatable", "offerings": [{"zone", "capacityType", "price",
-"available"}]}`` with capacity and allocatable as Kubernetes quantity strings the way a Node
+"available"}], "volumeLimits"}`` (``volumeLimits``, optional: CSI driver -> volumes one node
+attaches) with capacity and allocatable as Kubernetes quantity strings the way a Node
 reports them. Scenarios and tests bring their own catalogs in this form.
 
 :func:`run_command` is the body of ``karpy catalog``: a table like Karpenter's instance-types
@@ -161,6 +162,7 @@ def to_json(types: Iterable[instancetype.InstanceType]) -> list[dict[str, Any]]:
                 {"zone": o.zone, "capacityType": o.capacity_type, "price": o.price, "available": o.available}
                 for o in t.offerings
             ],
+            **({"volumeLimits": dict(sorted(t.volume_limits.items()))} if t.volume_limits else {}),
         }
         for t in types
     ]
@@ -206,8 +208,23 @@ def from_json(data: Any, *, obj: str = "catalog") -> list[instancetype.InstanceT
         out.append(instancetype.InstanceType(
             name=name, labels=type_labels, capacity=capacity,
             overhead=instancetype.Overhead(kube_reserved=reserved), offerings=offerings,
+            volume_limits=_volume_limits(f),
         ))
     return sorted(out, key=lambda t: t.name)
+
+
+def _volume_limits(f: fields.Fields) -> dict[str, int]:
+    """``volumeLimits``: CSI driver name (or ``*``: any other driver) -> volumes one node attaches."""
+    raw = f.raw("volumeLimits", {})
+    if not isinstance(raw, Mapping):
+        raise f.fail("volumeLimits", "a mapping of CSI driver name to a volume count", raw)
+    out: dict[str, int] = {}
+    for driver, count in raw.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise errors.ValidationError.single(f.obj, f"{f.at('volumeLimits')}.{driver}",
+                                                "a whole number of volumes >= 0", count)
+        out[str(driver)] = count
+    return out
 
 
 def _quantities(f: fields.Fields, key: str) -> dict[str, int]:

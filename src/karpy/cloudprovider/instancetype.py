@@ -62,6 +62,9 @@ class InstanceType:
     capacity: Mapping[str, int]
     overhead: Overhead
     offerings: tuple[Offering, ...]
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    """Volumes each CSI driver can attach to one node of this type (driver name -> count; ``*``: any
+    driver not named); a driver without an entry has no known limit (:mod:`karpy.provisioning.volume_limits`)."""
 
     def __hash__(self) -> int:
         return hash(self.name)
@@ -103,7 +106,7 @@ class InstanceType:
 
     def with_offerings(self, offerings: tuple[Offering, ...]) -> InstanceType:
         """A copy with other offerings (availability or prices changed)."""
-        return InstanceType(self.name, self.labels, self.capacity, self.overhead, offerings)
+        return InstanceType(self.name, self.labels, self.capacity, self.overhead, offerings, self.volume_limits)
 
 
 def restrict_zones(types: Iterable[InstanceType],

@@ -97,7 +97,7 @@ def _changed(t: instancetype.InstanceType, u: _TypeUpdate) -> instancetype.Insta
         capacity = {**t.capacity, **u.capacity.resources}
     if offerings is t.offerings and capacity is t.capacity:
         return t
-    return instancetype.InstanceType(t.name, t.labels, capacity, t.overhead, offerings)
+    return instancetype.InstanceType(t.name, t.labels, capacity, t.overhead, offerings, t.volume_limits)
 
 
 # ------------------------------------------------------------------------------------- selection

@@ -60,7 +60,7 @@ from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import dra, nodelabels, policies, results, reuse, scheduler
+from karpy.provisioning import dra, nodelabels, policies, results, reuse, scheduler, spot_share, volume_limits
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
@@ -73,8 +73,9 @@ CREATED_REASON = "provisioning"
 
 REASON_NOMINATED = "Nominated"
 REASON_FAILED_SCHEDULING = "FailedScheduling"
+REASON_INVALID_SPOT_SHARE = "InvalidSpotShare"
 
-DEDUPE_SECONDS = {REASON_FAILED_SCHEDULING: 300.0}
+DEDUPE_SECONDS = {REASON_FAILED_SCHEDULING: 300.0, REASON_INVALID_SPOT_SHARE: 300.0}
 """As Karpenter's events: one FailedScheduling per pod per 5 minutes (dedupe values: the pod's uid)."""
 NOMINATION_QPS = 5.0
 NOMINATION_BURST = 10
@@ -133,7 +134,7 @@ def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool,
     owner["blockOwnerDeletion"] = True
     spec: dict[str, Any] = {"requirements": _requirement_terms(claim)}
     if claim.requests:
-        spec["resources"] = {"requests": quantity.format_list(claim.requests)}
+        spec["resources"] = {"requests": quantity.format_list(volume_limits.without(claim.requests))}
     if claim.taints:
         spec["taints"] = [t.to_dict() for t in claim.taints]
     if claim.startup_taints:
@@ -183,6 +184,7 @@ class Provisioner:
         self.runs = 0
         self.scheduling_cache = reuse.SchedulingCache()
         """Kept between scheduling runs (existing nodes, type tables): see karpy.provisioning.reuse."""
+        self.type_limits = volume_limits.TypeLimits()
         self.last_results: results.Results | None = None
         self._last_types: dict[str, list[instancetype.InstanceType]] = {}
         self.relaxed_claims: set[int] = set()
@@ -297,6 +299,12 @@ class Provisioner:
         types = self.instance_types(pools)
         pools = [p for p in pools if p.name in types]
         existing = self.state.existing_nodes(types)
+        workloads = self._spot_workloads()
+        if workloads:  # karpy.io/max-spot-percent: pods over a workload's spot share kept off spot
+            pods = spot_share.constrain(pods, workloads, spot_share.on_spot(existing, workloads))
+        drivers = volume_limits.requested_drivers(pods)
+        if drivers:  # CSI attach limits: one more dimension per driver (provisioning.volume_limits)
+            types, existing = self._volume_limits(types, existing, drivers)
         usage = self.state.nodepool_usage(types)
         pools = [p for p in pools if not p.is_static]  # static pools' nodes hold pods; they launch none for them
         start = clock_mod.perf_counter()
@@ -334,7 +342,9 @@ class Provisioner:
         started = clock_mod.perf_counter()
         volume_errors: dict[str, str] = {}
         if volumetopology.needs_volumes(pods):
-            pods, volume_errors = volumetopology.apply(pods, self._volumes())
+            vols = self._volumes()
+            pods, volume_errors = volumetopology.apply(pods, vols)
+            pods = volume_limits.with_requests(pods, vols)
         recorder = self.metrics.pods
         if recorder is not None:
             for p in pods:
@@ -399,6 +409,38 @@ class Provisioner:
                             f"Failed to schedule pod, {explanation}{skipped}")
         return res
 
+    def _spot_workloads(self) -> spot_share.Workloads:
+        """The Deployments and StatefulSets with a spot share; a bad annotation gets a Warning event."""
+        try:
+            found = spot_share.read(self.cluster)
+        except kube_errors.KubeError as exc:
+            log.warning("provisioner: cannot read workloads for spot shares: %s", exc)
+            return spot_share.Workloads((), (), ())
+        for bad in found.invalid:
+            log.warning("provisioner: %s", bad.message())
+            try:
+                obj = self.cluster.get(bad.kind, bad.name, bad.namespace)
+            except kube_errors.KubeError:
+                continue
+            if self._should_publish(REASON_INVALID_SPOT_SHARE, interface.uid_of(obj) or bad.name):
+                self.recorder.publish(obj, events.WARNING, REASON_INVALID_SPOT_SHARE, bad.message())
+        return found
+
+    def _volume_limits(self, types: dict[str, list[instancetype.InstanceType]],
+                       existing: list[results.ExistingNode], drivers: tuple[str, ...]
+                       ) -> tuple[dict[str, list[instancetype.InstanceType]], list[results.ExistingNode]]:
+        """Instance types, nodes and in-flight NodeClaims with the drivers' attach limits."""
+        try:
+            csinodes = volume_limits.csinode_limits(self.cluster.list("CSINode"))
+        except kube_errors.KubeError as exc:
+            log.warning("provisioner: cannot read CSINodes: %s", exc)
+            csinodes = {}
+        allowed = {c.name: r.values for c in self.state.nodeclaims() for r in c.spec.requirements
+                   if r.key == wk.INSTANCE_TYPE and r.operator == "In"}
+        every = [t for ts in types.values() for t in ts]
+        existing = volume_limits.with_node_limits(existing, drivers, self._volumes(), csinodes, every, allowed)
+        return self.type_limits.apply(types, drivers), existing
+
     def _volumes(self) -> volumetopology.Volumes:
         """The cluster's PVCs, PVs and StorageClasses (read only when a pending pod mounts a PVC)."""
         try:
@@ -436,7 +478,8 @@ class Provisioner:
         name = interface.name_of(created)
         self.metrics.nodeclaims_created.labels(CREATED_REASON, pool.name, "true" if relaxed else "false").inc()
         log.info("created nodeclaim", extra=logs.fields(
-            NAME, NodePool=pool.name, NodeClaim=name, requests=quantity.format_list(claim.requests),
+            NAME, NodePool=pool.name, NodeClaim=name,
+            requests=quantity.format_list(volume_limits.without(claim.requests)),
             **{"instance-types": logs.pretty_slice(claim.instance_type_names()), "pods": len(claim.pods),
                "price": round(claim.price, 6)}))
         message = f"Pod should schedule on: nodeclaim/{name}"

@@ -35,6 +35,7 @@ from karpy import clock as clock_mod
 from karpy import settings as settings_mod
 from karpy.api import errors as api_errors
 from karpy.api import fields as fields_mod
+from karpy.api import labels as wk
 from karpy.api import node, nodeclaim, nodepool, pod, selectors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
@@ -44,7 +45,7 @@ from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import policies
+from karpy.provisioning import policies, results, spot_share, volume_limits
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.disruption")
@@ -97,6 +98,7 @@ class Observer:
         self.cloud = cloud
         self.settings = settings
         self._instance_types = instance_types
+        self.type_limits = volume_limits.TypeLimits()
         self.orchestrator = orchestrator_
         self.drift_marker = drift_marker
         self.recorder = recorder
@@ -252,8 +254,10 @@ class Observer:
         types = dict(self.instance_types(pools))
         node_names = {n.name for n, _, _ in obs.nodes}
         in_flight = [e for e in self.state.existing_nodes(types) if e.name not in node_names]
+        rows = self._with_spot_shares(self._with_volume_topology(obs.nodes))
+        rows, limited, in_flight = self._with_volume_limits(rows, types, in_flight)
         obs.snapshot = snapshot_mod.ClusterSnapshot.build(
-            self._with_volume_topology(obs.nodes), pools, types, pending_pods=[
+            rows, pools, limited, pending_pods=[
                 *self.state.pending_pods(), *(self.buffers.pods() if self.buffers is not None else ())],
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes),
@@ -309,6 +313,50 @@ class Observer:
                 pods = [by_key.get(p.key, p) for p in pods]
             out.append((n, claim, pods))
         return out
+
+    def _with_spot_shares(self, nodes: list[NodeRow]) -> list[NodeRow]:
+        """Pods of a workload with a spot share (``karpy.io/max-spot-percent``) that are not on spot stay
+        off spot in the what-if runs, so consolidation never raises its spot count
+        (:func:`karpy.provisioning.spot_share.keep_off_spot`)."""
+        try:
+            workloads = spot_share.read(self.cluster)
+        except kube_errors.KubeError as exc:
+            log.warning("disruption: cannot read workloads for spot shares: %s", exc)
+            return nodes
+        if not workloads:
+            return nodes
+        return [(n, claim, spot_share.keep_off_spot(pods, workloads,
+                                                    n.labels.get(wk.CAPACITY_TYPE) == wk.CAPACITY_TYPE_SPOT))
+                for n, claim, pods in nodes]
+
+    def _with_volume_limits(self, nodes: list[NodeRow], types: Mapping[str, Sequence[instancetype.InstanceType]],
+                            in_flight: list[results.ExistingNode]) -> tuple[
+                                list[NodeRow], Mapping[str, Sequence[instancetype.InstanceType]],
+                                list[results.ExistingNode]]:
+        """CSI attach limits in the what-if runs (:mod:`karpy.provisioning.volume_limits`): the nodes'
+        pods carry their attach counts, each node its limit, new NodeClaims only types that hold them."""
+        if not volumetopology.needs_volumes(p for _, _, pods in nodes for p in pods):
+            return nodes, types, in_flight
+        try:
+            vols = volumetopology.Volumes.of(self.cluster.list("PersistentVolumeClaim"),
+                                             self.cluster.list("PersistentVolume"),
+                                             self.cluster.list("StorageClass"))
+            csinodes = volume_limits.csinode_limits(self.cluster.list("CSINode"))
+        except kube_errors.KubeError as exc:
+            log.warning("disruption: cannot read volumes: %s", exc)
+            return nodes, types, in_flight
+        drivers = volume_limits.drivers((p for _, _, pods in nodes for p in pods), vols)
+        if not drivers:
+            return nodes, types, in_flight
+        every = [t for ts in types.values() for t in ts]
+        limits = volume_limits.NodeLimits(drivers, csinodes, every)
+        out: list[NodeRow] = []
+        for n, claim, pods in nodes:
+            allocatable = limits.allocatable(n.name, n.labels, n.allocatable)
+            out.append((dataclasses.replace(n, allocatable=allocatable), claim,
+                        volume_limits.with_requests(pods, vols)))
+        return (out, self.type_limits.apply(types, drivers),
+                volume_limits.with_node_limits(in_flight, drivers, vols, csinodes, every))
 
     def eventual(self, obs: Observation, name: str) -> candidates.Candidate | None:
         """Node ``name`` as a drift candidate although its pods block voluntary disruption: its

@@ -7,8 +7,8 @@ over it: the controllers' (``settings.kube_client_qps`` / ``kube_client_burst``,
 controller using its whole budget, or a pool of busy connections, never delays a Lease renewal.
 
 It also starts, in the background, the informers of the kinds the controllers read without
-watching (:data:`EAGER_KINDS`: volumes, ReplicaSets, DaemonSets, Deployments), so their first
-lists are in before a reconcile needs them; they are not required for readiness (a reconcile
+watching (:data:`EAGER_KINDS`: volumes, CSINodes, ReplicaSets, DaemonSets, Deployments, StatefulSets),
+so their first lists are in before a reconcile needs them; they are not required for readiness (a reconcile
 that reads one still unsynced is retried later).
 """
 
@@ -24,7 +24,8 @@ from karpy.settings import Settings
 if TYPE_CHECKING:
     from karpy.kube.adapter import KubeCluster
 
-EAGER_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "ReplicaSet", "DaemonSet", "Deployment")
+EAGER_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "ReplicaSet", "DaemonSet", "Deployment",
+               "StatefulSet", "CSINode")
 LEASE_QPS, LEASE_BURST = 5.0, 10
 """The leader-election client's budget: a renewal is two requests every retry period (2 s)."""
 

@@ -42,6 +42,7 @@ from karpy.provisioning import (
     grouping_paths,
     packer,
     podgroups,
+    reservation_slots,
     results,
     reuse,
     templates,
@@ -130,6 +131,7 @@ class Scheduler:
             if node_pods:
                 out.existing[run.bins.names[b]] = node_pods
         out.new_claims = [c for c in (claims.finalize(run, b) for b in run.new_bins) if c is not None]
+        out.new_claims = reservation_slots.count_down(out.new_claims)  # one reserved slot per claim
         for c in out.new_claims:
             if not c.instance_types:  # pragma: no cover - finalize keeps the target type
                 for p in c.pods:

@@ -45,6 +45,7 @@ from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
 from karpy.simulator import (
     cloud_bridge,
+    csinodes,
     daemonsets,
     gcpolicy,
     history,
@@ -57,6 +58,7 @@ from karpy.simulator import (
     run_result,
     scenario,
     scenario_steps,
+    statefulsets,
     volume_attachments,
     volumes,
     workloads,
@@ -73,7 +75,7 @@ AUTOSCALERS = ("karpy", "cluster-autoscaler")
 _APPLY_ORDER = {
     "Namespace": 0, "EC2NodeClass": 1, "AKSNodeClass": 1, "NodePool": 2, "Node": 3,
     "PriorityClass": 4, "StorageClass": 4, "PersistentVolume": 4, "PersistentVolumeClaim": 5,
-    "PodDisruptionBudget": 5, "DaemonSet": 6, "Deployment": 7, "ReplicaSet": 7, "Pod": 8,
+    "PodDisruptionBudget": 5, "DaemonSet": 6, "Deployment": 7, "ReplicaSet": 7, "StatefulSet": 7, "Pod": 8,
 }
 
 
@@ -144,7 +146,8 @@ class Simulation:
             reservations=fake_reservations.SimulatedReservations(
                 [dataclasses.replace(r, end_time=None if r.end_time is None else self.start + r.end_time)
                  for r in scn.cloud.capacity_reservations],
-                enabled=scn.settings.feature_gate("ReservedCapacity")))
+                enabled=scn.settings.feature_gate("ReservedCapacity")),
+            volume_limits=dict(scn.cloud.volume_limits))
         self.kubelet = kubelet.SimulatedKubelet(
             self.cluster, self.clock, random.Random(seeds[2]), launch_latency=scn.launch_latency,
             jitter=min(10.0, scn.launch_latency / 6), region=self.cloud.region if scn.cloud.catalog in
@@ -225,11 +228,14 @@ class Simulation:
         self.kubelet.register(self.manager)
         workloads.ReplicaSetController(self.cluster, random.Random(self._seeds[3])).register(self.manager)
         workloads.DeploymentController(self.cluster).register(self.manager)
+        statefulsets.StatefulSetController(self.cluster).register(self.manager)
         pdb_status.PdbStatusController(self.cluster, self.clock).register(self.manager)
         daemonsets.DaemonSetController(self.cluster, random.Random(self._seeds[4])).register(self.manager)
         self.kube_scheduler.register(self.manager)
         volumes.VolumeBinder(self.cluster).register(self.manager)
         volume_attachments.AttachDetachController(self.cluster, self.clock).register(self.manager)
+        bridge = self.bridge
+        csinodes.CSINodePublisher(self.cluster, lambda: bridge.get_instance_types(None)).register(self.manager)
         self._apply(self.scenario.objects, at_start=True)
         if self.scenario.cloud.nap_mode:  # AKS NAP: its own pools, unless the scenario brought its own
             nap.ensure(self.cluster)

@@ -55,7 +55,7 @@ from karpy.api import labels, node, pod
 from karpy.controllers import namespaces as namespaces_mod
 from karpy.controllers import runtime
 from karpy.kube import errors, events, interface
-from karpy.provisioning import results, reuse
+from karpy.provisioning import results, reuse, volume_limits
 from karpy.provisioning import scheduler as core
 from karpy.scheduling import volumetopology
 from karpy.simulator import scheduler_models, scheduling_queue, unschedulable
@@ -261,9 +261,11 @@ class KubeScheduler:
         unconstrained: dict[str, pod.Pod] = {}
         if volumetopology.needs_volumes(pending):
             unconstrained = {m.key: m for m in pending}
-            pending, volume_errors = volumetopology.apply(pending, volumetopology.Volumes.of(
+            vols = volumetopology.Volumes.of(
                 self.cluster.list("PersistentVolumeClaim"), self.cluster.list("PersistentVolume"),
-                self.cluster.list("StorageClass")))
+                self.cluster.list("StorageClass"))
+            pending, volume_errors = volumetopology.apply(pending, vols)
+            pending = volume_limits.with_requests(pending, vols)  # NodeVolumeLimits: CSINode counts
             for model_key in sorted(volume_errors):
                 text = unschedulable.volume_message(volume_errors[model_key], len(nodes))
                 self._failed(*raw_by_key[model_key], unconstrained[model_key], text,
@@ -278,8 +280,13 @@ class KubeScheduler:
             floor = {d: min(p.requests.get(d, 0) for p in pending) for d in _FLOOR_DIMS}
             usable = [u for u in usable if u[2].schedulable and all(u[3][d] >= need for d, need in floor.items())]
         placed_on: Mapping[str, Sequence[pod.Pod]] = {}
+        existing = [u[2] for u in usable]
+        drivers = volume_limits.requested_drivers(pending) if unconstrained else ()
+        if drivers and existing:
+            existing = volume_limits.with_node_limits(existing, drivers, vols, volume_limits.csinode_limits(
+                self.cluster.list("CSINode")), ())
         if usable:  # no node a pod could use: every pod fails, no need to ask the core
-            placed_on = core.Scheduler(existing=[u[2] for u in usable], cache=self.scheduling_cache,
+            placed_on = core.Scheduler(existing=existing, cache=self.scheduling_cache,
                                        namespaces=self.namespaces.index()).solve(
                 pending).existing
         placed: set[scheduling_queue.PodKey] = set()

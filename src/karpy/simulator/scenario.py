@@ -83,6 +83,9 @@ class Cloud:
     capacity_reservations: tuple[capacityreservation.Reservation, ...] = ()
     """``capacityReservations`` (aws only): ODCRs and capacity blocks EC2NodeClasses may select; end times
     are seconds after the start (:func:`karpy.cloudprovider.fake.reservations.parse`)."""
+    volume_limits: tuple[tuple[str, int], ...] = ()
+    """``volumeLimits``: CSI driver (``*``: any driver) -> volumes one node attaches, for every instance type
+    of the simulated cloud, replacing the catalog's count for that driver."""
 
     @property
     def catalog(self) -> str:
@@ -314,6 +317,14 @@ def _read_cloud(f: fields.Fields) -> Cloud:
     reservations = fake_reservations.parse(list(f.items("capacityReservations")), 0.0)
     if reservations and PROVIDERS[provider] != "aws":
         raise f.fail("capacityReservations", "capacity reservations only with provider aws", provider)
+    limits_raw = f.raw("volumeLimits", {})
+    if not isinstance(limits_raw, Mapping):
+        raise f.fail("volumeLimits", "a mapping of CSI driver name to a volume count", limits_raw)
+    for driver, count in limits_raw.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise errors.ValidationError.single(f.obj, f"{f.at('volumeLimits')}.{driver}",
+                                                "a whole number of volumes >= 0", count)
     return Cloud(provider=provider, region=region, zones=zones, commitments=commitments, endpoint_url=endpoint,
                  kubernetes_version=f.str("kubernetesVersion"), nap_mode=nap_mode,
-                 capacity_reservations=reservations)
+                 capacity_reservations=reservations,
+                 volume_limits=tuple(sorted((str(d), int(c)) for d, c in limits_raw.items())))

@@ -24,7 +24,7 @@ MODELS: dict[str, dict[str, str]] = {
                      "clusterAutoscaler": "any", "kubernetesVersion": "str"},
     "ScenarioCloud": {"provider": "str", "region": "str", "zones": "list:str", "endpointURL": "str",
                       "kubernetesVersion": "str", "commitments": "any", "napMode": "bool",
-                      "capacityReservations": "list:ScenarioReservation"},
+                      "capacityReservations": "list:ScenarioReservation", "volumeLimits": "map:int"},
     "ScenarioReservation": {"id": "str", "instanceType": "str", "zone": "str", "count": "int", "type": "str",
                             "instanceMatchCriteria": "str", "ownerID": "str", "tags": "map:str",
                             "endAfter": "str"},

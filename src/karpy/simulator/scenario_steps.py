@@ -19,7 +19,7 @@ from karpy.cloudprovider import interface as cloud_interface
 from karpy.disruption import wave_config as drift_waves
 from karpy.simulator import scenario_schema
 
-SCALABLE_KINDS = ("Deployment", "ReplicaSet", "NodePool")
+SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "NodePool")
 """Kinds a ``scale`` step sets ``spec.replicas`` of (a NodePool: a static one, ``kubectl scale nodepool``)."""
 CLUSTER_SCOPED = frozenset({"NodePool"})
 CAPACITY_TYPES = (labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED)

@@ -39,7 +39,8 @@ def test_every_example_loads_without_errors() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
     assert names == ["aks-nap", "balanced-consolidation", "capacity-buffer", "capacity-reservation", "commitments-ri",
                      "compare-eks", "dra-pending", "drift-waves", "eks-scale-out-v1alpha5", "insufficient-capacity",
-                     "node-overlay", "spot-interruption", "static-capacity", "topology-spread", "whatif-source"]
+                     "node-overlay", "spot-interruption", "spot-share", "static-capacity", "topology-spread",
+                     "volume-attach-limits", "whatif-source"]
     for name in names:
         assert scenario.load(EXAMPLES / f"{name}.yaml").name == name
 

@@ -58,7 +58,7 @@ from typing import Any
 from karpy.api import errors, labels, quantity
 from karpy.cloudprovider import instancetype, kubelet_overrides
 from karpy.cloudprovider import spot as spot_mod
-from karpy.cloudprovider.aws import families
+from karpy.cloudprovider.aws import ebs_limits, families
 
 DEFAULT_REGION = "us-east-1"
 DATA_FILE = "instance-types.json"
@@ -200,6 +200,7 @@ def build(name: str, spec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
         capacity=capacity,
         overhead=overhead,
         offerings=offerings(name, spec),
+        volume_limits=ebs_limits.limits(name, spec),
     )
 
 

@@ -70,6 +70,8 @@ def spec_of(info: Mapping[str, Any]) -> dict[str, Any]:
         spec["nvme"] = storage["TotalSizeInGB"]
     if storage.get("TotalSizeInGB"):
         spec["store"] = storage["TotalSizeInGB"]
+    if "nvme" in spec:  # the EBS CSI driver's shared Nitro slots count each disk (ebs_limits)
+        spec["nvme_disks"] = sum(int(d.get("Count") or 0) for d in storage.get("Disks") or ())
     gpus = (info.get("GpuInfo") or {}).get("Gpus") or []
     if gpus:
         spec["gpus"] = [[g.get("Name", ""), g.get("Manufacturer", ""), g.get("Count", 0),

@@ -59,6 +59,7 @@ from typing import Any
 from karpy.api import aksnodeclass, errors, labels, quantity
 from karpy.cloudprovider import instancetype, kubelet_overrides
 from karpy.cloudprovider import spot as spot_mod
+from karpy.cloudprovider.azure import disk_limits
 
 DEFAULT_REGION = "southcentralus"
 DATA_FILE = "skus.json"
@@ -312,6 +313,7 @@ def build(name: str, rec: Mapping[str, Any], *, region: str = DEFAULT_REGION,
         overhead=instancetype.Overhead(kube_reserved=kube, system_reserved=dict(kc.system_reserved),
                                        eviction_threshold=eviction),
         offerings=offerings(name, rec, region, spot_prices),
+        volume_limits=disk_limits.limits(name, rec),
     )
 
 

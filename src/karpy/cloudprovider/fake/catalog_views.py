@@ -110,10 +110,13 @@ class CatalogViews:
     """See the module docstring."""
 
     def __init__(self, catalog: str | Sequence[instancetype.InstanceType], zones: Sequence[str] | None,
-                 region: str | None, reserved_enis: int = 0) -> None:
+                 region: str | None, reserved_enis: int = 0,
+                 volume_limits: Mapping[str, int] | None = None) -> None:
         """``catalog``: a built-in catalog name or a list; ``zones`` keeps only offerings there;
-        ``region`` is passed to a built-in AWS or Azure catalog, ``reserved_enis`` (``RESERVED_ENIS``) to AWS's."""
+        ``region`` is passed to a built-in AWS or Azure catalog, ``reserved_enis`` (``RESERVED_ENIS``) to AWS's;
+        ``volume_limits`` replaces every type's CSI attach count for those drivers."""
         self.reserved_enis = reserved_enis
+        self.volume_limits = dict(volume_limits or {})
         self.catalog: str | tuple[instancetype.InstanceType, ...] = \
             catalog if isinstance(catalog, str) else tuple(catalog)
         self.zones = tuple(zones) if zones else None
@@ -146,6 +149,9 @@ class CatalogViews:
                 types = instancetype.restrict_zones(self.catalog, self.zones)
             else:
                 types = list(self.catalog)
+            if self.volume_limits:
+                types = [dataclasses.replace(t, volume_limits={**t.volume_limits, **self.volume_limits})
+                         for t in types]
             self._types[key] = types
         return types
 

@@ -85,7 +85,8 @@ class SimulatedCloud:
                  node_classes: NodeClassLookup | None = None, launch_failure_rate: float = 0.0,
                  subscription_id: str | None = None, resource_group: str | None = None,
                  commitments: commitments_mod.Commitments | None = None,
-                 reservations: fake_reservations.SimulatedReservations | None = None, reserved_enis: int = 0) -> None:
+                 reservations: fake_reservations.SimulatedReservations | None = None, reserved_enis: int = 0,
+                 volume_limits: Mapping[str, int] | None = None) -> None:
         """``catalog`` is a built-in catalog name or a list of instance types; ``zones`` keeps only
         offerings there; ``region`` defaults to the catalog's own (``us-east-1`` when it has none);
         ``provider_format`` (``aws``/``azure``/``kwok``) defaults to the catalog's (a list: ``kwok``);
@@ -93,7 +94,8 @@ class SimulatedCloud:
         ``launch_failure_rate`` is the chance a launch fails with a retryable CreateError;
         ``commitments`` (RIs, Savings Plans, a discount) make offerings cost their marginal price and
         the bill what is actually paid (:mod:`karpy.cloudprovider.fake.billing`); ``reservations``: capacity
-        reservations EC2NodeClasses may select (:mod:`karpy.cloudprovider.fake.reservations`)."""
+        reservations EC2NodeClasses may select (:mod:`karpy.cloudprovider.fake.reservations`);
+        ``volume_limits``: CSI attach counts every type gets (a scenario's ``spec.cloud.volumeLimits``)."""
         self.clock = clock
         self.rng = rng
         self.provider_format = provider_format or provider_format_of(catalog)
@@ -104,7 +106,8 @@ class SimulatedCloud:
             raise ValueError(f"launch_failure_rate must be within [0, 1], got {launch_failure_rate}")
         self.cluster_name = cluster_name
         self.launch_failure_rate = launch_failure_rate
-        self.views = catalog_views.CatalogViews(catalog, zones, region, reserved_enis)  # RESERVED_ENIS: AWS max pods
+        self.views = catalog_views.CatalogViews(catalog, zones, region, reserved_enis,  # RESERVED_ENIS: AWS max pods
+                                                volume_limits)
         self._node_classes = node_classes
         self.node_class_readiness = catalog_views.NodeClassReadiness()
         self.region = region or ""

@@ -38,6 +38,9 @@ KWOK_LABELS = frozenset({
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
 CPUS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
 MEMORY_FACTORS = {2: "c", 4: "s", 8: "m"}
+VOLUME_LIMITS = {"*": 32}
+"""karpy's default attach limit of a KWOK node, for any CSI driver (KWOK nodes attach nothing; the
+limit makes volume-heavy scenarios behave like a cloud's)."""
 """GiB of memory per vCPU -> family letter (cpu-optimised, standard, memory-optimised)."""
 OPERATING_SYSTEMS = ("linux", "windows")
 ARCHITECTURES = ("amd64", "arm64")
@@ -107,4 +110,5 @@ def _kwok_type(cpu: int, factor: int, arch: str, os: str,
         },
         overhead=OVERHEAD,
         offerings=tuple(offerings),
+        volume_limits=VOLUME_LIMITS,
     )
