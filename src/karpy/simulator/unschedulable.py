@@ -196,7 +196,7 @@ class Explainer:
         reasons_of = self._reasons
         by_class = labels.HOSTNAME not in facts.greq  # else the node-only part is the node's own
         for n, answers in zip(self.nodes, self._node_answers(), strict=True):
-            r = answers.reasons.get(fkey)  # type: ignore[assignment]
+            r = answers.reasons.get(fkey)
             if r is None:
                 r = answers.reasons[fkey] = reasons_of(facts, n, answers.static if by_class else None)
             tally[r] = tally.get(r, 0) + 1
