@@ -61,11 +61,14 @@ class Placement:
             for t in g.terms():
                 self.terms.setdefault(t, topology.TermState(t))
         anti = self.table.anti
+        looked: set[int] = set()  # the table's terms are shared objects: each is looked up once
         for i in self.row_list:
             if anti[i]:
                 for t in anti[i]:
-                    if t not in self.terms:
-                        self.terms[t] = topology.TermState(t)
+                    if id(t) not in looked:
+                        looked.add(id(t))
+                        if t not in self.terms:
+                            self.terms[t] = topology.TermState(t)
         keys = sorted({t.key for t in self.terms if not t.hostname})
         self.keys = keys
         self.new_bins: list[int] = []
