@@ -53,6 +53,16 @@ def _family(name: str) -> prom_core.GaugeMetricFamily:
 
 
 _ROWS = {row.name: row for row in catalog.GAUGES}
+POD_FAMILIES = ("karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds",
+                "karpenter_pods_provisioning_unbound_time_seconds",
+                "karpenter_pods_provisioning_unstarted_time_seconds",
+                "karpenter_pods_provisioning_scheduling_undecided_time_seconds", "karpenter_pods_state")
+"""The families :meth:`StateMetrics._pods` makes (one sample per pod)."""
+TYPE_FAMILIES = ("karpenter_cloudprovider_instance_type_cpu_cores",
+                 "karpenter_cloudprovider_instance_type_memory_bytes",
+                 "karpenter_cloudprovider_instance_type_offering_available",
+                 "karpenter_cloudprovider_instance_type_offering_price_estimate")
+"""The families :meth:`StateMetrics._types` makes (one sample per instance type or offering)."""
 
 
 def _limits(obj: Mapping[str, Any]) -> dict[str, int]:
@@ -76,16 +86,20 @@ class StateMetrics:
         self.instance_types = instance_types
         self._unsynced_since: float | None = None
 
-    def families(self) -> Iterable[Any]:
+    def families(self, wanted: Callable[[str], bool] | None = None) -> Iterable[Any]:
+        """``wanted``: the per-pod families are made only if it accepts one of their names (a
+        snapshot that drops them need not build one sample per pod)."""
         if not self.metrics.cluster_state_enabled:  # DISABLE_CLUSTER_STATE_OBSERVABILITY: names, no samples
             for row in catalog.GAUGES:
                 yield prom_core.GaugeMetricFamily(row.name, row.help, labels=list(row.labels))
             return
         yield from self._cluster()
-        yield from self._nodes()
+        yield from self._nodes(wanted)
         yield from self._nodepools()
-        yield from self._pods()
-        yield from self._types()
+        if wanted is None or any(wanted(name) for name in POD_FAMILIES):
+            yield from self._pods()
+        if wanted is None or any(wanted(name) for name in TYPE_FAMILIES):
+            yield from self._types()
 
     # ---------------------------------------------------------------------------------- parts
 
@@ -104,12 +118,15 @@ class StateMetrics:
         unsynced.add_metric([], 0.0 if self._unsynced_since is None else now - self._unsynced_since)
         yield from (count, flag, unsynced)
 
-    def _nodes(self) -> Iterator[Any]:
+    def _nodes(self, wanted: Callable[[str], bool] | None = None) -> Iterator[Any]:
+        """The per-node families (left empty unless ``wanted`` accepts them) and the utilization."""
         names = ("karpenter_nodes_allocatable", "karpenter_nodes_total_pod_requests",
                  "karpenter_nodes_total_pod_limits", "karpenter_nodes_total_daemon_requests",
                  "karpenter_nodes_total_daemon_limits", "karpenter_nodes_system_overhead")
         fams = {n: _family(n) for n in names}
         lifetime = _family("karpenter_nodes_current_lifetime_seconds")
+        keep = {n: wanted is None or wanted(n) for n in (*names, lifetime.name)}
+        per_node = [n for n in names if keep[n]]
         utilization = _family("karpenter_cluster_utilization_percent")
         used: dict[str, int] = {}
         allocatable: dict[str, int] = {}
@@ -130,20 +147,24 @@ class StateMetrics:
             for p in self.state.pods_on(node.name):
                 if p.is_terminal:
                     continue
-                raw = self.state.raw("Pod", p.key) or {}
                 requests = quantity.add(requests, p.requests)
+                if not per_node:  # only the utilization: the pods' requests
+                    continue
+                raw = self.state.raw("Pod", p.key) or {}
                 pod_limits = _limits(raw)
                 limits = quantity.add(limits, pod_limits)
                 if p.is_daemonset_pod:
                     daemon_requests = quantity.add(daemon_requests, p.requests)
                     daemon_limits = quantity.add(daemon_limits, pod_limits)
-            overhead = {k: max(0, v - node.allocatable.get(k, 0)) for k, v in node.capacity.items()}
-            for name, values in zip(names, (node.allocatable, requests, limits, daemon_requests, daemon_limits,
-                                            overhead), strict=True):
-                for res, milli in sorted(values.items()):
-                    fams[name].add_metric([*base, resource_label(res)], milli / quantity.MILLI)
+            if per_node:
+                overhead = {k: max(0, v - node.allocatable.get(k, 0)) for k, v in node.capacity.items()}
+                for name, values in zip(names, (node.allocatable, requests, limits, daemon_requests,
+                                                daemon_limits, overhead), strict=True):
+                    if keep[name]:
+                        for res, milli in sorted(values.items()):
+                            fams[name].add_metric([*base, resource_label(res)], milli / quantity.MILLI)
             created = meta.created_at(obj)
-            if created is not None:
+            if created is not None and keep[lifetime.name]:
                 lifetime.add_metric(base, max(0.0, now - created))
             if managed:
                 used = quantity.add(used, requests)
@@ -206,7 +227,7 @@ class StateMetrics:
             cost.add_metric([pool], total)
         yield from (usage, limit, cost)
 
-    def _pods(self) -> Iterator[Any]:
+    def _pods(self) -> Iterator[Any]:  # the families of POD_FAMILIES
         now = self.clock.now()
         unbound = _family("karpenter_pods_unbound_time_seconds")
         unstarted = _family("karpenter_pods_unstarted_time_seconds")

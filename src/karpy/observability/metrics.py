@@ -42,8 +42,9 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 class StateCollector(Protocol):
     """The scrape-time gauges of :data:`catalog.GAUGES` (``karpy.controllers.state_metrics``)."""
 
-    def families(self) -> Iterable[Any]:
-        """One ``prometheus_client`` metric family per name of :data:`catalog.GAUGES`."""
+    def families(self, wanted: Callable[[str], bool] | None = None) -> Iterable[Any]:
+        """One ``prometheus_client`` metric family per name of :data:`catalog.GAUGES`; ``wanted``:
+        families none of whose names it accepts may be left out."""
         ...
 
 
@@ -59,7 +60,7 @@ class _Collected:
     def collect(self) -> Iterator[Any]:
         view = self.owner.view
         if view is not None:
-            yield from view.families()
+            yield from view.families(self.owner.wanted)
         else:
             for row in catalog.GAUGES:
                 yield prom_core.GaugeMetricFamily(row.name, row.help, labels=list(row.labels))
@@ -175,6 +176,8 @@ class Metrics:
             "karpy_interruption_poller_restarts",
             "Times the interruption queue's receiving loop failed and started again after a backoff.",
             registry=self.registry)
+        self.wanted: Callable[[str], bool] | None = None
+        """While :meth:`snapshot` collects: the sample names it keeps (the state's families may skip the rest)."""
         self.registry.register(_Collected(self))
 
     def _now(self) -> float:
@@ -189,15 +192,22 @@ class Metrics:
 
     # ------------------------------------------------------------------------------- reading
 
-    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
-        """Every sample: ``{sample name: [{"labels": {...}, "value": float}]}`` (no ``_created``, no NaN)."""
+    def snapshot(self, wanted: Callable[[str], bool] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Every sample: ``{sample name: [{"labels": {...}, "value": float}]}`` (no ``_created``, no NaN);
+        ``wanted``: only the samples whose name it accepts (the others are never copied: a cluster's
+        per-pod samples run to hundreds of MB)."""
         out: dict[str, list[dict[str, Any]]] = {}
-        for family in self.registry.collect():
-            for sample in family.samples:
-                if sample.name.endswith("_created") or math.isnan(sample.value):
-                    continue
-                out.setdefault(sample.name, []).append(
-                    {"labels": dict(sample.labels), "value": float(sample.value)})
+        self.wanted = wanted
+        try:
+            for family in self.registry.collect():
+                for sample in family.samples:
+                    if sample.name.endswith("_created") or math.isnan(sample.value) or \
+                            (wanted is not None and not wanted(sample.name)):
+                        continue
+                    out.setdefault(sample.name, []).append(
+                        {"labels": dict(sample.labels), "value": float(sample.value)})
+        finally:
+            self.wanted = None
         return out
 
     def value(self, name: str, /, **labels: str) -> float:

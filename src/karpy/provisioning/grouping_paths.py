@@ -54,7 +54,7 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
     n = run.bins.n
     # Without hostname caps a placement changes no other bin's fit: scan the bins in growing
     # chunks and stop once the pods are placed (first-fit order is the same as one full scan).
-    lo, step = 0, (CHUNK if run.hostname_cap(g, n) is None else n)
+    lo, step = 0, (n if hostname_capped(run, g) else CHUNK)
     while lo < n and placed < count:
         hi = min(n, lo + step)
         fit = fit_counts(run, g, req, constraints, lo, hi)
@@ -203,7 +203,19 @@ def _stable(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
     :func:`fill` does exactly that."""
     if any(not t.hostname and t.kind != topology.AFFINITY for t in g.terms()):
         return False
-    return not run.counted_spreads(g) and run.hostname_cap(g, run.bins.n) is None
+    return not run.counted_spreads(g) and not hostname_capped(run, g)
+
+
+def hostname_capped(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
+    """Whether :meth:`Placement.hostname_cap` gives ``g`` a cap (not None), without computing it:
+    that depends only on which hostname terms ``g`` carries or matches, not on the counts."""
+    for term, _, match, owner in run.hostname_terms(g):
+        if owner and term.kind in (topology.SPREAD, topology.ANTI_AFFINITY, topology.AFFINITY):
+            return True
+        if not owner and match and (term.kind == topology.ANTI_AFFINITY or (
+                run.count_matching and term.kind == topology.SPREAD and term.required)):
+            return True
+    return False
 
 
 def fit_counts(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray,

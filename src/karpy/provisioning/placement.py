@@ -61,11 +61,11 @@ class Placement:
             for t in g.terms():
                 self.terms.setdefault(t, topology.TermState(t))
         anti = self.table.anti
-        for i in self.row_list:
-            if anti[i]:
-                for t in anti[i]:
-                    if t not in self.terms:
-                        self.terms[t] = topology.TermState(t)
+        looked: set[int] = set()  # the table's terms are shared objects: each is looked up once
+        for t in (t for i in self.row_list if anti[i] for t in anti[i] if id(t) not in looked):
+            looked.add(id(t))
+            if t not in self.terms:
+                self.terms[t] = topology.TermState(t)
         keys = sorted({t.key for t in self.terms if not t.hostname})
         self.keys = keys
         self.new_bins: list[int] = []
@@ -74,6 +74,7 @@ class Placement:
         self._compat_vec: dict[reqs_mod.Requirements, BoolArray] = {}
         self._host_ok: dict[reqs_mod.Requirements, BoolArray] = {}
         self._tol: dict[tuple[Any, bool, int], bool] = {}
+        self._tol_vec: dict[tuple[Any, bool], BoolArray] = {}  # :meth:`_tolerates` of each taint set so far
         self.choose_memo: dict[Any, int | None] = {}
         """:func:`claims._choose`'s answers of this run."""
         self.finalize_memo: dict[Any, Any] = {}
@@ -83,7 +84,6 @@ class Placement:
         self.narrowed_memo: dict[tuple[reqs_mod.Requirements, str, str], reqs_mod.Requirements] = {}
         self.joined_memo: dict[tuple[reqs_mod.Requirements, reqs_mod.Requirements], reqs_mod.Requirements] = {}
         """New NodeClaims' requirement sets narrowed to one domain, one object each."""
-        """:func:`claims.finalize`'s instance type options of this run."""
         self.universe: dict[str, set[str]] = {k: set() for k in keys}
         self.filtered_memo: dict[tuple[str, topology.NodeFilter], set[str]] = {}
         """:func:`spread_filter.filtered_domains`' answers of this run."""
@@ -266,8 +266,10 @@ class Placement:
                                dtype=np.bool_, count=total - done)
             vec = np.concatenate([vec, more])
             self._compat_vec[greq] = vec
-        tol = np.array([self._tolerates(g, i) for i in range(len(self.bins.taintsets.values))],
-                       dtype=np.bool_)
+        tol_key, n_taintsets = (g.tolerations, g.tolerate_prefer_no_schedule), len(self.bins.taintsets.values)
+        tol = self._tol_vec.get(tol_key)
+        if tol is None or len(tol) < n_taintsets:  # taint sets are only added during a run
+            tol = self._tol_vec[tol_key] = np.array([self._tolerates(g, i) for i in range(n_taintsets)], np.bool_)
         mask: BoolArray = vec[rs_ids] & tol[self.bins.taintset[lo:hi]] & self.bins.schedulable[lo:hi]
         if wk.HOSTNAME in greq and lo < self.n_existing:
             mask[:self.n_existing - lo] &= self._hostname_ok(greq)[lo:min(hi, self.n_existing)]
@@ -302,15 +304,7 @@ class Placement:
         no limit). A bin's cap depends on its own counts and on whether the group's hostname
         affinity has started anywhere."""
         cap: IntArray | None = None
-        now = tuple(g.terms())
-        hit = g.memo.get("hostname")  # kept on the group while its terms are the same
-        if hit is None or hit[0] != now:
-            owned = set(now)
-            hit = (now, [(t, s, m, t in owned) for t, s in self.terms.items()
-                         if t.hostname and ((m := t.matches(g.namespace, g.labels)) or t in owned)])
-            g.memo["hostname"] = hit
-        terms: list[tuple[topology.Term, topology.TermState, bool, bool]] = hit[1]
-        for term, state, match, owner in terms:
+        for term, state, match, owner in self.hostname_terms(g):
             c = topology.hostname_caps(state, size, owner=owner, match=match, lo=lo)
             if c is None:
                 if owner and term.kind == topology.AFFINITY:
@@ -324,6 +318,17 @@ class Placement:
                     continue
             cap = c if cap is None else np.minimum(cap, c)
         return cap
+
+    def hostname_terms(self, g: podgroups.PodGroup) -> list[tuple[topology.Term, topology.TermState, bool, bool]]:
+        """The hostname terms ``g``'s pods carry or match: (term, state, match, owner)."""
+        now = tuple(g.terms())
+        hit = g.memo.get("hostname")  # kept on the group while its terms are the same
+        if hit is None or hit[0] != now:
+            owned = set(now)
+            hit = (now, [(t, s, m, t in owned) for t, s in self.terms.items()
+                         if t.hostname and ((m := t.matches(g.namespace, g.labels)) or t in owned)])
+            g.memo["hostname"] = hit
+        return hit[1]
 
     def domain_constraints(self, g: podgroups.PodGroup) -> dict[str, set[str]]:
         """Allowed domains per non-hostname key for one more pod of ``g``."""

@@ -475,7 +475,7 @@ class Simulation:
                 "accruedCost": round(self.bridge.accrued_cost(), 6),
                 **self._commitments(),
             },
-            "karpenter": run_result.karpenter_metrics(self.metrics.snapshot()),
+            "karpenter": run_result.karpenter_metrics(self.metrics.snapshot(run_result.reported)),
         }
 
 

@@ -87,13 +87,19 @@ _WALL_CLOCK = ("karpenter_scheduler_scheduling_duration_seconds", "karpenter_clo
                "karpenter_cloudprovider_batcher_batch_time_seconds")
 
 
+def reported(name: str) -> bool:
+    """Whether samples of ``name`` are in a report: not one sample per pod or node, nor a wall-clock
+    duration (neither is deterministic)."""
+    return not (name.startswith(_PER_OBJECT) or name == "karpenter_build_info" or
+                (name.startswith(_WALL_CLOCK) and not name.endswith("_count")))
+
+
 def karpenter_metrics(samples: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Karpenter's metrics for a report: the deterministic ones only, rows sorted by label."""
+    """Karpenter's metrics for a report: the deterministic ones only (:func:`reported`), rows sorted by label."""
     karpenter: dict[str, Any] = {}
     for name in sorted(samples):
-        if name.startswith(_PER_OBJECT) or name == "karpenter_build_info" or \
-                (name.startswith(_WALL_CLOCK) and not name.endswith("_count")):
-            continue  # one sample per pod or node / wall-clock durations: not part of a deterministic report
+        if not reported(name):
+            continue
         rows = [{"labels": dict(sorted(s["labels"].items())), "value": s["value"]} for s in samples[name]]
         rows.sort(key=lambda r: sorted(r["labels"].items()))
         karpenter[name] = rows

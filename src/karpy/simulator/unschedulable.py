@@ -69,10 +69,10 @@ Static = dict[Hashable, "tuple[str, ...] | None"]
 
 
 class NodeAnswers:
-    """One node's answers, kept from pass to pass: per signature, its reasons while ``node`` and
-    ``pods`` stay the very same objects (or equal: a re-parse), and the node-only part of them
-    (:data:`Static`), shared by every node of the same *class* (cordon, hard taints and labels but
-    the hostname) - binding a pod to the node keeps that part."""
+    """One node's answers, kept from pass to pass: per pod facts (:meth:`NodeMemo.facts_of`), its
+    reasons while ``node`` and ``pods`` stay the very same objects (or equal: a re-parse), and the
+    node-only part of them (:data:`Static`), shared by every node of the same *class* (cordon,
+    hard taints and labels but the hostname) - binding a pod to the node keeps that part."""
 
     __slots__ = ("node", "pods", "reasons", "static")
 
@@ -92,9 +92,25 @@ class NodeMemo:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeAnswers] = {}
         self._classes: dict[Hashable, Static] = {}
+        self._facts: dict[Hashable, _PodFacts] = {}
+        self._fact_ids: dict[Hashable, int] = {}
 
     def drop(self, name: str) -> None:
         self.nodes.pop(name, None)
+
+    def facts_of(self, sig: Hashable, p: pod.Pod) -> _PodFacts:
+        """What the filters read of a pod of signature ``sig`` (``p``), kept per signature. Its
+        ``sig`` is what the answers are kept under: the facts themselves, coarser than the
+        signature (pods whose constraints differ only by the pods they select, e.g. spreads over
+        different labels, get the same reasons on every node)."""
+        facts = self._facts.get(sig)
+        if facts is None:
+            if len(self._facts) >= self.MAX_CLASSES:  # the numbers stay: answers kept under them hold
+                self._facts = {}
+            facts = self._facts[sig] = _PodFacts(p, podgroups.make_group([p]).strict_requirements())
+            key = (facts.tolerations, facts.greq, facts.host_ports, tuple(facts.needs), facts.otherwise)
+            facts.sig = self._fact_ids.setdefault(key, len(self._fact_ids))  # a small number: cheap to hash
+        return facts
 
     def static_of(self, n: node.Node) -> Static:
         """The node-only answers shared by ``n``'s class."""
@@ -133,6 +149,8 @@ class Explainer:
         self._answers: list[NodeAnswers] | None = None
         """Per node (as ``nodes``), the memo's answers (made valid on first use)."""
         self._cache: dict[Any, tuple[str, frozenset[str]]] = {}
+        self._by_facts: dict[Hashable, tuple[str, frozenset[str]]] = {}
+        """With the memo: messages by the pod's facts (:meth:`NodeMemo.facts_of`), this pass."""
         self._facts: dict[str, tuple[node.Node, tuple[str, bool, list[Any]]]] = {}
         self._own_reqs: requirements.Requirements | None = None
 
@@ -155,31 +173,44 @@ class Explainer:
                           if without_volumes is not None else None)
         if not self.nodes:
             out = ("no nodes available to schedule pods", frozenset[str]())
-        else:
+        elif self._memo is None or without_volumes is not None:  # a volume pod's own reqs: not memoised
             tally: dict[tuple[str, ...], int] = {}
-            greq = podgroups.make_group([p]).strict_requirements()
             reasons_of = self._reasons
-            facts = _PodFacts(p, greq)
-            if self._memo is None or without_volumes is not None:  # a volume pod's own reqs: not memoised
-                for n in self.nodes:
-                    r = reasons_of(facts, n, None)
-                    tally[r] = tally.get(r, 0) + 1
-            else:
-                facts.sig = sig
-                by_class = labels.HOSTNAME not in greq  # else the node-only part is the node's own
-                for n, answers in zip(self.nodes, self._node_answers(), strict=True):
-                    r = answers.reasons.get(sig)  # type: ignore[assignment]
-                    if r is None:
-                        r = answers.reasons[sig] = reasons_of(facts, n, answers.static if by_class else None)
-                    tally[r] = tally.get(r, 0) + 1
-            counts: dict[str, int] = {}
-            for r, times in tally.items():
-                for reason in r:
-                    counts[reason] = counts.get(reason, 0) + times
-            parts = sorted(f"{count} {reason}" for reason, count in counts.items())
-            out = (f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}.", frozenset(counts))
+            facts = _PodFacts(p, podgroups.make_group([p]).strict_requirements())
+            for n in self.nodes:
+                r = reasons_of(facts, n, None)
+                tally[r] = tally.get(r, 0) + 1
+            out = self._text(tally)
+        else:
+            facts = self._memo.facts_of(sig, p)
+            hit = self._by_facts.get(facts.sig)
+            out = hit if hit is not None else self._memo_explain(facts)
         self._cache[key] = out
         return out
+
+    def _memo_explain(self, facts: _PodFacts) -> tuple[str, frozenset[str]]:
+        """The message for a pod with these facts, from the memo's answers per node (kept under
+        the facts' key, which stands for every signature with these facts)."""
+        tally: dict[tuple[str, ...], int] = {}
+        fkey = facts.sig
+        reasons_of = self._reasons
+        by_class = labels.HOSTNAME not in facts.greq  # else the node-only part is the node's own
+        for n, answers in zip(self.nodes, self._node_answers(), strict=True):
+            r = answers.reasons.get(fkey)
+            if r is None:
+                r = answers.reasons[fkey] = reasons_of(facts, n, answers.static if by_class else None)
+            tally[r] = tally.get(r, 0) + 1
+        out = self._by_facts[fkey] = self._text(tally)
+        return out
+
+    def _text(self, tally: dict[tuple[str, ...], int]) -> tuple[str, frozenset[str]]:
+        """kube-scheduler's message from how many nodes gave each tuple of reasons."""
+        counts: dict[str, int] = {}
+        for r, times in tally.items():
+            for reason in r:
+                counts[reason] = counts.get(reason, 0) + times
+        parts = sorted(f"{count} {reason}" for reason, count in counts.items())
+        return f"0/{len(self.nodes)} nodes are available: {', '.join(parts)}.", frozenset(counts)
 
     def _node_answers(self) -> list[NodeAnswers]:
         answers = self._answers

@@ -86,6 +86,28 @@ def test_nodes_alike_but_their_hostname_share_node_only_answers_except_for_a_pod
     assert memo.nodes["n0"].static is memo.nodes["n1"].static
 
 
+def _spread_pod(name: str, value: str) -> pod.Pod:
+    return pod.Pod.from_manifest({"apiVersion": "v1", "kind": "Pod",
+                                  "metadata": {"name": name, "namespace": "default", "labels": {"my-label": value}},
+                                  "spec": {"containers": [{"name": "c", "image": "x",
+                                                           "resources": {"requests": {"cpu": "8"}}}],
+                                           "topologySpreadConstraints": [{
+                                               "maxSkew": 1, "topologyKey": "zone",
+                                               "whenUnsatisfiable": "DoNotSchedule",
+                                               "labelSelector": {"matchLabels": {"my-label": value}}}]}})
+
+
+def test_pods_whose_spreads_select_different_labels_share_each_nodes_answers() -> None:
+    nodes = [_node("n0", [], True, "a", "4"), _node("n1", [TAINTS[1]], True, "b", "4")]
+    memo = unschedulable.NodeMemo()
+    explainer = unschedulable.Explainer(nodes, {}, _reqs, None, memo)
+    first, second = _spread_pod("p", "value-0"), _spread_pod("q", "value-1")
+    assert unschedulable.signature(first) != unschedulable.signature(second)
+    texts = {explainer.explain(p, None, unschedulable.signature(p))[0] for p in (first, second)}
+    assert texts == {"0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."}
+    assert [len(memo.nodes[n].reasons) for n in ("n0", "n1")] == [1, 1]
+
+
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_an_explainer_with_a_memo_kept_across_passes_says_what_a_fresh_one_says(data: st.DataObject) -> None:
