@@ -44,7 +44,7 @@ from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import policies
+from karpy.provisioning import policies, reuse
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.disruption")
@@ -114,6 +114,9 @@ class Observer:
         """Nodes an ``Unconsolidatable`` message was written for since the last pass's reports."""
         self.last: Observation | None = None
         """The latest observation (:attr:`table` holds what it was read from)."""
+        self.scheduling_cache = reuse.SchedulingCache()
+        """Kept across the passes' snapshots: a pass's what-if runs re-derive only the nodes that
+        changed since the last pass (the plans are the same as with a fresh cache)."""
         self.buffers: capacitybuffer.Buffers | None = None
         """CapacityBuffers: their virtual pods are pending pods of the snapshot, and the nodes the
         provisioner placed them on are not empty (Karpenter's HasBufferPods)."""
@@ -257,7 +260,7 @@ class Observer:
                 *self.state.pending_pods(), *(self.buffers.pods() if self.buffers is not None else ())],
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes),
-            namespaces=self.state.namespaces.index())
+            namespaces=self.state.namespaces.index(), scheduling_cache=self.scheduling_cache)
         if self.settings.preference_policy == policies.IGNORE:
             obs.snapshot = dataclasses.replace(obs.snapshot, ignore_preferences=True)
         return obs.snapshot

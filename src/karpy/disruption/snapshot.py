@@ -204,10 +204,13 @@ class ClusterSnapshot:
         now: float = 0.0,
         billed: Mapping[str, float] | None = None,
         namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY,
+        scheduling_cache: reuse.SchedulingCache | None = None,
     ) -> ClusterSnapshot:
         """A snapshot from ``(node, nodeclaim or None, pods)``; each node's NodePool is found by
         its ``karpenter.sh/nodepool`` label. Without ``usage``, each NodePool's usage is the sum
-        of its nodes' capacity."""
+        of its nodes' capacity. ``scheduling_cache``: one kept by the caller across snapshots
+        (the what-if runs then cost what changed since the last pass, not the cluster; the plans
+        are the same, see :mod:`karpy.provisioning.reuse`); default a fresh one."""
         pools = {p.name: p for p in nodepools}
         infos: list[NodeInfo] = []
         index = type_index(instance_types)
@@ -225,7 +228,8 @@ class ClusterSnapshot:
         return cls(nodes=tuple(infos), nodepools=tuple(nodepools),
                    instance_types={k: list(v) for k, v in instance_types.items()},
                    pending_pods=tuple(pending_pods), daemonsets=tuple(daemonsets), usage=dict(usage),
-                   in_flight=tuple(in_flight), now=now, namespaces=namespaces)
+                   in_flight=tuple(in_flight), now=now, namespaces=namespaces,
+                   scheduling_cache=scheduling_cache if scheduling_cache is not None else reuse.SchedulingCache())
 
     # ------------------------------------------------------------------------------------ lookups
 
