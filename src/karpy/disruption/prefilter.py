@@ -116,9 +116,9 @@ def _unplaceable(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_
                 continue
             left = used.get(i)
             if left is None:
-                used[i] = [a - b for a, b in zip(rows[i], r)]
+                used[i] = [a - b for a, b in zip(rows[i], r, strict=True)]
                 break
-            if all(a >= b for a, b in zip(left, r)):
+            if all(a >= b for a, b in zip(left, r, strict=True)):
                 for j, b in enumerate(r):
                     left[j] -= b
                 break

@@ -63,7 +63,7 @@ def _case(rng: random.Random) -> tuple[_Snap, prefilter.Room]:
     matrix = np.array([[rng.choice([-1, 0, 1, 2, 4]), rng.choice([0, 1, 3, 8]), rng.randint(0, 4)]
                        for _ in names], dtype=np.int64).reshape(n, 3)
     snap = _Snap()
-    for name in names + ["gone"]:
+    for name in [*names, "gone"]:
         snap.infos[name] = _Info([_Pod({"cpu": rng.choice([0, 1, 2, 3]), "memory": rng.choice([0, 1, 2, 4]),
                                         "pods": 1}) for _ in range(rng.randint(0, 5))])
     return snap, prefilter.Room({name: i for i, name in enumerate(names)}, matrix)
@@ -90,6 +90,7 @@ def test_the_room_is_left_unchanged_by_the_groups_placed_on_it() -> None:
     while len(free.matrix) < 5:
         snap, free = _case(rng)
     before = free.matrix.copy()
-    prefilter._unplaceable(snap, [_Cand(n) for n in list(snap.infos)[:3]], free)  # type: ignore[arg-type]
+    group = [_Cand(n) for n in list(snap.infos)[:3]]
+    prefilter._unplaceable(snap, group, free)  # type: ignore[arg-type]
     assert free.matrix.tolist() == before.tolist()
     assert free.rows() == before.tolist()
