@@ -28,3 +28,14 @@ def test_a_pass_after_one_node_changed_re_derives_only_that_node_for_its_what_if
     w.add_pod("extra", "n3")
     w.clock.advance(10)
     assert _whatif(w, "n1") == 1  # n3 only
+
+
+def test_every_pass_s_snapshot_shares_the_controller_s_milp_memo() -> None:
+    w = World({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"})
+    w.add_node("n1")
+    snaps = []
+    for _ in range(2):
+        snaps.append(w.controller.snapshot(w.controller.observe(w.clock.now())))
+        w.clock.advance(10)
+    assert snaps[0] is not snaps[1]
+    assert snaps[0].milp_memo is snaps[1].milp_memo is w.controller.observer.milp_memo
