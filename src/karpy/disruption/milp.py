@@ -57,6 +57,17 @@ class Memo:
         self._solutions[key] = x
 
 
+def _type_requirements(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> reqs_mod.Requirements:
+    """:func:`scheduler.instance_type_requirements` of ``t``, once per snapshot and instance type
+    object (instance types are immutable; the object is kept so that its id is not reused)."""
+    cache: dict[int, tuple[instancetype.InstanceType, reqs_mod.Requirements]] = \
+        snap.__dict__.setdefault("_milp_type_requirements", {})
+    hit = cache.get(id(t))
+    if hit is None or hit[0] is not t:
+        hit = cache[id(t)] = (t, scheduler.instance_type_requirements(t))
+    return hit[1]
+
+
 def option_price(t: instancetype.InstanceType, reqs: reqs_mod.Requirements,
                  capacity_types: frozenset[str] | None = None) -> float | None:
     """The cheapest available offering of ``t`` allowed by ``reqs`` (zone, capacity type)."""
@@ -269,7 +280,7 @@ def _pool_options(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePoo
     base = templates.nodepool_requirements(pool)
     out = []
     for t in snap.instance_types.get(pool.name, ()):
-        treqs = base.intersect(scheduler.instance_type_requirements(t))
+        treqs = base.intersect(_type_requirements(snap, t))
         if any(r.is_empty() for r in treqs.values()):
             continue
         price = option_price(t, treqs, capacity_types)
@@ -363,7 +374,7 @@ def _claim_for(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool, 
         used = quantity.add(used, p.requests)
     options = []
     for t in snap.instance_types.get(pool.name, ()):
-        treqs = reqs.intersect(scheduler.instance_type_requirements(t))
+        treqs = reqs.intersect(_type_requirements(snap, t))
         if any(r.is_empty() for r in treqs.values()):
             continue
         price = option_price(t, treqs, capacity_types)
