@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from karpy.api import labels as wk
 from karpy.api import node as node_mod
@@ -38,9 +38,6 @@ from karpy.disruption import budgets
 from karpy.disruption import candidates as candidates_mod
 from karpy.provisioning import results, reuse
 from karpy.scheduling import namespaces as ns_mod
-
-if TYPE_CHECKING:  # milp reads snapshots: only its Memo's type is needed here
-    from karpy.disruption import milp
 
 
 @dataclass(frozen=True)
@@ -193,8 +190,9 @@ class ClusterSnapshot:
                                                     repr=False)
     """Kept between the what-if scheduling runs over this snapshot (karpy.provisioning.reuse):
     they differ only by the nodes taken out, so each run costs what it removes."""
-    milp_memo: milp.Memo | None = field(default=None, compare=False, repr=False)
-    """A :class:`karpy.disruption.milp.Memo` kept by the caller across snapshots (None: none)."""
+    milp_memo: Any = field(default=None, compare=False, repr=False)
+    """A :class:`karpy.disruption.milp.Memo` kept by the caller across snapshots (None: none; typed Any
+    because milp reads snapshots and the two modules must not import each other)."""
 
     @classmethod
     def build(
@@ -211,7 +209,7 @@ class ClusterSnapshot:
         billed: Mapping[str, float] | None = None,
         namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY,
         scheduling_cache: reuse.SchedulingCache | None = None,
-        milp_memo: milp.Memo | None = None,
+        milp_memo: Any = None,
     ) -> ClusterSnapshot:
         """A snapshot from ``(node, nodeclaim or None, pods)``; each node's NodePool is found by
         its ``karpenter.sh/nodepool`` label. Without ``usage``, each NodePool's usage is the sum
