@@ -10,7 +10,7 @@ A space is one YAML document (``docs/design.md`` has the full schema)::
       variables:
         instanceFamily: [m5, c5, m6i, [m5, c5]]      # a choice per item; a list is one choice of several
         capacityType: [on-demand, spot]
-        consolidationPolicy: [WhenEmpty, WhenEmptyOrUnderutilized]
+        consolidationPolicy: [WhenEmpty, WhenEmptyOrUnderutilized, Balanced]
         consolidateAfter: [0s, 1m, 10m]
         spotShare: {min: 0.0, max: 1.0, step: 0.25}  # numeric variables may take a range
 
@@ -35,7 +35,8 @@ API_VERSION = "karpy.io/v1alpha1"
 KIND = "DesignSpace"
 
 CAPACITY_TYPES = (labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_SPOT)
-POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
+"""Karpenter v1.14's consolidation policies (``Balanced``: a move only when its saving outweighs its disruption)."""
 ARCHES = ("amd64", "arm64")
 NO_SPLIT = "none"
 
@@ -102,7 +103,8 @@ KINDS: dict[str, VariableKind] = {k.name: k for k in (
     VariableKind("spotShare", "a share of the pool's peak CPU on spot, from 0 to 1",
                  lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1, (0, 1)),
     VariableKind("architecture", "amd64 or arm64, or a list of them", _in(ARCHES)),
-    VariableKind("consolidationPolicy", "WhenEmpty or WhenEmptyOrUnderutilized", _in(POLICIES)),
+    VariableKind("consolidationPolicy", "WhenEmpty, WhenEmptyOrUnderutilized or Balanced (one policy, not a list)",
+                 lambda v: isinstance(v, str) and v in POLICIES),
     VariableKind("consolidateAfter", "a duration such as 30s or 10m, or Never", _duration),
     VariableKind("budgets", "a nodes budget: a count such as 1 or a percentage such as 10%", _budget),
     VariableKind("weight", "a NodePool weight, an integer from 1 to 100",

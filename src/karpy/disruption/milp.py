@@ -28,6 +28,44 @@ from karpy.scheduling import requirements as reqs_mod
 
 MILP_MAX_COPIES = 32
 MILP_TIME_LIMIT = 5.0
+MEMO_LIMIT = 256
+"""Problems a :class:`Memo` keeps the solutions of (the oldest go first)."""
+
+
+class Memo:
+    """Solutions of MILP problems already solved, by the exact problem handed to HiGHS (costs,
+    constraint matrix, bounds, time limit): a consolidation pass and its validation 15 s later, or
+    the next pass over an unchanged group, ask the same question again. Kept by a caller across
+    passes; bounded by :data:`MEMO_LIMIT`."""
+
+    def __init__(self, limit: int = MEMO_LIMIT) -> None:
+        self.limit = limit
+        self._solutions: dict[bytes, Any] = {}
+        self.hits = 0
+        self.solved = 0
+
+    def get(self, key: bytes) -> tuple[bool, Any]:
+        if key in self._solutions:
+            self.hits += 1
+            return True, self._solutions[key]
+        return False, None
+
+    def put(self, key: bytes, x: Any) -> None:
+        self.solved += 1
+        if len(self._solutions) >= self.limit:
+            del self._solutions[next(iter(self._solutions))]
+        self._solutions[key] = x
+
+
+def _type_requirements(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> reqs_mod.Requirements:
+    """:func:`scheduler.instance_type_requirements` of ``t``, once per snapshot and instance type
+    object (instance types are immutable; the object is kept so that its id is not reused)."""
+    cache: dict[int, tuple[instancetype.InstanceType, reqs_mod.Requirements]] = \
+        snap.__dict__.setdefault("_milp_type_requirements", {})
+    hit = cache.get(id(t))
+    if hit is None or hit[0] is not t:
+        hit = cache[id(t)] = (t, scheduler.instance_type_requirements(t))
+    return hit[1]
 
 
 def option_price(t: instancetype.InstanceType, reqs: reqs_mod.Requirements,
@@ -68,7 +106,8 @@ class PackedNode:
 
 
 def milp_pack(pods: Sequence[pod_mod.Pod], options: Sequence[BinOption], *, budget: float | None = None,
-              max_copies: int = MILP_MAX_COPIES, time_limit: float = MILP_TIME_LIMIT) -> list[PackedNode] | None:
+              max_copies: int = MILP_MAX_COPIES, time_limit: float = MILP_TIME_LIMIT,
+              memo: Memo | None = None) -> list[PackedNode] | None:
     """The cheapest set of bins (instance types with prices) holding every pod, or ``None``.
 
     Bin-packing as a MILP: pods of one shape (requests and accepted options) are one item kind;
@@ -161,13 +200,22 @@ def milp_pack(pods: Sequence[pod_mod.Pod], options: Sequence[BinOption], *, budg
         hi.append(budget + 1e-9)
         r += 1
     matrix = sparse.coo_array((vals, (rows, cols)), shape=(r, n_x + n_b)).tocsr()
-    res = optimize.milp(
-        cost, constraints=optimize.LinearConstraint(matrix, np.array(lo), np.array(hi)),
-        integrality=np.ones(n_x + n_b), bounds=optimize.Bounds(np.zeros(n_x + n_b), upper),
-        options={"time_limit": time_limit, "disp": False})
-    if res.x is None:
+    lo_a, hi_a = np.array(lo), np.array(hi)
+    problem = b"" if memo is None else b"|".join(
+        a.tobytes() for a in (np.array([n_x + n_b, r, time_limit]), cost, lo_a, hi_a, upper, matrix.indptr,
+                              matrix.indices, matrix.data))
+    found, solution = memo.get(problem) if memo is not None else (False, None)
+    if not found:
+        res = optimize.milp(
+            cost, constraints=optimize.LinearConstraint(matrix, lo_a, hi_a),
+            integrality=np.ones(n_x + n_b), bounds=optimize.Bounds(np.zeros(n_x + n_b), upper),
+            options={"time_limit": time_limit, "disp": False})
+        solution = None if res.x is None else np.array(res.x)
+        if memo is not None:
+            memo.put(problem, solution)
+    if solution is None:
         return None
-    x = np.rint(res.x[:n_x]).astype(np.int64).reshape(n_s, n_b)
+    x = np.rint(solution[:n_x]).astype(np.int64).reshape(n_s, n_b)
     out: list[PackedNode] = []
     taken = [0] * n_s
     for b in range(n_b):
@@ -232,7 +280,7 @@ def _pool_options(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePoo
     base = templates.nodepool_requirements(pool)
     out = []
     for t in snap.instance_types.get(pool.name, ()):
-        treqs = base.intersect(scheduler.instance_type_requirements(t))
+        treqs = base.intersect(_type_requirements(snap, t))
         if any(r.is_empty() for r in treqs.values()):
             continue
         price = option_price(t, treqs, capacity_types)
@@ -258,7 +306,7 @@ def plan(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Cand
     if not all(_is_plain(p, pool) for p in pods) or not math.isfinite(budget):
         return None
     priced = _pool_options(snap, pool, capacity_types)
-    packed = milp_pack(pods, [o for o, _ in priced], budget=budget)
+    packed = milp_pack(pods, [o for o, _ in priced], budget=budget, memo=snap.milp_memo)
     if not packed:
         return None
     if not _within_limits(snap, group, pool, [n.option.instance_type for n in packed]):
@@ -326,7 +374,7 @@ def _claim_for(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool, 
         used = quantity.add(used, p.requests)
     options = []
     for t in snap.instance_types.get(pool.name, ()):
-        treqs = reqs.intersect(scheduler.instance_type_requirements(t))
+        treqs = reqs.intersect(_type_requirements(snap, t))
         if any(r.is_empty() for r in treqs.values()):
             continue
         price = option_price(t, treqs, capacity_types)

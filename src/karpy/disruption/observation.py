@@ -40,12 +40,21 @@ from karpy.api import node, nodeclaim, nodepool, pod, selectors
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import capacitybuffer, state
-from karpy.disruption import candidates, changes, consolidation, drift_marking, emptiness, node_rows, orchestrator
+from karpy.disruption import (
+    candidates,
+    changes,
+    consolidation,
+    drift_marking,
+    emptiness,
+    milp,
+    node_rows,
+    orchestrator,
+)
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import policies, results, spot_share, volume_limits
+from karpy.provisioning import policies, results, reuse, spot_share, volume_limits
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.disruption")
@@ -116,6 +125,11 @@ class Observer:
         """Nodes an ``Unconsolidatable`` message was written for since the last pass's reports."""
         self.last: Observation | None = None
         """The latest observation (:attr:`table` holds what it was read from)."""
+        self.scheduling_cache = reuse.SchedulingCache()
+        """Kept across the passes' snapshots: a pass's what-if runs re-derive only the nodes that
+        changed since the last pass (the plans are the same as with a fresh cache)."""
+        self.milp_memo = milp.Memo()
+        """The re-pack MILPs solved so far: a validation or a later pass asking the same is answered."""
         self.buffers: capacitybuffer.Buffers | None = None
         """CapacityBuffers: their virtual pods are pending pods of the snapshot, and the nodes the
         provisioner placed them on are not empty (Karpenter's HasBufferPods)."""
@@ -261,7 +275,8 @@ class Observer:
                 *self.state.pending_pods(), *(self.buffers.pods() if self.buffers is not None else ())],
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes),
-            namespaces=self.state.namespaces.index())
+            namespaces=self.state.namespaces.index(), scheduling_cache=self.scheduling_cache,
+            milp_memo=self.milp_memo)
         if self.settings.preference_policy == policies.IGNORE:
             obs.snapshot = dataclasses.replace(obs.snapshot, ignore_preferences=True)
         return obs.snapshot

@@ -18,7 +18,7 @@ Pure; no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,10 +40,31 @@ DIMS = ("cpu", "memory", "pods")
 @dataclass
 class Room:
     """Free capacity (cpu, memory, pods) of every schedulable node once the pending pods have been
-    placed first-fit, computed once per pass; rows by node name."""
+    placed first-fit, computed once per pass; rows by node name. Read-only once built: the rows
+    each request fits (:meth:`fitting`) are cached for the whole pass."""
 
     index: dict[str, int]
     matrix: Any
+    _fits: dict[tuple[int, ...], list[int]] = field(default_factory=dict, repr=False)
+    _rows: list[list[int]] | None = field(default=None, repr=False)
+
+    def fitting(self, r: tuple[int, ...]) -> list[int]:
+        """The rows (ascending) whose free room holds ``r`` in every dimension; one vector
+        comparison per distinct request and pass."""
+        hit = self._fits.get(r)
+        if hit is None:
+            if len(self.matrix):
+                hit = np.flatnonzero((self.matrix >= np.array(r, dtype=np.int64)).all(axis=1)).tolist()
+            else:
+                hit = []
+            self._fits[r] = hit
+        return hit
+
+    def rows(self) -> list[list[int]]:
+        """The matrix as Python lists (for the per-group placements, which touch a few rows)."""
+        if self._rows is None:
+            self._rows = self.matrix.tolist()
+        return self._rows
 
 
 def free_capacity(snap: snapshot_mod.ClusterSnapshot) -> Room:
@@ -78,20 +99,33 @@ def _unplaceable(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_
                  free: Room) -> Any:
     """What of ``group``'s pods does not fit the other nodes' free room (cpu, memory, pods), when
     everything goes first-fit, largest first, ignoring constraints (which can only make placement
-    harder)."""
-    room = free.matrix.copy()
-    for c in group:
-        i = free.index.get(c.name)
-        if i is not None:
-            room[i] = -1  # the removed nodes take nothing
-    rest = np.zeros(len(DIMS), dtype=np.int64)
+    harder).
+
+    Room only ever shrinks during the placement, so a pod's first fit is the first row of
+    :meth:`Room.fitting` that is neither a removed node nor a row this group already filled
+    too far: the cost is the group's pods times the rows it touched, not the cluster's size."""
+    removed = {i for c in group if (i := free.index.get(c.name)) is not None}  # they take nothing
     pods = [p for c in group if (info := snap.node(c.name)) is not None for p in info.reschedulable_pods()]
-    reqs = sorted((np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64) for p in pods),
-                  key=lambda r: (-int(r[0]), -int(r[1])))
+    reqs = sorted((tuple(p.requests.get(d, 0) for d in DIMS) for p in pods), key=lambda r: (-r[0], -r[1]))
+    rows = free.rows()
+    used: dict[int, list[int]] = {}
+    rest = [0] * len(DIMS)
     for r in reqs:
-        if not _first_fit(room, r):
-            rest += r
-    return rest
+        for i in free.fitting(r):
+            if i in removed:
+                continue
+            left = used.get(i)
+            if left is None:
+                used[i] = [a - b for a, b in zip(rows[i], r, strict=True)]
+                break
+            if all(a >= b for a, b in zip(left, r, strict=True)):
+                for j, b in enumerate(r):
+                    left[j] -= b
+                break
+        else:
+            for j, b in enumerate(r):
+                rest[j] += b
+    return np.array(rest, dtype=np.int64)
 
 
 def _pool_types(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from karpy.api import labels as wk
 from karpy.api import node as node_mod
@@ -189,6 +190,9 @@ class ClusterSnapshot:
                                                     repr=False)
     """Kept between the what-if scheduling runs over this snapshot (karpy.provisioning.reuse):
     they differ only by the nodes taken out, so each run costs what it removes."""
+    milp_memo: Any = field(default=None, compare=False, repr=False)
+    """A :class:`karpy.disruption.milp.Memo` kept by the caller across snapshots (None: none; typed Any
+    because milp reads snapshots and the two modules must not import each other)."""
 
     @classmethod
     def build(
@@ -204,10 +208,15 @@ class ClusterSnapshot:
         now: float = 0.0,
         billed: Mapping[str, float] | None = None,
         namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY,
+        scheduling_cache: reuse.SchedulingCache | None = None,
+        milp_memo: Any = None,
     ) -> ClusterSnapshot:
         """A snapshot from ``(node, nodeclaim or None, pods)``; each node's NodePool is found by
         its ``karpenter.sh/nodepool`` label. Without ``usage``, each NodePool's usage is the sum
-        of its nodes' capacity."""
+        of its nodes' capacity. ``scheduling_cache``: one kept by the caller across snapshots
+        (the what-if runs then cost what changed since the last pass, not the cluster; the plans
+        are the same, see :mod:`karpy.provisioning.reuse`); default a fresh one. ``milp_memo``: a
+        :class:`karpy.disruption.milp.Memo` kept across snapshots, for the re-pack MILPs."""
         pools = {p.name: p for p in nodepools}
         infos: list[NodeInfo] = []
         index = type_index(instance_types)
@@ -225,7 +234,9 @@ class ClusterSnapshot:
         return cls(nodes=tuple(infos), nodepools=tuple(nodepools),
                    instance_types={k: list(v) for k, v in instance_types.items()},
                    pending_pods=tuple(pending_pods), daemonsets=tuple(daemonsets), usage=dict(usage),
-                   in_flight=tuple(in_flight), now=now, namespaces=namespaces)
+                   in_flight=tuple(in_flight), now=now, namespaces=namespaces,
+                   scheduling_cache=scheduling_cache if scheduling_cache is not None else reuse.SchedulingCache(),
+                   milp_memo=milp_memo)
 
     # ------------------------------------------------------------------------------------ lookups
 

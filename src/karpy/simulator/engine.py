@@ -174,6 +174,10 @@ class Simulation:
         self._events: dict[tuple[str, str], tuple[int, float, dict[str, Any]]] = {}
         self._event_seq = 0
         self._pods: dict[str, str] = {}
+        self._fleet_revision = 0
+        """Bumped by every Node or NodeClaim change: a sample recounts them only after one."""
+        self._fleet: tuple[int, dict[str, int], dict[str, int], int] | None = None
+        """(revision, nodes by NodePool, nodes by instance type, NodeClaims) as last counted."""
         self.history = history.NodeClaimHistory(self.clock.now, self.start)
         self.notes: list[dict[str, Any]] = []
         self.timeline: list[Sample] = []
@@ -210,6 +214,8 @@ class Simulation:
         self.cluster.watch("NodeClaim", interface.Filtered(self.history.handle, interface.MESSAGES_ONLY))
         self.cluster.watch("Pod", interface.Filtered(self.history.pod, interface.MESSAGES_ONLY))
         self.cluster.watch("Pod", interface.Filtered(self._on_pod, interface.MESSAGES_ONLY))
+        for kind in ("Node", "NodeClaim"):
+            self.cluster.watch(kind, interface.Filtered(self._on_fleet, interface.MESSAGES_ONLY))
         self.cluster.watch("Pod", interface.Filtered(metrics_mod.PodStartupRecorder(self.metrics, self.clock).handle,
                                                      interface.MESSAGES_ONLY))
         if self._karpy and self.scenario.faults.any:  # karpy as a process that faults hit (spec.faults)
@@ -272,6 +278,9 @@ class Simulation:
             self._pods.pop(uid, None)
         else:
             self._pods[uid] = str((obj.get("status") or {}).get("phase") or "Pending")
+
+    def _on_fleet(self, _event: str, _obj: dict[str, Any]) -> None:
+        self._fleet_revision += 1
 
     def _apply(self, objects: Sequence[Mapping[str, Any]], *, at_start: bool = False) -> None:
         ordered = sorted(enumerate(objects),
@@ -400,21 +409,30 @@ class Simulation:
         return self._result()
 
     def sample(self) -> Sample:
-        by_pool: dict[str, int] = {}
-        by_type: dict[str, int] = {}
-        for n in self.cluster.objects("Node"):
-            lb = interface.labels_of(n)
-            pool = lb.get(labels.NODEPOOL) or UNMANAGED
-            by_pool[pool] = by_pool.get(pool, 0) + 1
-            it = lb.get(labels.INSTANCE_TYPE) or "(unknown)"
-            by_type[it] = by_type.get(it, 0) + 1
+        by_pool, by_type, nodeclaims = self._fleet_counts()
         phases = list(self._pods.values())
         self.limit_watch.observe(len(phases), sum(by_pool.values()),
                                  duration.format_duration(self.clock.now() - self.start))
         return Sample(
             t=self.clock.now() - self.start, nodes_by_nodepool=by_pool, nodes_by_instance_type=by_type,
             pending_pods=phases.count("Pending"), running_pods=phases.count("Running"),
-            nodeclaims=len(self.cluster.objects("NodeClaim")), cost_per_hour=self.bridge.cost_per_hour())
+            nodeclaims=nodeclaims, cost_per_hour=self.bridge.cost_per_hour())
+
+    def _fleet_counts(self) -> tuple[dict[str, int], dict[str, int], int]:
+        """Nodes by NodePool and by instance type (in node name order of first appearance) and the
+        NodeClaim count; counted again only when a Node or NodeClaim changed since the last sample."""
+        fleet = self._fleet
+        if fleet is None or fleet[0] != self._fleet_revision:
+            by_pool: dict[str, int] = {}
+            by_type: dict[str, int] = {}
+            for n in self.cluster.objects("Node"):
+                lb = interface.labels_of(n)
+                pool = lb.get(labels.NODEPOOL) or UNMANAGED
+                by_pool[pool] = by_pool.get(pool, 0) + 1
+                it = lb.get(labels.INSTANCE_TYPE) or "(unknown)"
+                by_type[it] = by_type.get(it, 0) + 1
+            fleet = self._fleet = (self._fleet_revision, by_pool, by_type, len(self.cluster.objects("NodeClaim")))
+        return dict(fleet[1]), dict(fleet[2]), fleet[3]
 
     # ------------------------------------------------------------------------------ result
 

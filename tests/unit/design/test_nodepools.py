@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from karpy.api import nodepool as nodepool_mod
 from karpy.design import inputs, nodepools, space
 from karpy.simulator import scenario
 from support import design_workload
@@ -67,3 +68,10 @@ def test_a_split_by_workload_label_gives_a_pool_per_value_and_pins_the_labelled_
     assert sorted(o["metadata"]["name"] for o in designed.objects if o["kind"] == "NodePool") == \
         ["general", "general-front"]
     assert [p["metadata"]["name"] for p in nodepools.apply({"split": "none"}, target)] == ["general"]
+
+
+def test_a_balanced_design_is_a_nodepool_with_consolidation_policy_balanced() -> None:
+    target, _ = _target("    consolidationPolicy: [WhenEmptyOrUnderutilized, Balanced]\n")
+    [pool] = nodepools.apply({"consolidationPolicy": "Balanced"}, target)
+    assert pool["spec"]["disruption"]["consolidationPolicy"] == "Balanced"
+    assert nodepool_mod.NodePool.from_manifest(pool).disruption.consolidation_policy == nodepool_mod.BALANCED

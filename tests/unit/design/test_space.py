@@ -53,9 +53,20 @@ def test_every_bad_value_is_reported_at_once_with_its_index() -> None:
                             "spec.variables.budgets[1]", "spec.variables.budgets[2]",
                             "spec.variables.capacityType[1]", "spec.variables.weight[0]"}
     assert by_path["spec.variables.consolidationPolicy[1]"].found == "WhenIdle"
-    assert by_path["spec.variables.consolidationPolicy[1]"].expected == "WhenEmpty or WhenEmptyOrUnderutilized"
+    assert by_path["spec.variables.consolidationPolicy[1]"].expected == \
+        "WhenEmpty, WhenEmptyOrUnderutilized or Balanced (one policy, not a list)"
     assert by_path["spec.variables.budgets[1]"].found == "150%"
     assert "expected a duration" in str(by_path["spec.variables.consolidateAfter[1]"])
+
+
+def test_balanced_is_a_consolidation_policy_a_space_may_choose_but_not_misspelled() -> None:
+    sp = space.parse(_doc("    consolidationPolicy: [WhenEmptyOrUnderutilized, Balanced]\n"))
+    assert sp.choices() == {"consolidationPolicy": ["WhenEmptyOrUnderutilized", "Balanced"]}
+    found = _errors(_doc("    consolidationPolicy: [Balanced, balanced, [WhenEmpty, Balanced]]\n"))
+    assert [(e.path, e.found) for e in found] == [("spec.variables.consolidationPolicy[1]", "balanced"),
+                                                  ("spec.variables.consolidationPolicy[2]", ["WhenEmpty", "Balanced"])]
+    assert all(e.expected == "WhenEmpty, WhenEmptyOrUnderutilized or Balanced (one policy, not a list)"
+               for e in found)
 
 
 def test_a_repeated_choice_is_refused_as_it_would_be_sampled_twice() -> None:

@@ -1,0 +1,52 @@
+"""The re-pack MILP's memo: a problem asked again is answered with the packing solved the first time,
+and any change to the problem is solved anew."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scipy import optimize
+
+from karpy.disruption import milp
+
+from ..provisioning import builders as pb
+from .test_consolidation import MILP_TYPES, MIXED, bin_options
+
+
+def _shape(packed: list[milp.PackedNode] | None) -> list[tuple[str, list[str]]]:
+    assert packed is not None
+    return [(n.option.instance_type.name, [p.key for p in n.pods]) for n in packed]
+
+
+def test_the_same_problem_asked_again_is_answered_from_the_memo_with_the_same_packing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    solves: list[int] = []
+    real = optimize.milp
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        solves.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimize, "milp", counted)
+    memo = milp.Memo()
+    plain = milp.milp_pack(MIXED, bin_options(MILP_TYPES))
+    first = milp.milp_pack(MIXED, bin_options(MILP_TYPES), memo=memo)
+    again = milp.milp_pack(list(MIXED), bin_options(MILP_TYPES), memo=memo)  # new lists, same problem
+    assert _shape(first) == _shape(again) == _shape(plain)
+    assert (len(solves), memo.solved, memo.hits) == (2, 1, 1)
+    cheaper = sum(n.option.price for n in first or []) - 0.01  # another budget: another problem
+    assert milp.milp_pack(MIXED, bin_options(MILP_TYPES), budget=cheaper, memo=memo) is None
+    assert milp.milp_pack(MIXED, bin_options(MILP_TYPES), budget=cheaper, memo=memo) is None  # "none" is kept too
+    assert (len(solves), memo.solved, memo.hits) == (3, 2, 2)
+    more = [*MIXED, *pb.make_pods("extra", 1, cpu="1", memory="1Gi")]  # another pod: another problem
+    assert sum(len(n.pods) for n in milp.milp_pack(more, bin_options(MILP_TYPES), memo=memo) or []) == len(more)
+    assert memo.solved == 3
+
+
+def test_the_memo_keeps_at_most_its_limit_of_problems() -> None:
+    memo = milp.Memo(limit=2)
+    for i in range(4):
+        memo.put(bytes([i]), i)
+    assert memo.get(bytes([0])) == (False, None)
+    assert memo.get(bytes([3])) == (True, 3)
