@@ -236,4 +236,4 @@ def test_an_eviction_or_a_delete_with_another_pods_uid_is_a_conflict(harness: Ha
     with pytest.raises(errors.Conflict):
         c.delete("Pod", "p", "default", uid="00000000-0000-0000-0000-000000000000")
     c.evict("p", "default", uid=c.get("Pod", "p", "default")["metadata"]["uid"])
-    assert names(c.list("Pod")) == []
+    assert harness.wait_for(lambda: names(c.list("Pod")) == [])
