@@ -409,3 +409,12 @@ class EC2NodeClass:
                     "capacityReservationSelectorTerms", "role", "instanceProfile"):
             spec.pop(key, None)
         return stable_hash(spec)
+
+
+def root_volume_size(nc: EC2NodeClass) -> int | None:
+    """Milli-units of bytes of the root volume (``rootVolume: true``, else the last mapping), if set."""
+    mappings = nc.block_device_mappings
+    if not mappings:
+        return None
+    root = next((m for m in mappings if m.root_volume), mappings[-1])
+    return root.ebs.volume_size if root.ebs is not None else None

@@ -102,15 +102,6 @@ def default_block_devices(family: str) -> tuple[nodeclass.BlockDeviceMapping, ..
         volume_size=size, volume_type="gp3", encrypted=True, delete_on_termination=True)),)
 
 
-def root_volume_size(nc: nodeclass.EC2NodeClass) -> int | None:
-    """Milli-units of bytes of the root volume (``rootVolume: true``, else the last mapping), if set."""
-    mappings = nc.block_device_mappings
-    if not mappings:
-        return None
-    root = next((m for m in mappings if m.root_volume), mappings[-1])
-    return root.ebs.volume_size if root.ebs is not None else None
-
-
 def _ebs(b: nodeclass.BlockDevice) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if b.volume_size is not None:

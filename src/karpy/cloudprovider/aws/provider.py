@@ -165,7 +165,7 @@ class AWSCloudProvider:
         """The NodeClass's instance types (only ``names`` when given), AMI-compatible, availability applied."""
         kubelet = nc.kubelet.to_dict() if nc is not None and nc.kubelet is not None else None
         zones = {s.zone for s in res.subnets} if res is not None else None
-        storage = launchtemplates.root_volume_size(nc) if nc is not None else None
+        storage = nodeclass.root_volume_size(nc) if nc is not None else None
         types = self.catalog.instance_types(
             kubelet=kubelet_overrides.kubelet_config(kubelet), zones=zones, ephemeral_storage=storage,
             family=nc.resolved_ami_family if nc is not None else None,

@@ -38,7 +38,6 @@ from karpy.api import labels, nodeclass, quantity, selectors
 from karpy.cloudprovider import catalog as catalog_mod
 from karpy.cloudprovider import errors, instancetype, interface
 from karpy.cloudprovider.aws import instancetypes as aws_types
-from karpy.cloudprovider.aws import launchtemplates
 from karpy.cloudprovider.azure import images as azure_images
 from karpy.cloudprovider.azure import instancetypes as azure_types
 from karpy.cloudprovider.fake import capacity
@@ -67,7 +66,7 @@ def root_disk(nc: NodeClass | None) -> int | None:
     ephemeral-storage rule, ``pkg/providers/instancetype/types.go``), an AKSNodeClass's
     ``osDiskSizeGB`` (GB, as the AKS provider reads it)."""
     if isinstance(nc, nodeclass.EC2NodeClass):
-        return launchtemplates.root_volume_size(nc)
+        return nodeclass.root_volume_size(nc)
     if isinstance(nc, nodeclass.AKSNodeClass) and nc.os_disk_size_gb and nc.os_disk_size_gb != DEFAULT_OS_DISK_GB:
         return nc.os_disk_size_gb * 10**9 * quantity.MILLI
     return None
