@@ -23,10 +23,10 @@ from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import cloudcalls, realtime, runtime
 from karpy.kube import deferred, memory
-from karpy.simulator import engine
+from karpy.simulator import cloud_bridge
 
 
-class SlowCloud(engine.CloudBridge):
+class SlowCloud(cloud_bridge.CloudBridge):
     def __init__(self, cloud: fake_provider.SimulatedCloud, latency: float) -> None:
         super().__init__(cloud, None)
         self.latency = latency

@@ -26,8 +26,8 @@ capacity the pending pods need and asks for it. What a caller may rely on:
   StorageClass's allowedTopologies) as required node affinity; a pod whose claims cannot be used
   gets ``FailedScheduling`` with Karpenter's reason.
 * **NodeClaims.** Each new claim becomes a ``karpenter.sh/v1`` NodeClaim (see
-  :func:`nodeclaim_manifest`), counted in ``karpenter_nodeclaims_created_total{reason=
-  "provisioning"}``.
+  :func:`karpy.controllers.nodeclaim_manifest.nodeclaim_manifest`), counted in
+  ``karpenter_nodeclaims_created_total{reason="provisioning"}``.
 * **Events.** ``Nominated`` (Normal) on each placed pod, ``Pod should schedule on:
   nodeclaim/<name>`` (``, node/<name>`` once the claim has a node; ``node/<name>`` alone for a
   node karpy does not manage); ``FailedScheduling`` (Warning) ``Failed to schedule pod,
@@ -47,27 +47,26 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy import settings as settings_mod
-from karpy.api import duration, quantity
 from karpy.api import labels as wk
-from karpy.api import nodeclass as nodeclass_mod
 from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
+from karpy.api import quantity
 from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import capacitybuffer, nodeclass_status, nominations, runtime, state, state_metrics
+from karpy.controllers import nodeclaim_manifest as claim_manifest
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
 from karpy.observability import logs
 from karpy.observability import metrics as metrics_mod
-from karpy.provisioning import dra, nodelabels, policies, results, reuse, scheduler, spot_share, volume_limits
+from karpy.provisioning import dra, policies, results, reuse, scheduler, spot_share, volume_limits
 from karpy.scheduling import volumetopology
 
 log = logging.getLogger("karpy.controllers.provisioner")
 
 NAME = "provisioner"
 BATCH_KEY = "batch"
-MAX_INSTANCE_TYPES = 60
 RETRY_UNSCHEDULABLE = 60.0
 CREATED_REASON = "provisioning"
 
@@ -80,82 +79,6 @@ DEDUPE_SECONDS = {REASON_FAILED_SCHEDULING: 300.0, REASON_INVALID_SPOT_SHARE: 30
 NOMINATION_QPS = 5.0
 NOMINATION_BURST = 10
 """Karpenter's PodNominationRateLimiter: a token bucket over every Nominated event."""
-
-
-def _requirement_terms(claim: results.NewNodeClaim) -> list[dict[str, Any]]:
-    """``spec.requirements`` of a new claim: exact terms, instance types cheapest first (<= 60)."""
-    out: list[dict[str, Any]] = []
-    names = claim.instance_type_names()
-    for key in sorted(claim.requirements):
-        r = claim.requirements[key]
-        first = True
-        for k, op, values in r.to_node_selector_requirements():
-            vals = list(values)
-            if k == wk.INSTANCE_TYPE and op == "In":
-                ordered = [n for n in names if r.has(n)]
-                vals = ordered + sorted(set(vals) - set(ordered))
-                if r.min_values is None:
-                    vals = vals[:MAX_INSTANCE_TYPES]
-            term: dict[str, Any] = {"key": k, "operator": op}
-            if vals:
-                term["values"] = vals
-            if first and r.min_values is not None:
-                term["minValues"] = r.min_values
-            first = False
-            out.append(term)
-    return out
-
-
-def nodeclaim_manifest(claim: results.NewNodeClaim, pool: nodepool_mod.NodePool, pool_obj: dict[str, Any],
-                       nodeclass_hash: tuple[str, str] | None = None, pool_hash: str | None = None
-                       ) -> dict[str, Any]:
-    """The ``karpenter.sh/v1`` NodeClaim for one of the scheduler's new claims.
-
-    ``generateName: <nodepool>-``; labels are a concrete value per custom requirement key
-    (:func:`karpy.provisioning.nodelabels.custom_labels`), the template labels and
-    ``karpenter.sh/nodepool``;
-    annotations the template annotations plus ``karpenter.sh/nodepool-hash`` (and its version) and,
-    when given, the NodeClass hash ``(annotation, value)`` and its version (``pool_hash``: ``pool.hash()``
-    when the caller has it already); an ownerReference to the NodePool; the
-    ``karpenter.sh/termination`` finalizer; spec from the claim and the NodePool template.
-    """
-    spec_t = pool.template.spec
-    labels = nodelabels.custom_labels(claim.requirements, set().union(*(t.labels for t in claim.instance_types)))
-    labels.update(pool.template.labels)
-    labels.update(claim.labels)
-    labels[wk.NODEPOOL] = pool.name
-    annotations = dict(pool.template.annotations)
-    annotations[wk.NODEPOOL_HASH] = pool.hash() if pool_hash is None else pool_hash
-    annotations[wk.NODEPOOL_HASH_VERSION] = nodepool_mod.HASH_VERSION
-    if nodeclass_hash is not None:
-        annotations[nodeclass_hash[0]] = nodeclass_hash[1]
-        annotations[nodeclass_hash[0] + wk.HASH_VERSION_SUFFIX] = nodeclass_mod.HASH_VERSION
-    owner = interface.owner_reference(pool_obj, controller=False)
-    owner["blockOwnerDeletion"] = True
-    spec: dict[str, Any] = {"requirements": _requirement_terms(claim)}
-    if claim.requests:
-        spec["resources"] = {"requests": quantity.format_list(volume_limits.without(claim.requests))}
-    if claim.taints:
-        spec["taints"] = [t.to_dict() for t in claim.taints]
-    if claim.startup_taints:
-        spec["startupTaints"] = [t.to_dict() for t in claim.startup_taints]
-    if spec_t.node_class_ref is not None:
-        spec["nodeClassRef"] = spec_t.node_class_ref.to_dict()
-    spec["expireAfter"] = duration.format_duration(spec_t.expire_after)
-    if spec_t.termination_grace_period is not None:
-        spec["terminationGracePeriod"] = duration.format_duration(spec_t.termination_grace_period)
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "generateName": f"{pool.name}-",
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [owner],
-            "finalizers": [wk.FINALIZER_TERMINATION],
-        },
-        "spec": spec,
-    }
 
 
 class Provisioner:
@@ -460,10 +383,10 @@ class Provisioner:
             log.warning("provisioner: NodePool %s vanished; not creating its NodeClaim", claim.nodepool)
             return None
         if pool.name not in hashes:
-            hashes[pool.name] = nodeclass_hash(self.cluster, pool)
+            hashes[pool.name] = claim_manifest.nodeclass_hash(self.cluster, pool)
             pool_hashes[pool.name] = pool.hash()  # one per run: the pool does not change within it
         relaxed = id(claim) in self.relaxed_claims
-        manifest = nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name], pool_hashes[pool.name])
+        manifest = claim_manifest.nodeclaim_manifest(claim, pool, pool_obj, hashes[pool.name], pool_hashes[pool.name])
         if relaxed:
             manifest["metadata"].setdefault("annotations", {})[policies.MIN_VALUES_RELAXED] = "true"
         try:
@@ -489,7 +412,7 @@ class Provisioner:
 
     def nodeclass_hash(self, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
         """The NodeClass hash annotation ``(key, value)`` a NodeClaim of ``pool`` is stamped with."""
-        return nodeclass_hash(self.cluster, pool)
+        return claim_manifest.nodeclass_hash(self.cluster, pool)
 
     def _should_publish(self, reason: str, uid: str) -> bool:
         """Karpenter's recorder: dedupe by (reason, pod uid) for a while, then the Nominated rate limit."""
@@ -528,20 +451,3 @@ class Provisioner:
             self.recorder.publish(obj, type_, reason, message)
         except Exception as exc:  # an event that cannot be written must not stop provisioning
             log.warning("provisioner: cannot publish %s on pod %s: %s", reason, key, exc)
-
-
-def nodeclass_hash(cluster: interface.Cluster, pool: nodepool_mod.NodePool) -> tuple[str, str] | None:
-    """The NodeClass hash annotation ``(key, value)`` of ``pool``'s NodeClass read from ``cluster``, as a
-    NodeClaim of ``pool`` is stamped with it; None without a NodeClass, or one not readable."""
-    ref = pool.node_class_ref
-    if ref is None:
-        return None
-    try:
-        obj = cluster.get(ref.kind, ref.name)
-        if ref.kind == nodeclass_mod.EC2_KIND:
-            return (wk.NODECLASS_HASH_AWS, nodeclass_mod.EC2NodeClass.from_manifest(obj).hash())
-        if ref.kind == nodeclass_mod.AKS_KIND:
-            return (wk.NODECLASS_HASH_AZURE, nodeclass_mod.AKSNodeClass.from_manifest(obj).hash())
-    except (kube_errors.KubeError, ValueError) as exc:
-        log.debug("provisioner: NodeClass %s of NodePool %s not readable: %s", ref, pool.name, exc)
-    return None

@@ -33,7 +33,7 @@ from karpy.api import labels as wk
 from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import nodepool as nodepool_mod
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import nodeclass_status, offerings, provisioner, runtime, state
+from karpy.controllers import nodeclaim_manifest, nodeclass_status, offerings, provisioner, runtime, state
 from karpy.kube import errors as kube_errors
 from karpy.kube import interface
 from karpy.observability import logs
@@ -158,7 +158,7 @@ class StaticCapacity:
         hash_ = self.nodeclass_hash(pool) if self.nodeclass_hash is not None else None
         pool_hash = pool.hash()
         for _ in range(count):
-            manifest = provisioner.nodeclaim_manifest(claim, pool, raw, hash_, pool_hash)
+            manifest = nodeclaim_manifest.nodeclaim_manifest(claim, pool, raw, hash_, pool_hash)
             try:
                 created = self.cluster.create(manifest)
             except kube_errors.KubeError as exc:

@@ -66,7 +66,7 @@ from karpy import clock as clock_mod
 from karpy import settings as settings_mod
 from karpy.api import nodeclass, nodepool, pod
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import provisioner, runtime, state
+from karpy.controllers import nodeclaim_manifest, runtime, state
 from karpy.disruption import (
     balanced,
     budgets,
@@ -145,7 +145,8 @@ class DisruptionController:
         self.settings = settings if settings is not None else settings_mod.Settings()
         self.orchestrator = orchestrator.Orchestrator(
             cluster, clock, self.recorder, metrics,
-            nodeclass_hash if nodeclass_hash is not None else functools.partial(provisioner.nodeclass_hash, cluster))
+            nodeclass_hash if nodeclass_hash is not None
+            else functools.partial(nodeclaim_manifest.nodeclass_hash, cluster))
         self.changes = changes.Changes(cluster, self.state)
         """Which Nodes and NodeClaims changed since each reader last looked (so a pass costs what changed)."""
         self.drift_marker = drift_marking.DriftMarker(

@@ -7,7 +7,7 @@ commands the disruption controller has already validated
 1. every candidate Node gets the ``karpenter.sh/disrupted:NoSchedule`` taint, so nothing new
    schedules there;
 2. each replacement (:class:`karpy.provisioning.results.NewNodeClaim`) becomes a NodeClaim
-   (:func:`karpy.controllers.provisioner.nodeclaim_manifest`), with Normal events
+   (:func:`karpy.controllers.nodeclaim_manifest.nodeclaim_manifest`), with Normal events
    ``DisruptionLaunching`` ("Launching NodeClaim: <Reason>") and ``DisruptionWaitingReadiness``
    ("Waiting on readiness to continue disruption") on it, counted in
    ``karpenter_nodeclaims_created_total{reason=<reason>}``;
@@ -41,7 +41,7 @@ from karpy.api import errors as api_errors
 from karpy.api import labels as wk
 from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import nodepool as nodepool_mod
-from karpy.controllers import provisioner
+from karpy.controllers import nodeclaim_manifest
 from karpy.disruption import consolidation
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -196,7 +196,7 @@ class Orchestrator:
             return None
         hashed = self.nodeclass_hash(pool) if self.nodeclass_hash is not None else None
         try:
-            created = self.cluster.create(provisioner.nodeclaim_manifest(replacement, pool, pool_obj, hashed))
+            created = self.cluster.create(nodeclaim_manifest.nodeclaim_manifest(replacement, pool, pool_obj, hashed))
         except kube_errors.KubeError as exc:
             log.warning("disruption: cannot create a replacement NodeClaim of NodePool %s: %s", pool.name, exc)
             return None

@@ -4,9 +4,9 @@
 
 * the cluster - :class:`karpy.kube.memory.InMemoryCluster`;
 * the cloud - :class:`karpy.cloudprovider.fake.provider.SimulatedCloud` with the scenario's
-  catalog, region and zones, seen by karpy through :class:`CloudBridge`, which tells the simulated
-  kubelet about every launch and termination (a launched instance registers as a Node after the
-  launch latency; a terminated one takes its Node and pods with it);
+  catalog, region and zones, seen by karpy through :class:`karpy.simulator.cloud_bridge.CloudBridge`,
+  which tells the simulated kubelet about every launch and termination (a launched instance registers
+  as a Node after the launch latency; a terminated one takes its Node and pods with it);
 * one :class:`karpy.controllers.runtime.Manager` running karpy's controllers
   (``karpy.operator.register_all``) and the world's: the simulated kubelet, the ReplicaSet,
   Deployment and DaemonSet controllers and the simulated kube-scheduler.
@@ -79,19 +79,6 @@ _APPLY_ORDER = {
 }
 
 
-def default_sample_interval(until: float) -> float:
-    """10 s for runs up to an hour, then about 360 samples in whole multiples of 10 s."""
-    if until <= 3600:
-        return 10.0
-    return float(max(10, int(until / 360 / 10) * 10))
-
-
-# ---------------------------------------------------------------------------------- the cloud
-
-CloudBridge = cloud_bridge.CloudBridge
-"""Kept here too: :class:`karpy.simulator.cloud_bridge.CloudBridge`."""
-
-
 # ------------------------------------------------------------------------------------ results
 
 Sample = run_result.Sample
@@ -129,7 +116,7 @@ class Simulation:
         self.scenario = scn
         self.seed = seed if seed is not None else (scn.seed if scn.seed is not None else 0)
         self.until = float(until if until is not None else scn.until)
-        self.sample_interval = sample_interval or default_sample_interval(self.until)
+        self.sample_interval = sample_interval or run_result.default_sample_interval(self.until)
         self.progress = progress
         self.limit_watch = limits.Watch(scn.limits, notify)
         rngs = random.Random(self.seed)
@@ -156,11 +143,11 @@ class Simulation:
             self.cluster.graceful_pods = scn.faults.graceful_termination
             self.kubelet.start_failure = scn.faults.start_failure
             self.kubelet.failure_rng = random.Random(seeds[2] ^ 0x5EED)
-        self.bridge: CloudBridge | provider_bridge.ProviderBridge
+        self.bridge: cloud_bridge.CloudBridge | provider_bridge.ProviderBridge
         if scn.cloud.endpoint_url:  # the cloud's real provider against an endpoint; the cluster stays simulated
             self.bridge = real_cloud.bridge(scn, self.clock, self.cluster, self.kubelet)
         else:
-            self.bridge = CloudBridge(self.cloud, self.kubelet)
+            self.bridge = cloud_bridge.CloudBridge(self.cloud, self.kubelet)
         self.metrics = metrics_mod.Metrics(clock=self.clock)
         self.metrics.attach(cost=self.bridge.cost_per_hour)
         self.kube_scheduler = kube_scheduler.KubeScheduler(self.cluster, self.clock,

@@ -136,3 +136,10 @@ def event_record(seq: int, t: float, obj: Mapping[str, Any], start: float,
         "involvedObject": involved,
         "message": str(obj.get("message") or ""),
     }
+
+
+def default_sample_interval(until: float) -> float:
+    """A run's timeline step: 10 s for runs up to an hour, then about 360 samples in whole multiples of 10 s."""
+    if until <= 3600:
+        return 10.0
+    return float(max(10, int(until / 360 / 10) * 10))

@@ -22,14 +22,14 @@ from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import runtime
 from karpy.kube import interface, memory
-from karpy.simulator import engine, pdb_status
+from karpy.simulator import cloud_bridge, pdb_status
 from karpy.simulator import kubelet as kubelet_mod
 
 NODECLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
 
 
-class Bridge(engine.CloudBridge):
+class Bridge(cloud_bridge.CloudBridge):
     """The simulator's cloud bridge with failure injection and call counts for tests."""
 
     def __init__(self, cloud: fake_provider.SimulatedCloud, kubelet: kubelet_mod.SimulatedKubelet | None) -> None:

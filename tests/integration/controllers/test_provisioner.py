@@ -7,7 +7,7 @@ from typing import Any
 from karpy import settings
 from karpy.api import labels, nodepool
 from karpy.cloudprovider.fake import instancetypes
-from karpy.controllers import provisioner
+from karpy.controllers import nodeclaim_manifest, provisioner
 from karpy.disruption import controller as disruption_controller
 from karpy.kube import interface
 from karpy.provisioning import results
@@ -174,7 +174,7 @@ def test_a_nodeclaim_lists_at_most_60_instance_types_cheapest_first() -> None:
     pool_obj = b.nodepool_manifest()
     pool_obj["metadata"]["uid"] = "pool-uid"
     claim, names = _new_claim(None)
-    manifest = provisioner.nodeclaim_manifest(claim, nodepool.NodePool.from_manifest(pool_obj), pool_obj)
+    manifest = nodeclaim_manifest.nodeclaim_manifest(claim, nodepool.NodePool.from_manifest(pool_obj), pool_obj)
     types = b.requirement(manifest, labels.INSTANCE_TYPE)
     assert types is not None and types["values"] == names[:60]
     assert b.requirement(manifest, "team") == {"key": "team", "operator": "NotIn", "values": ["legacy"]}
@@ -187,7 +187,7 @@ def test_min_values_keeps_every_instance_type_option_and_is_written_to_the_nodec
     pool_obj = b.nodepool_manifest()
     pool_obj["metadata"]["uid"] = "pool-uid"
     claim, names = _new_claim(70)
-    manifest = provisioner.nodeclaim_manifest(claim, nodepool.NodePool.from_manifest(pool_obj), pool_obj,
+    manifest = nodeclaim_manifest.nodeclaim_manifest(claim, nodepool.NodePool.from_manifest(pool_obj), pool_obj,
                                               ("karpenter.k8s.aws/ec2nodeclass-hash", "123"))
     types = b.requirement(manifest, labels.INSTANCE_TYPE)
     assert types is not None and types["values"] == names and types["minValues"] == 70
