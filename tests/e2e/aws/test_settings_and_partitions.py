@@ -4,7 +4,6 @@ the node's labels."""
 
 from __future__ import annotations
 
-import base64
 import random
 from typing import Any
 
@@ -18,6 +17,7 @@ from karpy.kube import memory
 
 from . import moto_world
 from .conftest import AWS, attach
+from .test_launch_features import template_data, user_data
 
 pytestmark = pytest.mark.e2e
 
@@ -48,16 +48,8 @@ def claim(name: str, types: list[str], *extra: dict[str, Any]) -> nodeclaim.Node
                  "resources": {"requests": {"cpu": "1"}}}})
 
 
-def template_data(aws: AWS) -> dict[str, Any]:
-    request = aws.capacity.requests[-1]
-    name = request["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"]
-    versions = aws.ec2.describe_launch_template_versions(LaunchTemplateName=name)["LaunchTemplateVersions"]
-    data: dict[str, Any] = versions[0]["LaunchTemplateData"]
-    return data
-
-
 def nodeadm_max_pods(aws: AWS) -> int:
-    text = base64.b64decode(template_data(aws)["UserData"]).decode()
+    text = user_data(aws)
     part = text.split('Content-Type: application/node.eks.aws; charset="us-ascii"\n\n', 1)[1]
     return int(yaml.safe_load(part.split("\n--//", 1)[0])["spec"]["kubelet"]["config"]["maxPods"])
 
