@@ -93,8 +93,9 @@ class Termination:
         self._instance_deletes: dict[str, float] = {}
         self._drained: set[str] = set()
         self.evictions: list[str] = []
-        self._evicted = drain.RecentEvictions()
         """Pods evicted or deleted so far, ``namespace/name``, in order (for reports and tests)."""
+        self._evicted = drain.RecentEvictions()
+        """Granted evictions of the last few seconds: not sent again while the cache catches up."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [
