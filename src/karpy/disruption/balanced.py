@@ -18,8 +18,14 @@ move (delete or replace) is scored per NodePool and made only when it is worth i
 * a candidate whose best move (deleting it: its whole price saved, nothing launched) cannot pass is not
   tried at all (:func:`can_pass`).
 
-Each score is recorded (:func:`recorded`) for ``karpenter_consolidation_score`` and
-``karpenter_consolidation_moves_total``. Pure: prices come from the snapshot.
+Every consolidation move that reaches the score (of any policy) is noted (:func:`note`,
+:func:`recorded`); :func:`outcomes` says, as Karpenter's ``balancedEvaluator`` does, which of a
+method's moves count in ``karpenter_consolidation_moves_total`` (every single-node move; for a
+multi-node method only the command it chose, or its last refused move when it chose none) and
+``karpenter_consolidation_score`` (Balanced pools only), and which earn a ``ConsolidationApproved``
+event (:func:`approved_message`): on the Node and NodeClaim of an approved single-node move, on each
+approving Balanced NodePool of a multi-node one. Refusals get metrics, no event (Karpenter: their
+volume would bury the approvals). Pure: prices come from the snapshot.
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ K = 2
 PER_NODE_BASE = 1.0
 """Karpenter's ``PerNodeBaseDisruptionCost``: draining a node costs 1 before any pod."""
 _DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+APPROVED, REJECTED = "approved", "rejected"
+"""The ``decision`` label values of Karpenter's consolidation score metrics."""
+EVENT_APPROVED = "ConsolidationApproved"
+"""Karpenter's event reason for a move a Balanced NodePool approved."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +85,40 @@ class Score:
 
 
 @dataclass(frozen=True, slots=True)
-class Record:
-    """One scored move of one NodePool (for the metrics)."""
+class Move:
+    """One consolidation move that reached the score: its candidates, each Balanced NodePool's score
+    (other policies are not scored) and whether every Balanced pool approved it."""
+
+    candidates: tuple[candidates_mod.Candidate, ...]
+    scores: Mapping[str, Score]
+    approved: bool
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.candidates)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one NodePool of one counted move reports (Karpenter's ``ApproveCommand`` for a single-node
+    move, ``EmitMultiNodeEvents`` for a multi-node one): ``decision`` labels the moves counter, the
+    pool's own ``score`` (None: not Balanced) the histogram; ``node`` names the single-node move's node
+    (its ``ConsolidationApproved`` goes on the Node and NodeClaim), else the event goes on the NodePool."""
 
     nodepool: str
-    score: float
-    approved: bool
+    policy: str
+    decision: str
+    score: Score | None
+    node: str | None = None
+
+    @property
+    def score_decision(self) -> str:
+        return APPROVED if self.score is None or self.score.approved else REJECTED
+
+    @property
+    def event(self) -> str | None:
+        """The ``ConsolidationApproved`` message, when this outcome publishes one."""
+        return approved_message(self.score) if self.score is not None and self.score.approved else None
 
 
 def is_balanced(pool: nodepool_mod.NodePool) -> bool:
@@ -132,10 +170,16 @@ def totals(snap: snapshot_mod.ClusterSnapshot) -> dict[str, Totals]:
     return out
 
 
-def recorded(snap: snapshot_mod.ClusterSnapshot) -> list[Record]:
-    """The scores given over ``snap`` so far, in order (the caller turns them into metrics)."""
-    out: list[Record] = snap.__dict__.setdefault("_balanced_records", [])
+def recorded(snap: snapshot_mod.ClusterSnapshot) -> list[Move]:
+    """The moves noted over ``snap`` since the caller last cleared the list, in order."""
+    out: list[Move] = snap.__dict__.setdefault("_balanced_records", [])
     return out
+
+
+def note(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
+         scores: Mapping[str, Score], approved: bool) -> None:
+    """Note a move that reached the score (:func:`recorded`)."""
+    recorded(snap).append(Move(tuple(cands), dict(scores), approved))
 
 
 def can_pass(snap: snapshot_mod.ClusterSnapshot, c: candidates_mod.Candidate) -> bool:
@@ -169,9 +213,43 @@ def approve(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.C
         result = score_move(share, sum(node_disruption_cost(c.pods) for c in group),
                             all_totals.get(name, Totals(0.0, 0.0)))
         scores[name] = result
-        recorded(snap).append(Record(name, result.score, result.approved))
         approved = approved and result.approved
     return approved, scores
+
+
+def outcomes(moves: Sequence[Move], chosen: Sequence[str] | None, *, single: bool) -> list[Outcome]:
+    """What one consolidation method's ``moves`` report. ``single``: the single-node method, where every
+    move counts; otherwise only the move of the ``chosen`` command's candidates, or, when the method
+    chose nothing, its last refused move (Karpenter reports the smallest failing window once, not every
+    step of its binary search)."""
+    if single:
+        out: list[Outcome] = []
+        for m in moves:
+            for c in m.candidates[:1]:
+                score = m.scores.get(c.nodepool.name)
+                decision = REJECTED if score is not None and not score.approved else APPROVED
+                out.append(Outcome(c.nodepool.name, c.nodepool.disruption.consolidation_policy, decision,
+                                   score, c.name))
+        return out
+    if chosen is not None:
+        picked = [m for m in moves if m.approved and list(m.names) == list(chosen)]
+    else:
+        picked = [m for m in moves if not m.approved]
+    if not picked:
+        return []
+    move = picked[-1]
+    pools: dict[str, str] = {}
+    for c in move.candidates:
+        pools.setdefault(c.nodepool.name, c.nodepool.disruption.consolidation_policy)
+    decision = APPROVED if move.approved else REJECTED
+    return [Outcome(name, policy, decision, move.scores.get(name)) for name, policy in sorted(pools.items())]
+
+
+def approved_message(s: Score) -> str:
+    """Karpenter's ``ConsolidationApproved`` message (Go's ``%.2f`` writes an infinite score ``+Inf``)."""
+    score = "+Inf" if math.isinf(s.score) else f"{s.score:.2f}"
+    return (f"score {score} >= threshold {s.threshold:.2f} (k: {s.k}, savings {s.savings_fraction * 100:.1f}%, "
+            f"disruption {s.disruption_fraction * 100:.1f}%)")
 
 
 def describe(scores: Mapping[str, Score]) -> str:

@@ -64,7 +64,7 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy import settings as settings_mod
-from karpy.api import nodeclass, nodepool, pod
+from karpy.api import nodeclass, pod
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import nodeclaim_manifest, runtime, state
 from karpy.disruption import (
@@ -371,19 +371,22 @@ class DisruptionController:
         reasons: dict[str, str] = {}
         kind = "multi"
         started = clock_mod.perf_counter()
+        balanced.recorded(snap).clear()
         cmd = consolidation.multi_node(snap, cands, self.settings, allowed=allowed)
         started = self._evaluated(kind, started)
+        self._report_moves(snap, obs, cmd, single=False)
         if cmd is None:
             kind = "single"
             cmd = consolidation.single_node(snap, cands, self.settings, allowed=allowed, reasons=reasons)
             started = self._evaluated(kind, started)
+            self._report_moves(snap, obs, cmd, single=True)
         if reasons.pop(consolidation.TIMED_OUT, None) is not None and self.metrics is not None:
             self.metrics.disruption_consolidation_timeouts.labels("single").inc()
         if cmd is None:
             kind = "many"
             cmd = consolidation.many_to_many(snap, cands, self.settings, allowed=allowed)
             self._evaluated(kind, started)
-        self._record_balanced(snap)
+            self._report_moves(snap, obs, cmd, single=False)
         if cmd is None:
             self._consolidated, self._consolidated_at = memo, obs.now
             for name, why in sorted(reasons.items()):
@@ -398,16 +401,20 @@ class DisruptionController:
                  self.settings.consolidation_validation_delay)
         return cmd
 
-    def _record_balanced(self, snap: snapshot_mod.ClusterSnapshot) -> None:
-        """``karpenter_consolidation_moves_total`` and ``karpenter_consolidation_score`` of the moves
-        Balanced NodePools scored over ``snap`` (each counted once)."""
+    def _report_moves(self, snap: snapshot_mod.ClusterSnapshot, obs: Observation,
+                      cmd: consolidation.Command | None, *, single: bool) -> None:
+        """``karpenter_consolidation_moves_total``, ``karpenter_consolidation_score`` and the
+        ``ConsolidationApproved`` events of the moves one method scored (:func:`balanced.outcomes`)."""
         records = balanced.recorded(snap)
-        if self.metrics is not None:
-            for r in records:
-                decision = "approved" if r.approved else "rejected"
-                self.metrics.consolidation_moves.labels(decision, r.nodepool, nodepool.BALANCED).inc()
-                self.metrics.consolidation_score.labels(decision, r.nodepool, nodepool.BALANCED).observe(r.score)
+        found = balanced.outcomes(records, None if cmd is None else cmd.names, single=single)
         records.clear()
+        for o in found:
+            if self.metrics is not None:
+                self.metrics.consolidation_moves.labels(o.decision, o.nodepool, o.policy).inc()
+                if o.score is not None:
+                    self.metrics.consolidation_score.labels(o.score_decision, o.nodepool,
+                                                            o.policy).observe(o.score.score)
+            self.observer.consolidation_approved(obs, o)
 
     def _evaluated(self, kind: str, started: float) -> float:
         """``karpenter_voluntary_disruption_decision_evaluation_duration_seconds`` of one method (real

@@ -41,6 +41,7 @@ from karpy.cloudprovider import instancetype
 from karpy.cloudprovider import interface as cp_interface
 from karpy.controllers import capacitybuffer, state
 from karpy.disruption import (
+    balanced,
     candidates,
     changes,
     consolidation,
@@ -423,6 +424,20 @@ class Observer:
             raw = obs.pool_objs.get(pool_name)
             if raw is not None:
                 self.recorder.normal(raw, "DisruptionBlocked", BUDGET_BLOCKED)
+
+    def consolidation_approved(self, obs: Observation, outcome: balanced.Outcome) -> None:
+        """Karpenter's ``ConsolidationApproved``: on the Node and NodeClaim of a single-node move, on the
+        NodePool of a multi-node one; nothing when ``outcome`` publishes no event."""
+        message = outcome.event
+        if message is None:
+            return
+        if outcome.node is None:
+            targets = [obs.pool_objs.get(outcome.nodepool)]
+        else:
+            targets = [obs.node_objs.get(outcome.node), obs.claim_objs.get(outcome.node)]
+        for raw in targets:
+            if raw is not None:
+                self.recorder.normal(raw, balanced.EVENT_APPROVED, message)
 
     def report_unconsolidatable(self, node_name: str, obs: Observation, why: str) -> None:
         """``Unconsolidatable`` on the node and its NodeClaim, once per node and message."""

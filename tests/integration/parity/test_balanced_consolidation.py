@@ -44,6 +44,7 @@ def test_balanced_refuses_a_replacement_saving_less_than_half_of_a_lone_nodes_pr
     assert refusals and "score 0.24 below threshold 0.50 (k=2)" in refusals[-1]
     moves = balanced.metrics["karpenter"]["karpenter_consolidation_moves_total"]
     assert {r["labels"]["decision"] for r in moves} == {"rejected"}
+    assert sc.events(balanced, "ConsolidationApproved") == []  # refusals: metrics only, as Karpenter
 
 
 def test_balanced_deletes_a_node_whose_pods_fit_elsewhere_when_the_saving_is_worth_it() -> None:
@@ -74,3 +75,7 @@ def test_balanced_deletes_a_node_whose_pods_fit_elsewhere_when_the_saving_is_wor
     assert any(r["labels"]["decision"] == "approved" and r["value"] >= 1 for r in moves), moves
     assert len(sc.karpy_nodes(result)) == 1
     assert len(sc.running(result, "a")) == 1 and len(sc.running(result, "b")) == 1
+    approved = sc.events(result, "ConsolidationApproved")
+    assert {e["involvedObject"]["kind"] for e in approved} == {"Node", "NodeClaim"}
+    assert {e["message"] for e in approved} == {
+        "score 1.00 >= threshold 0.50 (k: 2, savings 50.0%, disruption 50.0%)"}

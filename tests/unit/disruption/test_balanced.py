@@ -113,7 +113,7 @@ def test_a_balanced_pool_deletes_a_node_whose_saving_outweighs_its_disruption() 
     cmd = consolidation.single_node(snap, cands, DEFAULTS)
     assert cmd is not None and cmd.method == "Delete"
     records = balanced.recorded(snap)
-    assert records and records[-1].approved and records[-1].score == pytest.approx(1.0)
+    assert records and records[-1].approved and records[-1].scores["default"].score == pytest.approx(1.0)
 
 
 def test_a_multi_node_move_a_balanced_pool_scores_too_low_is_refused() -> None:
