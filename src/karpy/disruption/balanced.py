@@ -92,6 +92,9 @@ class Move:
     candidates: tuple[candidates_mod.Candidate, ...]
     scores: Mapping[str, Score]
     approved: bool
+    savings: float = 0.0
+    """The move's saving per hour (Karpenter's ``EstimatedSavings``)."""
+    replacements: int = 0
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -177,9 +180,9 @@ def recorded(snap: snapshot_mod.ClusterSnapshot) -> list[Move]:
 
 
 def note(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
-         scores: Mapping[str, Score], approved: bool) -> None:
+         scores: Mapping[str, Score], approved: bool, *, savings: float = 0.0, replacements: int = 0) -> None:
     """Note a move that reached the score (:func:`recorded`)."""
-    recorded(snap).append(Move(tuple(cands), dict(scores), approved))
+    recorded(snap).append(Move(tuple(cands), dict(scores), approved, savings, replacements))
 
 
 def can_pass(snap: snapshot_mod.ClusterSnapshot, c: candidates_mod.Candidate) -> bool:

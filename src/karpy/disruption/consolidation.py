@@ -251,11 +251,12 @@ def decide(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Ca
 def _balanced(snap: snapshot_mod.ClusterSnapshot, cmd: Command) -> Command | Refusal:
     """``cmd``, or its refusal when a Balanced NodePool it touches scores it below the threshold; the
     move is noted either way (:func:`balanced.note`, for the metrics and events)."""
-    if not any(balanced.is_balanced(c.nodepool) for c in cmd.candidates):
-        balanced.note(snap, cmd.candidates, {}, True)
-        return cmd
-    approved, scores = balanced.approve(snap, cmd.candidates, cmd.savings_per_hour)
-    balanced.note(snap, cmd.candidates, scores, approved)
+    approved: bool = True
+    scores: dict[str, balanced.Score] = {}
+    if any(balanced.is_balanced(c.nodepool) for c in cmd.candidates):
+        approved, scores = balanced.approve(snap, cmd.candidates, cmd.savings_per_hour)
+    balanced.note(snap, cmd.candidates, scores, approved, savings=cmd.savings_per_hour,
+                  replacements=len(cmd.replacements))
     if approved:
         return cmd
     return Refusal(tuple(cmd.names), f"{CANT_REPLACE if cmd.method == REPLACE else 'Cannot delete'}: "

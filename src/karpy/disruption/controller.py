@@ -74,6 +74,7 @@ from karpy.disruption import (
     changes,
     claim_tracker,
     consolidation,
+    consolidation_events,
     drift_marking,
     drift_method,
     emptiness,
@@ -403,9 +404,11 @@ class DisruptionController:
 
     def _report_moves(self, snap: snapshot_mod.ClusterSnapshot, obs: Observation,
                       cmd: consolidation.Command | None, *, single: bool) -> None:
-        """``karpenter_consolidation_moves_total``, ``karpenter_consolidation_score`` and the
-        ``ConsolidationApproved`` events of the moves one method scored (:func:`balanced.outcomes`)."""
+        """``ConsolidationCandidate`` events of the moves one method computed; their
+        ``karpenter_consolidation_moves_total``, ``karpenter_consolidation_score`` and
+        ``ConsolidationApproved`` events (:func:`balanced.outcomes`)."""
         records = balanced.recorded(snap)
+        consolidation_events.publish_candidates(self.observer, obs, records)
         found = balanced.outcomes(records, None if cmd is None else cmd.names, single=single)
         records.clear()
         for o in found:
@@ -431,6 +434,8 @@ class DisruptionController:
             if self.metrics is not None:
                 self.metrics.disruption_failed_validations.labels(pending.consolidation_type).inc()
             self.dropped.append((obs.now, pending.command, fresh))
+            consolidation_events.publish_rejected(self.observer, obs, pending.command,
+                                                  getattr(fresh, "kind", validation.CHURN))
             log.info("disruption: dropping %s command for %s after validation: %s", pending.command.reason,
                      ", ".join(pending.command.names), fresh)
             return

@@ -431,13 +431,18 @@ class Observer:
         message = outcome.event
         if message is None:
             return
-        if outcome.node is None:
-            targets = [obs.pool_objs.get(outcome.nodepool)]
-        else:
-            targets = [obs.node_objs.get(outcome.node), obs.claim_objs.get(outcome.node)]
-        for raw in targets:
+        if outcome.node is not None:
+            self.on_node(obs, outcome.node, balanced.EVENT_APPROVED, message)
+            return
+        raw = obs.pool_objs.get(outcome.nodepool)
+        if raw is not None:
+            self.recorder.normal(raw, balanced.EVENT_APPROVED, message)
+
+    def on_node(self, obs: Observation, node_name: str, reason: str, message: str) -> None:
+        """A Normal event on the node and on its NodeClaim (each when known)."""
+        for raw in (obs.node_objs.get(node_name), obs.claim_objs.get(node_name)):
             if raw is not None:
-                self.recorder.normal(raw, balanced.EVENT_APPROVED, message)
+                self.recorder.normal(raw, reason, message)
 
     def report_unconsolidatable(self, node_name: str, obs: Observation, why: str) -> None:
         """``Unconsolidatable`` on the node and its NodeClaim, once per node and message."""

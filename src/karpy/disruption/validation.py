@@ -11,7 +11,9 @@ Consolidation (:mod:`karpy.disruption.controller`) proposes a command, waits
   NodeClaim past ``consolidateAfter``, the budgets must still allow them all, and a fresh simulation must
   give a command as good (a deletion stays a deletion; a replacement needs no more nodes and costs no more).
 
-Neither changes the cluster: the controller executes, logs and records what they decide.
+Neither changes the cluster: the controller executes, logs and records what they decide. A failure is a
+:class:`Rejection`: its message, and Karpenter's validation failure reason (``budget``, ``scheduling`` or
+``churn``, ``getValidationFailureReason``) for the ``ConsolidationRejected`` event.
 """
 
 from __future__ import annotations
@@ -23,6 +25,21 @@ from karpy import settings as settings_mod
 from karpy.controllers import state
 from karpy.disruption import candidates, claim_tracker, consolidation, node_rows, observation, orchestrator
 from karpy.disruption import snapshot as snapshot_mod
+
+BUDGET, SCHEDULING, CHURN = "budget", "scheduling", "churn"
+"""Karpenter's validation failure reasons: a budget (or a nomination) no longer allows the candidates;
+a fresh simulation gives another result; the candidates changed (karpy: or capacity is launching)."""
+
+
+class Rejection(str):
+    """Why a queued command no longer holds (the string itself) and its failure ``kind``."""
+
+    kind: str
+
+    def __new__(cls, message: str, kind: str) -> Rejection:
+        out = super().__new__(cls, message)
+        out.kind = kind
+        return out
 
 
 @dataclass
@@ -66,16 +83,16 @@ def validate(pending: Pending, obs: observation.Observation, *, unsettled: str |
     """
     cmd = pending.command
     if unsettled is not None:
-        return unsettled
+        return Rejection(unsettled, BUDGET if unsettled.startswith("pending pods are nominated") else CHURN)
     fresh_cands: list[candidates.Candidate] = []
     for c in cmd.candidates:
         cur = obs.candidates.get(c.name)
         if cur is None:
-            return f"node {c.name} is no longer a candidate ({obs.why_not.get(c.name, 'gone')})"
+            return Rejection(f"node {c.name} is no longer a candidate ({obs.why_not.get(c.name, 'gone')})", CHURN)
         if cur.nodeclaim.name != c.nodeclaim.name:
-            return f"node {c.name} belongs to another NodeClaim now"
+            return Rejection(f"node {c.name} belongs to another NodeClaim now", CHURN)
         if not observer.past_consolidate_after(cur, obs):
-            return f"node {c.name} had a pod event within consolidateAfter"
+            return Rejection(f"node {c.name} had a pod event within consolidateAfter", CHURN)
         fresh_cands.append(cur)
     snap = snapshot(obs)
     allowed = snap.allowed_disruptions(cmd.reason)
@@ -84,19 +101,19 @@ def validate(pending: Pending, obs: observation.Observation, *, unsettled: str |
         wanted[c.nodepool.name] = wanted.get(c.nodepool.name, 0) + 1
     for pool_name, count in sorted(wanted.items()):
         if allowed.get(pool_name, 0) < count:
-            return f"the disruption budget of NodePool {pool_name} no longer allows {count} nodes"
+            return Rejection(f"the disruption budget of NodePool {pool_name} no longer allows {count} nodes", BUDGET)
     fresh: consolidation.Command | consolidation.Refusal
     if pending.consolidation_type == "many":
         fresh = consolidation.repack(snap, fresh_cands, settings)
     else:
         fresh = consolidation.evaluate(snap, fresh_cands, settings, reason=cmd.reason)
     if isinstance(fresh, consolidation.Refusal):
-        return fresh.explanation
+        return Rejection(fresh.explanation, SCHEDULING)
     if cmd.method == consolidation.DELETE and fresh.method != consolidation.DELETE:
-        return "the candidates' pods no longer fit without a replacement"
+        return Rejection("the candidates' pods no longer fit without a replacement", SCHEDULING)
     if fresh.method == consolidation.REPLACE:
         before = sum(r.price for r in cmd.replacements)
         after = sum(r.price for r in fresh.replacements)
         if len(fresh.replacements) > len(cmd.replacements) or after > before + 1e-9:
-            return f"the replacement now costs ${after:.4f}/h instead of ${before:.4f}/h"
+            return Rejection(f"the replacement now costs ${after:.4f}/h instead of ${before:.4f}/h", SCHEDULING)
     return fresh
