@@ -12,6 +12,9 @@ pool's disruption, so its score is the share of the price it saves:
   two thirds: score 0.67, approved, replaced, the events on the API server;
 * ``bal-dear`` may also use only ``c-32x`` ($0.869/h): the replacement saves a third: score 0.33, refused
   (metrics only, as Karpenter; karpy's ``Unconsolidatable`` event says the score), and the node stays.
+
+Both moves publish ``ConsolidationCandidate`` (``Consolidation candidate: replace: [node] -> [1 replacement]
+(savings: $x.xx)``), computed before the score.
 """
 
 from __future__ import annotations
@@ -81,6 +84,10 @@ def test_balanced_replaces_a_node_when_the_saving_is_worth_it_and_keeps_one_when
         ("Node", cheap["metadata"]["name"], APPROVED),
         ("NodeClaim", cheap_claim, APPROVED)}
     assert _moves(controller, "approved", "bal-cheap") >= 1
+    candidates = {(e["involvedObject"]["kind"], e["message"]) for e in _events(real, "ConsolidationCandidate")
+                  if e["involvedObject"]["name"] in (cheap["metadata"]["name"], cheap_claim)}
+    assert candidates == {(kind, f"Consolidation candidate: replace: [{cheap['metadata']['name']}] -> "
+                                 "[1 replacement] (savings: $0.87)") for kind in ("Node", "NodeClaim")}
 
     dear_name = dear["metadata"]["name"]
     wait_until(lambda: _moves(controller, "rejected", "bal-dear") >= 1, 60,
@@ -88,6 +95,9 @@ def test_balanced_replaces_a_node_when_the_saving_is_worth_it_and_keeps_one_when
     refusals = [e["message"] for e in _events(real, "Unconsolidatable") if e["involvedObject"]["name"] == dear_name]
     assert any("consolidationPolicy Balanced" in m and "score 0.33 below threshold 0.50 (k=2)" in m
                for m in refusals), refusals
+    # Karpenter publishes the candidate event before the score: the refused move has one too
+    assert f"Consolidation candidate: replace: [{dear_name}] -> [1 replacement] (savings: $0.43)" in {
+        e["message"] for e in _events(real, "ConsolidationCandidate") if e["involvedObject"]["name"] == dear_name}
     assert [n["metadata"]["name"] for n in _live_nodes(real, "bal-dear")] == [dear_name]
     assert w.running(real, ns, "app=small-dear", 1)
 

@@ -8,8 +8,10 @@ messages so users' greps work:
   ``Consolidation rejected: <command>, reason: <budget|scheduling|churn> (savings: $<per hour>)``;
 * ``ConsolidationApproved`` for a move a ``Balanced`` NodePool approved (:mod:`karpy.disruption.balanced`).
 
-``<command>`` is Karpenter's ``Command.StringForNode``: ``delete: [node]`` or ``replace: [node] -> [1
-replacement]`` for one node, ``delete: [node] (part of 3-node consolidation)`` for each node of several.
+Each is deduplicated as Karpenter's recorder does (two minutes per node and command;
+``ConsolidationApproved`` per node whatever its message). ``<command>`` is Karpenter's
+``Command.StringForNode``: ``delete: [node]`` or ``replace: [node] -> [1 replacement]`` for one node,
+``delete: [node] (part of 3-node consolidation)`` for each node of several.
 """
 
 from __future__ import annotations
@@ -45,12 +47,16 @@ def publish_candidates(observer: observation.Observer, obs: observation.Observat
     """``ConsolidationCandidate`` for every candidate of every move computed."""
     for m in moves:
         for c in m.candidates:
-            observer.on_node(obs, c.name, CANDIDATE, candidate_message(m.names, m.replacements, c.name, m.savings))
+            command = for_node(m.names, m.replacements, c.name)
+            observer.on_node(obs, c.name, CANDIDATE, candidate_message(m.names, m.replacements, c.name, m.savings),
+                             (command,))
 
 
 def publish_rejected(observer: observation.Observer, obs: observation.Observation, cmd: consolidation.Command,
                      reason: str) -> None:
     """``ConsolidationRejected`` for every candidate of ``cmd``, which failed validation for ``reason``."""
     for name in cmd.names:
+        command = for_node(cmd.names, len(cmd.replacements), name)
         observer.on_node(obs, name, REJECTED,
-                         rejected_message(cmd.names, len(cmd.replacements), name, reason, cmd.savings_per_hour))
+                         rejected_message(cmd.names, len(cmd.replacements), name, reason, cmd.savings_per_hour),
+                         (command, reason))

@@ -62,6 +62,9 @@ log = logging.getLogger("karpy.disruption")
 
 NOMINATED = "node is nominated for a pending pod"
 BUDGET_BLOCKED = "No allowed disruptions due to blocking budget"
+DEDUPE_TIMEOUT = 120.0
+"""Seconds Karpenter's event recorder suppresses a repeat of an event with the same dedupe values."""
+DEDUPE_SIZE = 4096
 
 InstanceTypes = Callable[[Sequence[nodepool.NodePool]], Mapping[str, Sequence[instancetype.InstanceType]]]
 NodeRow = tuple[node.Node, nodeclaim.NodeClaim | None, list[pod.Pod]]
@@ -116,6 +119,8 @@ class Observer:
         self.last_pod_event: dict[str, float] = {}
         """Node name -> time of the last event of a non-daemon pod bound to it."""
         self._unconsolidatable: dict[str, str] = {}
+        self._published: dict[tuple[str, ...], float] = {}
+        """Dedupe key -> when published (Karpenter's recorder: one event per key per DEDUPE_TIMEOUT)."""
         self.table = node_rows.NodeRows(cluster_state, changes_.subscribe())
         """Every node's row, re-read only where something changed."""
         self._node_objs: dict[str, dict[str, Any]] = {}
@@ -427,22 +432,35 @@ class Observer:
 
     def consolidation_approved(self, obs: Observation, outcome: balanced.Outcome) -> None:
         """Karpenter's ``ConsolidationApproved``: on the Node and NodeClaim of a single-node move, on the
-        NodePool of a multi-node one; nothing when ``outcome`` publishes no event."""
+        NodePool of a multi-node one (deduplicated per object, whatever the message, as Karpenter's);
+        nothing when ``outcome`` publishes no event."""
         message = outcome.event
         if message is None:
             return
         if outcome.node is not None:
-            self.on_node(obs, outcome.node, balanced.EVENT_APPROVED, message)
+            self.on_node(obs, outcome.node, balanced.EVENT_APPROVED, message, ())
             return
         raw = obs.pool_objs.get(outcome.nodepool)
-        if raw is not None:
+        if raw is not None and self._fresh((balanced.EVENT_APPROVED, "NodePool", outcome.nodepool), obs.now):
             self.recorder.normal(raw, balanced.EVENT_APPROVED, message)
 
-    def on_node(self, obs: Observation, node_name: str, reason: str, message: str) -> None:
-        """A Normal event on the node and on its NodeClaim (each when known)."""
+    def on_node(self, obs: Observation, node_name: str, reason: str, message: str, dedupe: Sequence[str]) -> None:
+        """A Normal event on the node and on its NodeClaim (each when known), unless one with the same
+        reason and ``dedupe`` values was published for the node within :data:`DEDUPE_TIMEOUT`."""
+        if not self._fresh((reason, "Node", node_name, *dedupe), obs.now):
+            return
         for raw in (obs.node_objs.get(node_name), obs.claim_objs.get(node_name)):
             if raw is not None:
                 self.recorder.normal(raw, reason, message)
+
+    def _fresh(self, key: tuple[str, ...], now: float) -> bool:
+        last = self._published.get(key)
+        if last is not None and now - last < DEDUPE_TIMEOUT:
+            return False
+        self._published[key] = now
+        if len(self._published) > DEDUPE_SIZE:
+            self._published = {k: t for k, t in self._published.items() if now - t < DEDUPE_TIMEOUT}
+        return True
 
     def report_unconsolidatable(self, node_name: str, obs: Observation, why: str) -> None:
         """``Unconsolidatable`` on the node and its NodeClaim, once per node and message."""

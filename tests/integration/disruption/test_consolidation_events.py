@@ -9,6 +9,7 @@ controller on the simulated cluster. Expectations from ``disruption/events/event
 from __future__ import annotations
 
 from karpy.disruption import consolidation_events as ce
+from karpy.disruption import observation
 
 from .test_consolidation import NODECLASS, TWO_TYPES, Run, build, deployment, nodepool, scale
 
@@ -44,3 +45,14 @@ def test_a_command_string_is_karpenters_string_for_node() -> None:
     assert ce.for_node(["a", "b"], 1, "a") == "replace: [a] (part of 2-node consolidation)"
     assert ce.rejected_message(["a"], 0, "a", "budget", 0.5) == (
         "Consolidation rejected: delete: [a], reason: budget (savings: $0.50)")
+
+
+def test_an_event_with_the_same_dedupe_values_is_published_at_most_once_per_two_minutes() -> None:
+    """Karpenter's recorder: one event per reason and dedupe values per ``defaultDedupeTimeout`` (2 min)."""
+    observer = observation.Observer.__new__(observation.Observer)
+    observer._published = {}
+    key = (ce.CANDIDATE, "Node", "n1", "delete: [n1]")
+    assert observer._fresh(key, 0.0)
+    assert not observer._fresh(key, 119.0)
+    assert observer._fresh((ce.CANDIDATE, "Node", "n2", "delete: [n2]"), 119.0)
+    assert observer._fresh(key, 120.0)
