@@ -144,7 +144,9 @@ def test_the_balanced_example_replaces_the_eager_node_and_keeps_the_balanced_one
              for n in karpy_nodes(result)}
     assert types == {"eager": "m6i.2xlarge", "balanced": "r6i.2xlarge"}
     moves = result.metrics["karpenter"]["karpenter_consolidation_moves_total"]
-    assert {r["labels"]["decision"] for r in moves} == {"rejected"}
+    # every policy's moves count; only Balanced ones are scored (Karpenter's balancedEvaluator)
+    assert {(r["labels"]["policy"], r["labels"]["decision"]) for r in moves} == {
+        ("Balanced", "rejected"), ("WhenEmptyOrUnderutilized", "approved")}
 
 
 def test_the_dra_example_leaves_only_the_claiming_pods_pending_with_karpenters_reason() -> None:
