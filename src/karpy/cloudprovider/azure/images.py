@@ -35,6 +35,8 @@ from karpy.cloudprovider import interface
 UBUNTU_GALLERY = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
 AZURE_LINUX_GALLERY = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
 DEFAULT_VERSION = "202501.02.0"
+SIG_GALLERIES = {UBUNTU_GALLERY: ("AKS-Ubuntu", "AKSUbuntu"), AZURE_LINUX_GALLERY: ("AKS-AzureLinux", "AKSAzureLinux")}
+"""Community gallery -> (resource group, name) of the shared image gallery AKS publishes the same images in."""
 UBUNTU_2404_FROM = (1, 34)
 """``imageFamily: Ubuntu`` launches Ubuntu 24.04 from this Kubernetes version (Karpenter's ``UseUbuntu2404``)."""
 AZURE_LINUX_3_FROM = (1, 32)
@@ -101,10 +103,12 @@ def effective_name(image_family: str, kubernetes_version: str = "") -> str:
 
 
 def images(image_family: str, version: str | None = None, latest: Resolver | None = None, *,
-           trusted_launch: bool = False, fips: bool = False, kubernetes_version: str = "") -> list[Image]:
+           trusted_launch: bool = False, fips: bool = False, kubernetes_version: str = "",
+           sig_subscription: str = "") -> list[Image]:
     """The images of a family: Gen2 amd64, Gen1 amd64, Gen2 arm64; with ``trusted_launch`` its Gen2
     amd64 trusted-launch image only; none with ``fips`` (see the module docstring) or for an unknown
-    family."""
+    family. With ``sig_subscription`` (``USE_SIG``) the ids are AKS's shared image gallery ones in that
+    subscription (:func:`karpy.cloudprovider.azure.sig.image_id`), ``latest`` answering for them."""
     family = family_of(image_family, kubernetes_version)
     if family is None or fips:
         return []
@@ -112,6 +116,10 @@ def images(image_family: str, version: str | None = None, latest: Resolver | Non
 
     def gid(definition: str) -> str:
         v = version or (latest(gallery, definition) if latest is not None else None) or DEFAULT_VERSION
+        if sig_subscription:
+            rg, name = SIG_GALLERIES[gallery]
+            return (f"/subscriptions/{sig_subscription}/resourceGroups/{rg}/providers/Microsoft.Compute/galleries/"
+                    f"{name}/images/{definition}/versions/{v}")
         return f"/CommunityGalleries/{gallery}/images/{definition}/versions/{v}"
 
     if trusted_launch:
@@ -121,12 +129,12 @@ def images(image_family: str, version: str | None = None, latest: Resolver | Non
 
 def image_for(image_family: str, version: str | None, size_labels: Mapping[str, str],
               latest: Resolver | None = None, *, trusted_launch: bool = False, fips: bool = False,
-              kubernetes_version: str = "") -> str | None:
+              kubernetes_version: str = "", sig_subscription: str = "") -> str | None:
     """The image a size with ``size_labels`` boots: its arch, Gen2 where the size supports it."""
     arch = size_labels.get(labels.ARCH, "amd64")
     gen = size_labels.get(labels.AZURE_SKU_HYPERV_GENERATION, "2")
     for image in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips,
-                        kubernetes_version=kubernetes_version):
+                        kubernetes_version=kubernetes_version, sig_subscription=sig_subscription):
         if image.arch == arch and image.hyperv_generation == gen:
             return image.id
     return None

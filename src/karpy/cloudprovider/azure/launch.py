@@ -91,6 +91,7 @@ def nodeclass_labels(nc: aksnodeclass.AKSNodeClass | None, arch: str, kubernetes
 
 PROVISION_MODE_SCRIPTLESS = "aksscriptless"
 PROVISION_MODE_BOOTSTRAPPING_CLIENT = "bootstrappingclient"
+PROVISION_MODE_AKS_MACHINE_API = "aksmachineapi"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,13 +122,18 @@ class ClusterConfig:
     node_identities: tuple[str, ...] = ()
     admin_username: str = instances.ADMIN_USERNAME
     provision_mode: str = PROVISION_MODE_SCRIPTLESS
-    """``PROVISION_MODE``: ``aksscriptless`` (karpy renders the custom data) or ``bootstrappingclient``."""
+    """``PROVISION_MODE``: ``aksscriptless`` (karpy renders the custom data), ``bootstrappingclient`` or
+    ``aksmachineapi`` (AKS machines, :mod:`.machines`)."""
     node_bootstrapping_server_url: str = ""
     cluster_resource_group: str = ""
     use_sig: bool = False
+    sig_subscription_id: str = ""
+    """``SIG_SUBSCRIPTION_ID``: the subscription of AKS's shared image galleries (with ``USE_SIG``)."""
+    aks_machines_pool_name: str = ""
+    """``AKS_MACHINES_POOL_NAME``: the agent pool the AKS machines go in (``aksmachineapi``)."""
     aks_identifying_extension: bool = False
     """Add ``computeAksLinuxBilling`` to every VM (ARM of the public, China or US Government cloud)."""
-    """``USE_SIG``: AKS's shared image gallery (refused at start-up: karpy launches community gallery images)."""
+    """``USE_SIG``: AKS's shared image gallery images (the node image versions API) instead of the community ones."""
     """The managed cluster's own resource group (``ARM_RESOURCE_GROUP``), for the node bootstrapping API."""
 
     def bootstrap(self) -> bootstrap.ClusterBootstrap:
