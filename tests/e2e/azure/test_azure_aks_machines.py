@@ -208,3 +208,35 @@ def test_sig_image_ids_and_node_image_versions_are_formed_as_the_provider_forms_
         sig.node_image_version("/CommunityGalleries/AKSUbuntu-x/images/2204gen2containerd/versions/1")
     assert sig.newer("202505.27.0", "202505.3.0") and not sig.newer("25.01.02", "202501.02.0")
     assert sig.newer("2022.10.03.1", "2022.10.03")
+
+
+def test_the_aksnodeclass_status_lists_the_shared_gallery_images(arm: fake_arm.FakeARM) -> None:
+    status = _build(arm).resolve_node_class(NODE_CLASS)
+    assert status["conditions"][-1]["status"] == "True"
+    assert status["images"][0]["id"] == (
+        f"/subscriptions/{SIG_SUB}/resourceGroups/AKS-Ubuntu/providers/Microsoft.Compute/galleries/AKSUbuntu/"
+        "images/2204gen2containerd/versions/202505.27.0")
+
+
+def test_fips_launches_the_ubuntu_2004_fips_image_from_the_shared_gallery(arm: fake_arm.FakeARM) -> None:
+    arm.aks.publish("AKSUbuntu", "2004gen2fipscontainerd", "202505.27.0")
+    nc = copy.deepcopy(NODE_CLASS)
+    nc["spec"].update({"imageFamily": "Ubuntu", "fipsMode": "FIPS"})
+    cloud = _build(arm, nc)
+    status = cloud.resolve_node_class(nc)
+    assert status["conditions"][-1]["status"] == "True"
+    assert [i["id"].rsplit("/images/", 1)[1] for i in status["images"]] == [
+        "2004gen2fipscontainerd/versions/202505.27.0", "2004fipscontainerd/versions/202501.02.0"]
+    nc["status"] = status
+    cloud.node_classes = lambda name: nc
+    cloud.create(_claim())
+    props = _puts(arm)[0].body["properties"]
+    assert props["nodeImageVersion"] == "AKSUbuntu-2004gen2fipscontainerd-202505.27.0"
+    assert props["operatingSystem"]["osSKU"] == "Ubuntu" and props["operatingSystem"]["enableFips"] is True
+
+
+def test_fips_on_ubuntu_2204_without_trusted_launch_has_no_shared_gallery_image(arm: fake_arm.FakeARM) -> None:
+    nc = copy.deepcopy(NODE_CLASS)
+    nc["spec"]["fipsMode"] = "FIPS"
+    ready = _build(arm, nc).resolve_node_class(nc)["conditions"][-1]
+    assert ready["status"] == "False" and "no Ubuntu2204 FIPS image without trusted launch" in ready["message"]

@@ -171,7 +171,7 @@ class AzureCloudProvider:
         obj = self.node_classes(ref.name)
         if obj is None:
             raise errors.NodeClassNotReadyError(f"AKSNodeClass {ref.name} not found")
-        ready = images.resolve_status(obj)["conditions"][-1]
+        ready = images.resolve_status(obj, sig_subscription=self._sig_subscription())["conditions"][-1]
         if ready["status"] != "True":
             raise errors.NodeClassNotReadyError(f"AKSNodeClass {ref.name} is not ready: {ready['message']}")
         return aksnodeclass.AKSNodeClass.from_manifest(obj)
@@ -373,5 +373,9 @@ class AzureCloudProvider:
                 interface.RepairPolicy("Ready", "Unknown", 10 * 60.0)]
 
     def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
-        return images.resolve_status(node_class, self.config.kubernetes_version, self.image_versions.latest,
-                                     self.config.network_plugin)
+        return images.resolve_status(node_class, self.config.kubernetes_version, self.latest,
+                                     self.config.network_plugin, self._sig_subscription())
+
+    def _sig_subscription(self) -> str:
+        """Where the shared image gallery images are (``USE_SIG``, the AKS machine API mode); ``""``: community."""
+        return self.config.sig_subscription_id if self.machines is not None else ""
