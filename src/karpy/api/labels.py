@@ -101,7 +101,8 @@ AZURE_SKU_ACCELERATED_NETWORKING = "karpenter.azure.com/sku-networking-accelerat
 AZURE_SKU_STORAGE_PREMIUM = "karpenter.azure.com/sku-storage-premium-capable"
 AZURE_SKU_STORAGE_EPHEMERAL_OS_MAX = "karpenter.azure.com/sku-storage-ephemeralos-maxsize"
 AZURE_SKU_STORAGE_ULTRA_SSD = "karpenter.azure.com/sku-storage-ultra-ssd"
-"""Set on every Azure node (``true`` / ``false``: whether its VM has Ultra SSD enabled), not on instance types."""
+"""Set on every Azure node (``true`` / ``false``: whether its VM has Ultra SSD enabled), not on instance types;
+well-known (a pod or NodePool may require it), as in Karpenter's Azure provider."""
 AZURE_SKU_GPU_NAME = "karpenter.azure.com/sku-gpu-name"
 AZURE_SKU_GPU_MANUFACTURER = "karpenter.azure.com/sku-gpu-manufacturer"
 AZURE_SKU_GPU_COUNT = "karpenter.azure.com/sku-gpu-count"
@@ -115,7 +116,7 @@ AZURE_LABELS = frozenset({
     AZURE_SKU_NAME, AZURE_SKU_FAMILY, AZURE_SKU_VERSION, AZURE_SKU_CPU, AZURE_SKU_MEMORY,
     AZURE_SKU_ACCELERATED_NETWORKING, AZURE_SKU_STORAGE_PREMIUM, AZURE_SKU_STORAGE_EPHEMERAL_OS_MAX,
     AZURE_SKU_GPU_NAME, AZURE_SKU_GPU_MANUFACTURER, AZURE_SKU_GPU_COUNT, AZURE_SKU_HYPERV_GENERATION,
-    AZURE_SKU_ENCRYPTION_AT_HOST, AZURE_SKU_SUBFAMILY, AZURE_SKU_SERIES,
+    AZURE_SKU_ENCRYPTION_AT_HOST, AZURE_SKU_SUBFAMILY, AZURE_SKU_SERIES, AZURE_SKU_STORAGE_ULTRA_SSD,
 })
 
 WELL_KNOWN_LABELS = frozenset({

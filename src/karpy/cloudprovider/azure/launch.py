@@ -56,6 +56,7 @@ from karpy.cloudprovider.azure import (
     instancetypes,
     nodebootstrapping,
     offerings,
+    ultra_ssd,
 )
 from karpy.cloudprovider.fake import capacity
 
@@ -150,20 +151,12 @@ class ClusterConfig:
 
 
 def ultra_ssd_requested(claim: nodeclaim.NodeClaim) -> bool:
-    """The NodeClaim's requirements allow ``sku-storage-ultra-ssd=true`` and not ``false`` (an unsaid or
-    ambiguous requirement is ``false``, as Karpenter's Azure provider resolves it)."""
-    reqs = [r for r in claim.spec.requirements if r.key == labels.AZURE_SKU_STORAGE_ULTRA_SSD]
-    if not reqs:
-        return False
-    return (all(capacity.requirement_holds(r, "true") for r in reqs)
-            and not all(capacity.requirement_holds(r, "false") for r in reqs))
+    """The NodeClaim's requirements allow ``sku-storage-ultra-ssd=true`` and not ``false`` (:mod:`.ultra_ssd`)."""
+    return ultra_ssd.requested(claim.spec.requirements)
 
 
-def ultra_ssd_available(record: Mapping[str, Any], zone: str) -> bool:
-    """Whether a size's Resource SKU record has Ultra SSD in ``zone`` (``""``: a regional VM)."""
-    if not zone:
-        return bool(record.get("ultra_ssd_regional"))
-    return zone.rsplit("-", 1)[-1] in (record.get("ultra_ssd_zones") or ())
+ultra_ssd_available = ultra_ssd.available
+"""Whether a size's Resource SKU record has Ultra SSD in ``zone`` (``""``: a regional VM)."""
 
 
 def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancetype.InstanceType,
