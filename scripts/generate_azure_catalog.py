@@ -54,6 +54,10 @@ DEFAULT_OUTPUT = (
 FORMAT_VERSION = 4
 NO_SPOT_PREFIXES = ("Standard_B",)
 """Azure Spot does not offer the B (burstable) series (nor ``_Promo`` sizes)."""
+PARTIAL_GPU_FAMILIES = ("StandardNVadsV710v5Family",)
+"""Families whose smaller sizes hold part of one GPU (the sizes file gives no count for them)."""
+PARTIAL_GPU_RULE = ("a partial GPU (NVads V710 v5: 1/6, 1/3, 1/2 of a V710) is one GPU device to the VM, as the "
+                    "Resource SKUs API counts the partial NVads A10 v5 sizes (GPUs 1)")
 UNKNOWABLE = ("cached_disk_bytes", "encryption_at_host", "hyperv", "low_priority")
 """Facts the sizes file does not carry: ``null`` unless another source has them."""
 ASSUMPTIONS = {
@@ -138,8 +142,8 @@ def _size_record(size: Mapping[str, Any]) -> dict[str, Any]:
 
     Facts the sizes file does not carry are ``null`` and listed in ``unknown``, unless a documented
     rule gives them (``derived``): Arm64 sizes support only Hyper-V Generation 2; the B series and
-    ``_Promo`` sizes are not offered as Spot. A ``null`` GPU count (fractional GPU shares, unknown
-    counts) stays ``null``; the catalog leaves such sizes out.
+    ``_Promo`` sizes are not offered as Spot; a partial V710 GPU is one GPU (:data:`PARTIAL_GPU_RULE`). Any
+    other ``null`` GPU count stays ``null``; the catalog leaves such sizes out.
     """
     name = str(size["name"])
     gpus = size.get("gpus")
@@ -149,6 +153,9 @@ def _size_record(size: Mapping[str, Any]) -> dict[str, Any]:
     if arch == "Arm64":
         hyperv = ["V2"]
         derived["hyperv"] = "Arm64 sizes support Generation 2 only"
+    if gpus is None and str(size.get("family") or "") in PARTIAL_GPU_FAMILIES:
+        gpus = 1
+        derived["gpus"] = PARTIAL_GPU_RULE
     low_priority: bool | None = None
     if name.startswith(NO_SPOT_PREFIXES) or name.endswith("_Promo"):
         low_priority = False

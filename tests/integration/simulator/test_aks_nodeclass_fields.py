@@ -100,7 +100,9 @@ def test_an_amd_gpu_pod_gets_a_node_only_when_the_node_class_installs_no_driver(
                  if n["metadata"]["labels"].get(labels.AZURE_SKU_GPU_MANUFACTURER) == "amd"]
     if launched:
         [node] = gpu_nodes
-        assert node["metadata"]["labels"][labels.INSTANCE_TYPE] == "Standard_NV24ads_V710_v5"  # the cheaper one
+        # the cheapest: a sixth of a V710, one amd.com/gpu device as the Resource SKUs API counts partial GPUs
+        assert node["metadata"]["labels"][labels.INSTANCE_TYPE] == "Standard_NV4ads_V710_v5"
+        assert node["metadata"]["labels"][labels.AZURE_SKU_GPU_COUNT] == "1"
         assert node["status"]["capacity"]["amd.com/gpu"] == "1"
         render = [p for p in result.objects["pods"] if p["metadata"]["name"] == "render"]
         assert render and render[0]["spec"].get("nodeName") == node["metadata"]["name"]
