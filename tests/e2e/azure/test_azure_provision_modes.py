@@ -262,9 +262,11 @@ def test_use_sig_needs_the_sig_subscription_and_the_aks_machine_api_mode() -> No
 def test_provision_mode_and_its_settings_are_read_from_karpenters_environment_variables() -> None:
     s = settings_sources.load(environ={"PROVISION_MODE": "bootstrappingclient",
                                        "NODEBOOTSTRAPPING_SERVER_URL": "https://nb.example",
-                                       "AKS_MACHINES_POOL_NAME": "aksmanagedap", "USE_SIG": "true"})
+                                       "AKS_MACHINES_POOL_NAME": "aksmanagedap", "USE_SIG": "true",
+                                       "SIG_SUBSCRIPTION_ID": "10945678-1234-1234-1234-123456789012"})
     assert (s.provision_mode, s.node_bootstrapping_server_url, s.aks_machines_pool_name, s.use_sig) == (
         "bootstrappingclient", "https://nb.example", "aksmanagedap", True)
+    assert s.sig_subscription_id == "10945678-1234-1234-1234-123456789012"
     assert settings.Settings().provision_mode == "aksscriptless"
 
 
