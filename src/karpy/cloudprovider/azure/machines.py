@@ -156,6 +156,9 @@ class MachinesClient:
                 raise clients.AzureAPIError(f"{action}: {err.get('message') or status}",
                                             code=str(err.get("code") or status))
             self._sleep(POLL_SECONDS)
+        if url:
+            raise clients.AzureAPIError(f"{action}: still in progress after {POLL_LIMIT} polls",
+                                        code="OperationTimedOut", retryable=True)
 
     def create(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """``PUT`` the machine and wait for it; the machine as ``GET`` then returns it."""
