@@ -9,7 +9,8 @@ Retail Prices (on-demand Linux USD/hour, ``{"prices": {region: {meter: price}}}`
 
 The output holds each size's hardware once (``sizes``) and, per region of the price file, the sizes
 with a price there (``regions: {region: {name: {"price", ["zones"]}}}``; ``zones`` only where the
-Resource SKUs API said which zones the size is offered in). Every fact comes from a source, in this
+Resource SKUs API said which zones the size is offered in; ``ultra_ssd_zones`` / ``ultra_ssd_regional`` where
+its ``UltraSSDAvailable`` capability is true, see ``assumptions``). Every fact comes from a source, in this
 order: the Resource SKUs selection; the field reports (``../shared/seeds``: a node's
 ``karpenter.azure.com/sku-*`` labels, e.g. ``sku-encryptionathost-capable=true`` of Standard_E16as_v5,
 and ``karpenter.sh/capacity-type=spot`` proving spot capability), named in the size's ``reported``; a
@@ -50,9 +51,13 @@ DEFAULT_OUTPUT = (
     pathlib.Path(__file__).resolve().parent.parent / "src" / "karpy" / "cloudprovider" / "azure" / "data"
     / "skus.json"
 )
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 NO_SPOT_PREFIXES = ("Standard_B",)
 """Azure Spot does not offer the B (burstable) series (nor ``_Promo`` sizes)."""
+PARTIAL_GPU_FAMILIES = ("StandardNVadsV710v5Family",)
+"""Families whose smaller sizes hold part of one GPU (the sizes file gives no count for them)."""
+PARTIAL_GPU_RULE = ("a partial GPU (NVads V710 v5: 1/6, 1/3, 1/2 of a V710) is one GPU device to the VM, as the "
+                    "Resource SKUs API counts the partial NVads A10 v5 sizes (GPUs 1)")
 UNKNOWABLE = ("cached_disk_bytes", "encryption_at_host", "hyperv", "low_priority")
 """Facts the sizes file does not carry: ``null`` unless another source has them."""
 ASSUMPTIONS = {
@@ -61,6 +66,9 @@ ASSUMPTIONS = {
     "hyperv": "unknown: V1 and V2 (sku-hyperv-generation 2, the Gen2 image), as most x64 sizes",
     "low_priority": "unknown: spot offered (a live cluster reads LowPriorityCapable from the Resource SKUs API)",
     "zones": "a size without Resource SKUs zones is offered in zones 1-3 of a region with availability zones",
+    "ultra_ssd": "the Resource SKUs selection's UltraSSDAvailable capability (it carries no zoneDetails) is taken "
+                 "to hold in every zone it lists for the size (ultra_ssd_zones), or for a regional VM where it "
+                 "lists none (ultra_ssd_regional); a size it does not cover has no Ultra SSD",
 }
 """What karpy's catalog does with a ``null`` fact (written into the output)."""
 SPOT_PRICES = {
@@ -134,8 +142,8 @@ def _size_record(size: Mapping[str, Any]) -> dict[str, Any]:
 
     Facts the sizes file does not carry are ``null`` and listed in ``unknown``, unless a documented
     rule gives them (``derived``): Arm64 sizes support only Hyper-V Generation 2; the B series and
-    ``_Promo`` sizes are not offered as Spot. A ``null`` GPU count (fractional GPU shares, unknown
-    counts) stays ``null``; the catalog leaves such sizes out.
+    ``_Promo`` sizes are not offered as Spot; a partial V710 GPU is one GPU (:data:`PARTIAL_GPU_RULE`). Any
+    other ``null`` GPU count stays ``null``; the catalog leaves such sizes out.
     """
     name = str(size["name"])
     gpus = size.get("gpus")
@@ -145,6 +153,9 @@ def _size_record(size: Mapping[str, Any]) -> dict[str, Any]:
     if arch == "Arm64":
         hyperv = ["V2"]
         derived["hyperv"] = "Arm64 sizes support Generation 2 only"
+    if gpus is None and str(size.get("family") or "") in PARTIAL_GPU_FAMILIES:
+        gpus = 1
+        derived["gpus"] = PARTIAL_GPU_RULE
     low_priority: bool | None = None
     if name.startswith(NO_SPOT_PREFIXES) or name.endswith("_Promo"):
         low_priority = False
@@ -236,7 +247,7 @@ def build(skus_path: pathlib.Path = DEFAULT_SKUS,
           sizes_path: pathlib.Path | None = DEFAULT_SIZES,
           seeds_dir: pathlib.Path | None = DEFAULT_SEEDS) -> dict[str, Any]:
     """The catalog document: ``{"format", "source", "skipped", "sizes": {name: hardware},
-    "regions": {region: {name: {"price", ["zones"]}}}}``.
+    "regions": {region: {name: {"price", ["zones"], ["ultra_ssd_zones" | "ultra_ssd_regional"]}}}}``.
 
     Sizes come from the sizes file (when given) and the Resource SKUs selection; every region of
     the price file lists the sizes priced there. SKU-file entries without a price in their region
@@ -251,6 +262,7 @@ def build(skus_path: pathlib.Path = DEFAULT_SKUS,
     indexes = {region: price_index(p) for region, p in prices.items()}
     sizes: dict[str, dict[str, Any]] = {str(s["name"]): _size_record(s) for s in size_doc["sizes"]}
     zones: dict[tuple[str, str], list[str]] = {}
+    ultra: dict[tuple[str, str], list[str]] = {}
     no_price: list[str] = []
     for sku in sku_doc["skus"]:
         region, name = str(sku["region"]), str(sku["name"])
@@ -264,6 +276,8 @@ def build(skus_path: pathlib.Path = DEFAULT_SKUS,
         _mark_unknown(rec)
         sizes[name] = rec
         zones[(region, name)] = rec.pop("zones")
+        if _truthy((sku.get("capabilities") or {}).get("UltraSSDAvailable")):
+            ultra[(region, name)] = zones[(region, name)]
         if lookup_price(name, prices.get(region, {}), indexes.get(region, {})) is None:
             no_price.append(f"{region}/{name}")
     _apply_seeds(sizes, seed_facts(seeds_dir))
@@ -279,6 +293,11 @@ def build(skus_path: pathlib.Path = DEFAULT_SKUS,
             entry: dict[str, Any] = {"price": price}
             if (region, name) in zones:
                 entry["zones"] = zones[(region, name)]
+            if (region, name) in ultra:
+                if ultra[(region, name)]:
+                    entry["ultra_ssd_zones"] = ultra[(region, name)]
+                else:
+                    entry["ultra_ssd_regional"] = True
             out[name] = entry
         regions[region] = out
     return {

@@ -117,10 +117,11 @@ class Settings:
     node_resource_group: str = ""
     provision_mode: str = "aksscriptless"
     """How a VM joins the cluster: ``aksscriptless`` (karpy writes the custom data), ``bootstrappingclient``
-    (AKS's node bootstrapping API writes it); the AKS machine API modes are refused at start-up."""
+    (AKS's node bootstrapping API writes it) or ``aksmachineapi`` (AKS machines; needs ``use_sig``)."""
     node_bootstrapping_server_url: str = ""
     aks_machines_pool_name: str = ""
     use_sig: bool = False
+    sig_subscription_id: str = ""
 
     def __post_init__(self) -> None:
         # One switch: spotToSpotConsolidation and the SpotToSpotConsolidation feature gate (Karpenter's
@@ -273,6 +274,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "nodeBootstrappingServerURL": ("node_bootstrapping_server_url", _OPTIONAL_STRING),
     "aksMachinesPoolName": ("aks_machines_pool_name", _OPTIONAL_STRING),
     "useSIG": ("use_sig", _BOOL),
+    "sigSubscriptionId": ("sig_subscription_id", _OPTIONAL_STRING),
 }
 
 

@@ -91,6 +91,7 @@ AZURE_ENVIRONMENT: dict[str, str] = {
     "nodeBootstrappingServerURL": "NODEBOOTSTRAPPING_SERVER_URL",
     "aksMachinesPoolName": "AKS_MACHINES_POOL_NAME",
     "useSIG": "USE_SIG",
+    "sigSubscriptionId": "SIG_SUBSCRIPTION_ID",
 }
 """Karpenter's Azure provider's settings (karpenter-provider-azure's names); read like the others."""
 FLAGS: dict[str, str] = {"nodeResourceGroup": "--node-resource-group"}

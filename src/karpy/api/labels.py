@@ -80,6 +80,8 @@ AWS_INSTANCE_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 AWS_INSTANCE_ACCELERATOR_NAME = "karpenter.k8s.aws/instance-accelerator-name"
 AWS_INSTANCE_ACCELERATOR_MANUFACTURER = "karpenter.k8s.aws/instance-accelerator-manufacturer"
 AWS_INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
+AWS_PLACEMENT_GROUP_ID = "karpenter.k8s.aws/placement-group-id"
+AWS_PLACEMENT_GROUP_PARTITION = "karpenter.k8s.aws/placement-group-partition"
 
 AWS_LABELS = frozenset({
     AWS_INSTANCE_HYPERVISOR, AWS_INSTANCE_ENCRYPTION_IN_TRANSIT, AWS_INSTANCE_CATEGORY,
@@ -88,7 +90,7 @@ AWS_LABELS = frozenset({
     AWS_INSTANCE_MEMORY, AWS_INSTANCE_EBS_BANDWIDTH, AWS_INSTANCE_NETWORK_BANDWIDTH,
     AWS_INSTANCE_GPU_NAME, AWS_INSTANCE_GPU_MANUFACTURER, AWS_INSTANCE_GPU_COUNT,
     AWS_INSTANCE_GPU_MEMORY, AWS_INSTANCE_ACCELERATOR_NAME, AWS_INSTANCE_ACCELERATOR_MANUFACTURER,
-    AWS_INSTANCE_ACCELERATOR_COUNT,
+    AWS_INSTANCE_ACCELERATOR_COUNT, AWS_PLACEMENT_GROUP_ID, AWS_PLACEMENT_GROUP_PARTITION,
 })
 
 # Azure (AKS Node Auto-Provisioning) labels
@@ -101,7 +103,8 @@ AZURE_SKU_ACCELERATED_NETWORKING = "karpenter.azure.com/sku-networking-accelerat
 AZURE_SKU_STORAGE_PREMIUM = "karpenter.azure.com/sku-storage-premium-capable"
 AZURE_SKU_STORAGE_EPHEMERAL_OS_MAX = "karpenter.azure.com/sku-storage-ephemeralos-maxsize"
 AZURE_SKU_STORAGE_ULTRA_SSD = "karpenter.azure.com/sku-storage-ultra-ssd"
-"""Set on every Azure node (``true`` / ``false``: whether its VM has Ultra SSD enabled), not on instance types."""
+"""Set on every Azure node (``true`` / ``false``: whether its VM has Ultra SSD enabled), not on instance types;
+well-known (a pod or NodePool may require it), as in Karpenter's Azure provider."""
 AZURE_SKU_GPU_NAME = "karpenter.azure.com/sku-gpu-name"
 AZURE_SKU_GPU_MANUFACTURER = "karpenter.azure.com/sku-gpu-manufacturer"
 AZURE_SKU_GPU_COUNT = "karpenter.azure.com/sku-gpu-count"
@@ -115,7 +118,7 @@ AZURE_LABELS = frozenset({
     AZURE_SKU_NAME, AZURE_SKU_FAMILY, AZURE_SKU_VERSION, AZURE_SKU_CPU, AZURE_SKU_MEMORY,
     AZURE_SKU_ACCELERATED_NETWORKING, AZURE_SKU_STORAGE_PREMIUM, AZURE_SKU_STORAGE_EPHEMERAL_OS_MAX,
     AZURE_SKU_GPU_NAME, AZURE_SKU_GPU_MANUFACTURER, AZURE_SKU_GPU_COUNT, AZURE_SKU_HYPERV_GENERATION,
-    AZURE_SKU_ENCRYPTION_AT_HOST, AZURE_SKU_SUBFAMILY, AZURE_SKU_SERIES,
+    AZURE_SKU_ENCRYPTION_AT_HOST, AZURE_SKU_SUBFAMILY, AZURE_SKU_SERIES, AZURE_SKU_STORAGE_ULTRA_SSD,
 })
 
 WELL_KNOWN_LABELS = frozenset({

@@ -4,14 +4,18 @@ An :class:`InstanceType` is immutable. Its ``labels`` are the single-valued node
 of the type carries (``node.kubernetes.io/instance-type``, ``kubernetes.io/arch``,
 ``karpenter.k8s.aws/instance-family`` ...). Zone and capacity type are not labels of the type: they
 come from its :class:`Offering` s, one per (zone, capacity type), each with an hourly price and
-whether it can be launched now. All amounts are milli-units (see :mod:`karpy.api.quantity`).
+whether it can be launched now. An offering may also decide labels of its own (``Offering.labels``: the
+values a node launched on it may get, as Karpenter's offering requirements: Azure's
+``sku-storage-ultra-ssd``, an AWS partition placement group's partition); :func:`offering_admits` checks a
+claim's requirements against them. All amounts are milli-units (see :mod:`karpy.api.quantity`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from karpy.api import quantity
 
@@ -39,6 +43,36 @@ class Offering:
     """``default`` or ``capacity-block`` (reserved offerings only)."""
     reservation_capacity: int = 0
     """Instances the reservation can still take (reserved offerings only)."""
+    labels: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Labels this offering decides beyond zone and capacity type: (key, the values a node launched on it may
+    get). A key not here is one the offering does not define."""
+
+    def label_values(self, key: str) -> tuple[str, ...] | None:
+        return next((values for k, values in self.labels if k == key), None)
+
+
+class LabelRequirement(Protocol):
+    def has(self, value: str) -> bool: ...
+
+    def admits_absence(self) -> bool: ...
+
+
+def offering_admits(o: Offering, get: Callable[[str], LabelRequirement | None],
+                    keys: Iterable[str] | None = None) -> bool:
+    """Whether the requirements ``get`` returns (key -> requirement or ``None``) allow one of the values ``o``
+    may take for each of ``keys`` (default: the keys ``o`` defines); a key ``o`` does not define must admit
+    absence."""
+    for key in (k for k, _ in o.labels) if keys is None else keys:
+        r = get(key)
+        if r is None:
+            continue
+        values = o.label_values(key)
+        if values is None:
+            if not r.admits_absence():
+                return False
+        elif not any(r.has(v) for v in values):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +119,15 @@ class InstanceType:
     @cached_property
     def capacity_types(self) -> frozenset[str]:
         return frozenset(o.capacity_type for o in self.offerings)
+
+    @cached_property
+    def offering_labels(self) -> dict[str, frozenset[str]]:
+        """Key -> every value the type's offerings may give it (Karpenter's instance-type requirement on it)."""
+        out: dict[str, set[str]] = {}
+        for o in self.offerings:
+            for key, values in o.labels:
+                out.setdefault(key, set()).update(values)
+        return {k: frozenset(v) for k, v in out.items()}
 
     def available_offerings(self) -> tuple[Offering, ...]:
         return tuple(o for o in self.offerings if o.available)

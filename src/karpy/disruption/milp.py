@@ -83,6 +83,8 @@ def option_price(t: instancetype.InstanceType, reqs: reqs_mod.Requirements,
             continue
         if capacity_types is not None and o.capacity_type not in capacity_types:
             continue
+        if o.labels and not instancetype.offering_admits(o, reqs.get):
+            continue
         if best is None or o.price < best:
             best = o.price
     return best
@@ -346,7 +348,8 @@ def _cheapest_offering(t: instancetype.InstanceType, reqs: reqs_mod.Requirements
     ct_req = reqs.get(wk.CAPACITY_TYPE)
     ok = [o for o in t.offerings if o.available
           and (zone_req is None or zone_req.has(o.zone)) and (ct_req is None or ct_req.has(o.capacity_type))
-          and (capacity_types is None or o.capacity_type in capacity_types)]
+          and (capacity_types is None or o.capacity_type in capacity_types)
+          and (not o.labels or instancetype.offering_admits(o, reqs.get))]
     return min(ok, key=lambda o: (o.price, o.zone, o.capacity_type)) if ok else None
 
 

@@ -37,7 +37,8 @@ def _fits(o: instancetype.Offering, reqs: reqs_mod.Requirements) -> bool:
         return False
     zone = reqs.get(wk.ZONE)
     ct = reqs.get(wk.CAPACITY_TYPE)
-    return (zone is None or zone.has(o.zone)) and (ct is None or ct.has(o.capacity_type))
+    return ((zone is None or zone.has(o.zone)) and (ct is None or ct.has(o.capacity_type))
+            and (not o.labels or instancetype.offering_admits(o, reqs.get)))
 
 
 def _best(t: instancetype.InstanceType, reqs: reqs_mod.Requirements,

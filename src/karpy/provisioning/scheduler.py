@@ -293,7 +293,8 @@ def daemon_fits(dpod: pod_mod.Pod, reqs: reqs_mod.Requirements, taints: Sequence
 def instance_type_requirements(t: instancetype.InstanceType) -> reqs_mod.Requirements:
     r = reqs_mod.Requirements.from_labels(t.labels)
     return r.add(requirement.Requirement.new(wk.ZONE, "In", sorted(t.zones)),
-                 requirement.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(t.capacity_types)))
+                 requirement.Requirement.new(wk.CAPACITY_TYPE, "In", sorted(t.capacity_types)),
+                 *(requirement.Requirement.new(k, "In", sorted(v)) for k, v in sorted(t.offering_labels.items())))
 
 
 __all__ = ["Scheduler", "bins_mod", "topology"]

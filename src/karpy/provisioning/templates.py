@@ -57,6 +57,8 @@ class TypeTable:
         if NODES in self.dims:  # every instance is one of Karpenter's "nodes", counted against limits.nodes
             self.capacity[:, self.dims.index(NODES)] = ONE_NODE
         self.label_keys = frozenset(k for t in self.types for k in t.labels)
+        self.offering_keys = frozenset(k for t in self.types for k in t.offering_labels)
+        """Labels offerings decide (:attr:`instancetype.Offering.labels`), checked per offering."""
         self._info: dict[reqs_mod.Requirements, TypeInfo] = {}
 
     def __len__(self) -> int:
@@ -75,7 +77,8 @@ class TypeTable:
         zone_req = requirements.get(wk.ZONE)
         ct_req = requirements.get(wk.CAPACITY_TYPE)
         label_reqs = [(k, r) for k, r in requirements.items()
-                      if k in self.label_keys and k not in (wk.ZONE, wk.CAPACITY_TYPE)]
+                      if k in self.label_keys and k not in (wk.ZONE, wk.CAPACITY_TYPE) and k not in self.offering_keys]
+        offering_keys = [k for k in self.offering_keys if requirements.get(k) is not None]
         for i, t in enumerate(self.types):
             ok = True
             for key, r in label_reqs:
@@ -93,6 +96,8 @@ class TypeTable:
                     if zone_req is not None and not zone_req.has(o.zone):
                         continue
                     if ct_req is not None and not ct_req.has(o.capacity_type):
+                        continue
+                    if offering_keys and not instancetype.offering_admits(o, requirements.get, offering_keys):
                         continue
                     zs.add(o.zone)
                     cs.add(o.capacity_type)

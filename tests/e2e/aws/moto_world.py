@@ -200,10 +200,11 @@ class PricingStub:
 class PlacementGroupStub:
     """Answers ``ec2:DescribePlacementGroups`` (moto has no placement groups) from ``groups``
     (name -> (id, strategy)), by ``GroupNames`` or ``GroupIds``; an unknown one is EC2's
-    ``InvalidPlacementGroup.Unknown``."""
+    ``InvalidPlacementGroup.Unknown``. A ``partition`` group has ``partitions`` partitions (``PartitionCount``)."""
 
-    def __init__(self, groups: Mapping[str, tuple[str, str]]) -> None:
+    def __init__(self, groups: Mapping[str, tuple[str, str]], partitions: int = 7) -> None:
         self.groups = dict(groups)
+        self.partitions = partitions
 
     def attach(self, ec2: Any) -> None:
         ec2.meta.events.register("before-call.ec2.DescribePlacementGroups", self._answer)
@@ -212,7 +213,8 @@ class PlacementGroupStub:
         body = params.get("body") or {}  # the serialized query: GroupName.1=..., GroupId.1=...
         names = [str(v) for k, v in body.items() if k.startswith("GroupName.")]
         ids = [str(v) for k, v in body.items() if k.startswith("GroupId.")]
-        found = [{"GroupName": n, "GroupId": gid, "Strategy": strategy, "State": "available"}
+        found = [{"GroupName": n, "GroupId": gid, "Strategy": strategy, "State": "available",
+                  **({"PartitionCount": self.partitions} if strategy == "partition" else {})}
                  for n, (gid, strategy) in sorted(self.groups.items()) if n in names or gid in ids]
         if len(found) < len(names) + len(ids):
             return (botocore.awsrequest.AWSResponse("http://127.0.0.1/", 400, {}, None),

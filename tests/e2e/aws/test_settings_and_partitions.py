@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from karpy import settings
-from karpy.api import nodeclaim
+from karpy.api import nodeclaim, nodepool, pod
 from karpy.cloudprovider.aws import factory, instancetypes, pricing, provider, session
 from karpy.kube import memory
+from karpy.provisioning import results, scheduler
 
 from . import moto_world
 from .conftest import AWS, attach
@@ -218,3 +219,53 @@ def test_a_node_whose_placement_group_the_nodeclass_no_longer_resolves_to_is_pla
     stub.groups["hdfs"] = ("pg-0ffffffffffffffff", "partition")  # the group was deleted and made again
     aws.clock.advance(120.0)  # past the resolution cache
     assert aws.provider.is_drifted(launched) == "PlacementGroupDrift"
+
+
+def _pool() -> nodepool.NodePool:
+    return nodepool.NodePool.from_manifest({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+        "spec": {"template": {"spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                              "values": ["m5.large", "m5.xlarge"]},
+                             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]}}}})
+
+
+def test_a_partition_groups_offerings_decide_its_partitions_and_the_types_carry_the_group(aws: AWS) -> None:
+    partition_group(aws)
+    types = aws.provider.get_instance_types(_pool())
+    assert types
+    for t in types:
+        assert t.labels["karpenter.k8s.aws/placement-group-id"] == PG_ID
+        assert t.offering_labels == {PARTITION_KEY: frozenset(str(i) for i in range(1, 8))}
+        assert all(o.label_values(PARTITION_KEY) == tuple(str(i) for i in range(1, 8)) for o in t.offerings)
+
+
+def test_a_cluster_placement_groups_offerings_decide_no_partition(aws: AWS) -> None:
+    partition_group(aws, strategy="cluster")
+    for t in aws.provider.get_instance_types(_pool()):
+        assert t.labels["karpenter.k8s.aws/placement-group-id"] == PG_ID and t.offering_labels == {}
+
+
+def _schedule(aws: AWS, value: str) -> results.Results:
+    pool = _pool()
+    pod_ = pod.build("hdfs-0", namespace="default", requests={"cpu": "1", "memory": "1Gi"},
+                     nodeSelector={PARTITION_KEY: value})
+    return scheduler.Scheduler([pool], {"default": aws.provider.get_instance_types(pool)}).solve([pod_])
+
+
+def test_a_pod_that_requires_a_partition_gets_a_nodeclaim_launched_into_that_partition(aws: AWS) -> None:
+    partition_group(aws)
+    [new] = _schedule(aws, "3").new_claims
+    assert new.requirements[PARTITION_KEY].values == frozenset({"3"})
+    reqs = [{"key": k, "operator": op, "values": list(vs)}
+            for k, op, vs in new.requirements.to_node_selector_requirements() if k == PARTITION_KEY]
+    launched = aws.provider.create(claim("pg-e", [new.instance_types[0].name], *reqs))
+    assert template_data(aws)["Placement"] == {"GroupId": PG_ID, "PartitionNumber": 3}
+    assert launched.metadata.labels[PARTITION_KEY] == "3"
+
+
+def test_a_pod_that_requires_a_partition_the_group_does_not_have_is_not_scheduled(aws: AWS) -> None:
+    partition_group(aws)  # seven partitions
+    res = _schedule(aws, "9")
+    assert res.new_claims == [] and list(res.errors) == ["default/hdfs-0"]

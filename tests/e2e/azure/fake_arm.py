@@ -41,6 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from . import fake_aks_machines
+
 SUBSCRIPTION = "00000000-1111-2222-3333-444444444444"
 
 _RESOURCE = re.compile(
@@ -116,6 +118,8 @@ class FakeARM:
     subscription: str = SUBSCRIPTION
     now: str = "2026-11-24T07:00:00Z"
     """``timeCreated`` of new VMs."""
+    node_resource_group: str = "MC_rg_cluster_eastus"
+    """Where AKS machines' VMs are (their ``resourceId``)."""
 
     def __post_init__(self) -> None:
         self.resources: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -130,6 +134,8 @@ class FakeARM:
         self.endpoint = ""
         self.bootstrapping_down = False
         """True: the node bootstrapping API answers 500."""
+        self.aks = fake_aks_machines.FakeMachines(self.subscription, self.node_resource_group, self.now)
+        """The AKS machine API and node image versions (:mod:`.fake_aks_machines`)."""
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -240,6 +246,10 @@ class FakeARM:
         return (f"{self.endpoint}/subscriptions/{self.subscription}/providers/Microsoft.Compute/locations/x"
                 f"/operations/{op_id}")
 
+    def operation(self, error: dict[str, Any] | None) -> str:
+        """A new asynchronous operation that ends ``Failed`` with ``error`` (else ``Succeeded``)."""
+        return self._operation(_Operation(error=error))
+
     def _take_failure(self, size: str, zone: str | None, priority: str) -> _Failure | None:
         for f in self._failures:
             if f.times > 0 and f.size == size and f.zone in (None, zone) and f.priority in (None, priority):
@@ -271,6 +281,9 @@ class FakeARM:
                     return 404, {}, {"error": {"code": "ResourceNotFound",
                                                "message": f"image {m['gallery']}/{m['image']} not found"}}
                 return 200, {}, {"value": [{**v, "location": m["loc"]} for v in published]}
+            answer = self.aks.handle(method, path, body, self)
+            if answer is not None:
+                return answer
             m = _BOOTSTRAPPING.match(path)
             if m is not None and method == "GET":
                 return self._node_bootstrapping(m["cluster"], body)

@@ -228,16 +228,23 @@ def _problems(**changes: Any) -> str:
     return str(err.value)
 
 
-@pytest.mark.parametrize("mode", ["aksmachineapi", "aksmachineapiheaderbatch"])
-def test_the_aks_machine_api_modes_are_refused_at_start_up_naming_the_setting(mode: str) -> None:
-    text = _problems(provision_mode=mode, node_bootstrapping_server_url="https://nb.example")
-    assert "PROVISION_MODE must be aksscriptless or bootstrappingclient, not " + repr(mode) in text
-    assert "agentPools/machines" in text
+def test_the_header_batch_machine_api_mode_is_refused_at_start_up_naming_the_setting() -> None:
+    text = _problems(provision_mode="aksmachineapiheaderbatch")
+    assert ("PROVISION_MODE must be aksscriptless, bootstrappingclient, aksmachineapi, not "
+            "'aksmachineapiheaderbatch': karpy creates AKS machines one at a time") in text
+
+
+def test_aksmachineapi_needs_the_pool_name_use_sig_and_the_clusters_resource_group() -> None:
+    text = _problems(provision_mode="aksmachineapi")
+    assert "AKS_MACHINES_POOL_NAME is required when PROVISION_MODE is aksmachineapi" in text
+    assert "USE_SIG must be true when PROVISION_MODE is aksmachineapi" in text
+    assert "ARM_RESOURCE_GROUP (the managed cluster's resource group) is required" in text
 
 
 def test_an_unknown_provision_mode_is_refused_naming_expected_and_found() -> None:
     text = _problems(provision_mode="scriptless")
-    assert "--provision-mode / PROVISION_MODE must be aksscriptless or bootstrappingclient, not 'scriptless'" in text
+    assert ("--provision-mode / PROVISION_MODE must be aksscriptless, bootstrappingclient, aksmachineapi, "
+            "not 'scriptless'") in text
 
 
 def test_bootstrappingclient_needs_the_server_url_and_the_clusters_resource_group() -> None:
@@ -246,17 +253,20 @@ def test_bootstrappingclient_needs_the_server_url_and_the_clusters_resource_grou
     assert "ARM_RESOURCE_GROUP" in text
 
 
-def test_use_sig_true_is_refused_at_start_up_naming_the_setting() -> None:
+def test_use_sig_needs_the_sig_subscription_and_the_aks_machine_api_mode() -> None:
     text = _problems(provision_mode="aksscriptless", use_sig=True)
-    assert "--use-sig / USE_SIG must be false, not true" in text
+    assert "--sig-subscription-id / SIG_SUBSCRIPTION_ID is required when USE_SIG is true" in text
+    assert "USE_SIG=true is taken with PROVISION_MODE=aksmachineapi only" in text
 
 
 def test_provision_mode_and_its_settings_are_read_from_karpenters_environment_variables() -> None:
     s = settings_sources.load(environ={"PROVISION_MODE": "bootstrappingclient",
                                        "NODEBOOTSTRAPPING_SERVER_URL": "https://nb.example",
-                                       "AKS_MACHINES_POOL_NAME": "aksmanagedap", "USE_SIG": "true"})
+                                       "AKS_MACHINES_POOL_NAME": "aksmanagedap", "USE_SIG": "true",
+                                       "SIG_SUBSCRIPTION_ID": "10945678-1234-1234-1234-123456789012"})
     assert (s.provision_mode, s.node_bootstrapping_server_url, s.aks_machines_pool_name, s.use_sig) == (
         "bootstrappingclient", "https://nb.example", "aksmanagedap", True)
+    assert s.sig_subscription_id == "10945678-1234-1234-1234-123456789012"
     assert settings.Settings().provision_mode == "aksscriptless"
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from karpy.api import labels, quantity
+from karpy.cloudprovider.azure import instancetypes as azure_types
 from karpy.simulator import engine, scenario
 from support import scenario_docs
 
@@ -99,7 +100,9 @@ def test_an_amd_gpu_pod_gets_a_node_only_when_the_node_class_installs_no_driver(
                  if n["metadata"]["labels"].get(labels.AZURE_SKU_GPU_MANUFACTURER) == "amd"]
     if launched:
         [node] = gpu_nodes
-        assert node["metadata"]["labels"][labels.INSTANCE_TYPE] == "Standard_NV24ads_V710_v5"  # the cheaper one
+        # the cheapest: a sixth of a V710, one amd.com/gpu device as the Resource SKUs API counts partial GPUs
+        assert node["metadata"]["labels"][labels.INSTANCE_TYPE] == "Standard_NV4ads_V710_v5"
+        assert node["metadata"]["labels"][labels.AZURE_SKU_GPU_COUNT] == "1"
         assert node["status"]["capacity"]["amd.com/gpu"] == "1"
         render = [p for p in result.objects["pods"] if p["metadata"]["name"] == "render"]
         assert render and render[0]["spec"].get("nodeName") == node["metadata"]["name"]
@@ -107,3 +110,26 @@ def test_an_amd_gpu_pod_gets_a_node_only_when_the_node_class_installs_no_driver(
         assert gpu_nodes == []
         render = [p for p in result.objects["pods"] if p["metadata"]["name"] == "render"]
         assert render and not render[0]["spec"].get("nodeName")
+
+
+def _ultra_text(value: str) -> str:
+    return scenario_docs.documents(
+        scenario_docs.scenario("aks-ultra", "{provider: azure, region: southcentralus}", until="3m", replicas=2),
+        scenario_docs.node_class("karpenter.azure.com/v1beta1", "AKSNodeClass", "{imageFamily: Ubuntu2204}"),
+        scenario_docs.nodepool(scenario_docs.AKS_REF, [
+            scenario_docs.D_FAMILY, scenario_docs.ON_DEMAND,
+            f"{{key: {labels.AZURE_SKU_STORAGE_ULTRA_SSD}, operator: In, values: [{value}]}}"]),
+        scenario_docs.WEB)
+
+
+def test_a_pool_that_requires_ultra_ssd_launches_only_sizes_with_ultra_ssd_in_that_zone() -> None:
+    result = engine.Simulation(scenario.load_text(_ultra_text("\"true\""))).run()
+    nodes = result.objects["nodes"]
+    assert result.timeline[-1].pending_pods == 0
+    for lb in _labels(nodes):
+        assert lb[labels.AZURE_SKU_STORAGE_ULTRA_SSD] == "true"
+        rec = azure_types.record("southcentralus", lb[labels.INSTANCE_TYPE]) or {}
+        assert lb[labels.ZONE].rsplit("-", 1)[-1] in rec.get("ultra_ssd_zones", ())
+    cheapest = _labels(_run("{imageFamily: Ubuntu2204}")[0])[0]
+    assert cheapest[labels.AZURE_SKU_STORAGE_ULTRA_SSD] == "false"  # without the requirement: not Ultra SSD
+    assert cheapest[labels.INSTANCE_TYPE] != _labels(nodes)[0][labels.INSTANCE_TYPE]  # the decision changed

@@ -182,9 +182,45 @@ def test_the_generator_skips_skus_without_a_price_and_counts_them(tmp_path: path
     ]}
     (tmp_path / "skus.json").write_text(json.dumps(skus))
     (tmp_path / "prices.json").write_text(json.dumps({"prices": {"eastus": {"Standard_D2s_v3": 0.1}}}))
-    doc = script.build(tmp_path / "skus.json", tmp_path / "prices.json")
+    doc = script.build(tmp_path / "skus.json", tmp_path / "prices.json", None, None)  # no shared files needed
     assert list(doc["regions"]["eastus"]) == ["Standard_D2s_v3"]
     assert doc["skipped"]["no_price"] == ["eastus/Standard_Z9_v9"]
+
+
+def test_the_generator_carries_ultra_ssd_per_region_zonal_or_regional(tmp_path: pathlib.Path) -> None:
+    script = load_script()
+    caps = {"vCPUs": "2", "MemoryGB": "8"}
+    skus = {"skus": [
+        {"region": "eastus", "name": "Standard_D2s_v3", "size": "D2s_v3", "family": "f", "zones": ["2", "3"],
+         "capabilities": {**caps, "UltraSSDAvailable": "True"}},
+        {"region": "westus", "name": "Standard_D2s_v3", "size": "D2s_v3", "family": "f", "zones": [],
+         "capabilities": {**caps, "UltraSSDAvailable": "True"}},
+        {"region": "eastus", "name": "Standard_D4s_v3", "size": "D4s_v3", "family": "f", "zones": ["1"],
+         "capabilities": {**caps, "UltraSSDAvailable": "False"}},
+    ]}
+    (tmp_path / "skus.json").write_text(json.dumps(skus))
+    prices = {"eastus": {"Standard_D2s_v3": 0.1, "Standard_D4s_v3": 0.2}, "westus": {"Standard_D2s_v3": 0.1}}
+    (tmp_path / "prices.json").write_text(json.dumps({"prices": prices}))
+    doc = script.build(tmp_path / "skus.json", tmp_path / "prices.json", None, None)
+    assert doc["regions"]["eastus"]["Standard_D2s_v3"]["ultra_ssd_zones"] == ["2", "3"]
+    assert doc["regions"]["westus"]["Standard_D2s_v3"]["ultra_ssd_regional"] is True
+    assert set(doc["regions"]["eastus"]["Standard_D4s_v3"]) == {"price", "zones"}
+
+
+def test_the_packaged_offerings_decide_ultra_ssd_by_zone() -> None:
+    d2s = azure_types("southcentralus")["Standard_D2s_v3"]
+    assert {o.label_values(labels.AZURE_SKU_STORAGE_ULTRA_SSD) for o in d2s.offerings} == {("false", "true")}
+    d128 = azure_types("southcentralus")["Standard_D128ds_v6"]  # the Resource SKU says no Ultra SSD
+    assert {o.label_values(labels.AZURE_SKU_STORAGE_ULTRA_SSD) for o in d128.offerings} == {("false",)}
+    assert d2s.offering_labels == {labels.AZURE_SKU_STORAGE_ULTRA_SSD: frozenset({"false", "true"})}
+
+
+def test_the_partial_v710_sizes_are_one_amd_gpu_each_as_a_derived_fact() -> None:
+    rec = azure.data()["sizes"]["Standard_NV4ads_V710_v5"]
+    assert rec["gpus"] == 1 and "gpus" in rec["derived"]
+    [nv4] = [t for t in azure.amd_types("eastus") if t.name == "Standard_NV4ads_V710_v5"]
+    assert nv4.capacity[azure.RESOURCE_AMD_GPU] == 1000
+    assert nv4.labels[labels.AZURE_SKU_GPU_COUNT] == "1" and nv4.labels[labels.AZURE_SKU_GPU_MANUFACTURER] == "amd"
 
 
 @needs_shared_data
@@ -220,7 +256,8 @@ def test_facts_no_source_has_are_null_and_listed_and_the_assumptions_are_written
     d2 = doc["sizes"]["Standard_D2_v4"]
     assert d2["unknown"] == ["cached_disk_bytes", "encryption_at_host", "hyperv", "low_priority"]
     assert all(d2[k] is None for k in d2["unknown"])
-    assert set(doc["assumptions"]) == {"cached_disk_bytes", "encryption_at_host", "hyperv", "low_priority", "zones"}
+    assert set(doc["assumptions"]) == {"cached_disk_bytes", "encryption_at_host", "hyperv", "low_priority", "zones",
+                                       "ultra_ssd"}
     api = doc["sizes"]["Standard_D2s_v3"]  # in the Resource SKUs selection: every fact known
     assert "unknown" not in api and api["hyperv"] == ["V1", "V2"] and api["encryption_at_host"] is True
     arm = doc["sizes"]["Standard_D2ps_v5"]

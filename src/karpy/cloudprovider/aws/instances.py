@@ -20,11 +20,13 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.api import capacityreservation as cr
 from karpy.api import labels, meta, nodeclaim, nodeclass, selectors
+from karpy.cloudprovider import instancetype
 from karpy.cloudprovider.aws import nodeclasses
 
 TAG_NODEPOOL = "karpenter.sh/nodepool"
@@ -33,8 +35,8 @@ TAG_NODECLASS = "karpenter.k8s.aws/ec2nodeclass"
 TAG_CLUSTER = "eks:eks-cluster-name"
 LABEL_ZONE_ID = "topology.k8s.aws/zone-id"
 LABEL_TENANCY = "karpenter.k8s.aws/instance-tenancy"
-LABEL_PLACEMENT_GROUP = "karpenter.k8s.aws/placement-group-id"
-LABEL_PLACEMENT_PARTITION = "karpenter.k8s.aws/placement-group-partition"
+LABEL_PLACEMENT_GROUP = labels.AWS_PLACEMENT_GROUP_ID
+LABEL_PLACEMENT_PARTITION = labels.AWS_PLACEMENT_GROUP_PARTITION
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 STRATEGY_PARTITION = "partition"
 
@@ -71,6 +73,21 @@ def partition_of(group: nodeclasses.PlacementGroup | None,
         values = {int(v) for v in req.values if v.isdigit() and int(v) > 0}
         allowed = values if allowed is None else allowed & values
     return min(allowed) if allowed else 0
+
+
+def with_placement_group(types: Sequence[instancetype.InstanceType], group: nodeclasses.PlacementGroup | None
+                         ) -> list[instancetype.InstanceType]:
+    """``types`` for a NodeClass that launches into ``group``, as Karpenter's provider offers them: each type
+    labelled ``karpenter.k8s.aws/placement-group-id``; a ``partition`` group's offerings decide
+    ``karpenter.k8s.aws/placement-group-partition`` (any of ``1`` .. ``PartitionCount``), so a pod that requires a
+    partition gets a NodeClaim whose launch goes into that partition (:func:`partition_of`)."""
+    if group is None:
+        return list(types)
+    count = group.partition_count if group.strategy == STRATEGY_PARTITION else 0
+    partitions = ((LABEL_PLACEMENT_PARTITION, tuple(str(i) for i in range(1, count + 1))),) if count > 0 else ()
+    return [dataclasses.replace(t, labels={**t.labels, LABEL_PLACEMENT_GROUP: group.id}, offerings=tuple(
+        dataclasses.replace(o, labels=(*o.labels, *partitions)) for o in t.offerings) if partitions else t.offerings)
+        for t in types]
 
 
 def launch_labels(res: nodeclasses.Resolved, zone: str, partition: int = 0) -> dict[str, str]:

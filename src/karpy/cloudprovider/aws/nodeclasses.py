@@ -37,6 +37,8 @@ class PlacementGroup:
     name: str
     strategy: str
     """``cluster``, ``partition`` or ``spread``."""
+    partition_count: int = 0
+    """A ``partition`` group's ``PartitionCount`` (``0``: unknown or another strategy)."""
 
 
 def placement_group(ec2: Any, selector: Mapping[str, str]) -> PlacementGroup | None:
@@ -51,7 +53,7 @@ def placement_group(ec2: Any, selector: Mapping[str, str]) -> PlacementGroup | N
     for g in groups:
         if g.get("State", "available") == "available":
             return PlacementGroup(str(g.get("GroupId") or ""), str(g.get("GroupName") or ""),
-                                  str(g.get("Strategy") or ""))
+                                  str(g.get("Strategy") or ""), int(g.get("PartitionCount") or 0))
     return None
 
 

@@ -177,7 +177,7 @@ class AWSCloudProvider:
         if res is not None and res.reservations:
             types = reservations_mod.with_reserved_offerings(types, res.reservations, self.reservations.availability,
                                                              self.clock.now())
-        return types
+        return instances.with_placement_group(types, res.placement_group) if res is not None else types
 
     def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
         ref = pool.node_class_ref if pool is not None else None

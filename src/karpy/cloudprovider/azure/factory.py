@@ -201,21 +201,33 @@ MACHINE_API_MODES = ("aksmachineapi", "aksmachineapiheaderbatch")
 
 
 def provision_mode_problems(config: launch.ClusterConfig) -> list[str]:
-    """What is wrong with ``PROVISION_MODE`` and the settings its mode needs (Karpenter Azure's checks,
-    and the modes karpy refuses: the AKS machine API ones need AKS's shared image gallery images)."""
-    modes = (launch.PROVISION_MODE_SCRIPTLESS, launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT)
+    """What is wrong with ``PROVISION_MODE`` and the settings its mode needs (Karpenter Azure's checks:
+    the AKS machine API modes need ``AKS_MACHINES_POOL_NAME``, ``USE_SIG=true`` and ``ARM_RESOURCE_GROUP``;
+    ``USE_SIG`` needs ``SIG_SUBSCRIPTION_ID``). ``aksmachineapiheaderbatch`` (batched creates) is refused."""
+    modes = (launch.PROVISION_MODE_SCRIPTLESS, launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT,
+             launch.PROVISION_MODE_AKS_MACHINE_API)
     mode = config.provision_mode
-    if mode in MACHINE_API_MODES:
-        return [f"--provision-mode / PROVISION_MODE must be {' or '.join(modes)}, not {mode!r}: karpy does not "
-                f"create AKS machines (Microsoft.ContainerService/managedClusters/agentPools/machines); Karpenter's "
-                f"Azure provider needs USE_SIG=true and AKS_MACHINES_POOL_NAME for it, and karpy launches only "
-                f"community gallery images, which the AKS machine API does not take"]
     if mode not in modes:
-        return [f"--provision-mode / PROVISION_MODE must be {' or '.join(modes)}, not {mode!r}"]
+        extra = (": karpy creates AKS machines one at a time (aksmachineapi), never in header batches"
+                 if mode == "aksmachineapiheaderbatch" else "")
+        return [f"--provision-mode / PROVISION_MODE must be {', '.join(modes)}, not {mode!r}{extra}"]
     out: list[str] = []
-    if config.use_sig:
-        out.append("--use-sig / USE_SIG must be false, not true: karpy launches AKS's community gallery images "
-                   "only (AKS's shared image gallery is read through the NAP add-on's SIG_ACCESS_TOKEN_SERVER_URL)")
+    if config.use_sig and not config.sig_subscription_id:
+        out.append("--sig-subscription-id / SIG_SUBSCRIPTION_ID is required when USE_SIG is true")
+    if config.use_sig and mode != launch.PROVISION_MODE_AKS_MACHINE_API:
+        out.append("--use-sig / USE_SIG=true is taken with PROVISION_MODE=aksmachineapi only: in the VM modes "
+                   "Karpenter's Azure provider reads the shared image gallery through the NAP add-on's "
+                   "SIG_ACCESS_TOKEN_SERVER_URL, which karpy does not implement")
+    if mode == launch.PROVISION_MODE_AKS_MACHINE_API:
+        if not config.aks_machines_pool_name:
+            out.append("--aks-machines-pool-name / AKS_MACHINES_POOL_NAME is required when PROVISION_MODE is "
+                       "aksmachineapi")
+        if not config.use_sig:
+            out.append("--use-sig / USE_SIG must be true when PROVISION_MODE is aksmachineapi (the AKS machine "
+                       "API takes shared image gallery images only)")
+        if not config.cluster_resource_group:
+            out.append("ARM_RESOURCE_GROUP (the managed cluster's resource group) is required when PROVISION_MODE "
+                       "is aksmachineapi")
     if mode == launch.PROVISION_MODE_BOOTSTRAPPING_CLIENT:
         url = config.node_bootstrapping_server_url
         if not url:
@@ -317,6 +329,7 @@ def config_of(settings_: settings.Settings, cluster: kube_interface.Cluster, opt
         provision_mode=settings_.provision_mode,
         node_bootstrapping_server_url=settings_.node_bootstrapping_server_url,
         cluster_resource_group=values["cluster_resource_group"], use_sig=settings_.use_sig,
+        sig_subscription_id=settings_.sig_subscription_id, aks_machines_pool_name=settings_.aks_machines_pool_name,
         aks_identifying_extension=bool(options.get("aks_identifying_extension", _aks_cloud(values["endpoint_url"]))))
 
 

@@ -35,6 +35,8 @@ from karpy.cloudprovider import interface
 UBUNTU_GALLERY = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
 AZURE_LINUX_GALLERY = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
 DEFAULT_VERSION = "202501.02.0"
+SIG_GALLERIES = {UBUNTU_GALLERY: ("AKS-Ubuntu", "AKSUbuntu"), AZURE_LINUX_GALLERY: ("AKS-AzureLinux", "AKSAzureLinux")}
+"""Community gallery -> (resource group, name) of the shared image gallery AKS publishes the same images in."""
 UBUNTU_2404_FROM = (1, 34)
 """``imageFamily: Ubuntu`` launches Ubuntu 24.04 from this Kubernetes version (Karpenter's ``UseUbuntu2404``)."""
 AZURE_LINUX_3_FROM = (1, 32)
@@ -101,32 +103,57 @@ def effective_name(image_family: str, kubernetes_version: str = "") -> str:
 
 
 def images(image_family: str, version: str | None = None, latest: Resolver | None = None, *,
-           trusted_launch: bool = False, fips: bool = False, kubernetes_version: str = "") -> list[Image]:
+           trusted_launch: bool = False, fips: bool = False, kubernetes_version: str = "",
+           sig_subscription: str = "") -> list[Image]:
     """The images of a family: Gen2 amd64, Gen1 amd64, Gen2 arm64; with ``trusted_launch`` its Gen2
     amd64 trusted-launch image only; none with ``fips`` (see the module docstring) or for an unknown
-    family."""
+    family. With ``sig_subscription`` (``USE_SIG``) the ids are AKS's shared image gallery ones in that
+    subscription (:func:`karpy.cloudprovider.azure.sig.image_id`), ``latest`` answering for them."""
     family = family_of(image_family, kubernetes_version)
-    if family is None or fips:
+    if family is None or (fips and not sig_subscription):
         return []
     gallery, gen2, gen1, arm = _DEFINITIONS[family]
 
     def gid(definition: str) -> str:
         v = version or (latest(gallery, definition) if latest is not None else None) or DEFAULT_VERSION
+        if sig_subscription:
+            rg, name = SIG_GALLERIES[gallery]
+            return (f"/subscriptions/{sig_subscription}/resourceGroups/{rg}/providers/Microsoft.Compute/galleries/"
+                    f"{name}/images/{definition}/versions/{v}")
         return f"/CommunityGalleries/{gallery}/images/{definition}/versions/{v}"
 
+    if fips:  # AKS's shared image gallery only
+        return [Image(gid(d), arch, gen) for d, arch, gen in _fips_definitions(image_family, family, trusted_launch)]
     if trusted_launch:
         return [Image(gid(_TRUSTED_LAUNCH[family]), "amd64", "2")]
     return [Image(gid(gen2), "amd64", "2"), Image(gid(gen1), "amd64", "1"), Image(gid(arm), "arm64", "2")]
 
 
+def _fips_definitions(image_family: str, family: str, trusted_launch: bool) -> list[tuple[str, str, str]]:
+    """(definition, arch, Hyper-V generation) of the FIPS images AKS publishes in its shared image gallery, as
+    Karpenter's Azure provider picks them: ``Ubuntu`` is Ubuntu 20.04 FIPS (22.04 FIPS with trusted launch),
+    ``Ubuntu2204`` has only the trusted-launch one, ``Ubuntu2404`` none; Azure Linux ignores trusted launch."""
+    if family in ("Ubuntu2204", "Ubuntu2404") and (image_family == "Ubuntu" or family == "Ubuntu2204"):
+        if trusted_launch:
+            return [("2204gen2fipsTLcontainerd", "amd64", "2")]
+        if image_family == "Ubuntu":
+            return [("2004gen2fipscontainerd", "amd64", "2"), ("2004fipscontainerd", "amd64", "1")]
+        return []
+    if family == "AzureLinux":
+        return [("V2gen2fips", "amd64", "2"), ("V2fips", "amd64", "1")]
+    if family == "AzureLinux3":
+        return [("V3gen2fips", "amd64", "2"), ("V3fips", "amd64", "1"), ("V3gen2arm64fips", "arm64", "2")]
+    return []
+
+
 def image_for(image_family: str, version: str | None, size_labels: Mapping[str, str],
               latest: Resolver | None = None, *, trusted_launch: bool = False, fips: bool = False,
-              kubernetes_version: str = "") -> str | None:
+              kubernetes_version: str = "", sig_subscription: str = "") -> str | None:
     """The image a size with ``size_labels`` boots: its arch, Gen2 where the size supports it."""
     arch = size_labels.get(labels.ARCH, "amd64")
     gen = size_labels.get(labels.AZURE_SKU_HYPERV_GENERATION, "2")
     for image in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips,
-                        kubernetes_version=kubernetes_version):
+                        kubernetes_version=kubernetes_version, sig_subscription=sig_subscription):
         if image.arch == arch and image.hyperv_generation == gen:
             return image.id
     return None
@@ -134,10 +161,10 @@ def image_for(image_family: str, version: str | None, size_labels: Mapping[str, 
 
 def status_images(image_family: str, version: str | None = None, latest: Resolver | None = None, *,
                   trusted_launch: bool = False, fips: bool = False,
-                  kubernetes_version: str = "") -> list[dict[str, Any]]:
+                  kubernetes_version: str = "", sig_subscription: str = "") -> list[dict[str, Any]]:
     return [{"id": i.id, "requirements": i.requirements()}
             for i in images(image_family, version, latest, trusted_launch=trusted_launch, fips=fips,
-                            kubernetes_version=kubernetes_version)]
+                            kubernetes_version=kubernetes_version, sig_subscription=sig_subscription)]
 
 
 def _major_minor(kubernetes_version: str) -> tuple[int, int] | None:
@@ -172,7 +199,8 @@ def local_dns_state(spec: Mapping[str, Any], previous: str | None, kubernetes_ve
 
 
 def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "",
-                   latest: Resolver | None = None, network_plugin: str = "") -> dict[str, Any]:
+                   latest: Resolver | None = None, network_plugin: str = "",
+                   sig_subscription: str = "") -> dict[str, Any]:
     """The ``status`` of an AKSNodeClass object (a dict as the API returns it)."""
     kind = str(node_class.get("kind") or "")
     status: dict[str, Any] = {k: v for k, v in dict(node_class.get("status") or {}).items()
@@ -192,7 +220,7 @@ def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "",
     if family_of(family) is None:
         ready = interface.ready_condition(
             False, "ImagesNotReady", f"imageFamily {family!r} is not one of {', '.join(FAMILIES)}")
-    elif fips:
+    elif fips and not sig_subscription:
         ready = interface.ready_condition(
             False, "ImagesNotReady", f"fipsMode FIPS: AKS publishes {family} FIPS images only in its shared image "
             "gallery, and karpy launches from the community galleries")
@@ -204,7 +232,11 @@ def resolve_status(node_class: Mapping[str, Any], kubernetes_version: str = "",
     else:
         ready = interface.ready_condition(True, "Ready")
     found = status_images(family, str(version) if version else None, latest, trusted_launch=trusted_launch,
-                          fips=fips, kubernetes_version=kubernetes_version)
+                          fips=fips, kubernetes_version=kubernetes_version, sig_subscription=sig_subscription)
+    if fips and sig_subscription and not found:
+        ready = interface.ready_condition(
+            False, "ImagesNotReady", f"fipsMode FIPS: AKS publishes no {effective_name(family, kubernetes_version)} "
+            "FIPS image" + (" with trusted launch" if trusted_launch else " without trusted launch"))
     if found:
         status["images"] = found
     if kubernetes_version:

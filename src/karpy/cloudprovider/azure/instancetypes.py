@@ -37,7 +37,9 @@ a size is offered in, a size of a zonal region is taken to be offered in zones 1
 on-demand in each zone at the region's price; spot where the SKU is ``LowPriorityCapable``. **Spot
 prices are not in the packaged data** (its ``spot_prices.source`` says ``estimate``): unless a price
 source (:mod:`karpy.cloudprovider.azure.pricing`) has one, spot costs the on-demand price times a
-deterministic per-(SKU, zone) fraction in [0.3, 0.7) (:func:`karpy.cloudprovider.spot.spot_price`).
+deterministic per-(SKU, zone) fraction in [0.3, 0.7) (:func:`karpy.cloudprovider.spot.spot_price`). Each
+offering decides ``sku-storage-ultra-ssd`` (``false``, or ``false`` / ``true`` where the SKU has Ultra SSD in
+that zone, or regionally for a non-zonal offering), as Karpenter's Azure provider's offerings do.
 
 Facts the packaged data does not know are ``null`` there (listed in each size's ``unknown``; the data's
 ``assumptions`` says the same as this): unknown Hyper-V generations are taken as V1 and V2
@@ -59,7 +61,7 @@ from typing import Any
 from karpy.api import aksnodeclass, errors, labels, quantity
 from karpy.cloudprovider import instancetype, kubelet_overrides
 from karpy.cloudprovider import spot as spot_mod
-from karpy.cloudprovider.azure import disk_limits
+from karpy.cloudprovider.azure import disk_limits, ultra_ssd
 
 DEFAULT_REGION = "southcentralus"
 DATA_FILE = "skus.json"
@@ -425,11 +427,12 @@ def offerings(name: str, rec: Mapping[str, Any], region: str,
     price = float(rec["price"])
     out: list[instancetype.Offering] = []
     for zone in zones(region, rec):
-        out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_ON_DEMAND, price))
+        ultra = ((ultra_ssd.KEY, ("false", "true") if ultra_ssd.available(rec, zone) else ("false",)),)
+        out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_ON_DEMAND, price, labels=ultra))
         if spot_capable(rec):
             known = (spot_prices or {}).get(name)
             spot = known if known is not None else spot_mod.spot_price(name, zone, price)
-            out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot))
+            out.append(instancetype.Offering(zone, labels.CAPACITY_TYPE_SPOT, spot, labels=ultra))
     return tuple(out)
 
 

@@ -56,6 +56,7 @@ from karpy.cloudprovider.azure import (
     instancetypes,
     nodebootstrapping,
     offerings,
+    ultra_ssd,
 )
 from karpy.cloudprovider.fake import capacity
 
@@ -91,6 +92,7 @@ def nodeclass_labels(nc: aksnodeclass.AKSNodeClass | None, arch: str, kubernetes
 
 PROVISION_MODE_SCRIPTLESS = "aksscriptless"
 PROVISION_MODE_BOOTSTRAPPING_CLIENT = "bootstrappingclient"
+PROVISION_MODE_AKS_MACHINE_API = "aksmachineapi"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,13 +123,18 @@ class ClusterConfig:
     node_identities: tuple[str, ...] = ()
     admin_username: str = instances.ADMIN_USERNAME
     provision_mode: str = PROVISION_MODE_SCRIPTLESS
-    """``PROVISION_MODE``: ``aksscriptless`` (karpy renders the custom data) or ``bootstrappingclient``."""
+    """``PROVISION_MODE``: ``aksscriptless`` (karpy renders the custom data), ``bootstrappingclient`` or
+    ``aksmachineapi`` (AKS machines, :mod:`.machines`)."""
     node_bootstrapping_server_url: str = ""
     cluster_resource_group: str = ""
     use_sig: bool = False
+    sig_subscription_id: str = ""
+    """``SIG_SUBSCRIPTION_ID``: the subscription of AKS's shared image galleries (with ``USE_SIG``)."""
+    aks_machines_pool_name: str = ""
+    """``AKS_MACHINES_POOL_NAME``: the agent pool the AKS machines go in (``aksmachineapi``)."""
     aks_identifying_extension: bool = False
     """Add ``computeAksLinuxBilling`` to every VM (ARM of the public, China or US Government cloud)."""
-    """``USE_SIG``: AKS's shared image gallery (refused at start-up: karpy launches community gallery images)."""
+    """``USE_SIG``: AKS's shared image gallery images (the node image versions API) instead of the community ones."""
     """The managed cluster's own resource group (``ARM_RESOURCE_GROUP``), for the node bootstrapping API."""
 
     def bootstrap(self) -> bootstrap.ClusterBootstrap:
@@ -144,20 +151,12 @@ class ClusterConfig:
 
 
 def ultra_ssd_requested(claim: nodeclaim.NodeClaim) -> bool:
-    """The NodeClaim's requirements allow ``sku-storage-ultra-ssd=true`` and not ``false`` (an unsaid or
-    ambiguous requirement is ``false``, as Karpenter's Azure provider resolves it)."""
-    reqs = [r for r in claim.spec.requirements if r.key == labels.AZURE_SKU_STORAGE_ULTRA_SSD]
-    if not reqs:
-        return False
-    return (all(capacity.requirement_holds(r, "true") for r in reqs)
-            and not all(capacity.requirement_holds(r, "false") for r in reqs))
+    """The NodeClaim's requirements allow ``sku-storage-ultra-ssd=true`` and not ``false`` (:mod:`.ultra_ssd`)."""
+    return ultra_ssd.requested(claim.spec.requirements)
 
 
-def ultra_ssd_available(record: Mapping[str, Any], zone: str) -> bool:
-    """Whether a size's Resource SKU record has Ultra SSD in ``zone`` (``""``: a regional VM)."""
-    if not zone:
-        return bool(record.get("ultra_ssd_regional"))
-    return zone.rsplit("-", 1)[-1] in (record.get("ultra_ssd_zones") or ())
+ultra_ssd_available = ultra_ssd.available
+"""Whether a size's Resource SKU record has Ultra SSD in ``zone`` (``""``: a regional VM)."""
 
 
 def node_labels(config: ClusterConfig, claim: nodeclaim.NodeClaim, it: instancetype.InstanceType,

@@ -48,9 +48,12 @@ from karpy.cloudprovider.azure import (
     instances,
     instancetypes,
     launch,
+    machine_launch,
+    machines,
     nodebootstrapping,
     offerings,
     pricing,
+    sig,
     skus,
 )
 
@@ -88,8 +91,21 @@ class AzureCloudProvider:
                 config.node_bootstrapping_server_url, azure.credential, subscription_id=azure.subscription_id,
                 resource_group=config.cluster_resource_group, cluster_name=config.cluster_name,
                 bootstrap_token=config.bootstrap_token)
-        self.launcher = launch.Launcher(self.instances, config, self.unavailable, self.image_versions, self.records,
-                                        bootstrapping)
+        self.machines: machines.MachinesClient | None = None
+        self.latest: images.Resolver = self.image_versions.latest
+        self.launcher: launch.Launcher
+        if config.provision_mode == launch.PROVISION_MODE_AKS_MACHINE_API:
+            pipe = sig.pipeline(azure.endpoint, azure.credential)
+            self.latest = sig.NodeImageVersions(pipe, azure.subscription_id, config.region, clk).latest
+            self.machines = machines.MachinesClient(
+                pipe, subscription_id=azure.subscription_id, resource_group=config.cluster_resource_group,
+                cluster_name=config.cluster_name, pool=config.aks_machines_pool_name)
+            self.launcher = machine_launch.MachineLauncher(self.instances, config, self.unavailable,
+                                                           self.image_versions, self.records, self.machines,
+                                                           self.latest)
+        else:
+            self.launcher = launch.Launcher(self.instances, config, self.unavailable, self.image_versions,
+                                            self.records, bootstrapping)
         self._nics_collected_at: float | None = None
         self._cache_lock = threading.RLock()
 
@@ -155,7 +171,7 @@ class AzureCloudProvider:
         obj = self.node_classes(ref.name)
         if obj is None:
             raise errors.NodeClassNotReadyError(f"AKSNodeClass {ref.name} not found")
-        ready = images.resolve_status(obj)["conditions"][-1]
+        ready = images.resolve_status(obj, sig_subscription=self._sig_subscription())["conditions"][-1]
         if ready["status"] != "True":
             raise errors.NodeClassNotReadyError(f"AKSNodeClass {ref.name} is not ready: {ready['message']}")
         return aksnodeclass.AKSNodeClass.from_manifest(obj)
@@ -194,7 +210,37 @@ class AzureCloudProvider:
                                             retryable=exc.retryable) from exc
         return vm
 
+    def _machine(self, provider_id: str) -> dict[str, Any]:
+        """The owned AKS machine behind a provider ID (``aksmachineapi``)."""
+        assert self.machines is not None
+        vm = provider_id.rsplit("/", 1)[-1]
+        name = machines.name_of_vm(self.config.aks_machines_pool_name, vm)
+        if "/virtualMachines/" not in provider_id or name is None:
+            raise errors.NodeClaimNotFoundError(f"{provider_id or '(no provider id)'} is not a VM of an AKS machine "
+                                                f"of agent pool {self.config.aks_machines_pool_name}")
+        try:
+            machine = self.machines.get(name)
+        except clients.NotFoundError as exc:
+            raise errors.NodeClaimNotFoundError(f"AKS machine {name} not found") from exc
+        except clients.AzureAPIError as exc:
+            raise errors.CloudProviderError(exc.message, reason=exc.code or "AzureAPIError",
+                                            retryable=exc.retryable) from exc
+        if not instances.owned((machine.get("properties") or {}).get("tags"), self.config.cluster_name):
+            raise errors.NodeClaimNotFoundError(f"AKS machine {name} is not this cluster's")
+        return machine
+
+    def _delete_machine(self, claim: nodeclaim.NodeClaim) -> None:
+        assert self.machines is not None
+        machine = self._machine(claim.status.provider_id)
+        try:
+            self.machines.delete(str(machine.get("name")))
+        except clients.AzureAPIError as exc:
+            raise errors.CloudProviderError(f"deleting NodeClaim {claim.name}: {exc.message}",
+                                            reason=exc.code or "AzureAPIError", retryable=exc.retryable) from exc
+
     def delete(self, claim: nodeclaim.NodeClaim) -> None:
+        if self.machines is not None:
+            return self._delete_machine(claim)
         try:
             self._vm_name(claim.status.provider_id)
         except errors.NodeClaimNotFoundError as exc:
@@ -212,12 +258,28 @@ class AzureCloudProvider:
                                             reason=exc.code or "AzureAPIError", retryable=exc.retryable) from exc
 
     def get(self, provider_id: str) -> nodeclaim.NodeClaim:
+        if self.machines is not None:
+            return self.launcher.claim_of(self._machine(provider_id))
         vm = self._owned_vm(provider_id)
         if not instances.owned(vm.get("tags"), self.config.cluster_name):
             raise errors.NodeClaimNotFoundError(f"VM {vm.get('name')} not found")
         return self.launcher.claim_of(vm)
 
+    def _list_machines(self) -> builtins.list[nodeclaim.NodeClaim]:
+        assert self.machines is not None
+        try:
+            found = self.machines.list()
+        except clients.AzureAPIError as exc:
+            raise errors.CloudProviderError(exc.message, reason=exc.code or "AzureAPIError",
+                                            retryable=exc.retryable) from exc
+        claims = [self.launcher.claim_of(m) for m in found
+                  if instances.owned((m.get("properties") or {}).get("tags"), self.config.cluster_name)]
+        claims.sort(key=lambda c: (c.metadata.creation_timestamp or 0.0, c.status.provider_id))
+        return claims
+
     def list(self) -> builtins.list[nodeclaim.NodeClaim]:
+        if self.machines is not None:
+            return self._list_machines()
         try:
             vms = self.instances.list_vms(self.config.cluster_name)
         except clients.AzureAPIError as exc:
@@ -265,6 +327,8 @@ class AzureCloudProvider:
     # Drift, repair, NodeClass status
 
     def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
+        if self.machines is not None:
+            return self._machine_drifted(claim)
         vm = self._owned_vm(claim.status.provider_id)
         ref = claim.spec.node_class_ref
         nc = self._node_class(ref.name if ref is not None else None)
@@ -282,6 +346,23 @@ class AzureCloudProvider:
             return "ImageDrift"
         return ""
 
+    def _machine_drifted(self, claim: nodeclaim.NodeClaim) -> str:
+        """``NodeClassDrift`` or ``ImageDrift`` (the machine's ``nodeImageVersion`` is none of the AKSNodeClass's
+        shared-gallery images now) of an AKS machine."""
+        machine = self._machine(claim.status.provider_id)
+        ref = claim.spec.node_class_ref
+        nc = self._node_class(ref.name if ref is not None else None)
+        if nc is None:
+            return ""
+        have = claim.metadata.annotations.get(labels.NODECLASS_HASH_AZURE)
+        if have is not None and have != nc.hash():
+            return "NodeClassDrift"
+        image = str((machine.get("properties") or {}).get("nodeImageVersion") or "")
+        expected = {sig.node_image_version(i.id) for i in images.images(
+            nc.image_family, nc.image_version, self.latest, trusted_launch=nc.trusted_launch(), fips=nc.fips(),
+            kubernetes_version=self.config.kubernetes_version, sig_subscription=self.config.sig_subscription_id)}
+        return "ImageDrift" if image and expected and image not in expected else ""
+
     def mark_insufficient(self, instance_type: str, zone: str, capacity_type: str, until: float) -> None:
         """Treat an offering as out of capacity until ``until`` (a simulator scenario step)."""
         self.unavailable.mark((instance_type, zone, capacity_type), max(0.0, until - self.clock.now()),
@@ -292,5 +373,9 @@ class AzureCloudProvider:
                 interface.RepairPolicy("Ready", "Unknown", 10 * 60.0)]
 
     def resolve_node_class(self, node_class: Mapping[str, Any]) -> dict[str, Any]:
-        return images.resolve_status(node_class, self.config.kubernetes_version, self.image_versions.latest,
-                                     self.config.network_plugin)
+        return images.resolve_status(node_class, self.config.kubernetes_version, self.latest,
+                                     self.config.network_plugin, self._sig_subscription())
+
+    def _sig_subscription(self) -> str:
+        """Where the shared image gallery images are (``USE_SIG``, the AKS machine API mode); ``""``: community."""
+        return self.config.sig_subscription_id if self.machines is not None else ""

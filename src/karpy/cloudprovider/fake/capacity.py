@@ -230,6 +230,16 @@ class Candidate:
                 self.offering.capacity_type)
 
 
+def _labels_hold(o: instancetype.Offering, reqs: Sequence[selectors.NodeSelectorRequirement]) -> bool:
+    """Some value ``o`` may take for each label it decides (:attr:`instancetype.Offering.labels`) satisfies every
+    requirement on that key."""
+    for key, values in o.labels:
+        on_key = [r for r in reqs if r.key == key]
+        if on_key and not any(all(requirement_holds(r, v) for r in on_key) for v in values):
+            return False
+    return True
+
+
 def candidates(types: Sequence[instancetype.InstanceType],
                reqs: Sequence[selectors.NodeSelectorRequirement],
                requests: Mapping[str, int], region: str,
@@ -246,7 +256,7 @@ def candidates(types: Sequence[instancetype.InstanceType],
     out: list[Candidate] = []
     if any(r.key in RESERVATION_KEYS for r in offering_reqs):  # an offering without them lacks the labels
         defined = defined | RESERVATION_KEYS
-    allowed: dict[tuple[str, str, str, str], bool] = {}
+    allowed: dict[tuple[object, ...], bool] = {}
     named: set[str] | None = None  # an instance-type In list: only those types need looking at
     for r in type_reqs:
         if r.key == labels.INSTANCE_TYPE and r.operator == "In" and r.key in defined:
@@ -263,14 +273,14 @@ def candidates(types: Sequence[instancetype.InstanceType],
         for o in it.offerings:
             if not o.available:
                 continue
-            key = (o.zone, o.capacity_type, o.reservation_id, o.reservation_type)
+            key = (o.zone, o.capacity_type, o.reservation_id, o.reservation_type, o.labels)
             ok = allowed.get(key)
             if ok is None:  # the same few (zone, capacity type) pairs recur across types
                 where = {labels.ZONE: o.zone, labels.CAPACITY_TYPE: o.capacity_type, labels.REGION: region}
                 if o.reservation_id:
                     where.update({capacityreservation.LABEL_ID: o.reservation_id,
                                   capacityreservation.LABEL_TYPE: o.reservation_type})
-                ok = allowed[key] = matches(offering_reqs, where, defined)
+                ok = allowed[key] = matches(offering_reqs, where, defined) and _labels_hold(o, reqs)
             if ok:
                 out.append(Candidate(it, o))
     out.sort(key=Candidate.sort_key)

@@ -40,6 +40,7 @@ from karpy.cloudprovider import errors, instancetype, interface
 from karpy.cloudprovider.aws import instancetypes as aws_types
 from karpy.cloudprovider.azure import images as azure_images
 from karpy.cloudprovider.azure import instancetypes as azure_types
+from karpy.cloudprovider.azure import ultra_ssd
 from karpy.cloudprovider.fake import capacity
 
 NodeClass = capacity.NodeClass
@@ -189,6 +190,20 @@ class CatalogViews:
             self._candidates.clear()
         self._candidates[key] = out
         return out
+
+    @staticmethod
+    def ultra_ssd(cands: list[capacity.Candidate], reqs: Sequence[selectors.NodeSelectorRequirement],
+                  provider_format: str, region: str) -> tuple[list[capacity.Candidate], dict[str, str]]:
+        """On an Azure cloud: only the offerings whose packaged Resource SKU facts have Ultra SSD there when the
+        NodeClaim requires ``sku-storage-ultra-ssd=true`` (:mod:`karpy.cloudprovider.azure.ultra_ssd`), and the
+        label every node gets; elsewhere ``cands`` and no label."""
+        if provider_format != "azure":
+            return cands, {}
+        wanted = ultra_ssd.requested(reqs)
+        if wanted:
+            cands = [c for c in cands if ultra_ssd.available(azure_types.record(region, c.instance_type.name) or {},
+                                                             c.offering.zone)]
+        return cands, {ultra_ssd.KEY: ultra_ssd.label(wanted)}
 
     def view(self, nc: NodeClass | None, unavailable: frozenset[errors.OfferingKey]) -> list[instancetype.InstanceType]:
         """:meth:`types` with the ``unavailable`` offerings marked so (shared: do not change it)."""

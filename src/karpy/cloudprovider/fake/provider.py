@@ -155,6 +155,7 @@ class SimulatedCloud:
                                         spec.resources_requests, self.region, self.views.defined_keys())
         else:
             cands = self.views.candidates(nc, spec.requirements, spec.resources_requests, self.region)
+        cands, extra = self.views.ultra_ssd(cands, spec.requirements, self.provider_format, self.region)
         if not cands:
             raise errors.CreateError(
                 f"no offering of any instance type is compatible with NodeClaim {claim.name}'s "
@@ -170,7 +171,7 @@ class SimulatedCloud:
         if self.launch_failure_rate > 0 and self.rng.random() < self.launch_failure_rate:
             raise errors.CreateError(f"simulated launch failure for NodeClaim {claim.name}",
                                      reason="LaunchFailed", retryable=True)
-        inst = self._launch(claim, chosen, nc)
+        inst = self._launch(claim, chosen, nc, extra)
         md = claim.metadata
         annotations = dict(md.annotations)
         if nc is not None:
@@ -457,8 +458,8 @@ class SimulatedCloud:
                     f"{ref.kind} {ref.name} is not ready: {c.reason or c.status}")
         return nc
 
-    def _launch(self, claim: nodeclaim.NodeClaim, chosen: capacity.Candidate,
-                nc: NodeClass | None) -> capacity.Instance:
+    def _launch(self, claim: nodeclaim.NodeClaim, chosen: capacity.Candidate, nc: NodeClass | None,
+                extra_labels: Mapping[str, str]) -> capacity.Instance:
         nodepool_name = claim.metadata.labels.get(labels.NODEPOOL, "")
         ref = claim.spec.node_class_ref
         tags = self.identity.tags(nodepool_name, claim.name,
@@ -467,11 +468,11 @@ class SimulatedCloud:
                                   eks=isinstance(nc, nodeclass.EC2NodeClass))
         return self._new_instance(chosen.instance_type, chosen.offering, name=claim.name,
                                   claim_name=claim.name, tags=tags, nodepool_name=nodepool_name, nc=nc,
-                                  ref=claim.spec.node_class_ref)
+                                  ref=claim.spec.node_class_ref, extra_labels=extra_labels)
 
-    def _new_instance(self, it: instancetype.InstanceType, offer: instancetype.Offering, *, name: str,
-                      claim_name: str, tags: dict[str, str], nodepool_name: str, nc: NodeClass | None,
-                      ref: nodeclaim.NodeClassRef | None) -> capacity.Instance:
+    def _new_instance(self, it: instancetype.InstanceType, offer: instancetype.Offering, *, name: str, claim_name: str,
+                      tags: dict[str, str], nodepool_name: str, nc: NodeClass | None, ref: nodeclaim.NodeClassRef |
+                      None, extra_labels: Mapping[str, str] | None = None) -> capacity.Instance:
         """Start an instance; ``name`` names Azure VMs and KWOK nodes (AWS ids are random)."""
         iid, pid, hostname = self.identity.names(offer.zone, name)
         if pid in self._live:
@@ -481,7 +482,7 @@ class SimulatedCloud:
         node_labels.setdefault(labels.OS, "linux")
         node_labels.update({labels.INSTANCE_TYPE: it.name, labels.ZONE: offer.zone,
                             labels.REGION: self.region, labels.CAPACITY_TYPE: offer.capacity_type,
-                            **reservations_mod.reserved_labels(offer)})
+                            **reservations_mod.reserved_labels(offer), **(extra_labels or {})})
         if nodepool_name:
             node_labels[labels.NODEPOOL] = nodepool_name
         inst = capacity.Instance(
