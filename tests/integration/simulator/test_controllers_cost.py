@@ -2,8 +2,8 @@
 
 The whole loop - the simulated kube-scheduler, kubelet and workload controllers, and karpy's own
 (provisioner, disruption, lifecycle, termination...) - with 2,000 Deployments of one replica each:
-once every pod runs, one Deployment is scaled from 1 to 2 (its pods need 3 CPUs: a new node). From
-then on, the objects the reconciles read (the in-memory store's ``scanned`` counter: every object a
+once every pod runs, one Deployment is scaled from 1 to 2 (its pods need 3 CPUs: a new node), or
+its pod is deleted (its ReplicaSet makes another). From then on, the objects the reconciles read (the in-memory store's ``scanned`` counter: every object a
 ``list`` looked at, plus every object an ``objects`` call handed back) are counted per controller.
 They must be the same as with 20 Deployments, and few: a controller that lists every Deployment,
 Pod or Node per reconcile fails. (Watch handlers and caches fed by them are not counted: they see each change once.)
@@ -22,13 +22,13 @@ TOUCHED_PER_CHANGE = 16
 ReplicaSets, the ReplicaSet and its pods (a few reconciles each), and the disruption pass's few."""
 
 
-def _scenario(deployments: int) -> str:
+def _scenario(deployments: int, scale: bool = True) -> str:
     head = ("apiVersion: karpy.io/v1alpha1\nkind: Scenario\nmetadata: {name: cost}\nspec:\n"
             "  cloud: {provider: aws, region: us-east-1, zones: [us-east-1a, us-east-1b]}\n"
             "  settings: {clusterName: cost}\n  until: 3m\n"
-            f"  steps: [{{at: {CHANGE_AT}s, scale: {{kind: Deployment, namespace: default, name: app-7, "
-            "replicas: 2}}]\n"
-            "---\napiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec:\n"
+            + (f"  steps: [{{at: {CHANGE_AT}s, scale: {{kind: Deployment, namespace: default, name: app-7, "
+               "replicas: 2}}]\n" if scale else "")
+            + "---\napiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec:\n"
             "  amiSelectorTerms: [{alias: al2023@latest}]\n  role: KarpenterNodeRole-cost\n"
             "  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: cost}}]\n"
             "  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: cost}}]\n"
@@ -50,12 +50,23 @@ def _cpu(i: int) -> str:
     return "3" if i == 7 else "100m"
 
 
-def _reads_after_the_change(deployments: int) -> tuple[dict[str, int], engine.Result]:
-    """Objects read per controller from just before the change to the end of the run."""
+def _reads_after_the_change(deployments: int, delete_pod: bool = False) -> tuple[dict[str, int], engine.Result]:
+    """Objects read per controller from just before the change to the end of the run. The change:
+    app-7 scaled to 2 (a scenario step), or with ``delete_pod`` its pod deleted (between two steps
+    of the loop, as a user would)."""
     counting = [False]
     read: collections.Counter[str] = collections.Counter()
-    sim = engine.Simulation(scenario.load_text(_scenario(deployments), source="cost.yaml"),
-                            progress=lambda done, _total: counting.__setitem__(0, done >= CHANGE_AT - 1))
+    deleted: list[str] = []
+
+    def progress(done: float, _total: float) -> None:
+        counting[0] = done >= CHANGE_AT - 1
+        if delete_pod and done >= CHANGE_AT and not deleted:
+            (pod,) = [p for p in cluster.objects("Pod") if p["metadata"]["labels"].get("app") == "app-7"]
+            deleted.append(pod["metadata"]["name"])
+            cluster.delete("Pod", pod["metadata"]["name"], "default")
+
+    sim = engine.Simulation(scenario.load_text(_scenario(deployments, scale=not delete_pod), source="cost.yaml"),
+                            progress=progress)
     sim.wire()
     cluster = sim.cluster
     current: list[str] = []
@@ -92,5 +103,15 @@ def test_scaling_one_of_2000_deployments_costs_every_controller_a_constant_numbe
     assert sum(1 for p in result.objects["pods"] if p["status"].get("phase") == "Running") == 2001
     before = next(x for x in result.timeline if x.t >= CHANGE_AT - 10)
     assert sum(result.timeline[-1].nodes_by_nodepool.values()) > sum(before.nodes_by_nodepool.values())  # launched
+    assert many == few
+    assert sum(many.values()) <= TOUCHED_PER_CHANGE, many
+
+
+def test_a_deleted_pod_among_2000_deployments_costs_every_controller_a_constant_number_of_reads() -> None:
+    few, _ = _reads_after_the_change(20, delete_pod=True)
+    many, result = _reads_after_the_change(2000, delete_pod=True)
+    app7 = [p for p in result.objects["pods"] if p["metadata"]["labels"].get("app") == "app-7"]
+    assert [p["status"].get("phase") for p in app7] == ["Running"]  # replaced and running again
+    assert sum(1 for p in result.objects["pods"] if p["status"].get("phase") == "Running") == 2000
     assert many == few
     assert sum(many.values()) <= TOUCHED_PER_CHANGE, many
