@@ -3,10 +3,11 @@
 The whole loop - the simulated kube-scheduler, kubelet and workload controllers, and karpy's own
 (provisioner, disruption, lifecycle, termination...) - with 2,000 Deployments of one replica each:
 once every pod runs, one Deployment is scaled from 1 to 2 (its pods need 3 CPUs: a new node), or
-its pod is deleted (its ReplicaSet makes another). From then on, the objects the reconciles read (the in-memory store's ``scanned`` counter: every object a
-``list`` looked at, plus every object an ``objects`` call handed back) are counted per controller.
-They must be the same as with 20 Deployments, and few: a controller that lists every Deployment,
-Pod or Node per reconcile fails. (Watch handlers and caches fed by them are not counted: they see each change once.)
+its pod is deleted (its ReplicaSet makes another). From then on, the objects the reconciles read
+(the in-memory store's ``scanned`` counter: every object a ``list`` looked at, plus every object
+an ``objects`` call handed back) are counted per controller. They must be the same as with 20
+Deployments, and few: a controller that lists every Deployment, Pod or Node per reconcile fails.
+(Watch handlers and the caches they feed are not counted: they see each change once.)
 """
 
 from __future__ import annotations
