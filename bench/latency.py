@@ -15,14 +15,21 @@ Two cases (medians of ``--repeat`` runs, default 5):
 Prints seconds (median, min, max) and the cost of the new NodeClaims per case.
 
 ``--whole-catalog``: the NodePool requires only ``kubernetes.io/os: linux`` (every instance type,
-spot and on-demand), as ``bench/e2e_scale.py --diverse``'s does.
+spot and on-demand), as ``bench/e2e_scale.py --diverse``'s does. ``--diverse``: the pending pods are
+``bench/e2e_scale.py --diverse``'s mix (600 Deployments' templates: generic, zonal and hostname
+spread, zonal affinity, hostname anti-affinity) instead of generic ones.
 
-Run: ``python bench/latency.py [--repeat 5] [--nodes 10000] [--pending 1000] [--changed 10] [--whole-catalog]``.
+Besides wall seconds, each case prints the median CPU seconds of the process (``cpu-s``: what to
+compare on a loaded machine).
+
+Run: ``python bench/latency.py [--repeat 5] [--nodes 10000] [--pending 1000] [--changed 10] [--whole-catalog]
+[--diverse]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
 from typing import Any
@@ -35,6 +42,7 @@ from karpy.provisioning import results, reuse, scheduler, templates
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import cost
+import e2e_scale
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 WHOLE_CATALOG = [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]
@@ -55,10 +63,32 @@ def existing_nodes(n: int, pods_per_node: int, types: list[Any]) -> list[results
 
 
 def timed(pods: list[pod.Pod], np_: Any, types: list[Any], ds: pod.Pod,
-          existing: list[results.ExistingNode], cache: reuse.SchedulingCache | None = None) -> tuple[float, float]:
+          existing: list[results.ExistingNode], cache: reuse.SchedulingCache | None = None
+          ) -> tuple[float, float, float]:
+    """(wall seconds, cost of the new NodeClaims, CPU seconds) of one decision."""
+    cpu = _cpu()
     start = clock.perf_counter()
     res = scheduler.Scheduler([np_], {"default": types}, existing, [ds], cache=cache).solve(pods)
-    return clock.perf_counter() - start, res.cost()
+    return clock.perf_counter() - start, res.cost(), _cpu() - cpu
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def diverse_pods(n: int) -> list[pod.Pod]:
+    """``n`` pending pods of bench/e2e_scale.py's diverse mix (its Deployments' templates)."""
+    out: list[pod.Pod] = []
+    for d in e2e_scale.diverse_deployments(n):
+        template = d["spec"]["template"]
+        name = d["metadata"]["name"]
+        for i in range(d["_replicas"]):
+            out.append(pod.Pod.from_manifest({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{name}-{i}", "namespace": "default", "labels": template["metadata"]["labels"]},
+                "spec": template["spec"]}))
+    return out
 
 
 def changed(existing: list[results.ExistingNode], run: int, count: int) -> list[results.ExistingNode]:
@@ -78,7 +108,7 @@ def changed(existing: list[results.ExistingNode], run: int, count: int) -> list[
 
 
 def kept_runs(pods: list[pod.Pod], np_: Any, types: list[Any], ds: pod.Pod,
-              existing: list[results.ExistingNode], repeat: int, count: int) -> list[tuple[float, float]]:
+              existing: list[results.ExistingNode], repeat: int, count: int) -> list[tuple[float, float, float]]:
     cache = reuse.SchedulingCache()
     timed(pods, np_, types, ds, existing, cache)
     out = []
@@ -97,15 +127,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--whole-catalog", action="store_true",
                     help="a NodePool requiring only kubernetes.io/os=linux (every type, both capacity types: "
                          "bench/e2e_scale.py --diverse's) instead of Karpenter's getting-started one")
+    ap.add_argument("--diverse", action="store_true",
+                    help="the pending pods are bench/e2e_scale.py --diverse's mix (spread, affinity, anti-affinity)")
     args = ap.parse_args(argv)
     np_ = cost.on_demand_nodepool(WHOLE_CATALOG if args.whole_catalog else cost.NODEPOOLS["getting-started"])
     reqs = templates.nodepool_requirements(np_)
     types = [t for t in catalog.load("aws") if templates._type_compatible(reqs, t)]
     ds = cost.daemonset_pod()
-    pods = cost.make_pods(args.pending)
+    pods = diverse_pods(args.pending) if args.diverse else cost.make_pods(args.pending)
     big = existing_nodes(args.nodes, 10, types)
     cases = [("empty", []), ("big", big), ("kept", big)]
-    print(f"{'case':>6} {'pending':>8} {'nodes':>7} {'median-s':>9} {'min-s':>7} {'max-s':>7} {'$/h':>9}")
+    print(f"{'case':>6} {'pending':>8} {'nodes':>7} {'median-s':>9} {'min-s':>7} {'max-s':>7} {'$/h':>9} {'cpu-s':>7}")
     for name, existing in cases:
         if name == "kept":
             runs = kept_runs(pods, np_, types, ds, existing, args.repeat, args.changed)
@@ -113,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = [timed(pods, np_, types, ds, existing) for _ in range(args.repeat)]
         secs = [r[0] for r in runs]
         print(f"{name:>6} {len(pods):>8} {len(existing):>7} {statistics.median(secs):>9.3f} {min(secs):>7.3f} "
-              f"{max(secs):>7.3f} {runs[0][1]:>9.2f}", flush=True)
+              f"{max(secs):>7.3f} {runs[0][1]:>9.2f} {statistics.median(r[2] for r in runs):>7.3f}", flush=True)
     return 0
 
 

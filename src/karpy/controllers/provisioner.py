@@ -335,7 +335,7 @@ class Provisioner:
     def _spot_workloads(self) -> spot_share.Workloads:
         """The Deployments and StatefulSets with a spot share; a bad annotation gets a Warning event."""
         try:
-            found = spot_share.read(self.cluster)
+            found = self.state.spot_workloads.read()
         except kube_errors.KubeError as exc:
             log.warning("provisioner: cannot read workloads for spot shares: %s", exc)
             return spot_share.Workloads((), (), ())

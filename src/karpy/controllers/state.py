@@ -43,7 +43,7 @@ from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
 from karpy.api import quantity, workloads
 from karpy.cloudprovider import instancetype
-from karpy.controllers import inflight, provisionable, reparse
+from karpy.controllers import inflight, provisionable, reparse, spot_workloads
 from karpy.controllers import namespaces as namespaces_mod
 from karpy.controllers import nominations as nominations_mod
 from karpy.kube import interface
@@ -100,6 +100,7 @@ class ClusterState:
         self.parses = 0
         """How many objects were parsed so far (to check the once-per-version rule)."""
         self.namespaces = namespaces_mod.NamespaceWatch(cluster)  # for pod affinity's namespaceSelector
+        self.spot_workloads = spot_workloads.SpotWorkloads(cluster)  # karpy.io/max-spot-percent, watch-fed
         self.nominations = nominations_mod.Nominations()
         """Nodes and in-flight NodeClaims the provisioner planned pending pods onto (Karpenter's
         ``NominateNodeForPod``); the disruption controller leaves them alone while nominated."""
@@ -111,6 +112,7 @@ class ClusterState:
         if self._unsubscribe:
             return self
         self._unsubscribe.append(self.namespaces.start().stop)
+        self._unsubscribe.append(self.spot_workloads.start().stop)
         for kind in KINDS:
             self._unsubscribe.append(self.cluster.watch(kind, self._handler(kind)))
             for obj in self.cluster.list(kind):

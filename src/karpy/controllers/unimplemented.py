@@ -32,6 +32,8 @@ BUFFERS_KEY = "capacitybuffers"
 BUFFER_INTERVAL = 300.0
 BUFFER_KIND = "CapacityBuffer"
 BUFFER_API_VERSION = "autoscaling.x-k8s.io/v1beta1"
+_AFFINITY_MEMO = 4096
+"""Distinct Pod affinities remembered (:meth:`Unimplemented._affinity_sets_fields`); then it starts again."""
 
 
 class Unimplemented:
@@ -43,6 +45,9 @@ class Unimplemented:
         self.recorder = recorder
         self.kinds = tuple(kinds)
         self._warned: dict[tuple[str, str, str], tuple[str, Any]] = {}
+        self._affinities: dict[int, tuple[Any, bool]] = {}
+        """id(a Pod's spec.affinity) -> (it, whether it sets a listed field): pods of one template share
+        the stored affinity (read-only), so a pod change costs a look-up, not a walk of its terms."""
         self.reported: list[tuple[str, str, str]] = []
         """(kind, namespace/name, field path or kind) of every warning published, in order."""
 
@@ -54,11 +59,24 @@ class Unimplemented:
         if event == interface.DELETED:
             self._warned.pop((kind, namespace, name), None)
             return ()
-        if kind == "Pod" and not (obj.get("spec") or {}).get("affinity"):
-            return ()  # the common case, decided without a key: a Pod's listed fields are all affinity terms
-        if kind not in unimplemented.KINDS and not unimplemented.set_fields(kind, obj):
+        if kind == "Pod":  # a Pod's listed fields are all affinity terms
+            affinity = (obj.get("spec") or {}).get("affinity")
+            if not affinity or not self._affinity_sets_fields(affinity, obj):
+                return ()
+        elif kind not in unimplemented.KINDS and not unimplemented.set_fields(kind, obj):
             return ()
         return (f"{kind}|{namespace}|{name}",)
+
+    def _affinity_sets_fields(self, affinity: Any, obj: dict[str, Any]) -> bool:
+        """Whether the Pod ``obj`` (of this ``spec.affinity``) sets a listed field, kept per stored affinity."""
+        hit = self._affinities.get(id(affinity))
+        if hit is not None and hit[0] is affinity:
+            return hit[1]
+        if len(self._affinities) >= _AFFINITY_MEMO:
+            self._affinities = {}
+        found = bool(unimplemented.set_fields("Pod", obj))
+        self._affinities[id(affinity)] = (affinity, found)
+        return found
 
     def reconcile(self, key: str) -> float | None:
         if key == BUFFERS_KEY:

@@ -340,7 +340,7 @@ class Observer:
         off spot in the what-if runs, so consolidation never raises its spot count
         (:func:`karpy.provisioning.spot_share.keep_off_spot`)."""
         try:
-            workloads = spot_share.read(self.cluster)
+            workloads = self.state.spot_workloads.read()
         except kube_errors.KubeError as exc:
             log.warning("disruption: cannot read workloads for spot shares: %s", exc)
             return nodes

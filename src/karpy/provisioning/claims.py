@@ -303,7 +303,7 @@ def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, cr
     types = [table.types[i] for i in options]
     names = [t.name for t in types]
     out_reqs = creqs.add(requirement.Requirement.new(wk.INSTANCE_TYPE, "In", names))
-    requests = {d: int(used[j]) for j, d in enumerate(run.dims) if used[j]}
-    overhead = {d: int(ds[target, j]) for j, d in enumerate(run.dims) if ds[target, j]}
+    requests = {d: v for d, v in zip(run.dims, used.tolist(), strict=True) if v}
+    overhead = {d: v for d, v in zip(run.dims, ds[target].tolist(), strict=True) if v}
     return types, out_reqs, requests, overhead, float(info.price[options[0]])
 

@@ -364,8 +364,14 @@ class NodeTable:
         if sigs is None:
             counts: dict[int, int] = {}
             node = self.node[i]
+            ids = self.signatures.ids
             for p in node.pods if node is not None else ():
-                sid = self.signatures.id((p.namespace, tuple(sorted(p.labels.items())), self.owned_id(p)))
+                md = p.metadata
+                key = (md.namespace, tuple(sorted(md.labels.items())),
+                       0 if p.pod_anti_affinity is None else self.owned_id(p))
+                sid = ids.get(key)
+                if sid is None:
+                    sid = self.signatures.id(key)
                 counts[sid] = counts.get(sid, 0) + 1
             sigs = self.sigs[i] = list(counts.items())
         return sigs

@@ -60,55 +60,114 @@ class TypeTable:
         self.offering_keys = frozenset(k for t in self.types for k in t.offering_labels)
         """Labels offerings decide (:attr:`instancetype.Offering.labels`), checked per offering."""
         self._info: dict[reqs_mod.Requirements, TypeInfo] = {}
+        self._offerings: _Offerings | None = None
 
     def __len__(self) -> int:
         return len(self.types)
 
     def info(self, requirements: reqs_mod.Requirements) -> TypeInfo:
-        """Which types a NodeClaim with ``requirements`` may be, and their cheapest offering."""
+        """Which types a NodeClaim with ``requirements`` may be, and their cheapest offering.
+
+        Vectorised over the types and their offerings (:class:`_Offerings`): each requirement is
+        asked once per distinct label value, zone or capacity type, not once per type."""
         cached = self._info.get(requirements)
         if cached is not None:
             return cached
+        offers = self._offerings
+        if offers is None:
+            offers = self._offerings = _Offerings(self.types, self.label_keys)
         n = len(self.types)
-        mask = np.zeros(n, dtype=np.bool_)
-        price = np.full(n, np.inf)
-        zones: list[frozenset[str]] = []
-        cts: list[frozenset[str]] = []
-        zone_req = requirements.get(wk.ZONE)
-        ct_req = requirements.get(wk.CAPACITY_TYPE)
-        label_reqs = [(k, r) for k, r in requirements.items()
-                      if k in self.label_keys and k not in (wk.ZONE, wk.CAPACITY_TYPE) and k not in self.offering_keys]
+        ok = np.ones(n, dtype=np.bool_)
+        for key, r in requirements.items():
+            if key in self.label_keys and key not in (wk.ZONE, wk.CAPACITY_TYPE) and key not in self.offering_keys:
+                ok &= offers.label_mask(key, r)
+        sel = offers.available & ok[offers.type_of]
         offering_keys = [k for k in self.offering_keys if requirements.get(k) is not None]
-        for i, t in enumerate(self.types):
-            ok = True
-            for key, r in label_reqs:
-                value = t.labels.get(key)
-                if (value is None and not r.admits_absence()) or (value is not None and not r.has(value)):
-                    ok = False
-                    break
-            best = np.inf
-            zs: set[str] = set()
-            cs: set[str] = set()
-            if ok:
-                for o in t.offerings:
-                    if not o.available:
-                        continue
-                    if zone_req is not None and not zone_req.has(o.zone):
-                        continue
-                    if ct_req is not None and not ct_req.has(o.capacity_type):
-                        continue
-                    if offering_keys and not instancetype.offering_admits(o, requirements.get, offering_keys):
-                        continue
-                    zs.add(o.zone)
-                    cs.add(o.capacity_type)
-                    best = min(best, o.price)
-            mask[i] = ok and bool(zs)
-            price[i] = best
-            zones.append(frozenset(zs))
-            cts.append(frozenset(cs))
-        info = TypeInfo(mask, price, zones, cts)
+        if offering_keys:  # labels offerings decide (Azure Ultra SSD, AWS partitions): asked per offering
+            sel &= np.fromiter((instancetype.offering_admits(o, requirements.get, offering_keys)
+                                for o in offers.offerings), dtype=np.bool_, count=len(offers.offerings))
+        zone_req = requirements.get(wk.ZONE)
+        if zone_req is not None:
+            sel &= _admitted(offers.zones, zone_req)[offers.zone_of]
+        ct_req = requirements.get(wk.CAPACITY_TYPE)
+        if ct_req is not None:
+            sel &= _admitted(offers.capacity_types, ct_req)[offers.ct_of]
+        price = np.full(n, np.inf)
+        np.minimum.at(price, offers.type_of[sel], offers.price[sel])
+        zone_bits = np.zeros(n, dtype=np.int64)
+        np.bitwise_or.at(zone_bits, offers.type_of[sel], offers.zone_bit[sel])
+        ct_bits = np.zeros(n, dtype=np.int64)
+        np.bitwise_or.at(ct_bits, offers.type_of[sel], offers.ct_bit[sel])
+        info = TypeInfo(ok & (zone_bits != 0), price, offers.zone_sets(zone_bits.tolist()),
+                        offers.ct_sets(ct_bits.tolist()))
         self._info[requirements] = info
         return info
+
+
+def _admitted(values: Sequence[str], r: Any) -> BoolArray:
+    """Per value (by index), whether requirement ``r`` admits it."""
+    return np.fromiter((r.has(v) for v in values), dtype=np.bool_, count=len(values))
+
+
+class _Offerings:
+    """The offerings of a table's types as flat arrays (type index, zone and capacity type codes and
+    bits, price, availability) and each label key's values as codes per type (-1: no such label)."""
+
+    def __init__(self, types: Sequence[instancetype.InstanceType], label_keys: frozenset[str]) -> None:
+        self.zones: list[str] = []
+        self.capacity_types: list[str] = []
+        self.offerings: list[instancetype.Offering] = []
+        zone_ids: dict[str, int] = {}
+        ct_ids: dict[str, int] = {}
+        type_of, zone_of, ct_of, price, available = [], [], [], [], []
+        for i, t in enumerate(types):
+            for o in t.offerings:
+                self.offerings.append(o)
+                type_of.append(i)
+                zone_of.append(zone_ids.setdefault(o.zone, len(zone_ids)))
+                ct_of.append(ct_ids.setdefault(o.capacity_type, len(ct_ids)))
+                price.append(o.price)
+                available.append(o.available)
+        if len(zone_ids) > 62 or len(ct_ids) > 62:
+            raise ValueError(f"instance types: at most 62 zones and capacity types each, found "
+                             f"{len(zone_ids)} zones and {len(ct_ids)} capacity types")
+        self.zones = list(zone_ids)
+        self.capacity_types = list(ct_ids)
+        self.type_of = np.array(type_of, dtype=np.int64)
+        self.zone_of = np.array(zone_of, dtype=np.int64)
+        self.ct_of = np.array(ct_of, dtype=np.int64)
+        self.zone_bit = np.left_shift(np.int64(1), self.zone_of)
+        self.ct_bit = np.left_shift(np.int64(1), self.ct_of)
+        self.price = np.array(price, dtype=np.float64)
+        self.available = np.array(available, dtype=np.bool_)
+        self._types = types
+        self._label_codes: dict[str, tuple[list[str], npt.NDArray[np.int64]]] = {}
+        self._sets: dict[tuple[int, int], frozenset[str]] = {}
+
+    def label_mask(self, key: str, r: Any) -> BoolArray:
+        """Per type, whether its value of label ``key`` (or its lack of one) satisfies ``r``."""
+        hit = self._label_codes.get(key)
+        if hit is None:
+            ids: dict[str, int] = {}
+            codes = np.fromiter((-1 if (v := t.labels.get(key)) is None else ids.setdefault(v, len(ids))
+                                 for t in self._types), dtype=np.int64, count=len(self._types))
+            hit = self._label_codes[key] = (list(ids), codes)
+        values, codes = hit
+        admitted = np.append(_admitted(values, r), r.admits_absence())  # code -1: the last entry
+        out: BoolArray = admitted[codes]
+        return out
+
+    def zone_sets(self, bits: list[int]) -> list[frozenset[str]]:
+        return [self._set(0, b, self.zones) for b in bits]
+
+    def ct_sets(self, bits: list[int]) -> list[frozenset[str]]:
+        return [self._set(1, b, self.capacity_types) for b in bits]
+
+    def _set(self, which: int, bits: int, names: list[str]) -> frozenset[str]:
+        hit = self._sets.get((which, bits))
+        if hit is None:
+            hit = self._sets[(which, bits)] = frozenset(names[i] for i in range(len(names)) if bits >> i & 1)
+        return hit
 
 
 @dataclass

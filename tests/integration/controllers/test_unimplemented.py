@@ -86,3 +86,31 @@ def test_an_ec2nodeclass_field_is_named_in_the_event() -> None:
     w.run_for(1.0)
     (message,) = _events(w, "default")
     assert "EC2NodeClass default: spec.blockDeviceMappings[].ebs.volumeInitializationRate" in message
+
+
+def test_pods_sharing_one_stored_affinity_have_its_terms_walked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from karpy.controllers import unimplemented as ctl_mod
+
+    w = b.make_world()
+    ctl = ctl_mod.Unimplemented(w.cluster, None)  # type: ignore[arg-type]
+    walked: list[str] = []
+    real = unimplemented.set_fields
+
+    def counting(kind: str, manifest: dict[str, object]) -> list[unimplemented.Field]:
+        walked.append(kind)
+        return real(kind, manifest)
+
+    monkeypatch.setattr(unimplemented, "set_fields", counting)
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "a"}},
+         "matchLabelKeys": ["pod-template-hash"]}]}}
+    pods = [{"kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
+             "spec": {"affinity": affinity, "containers": []}} for i in range(50)]
+    keys = [list(ctl._map("ADDED", p)) for p in pods]
+    assert keys == [[f"Pod|default|p{i}"] for i in range(50)]  # each pod is still checked (reported once per uid)
+    assert walked == ["Pod"]
+    other = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "b"}}}]}}
+    assert list(ctl._map("MODIFIED", {"kind": "Pod", "metadata": {"name": "q", "namespace": "default"},
+                                      "spec": {"affinity": other}})) == []
+    assert walked == ["Pod", "Pod"]
