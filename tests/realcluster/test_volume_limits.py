@@ -8,8 +8,14 @@ There is no CSI driver on KWOK nodes, so the test plays its node plugin, as the 
 the NodePool gives new nodes the startup taint ``rc.csi.karpy.test/agent-not-ready:NoExecute``; when a node
 registers, the plugin writes the node's CSINode (owned by the Node, ``allocatable.count`` the instance type's
 limit, 32) and then removes the taint, so kube-scheduler never sees the node without its count. The volumes
-are static PVs of that driver, pre-bound to the PVCs the StatefulSet's ``volumeClaimTemplates`` create (the
-PV controller of kube-controller-manager completes the binding)."""
+are static PVs of that driver, pre-bound to PVCs of the names the StatefulSet's ``volumeClaimTemplates`` give
+(kube-controller-manager's PV controller binds them; the StatefulSet adopts them), created and bound before the
+StatefulSet so its five pods are pending together.
+
+With karpy's attach counts switched off (``volume_limits.with_requests`` returning the pods unchanged) this test
+fails: karpy sizes the first node by CPU, kube-scheduler refuses the pods over its count and, karpy seeing room
+on that node, they were still pending after the 3 minutes the test waits (kubernetes-sigs/karpenter#1748).
+"""
 
 from __future__ import annotations
 
@@ -58,10 +64,19 @@ def _storage() -> list[dict[str, Any]]:
     return objs
 
 
+def _claim_spec() -> dict[str, Any]:
+    return {"accessModes": ["ReadWriteOnce"], "storageClassName": "rc-csi",
+            "resources": {"requests": {"storage": "1Gi"}}}
+
+
+def _claims() -> list[dict[str, Any]]:
+    return [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": f"data{v}-db-{i}", "namespace": NS, "labels": {"app": "db"}}, "spec": _claim_spec()}
+            for i in range(REPLICAS) for v in range(CLAIMS)]
+
+
 def _statefulset() -> dict[str, Any]:
-    templates = [{"metadata": {"name": f"data{v}"},
-                  "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "rc-csi",
-                           "resources": {"requests": {"storage": "1Gi"}}}} for v in range(CLAIMS)]
+    templates = [{"metadata": {"name": f"data{v}"}, "spec": _claim_spec()} for v in range(CLAIMS)]
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": NS},
             "spec": {"replicas": REPLICAS, "serviceName": "db", "podManagementPolicy": "Parallel",
                      "selector": {"matchLabels": {"app": "db"}},
@@ -117,6 +132,9 @@ def test_a_statefulset_over_one_nodes_attach_limit_is_spread_so_kube_scheduler_r
         scope.namespace(NS)
         scope.nodepool(_pool())
         real.apply(_storage())
+        real.apply(_claims())  # the StatefulSet adopts them; bound first, so its pods are pending together
+        wait_until(lambda: all(p.get("status", {}).get("phase") == "Bound"
+                               for p in real.get_json("pvc", "-n", NS)["items"]), 60, "the PVCs Bound to their PVs")
         real.apply([_statefulset()])
         wait_until(lambda: w.running(real, NS, "app=db", REPLICAS), 180,
                    lambda: f"{REPLICAS} Running pods:\n{controller.log()[-3000:]}")
@@ -125,6 +143,11 @@ def test_a_statefulset_over_one_nodes_attach_limit_is_spread_so_kube_scheduler_r
 
         claims = w.pool_claims(real, POOL)
         assert len(claims) == 2, f"by CPU one {TYPE} holds the 5 pods; by volumes 2 are needed: {len(claims)}"
+        # kube-scheduler never refused a pod for the count (sizing by CPU alone ends in one node whose fifth pod
+        # stays pending: "node(s) exceed max volume count")
+        refused = [e["message"] for e in real.get_json("events", "-n", NS)["items"]
+                   if e.get("reason") == "FailedScheduling" and "max volume count" in e.get("message", "")]
+        assert not refused, refused
         per_node: dict[str, int] = {}
         for p in w.pods(real, NS, "app=db"):
             per_node[p["spec"]["nodeName"]] = per_node.get(p["spec"]["nodeName"], 0) + CLAIMS
