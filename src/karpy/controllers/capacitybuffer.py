@@ -17,7 +17,8 @@ Karpenter v1.14's ``capacitybuffer`` controller and ``virtualpods`` cache in one
   provisioner, which schedules them with the real pending pods (so the room for them is launched
   and, once there, kept free), and to disruption's consolidation snapshot.
 * **After each scheduling run** (:meth:`Buffers.observe`): the nodes the run placed virtual pods on
-  (:attr:`Buffers.node_counts`; emptiness does not remove them, as Karpenter's HasBufferPods) and
+  (:attr:`Buffers.node_counts`; emptiness does not remove them, as Karpenter's HasBufferPods), and the
+  NodeClaims it created for them (:meth:`Buffers.launched`, by NodeClaim name), and
   each buffer's ``Provisioning`` condition: True ``FitsExistingCapacity`` when all its virtual pods
   fit on existing capacity, False ``RequiresNewCapacity`` when some needed a new NodeClaim or fit
   nowhere, False ``NotReadyForProvisioning`` / ``BufferEmpty``.
@@ -260,6 +261,15 @@ class Buffers:
         self._notify()
         for key, buffer in sorted(self._buffers.items()):
             self._provisioning(buffer, existing.get(key, 0), new.get(key, 0), failed.get(key, 0))
+
+    def launched(self, claim: str, placed: Iterable[pod_mod.Pod]) -> None:
+        """The run's NodeClaim ``claim`` was created with ``placed`` on it: its virtual pods hold it from now,
+        not from the next run (a node that is Ready within seconds, as on KWOK, is otherwise empty to
+        emptiness until then, deleted and launched again in a loop)."""
+        n = sum(1 for p in placed if cb.is_virtual(p))
+        if n:
+            self.node_counts = {**self.node_counts, claim: self.node_counts.get(claim, 0) + n}
+            self._notify()
 
     def _provisioning(self, buffer: cb.CapacityBuffer, existing: int, new: int, failed: int) -> None:
         desired = buffer.status_replicas or 0

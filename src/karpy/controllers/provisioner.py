@@ -313,6 +313,8 @@ class Provisioner:
             created = self._create(claim, by_name, hashes, pool_hashes)
             if created is not None:
                 planned.update((p.key, created) for p in claim.pods)
+                if self.buffers is not None:
+                    self.buffers.launched(created, claim.pods)
         # Karpenter's NominateNodeForPod: the targets are not disrupted for the nomination window,
         # nor while the pods planned onto them are pending
         self.state.nominations.nominate((t for t, placed in res.existing.items() if capacitybuffer.real(placed)),

@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from karpy import settings as settings_mod
+from karpy.api import capacitybuffer
 from karpy.api import labels as wk
 from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import nodepool as nodepool_mod
@@ -459,10 +460,14 @@ def repack(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Ca
     if all(c is not None for c in repriced):
         plan = [c for c in repriced if c is not None]
     pool = group[0].nodepool
-    if (use_milp and len(group) <= MILP_MAX_CANDIDATES and len(sim.pods) <= MILP_MAX_PODS
-            and sim.new_claims):
+    # a CapacityBuffer's virtual pods the removal displaces need room in the plan too (a plan of the real
+    # pods alone would drop it); room in another pool's claims is left to the scheduling core's plan
+    virtual = [p for c in sim.new_claims for p in c.pods if capacitybuffer.is_virtual(p)]
+    in_pool = all(c.nodepool == pool.name for c in sim.new_claims if any(capacitybuffer.is_virtual(p) for p in c.pods))
+    if (use_milp and len(group) <= MILP_MAX_CANDIDATES and len(sim.pods) + len(virtual) <= MILP_MAX_PODS
+            and sim.new_claims and in_pool):
         cost = sum(c.price for c in plan) if plan is not None else math.inf
-        better = milp.plan(snap, group, pool, sim.pods, capacity_types, min(cost, target))
+        better = milp.plan(snap, group, pool, [*sim.pods, *virtual], capacity_types, min(cost, target))
         if better is not None and sum(c.price for c in better) < cost - 1e-9:
             plan = better
     if plan is None:

@@ -236,8 +236,8 @@ class Observer:
         order (whether they have been empty long enough is :func:`emptiness.is_consolidatable`'s)."""
         self.require_latest(obs, "emptiable")
         held = self.buffers.buffer_nodes() if self.buffers is not None else set()
-        return [obs.candidates[name] for name in sorted(self.table.empty)
-                if name in obs.candidates and name not in held]
+        return [obs.candidates[name] for name in sorted(self.table.empty)  # held by node or NodeClaim name
+                if name in obs.candidates and name not in held and obs.candidates[name].nodeclaim.name not in held]
 
     def require_latest(self, obs: Observation, what: str) -> None:
         """``what`` reads the rows, which hold the latest observation only: refuse an older one."""

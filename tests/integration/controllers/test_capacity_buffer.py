@@ -108,6 +108,30 @@ def test_a_buffer_alone_launches_a_node_that_emptiness_keeps() -> None:
     assert (cond["status"], cond["reason"]) == ("True", cb.REASON_FITS_EXISTING)
 
 
+def test_room_for_a_buffer_on_nodes_that_come_up_at_once_is_kept_before_the_next_scheduling_run() -> None:
+    # On KWOK a node is Ready within a second of its launch: emptiness (consolidateAfter 0s) looks at it long
+    # before the provisioner's next 30 s run has placed the virtual pods on it as an existing node. The
+    # NodeClaims the run launched for virtual pods hold them from their creation (found on the real cluster).
+    w = b.make_world(settings_=settings.Settings(cluster_name="test", feature_gates=(("CapacityBuffer", True),)),
+                     launch_latency=1.0, startup_taint_delay=0.0)
+    pool = b.nodepool_manifest()
+    pool["spec"]["disruption"] = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}
+    w.cluster.create(pool)
+    w.cluster.create({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t", "namespace": "default"},
+                      "template": _deployment("x", 1, cpu="1")["spec"]["template"]})
+    w.cluster.create(_buffer("room", {"podTemplateRef": {"name": "t"}, "replicas": 2}))
+    for _ in range(60):
+        w.run_for(1.0)
+        if names := {c["metadata"]["name"] for c in w.cluster.list("NodeClaim")}:
+            break
+    assert names
+    for _ in range(12):  # two minutes, every 10 s: nothing deleted, nothing launched again
+        w.run_for(10.0)
+        claims = w.cluster.list("NodeClaim")
+        assert {c["metadata"]["name"] for c in claims} == names
+        assert not [c for c in claims if c["metadata"].get("deletionTimestamp")]
+
+
 def test_deleting_the_buffer_lets_emptiness_remove_its_node() -> None:
     w = _world()
     pool = b.nodepool_manifest()

@@ -66,7 +66,8 @@ def plain_check(ctl: disruption.DisruptionController, obs: observation.Observati
     assert observer.underutilized(obs) == plain_under
     held = observer.buffers.buffer_nodes() if observer.buffers is not None else set()  # CapacityBuffers' room
     plain_empty = [c for c in obs.candidates.values()
-                   if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods) and c.name not in held]
+                   if emptiness.emptiness_enabled(c.nodepool) and candidates.is_empty(c.pods)
+                   and c.name not in held and c.nodeclaim.name not in held]  # by node or by NodeClaim name
     assert observer.emptiable(obs) == plain_empty
     assert validation.unsettled(obs, ctl.state, ctl.orchestrator, ctl.claims, table) == plain_unsettled(ctl, obs)
     # drift: a marker without a cache computes the same reasons (and so writes nothing)

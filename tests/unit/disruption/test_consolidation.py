@@ -374,3 +374,23 @@ def test_a_single_node_pass_stopped_by_its_simulation_bound_says_it_timed_out(
     assert consolidation.single_node(snap, cands, DEFAULTS, reasons=reasons) is None
     assert reasons[consolidation.TIMED_OUT] == "stopped after 1 simulations"
     assert len(reasons) == 2  # one candidate simulated, then the bound
+
+
+def test_many_to_many_keeps_room_for_a_capacity_buffers_virtual_pods() -> None:
+    """Found on the real cluster: the MILP re-packed the candidates' real pods alone, so a re-pack that
+    removed the node holding a CapacityBuffer's room dropped the room it had to launch again (and again).
+    Three 10-cpu nodes with two 4-cpu pods each and an empty one holding two 4-cpu virtual pods: the six
+    real pods fit two 12-cpu nodes ($2.80 < $4.00), all eight need three ($4.20): no saving."""
+    a = make_type("a", 10, 1.00)
+    types = [a, make_type("c", 12, 1.40)]
+    entries = [entry(f"n{i}", a, [running(f"p{i}-{j}", f"n{i}", cpu="4") for j in range(2)], created=float(i))
+               for i in range(3)] + [entry("room", a, [], created=3.0)]
+    virtual = [dataclasses.replace(p, metadata=dataclasses.replace(
+        p.metadata, annotations={**p.metadata.annotations, "karpenter.sh/capacity-buffer-fake-pod": "true"}))
+        for p in pb.make_pods("capacity-buffer-room", 2, cpu="4")]
+    snap, cands = cluster(entries, types, pending_pods=virtual)
+    cmd = consolidation.many_to_many(snap, cands, DEFAULTS)
+    assert cmd is None or {p.key for p in virtual} <= {p.key for c in cmd.replacements for p in c.pods}, \
+        cmd.explanation
+    snap, cands = cluster(entries, types)  # without the buffer the re-pack saves $1.20/h
+    expect_command(consolidation.many_to_many(snap, cands, DEFAULTS), "Replace", ["n0", "n1", "n2", "room"])
