@@ -48,7 +48,15 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import claim_status, cloudcalls, inflight, launch_idempotency, ownership, runtime, state
+from karpy.controllers import (
+    claim_status,
+    cloudcalls,
+    launch_idempotency,
+    launch_record,
+    ownership,
+    runtime,
+    state,
+)
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -61,6 +69,8 @@ log = logging.getLogger("karpy.controllers.lifecycle")
 NAME = "nodeclaim.lifecycle"
 BASE_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
+RECORDED_WAIT = 10.0
+"""Seconds a launch written onto its NodeClaim waits for the watch to show it before it is looked up again."""
 WELL_KNOWN_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 REASON_ICE = "InsufficientCapacityError"
@@ -99,6 +109,8 @@ class Lifecycle:
         self._attempts: dict[str, int] = {}
         self._tried: set[str] = set()
         """NodeClaims this process called ``create`` for (launch idempotency looks before trying again)."""
+        self._recorded: dict[str, tuple[str, float]] = {}
+        """NodeClaim name -> (uid, when) of a launch written whose watch event has not been seen yet."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [("NodeClaim", self._map_claim), ("Node", self._map_node)])
@@ -143,6 +155,7 @@ class Lifecycle:
                 "finalizers": finalizers, "resourceVersion": obj["metadata"]["resourceVersion"]}})
         if not claim.status.provider_id:
             return self._launch(claim)
+        self._recorded.pop(name, None)
         if not claim.is_true(nodeclaim_mod.LAUNCHED):
             self._write_status(name, lambda s, now: claim_status.set_condition(s, nodeclaim_mod.LAUNCHED, "True", now))
         if not claim.is_true(nodeclaim_mod.REGISTERED):
@@ -156,6 +169,7 @@ class Lifecycle:
             del self._launched[uid]
         self._attempts.pop(name, None)
         self._tried.discard(name)
+        self._recorded.pop(name, None)
 
     def _created(self, claim: nodeclaim_mod.NodeClaim) -> float:
         created = claim.metadata.creation_timestamp
@@ -171,43 +185,61 @@ class Lifecycle:
     def _launch(self, claim: nodeclaim_mod.NodeClaim) -> float | None:
         now = self.clock.now()
         uid = claim.metadata.uid
+        recorded = self._recorded.get(claim.name)
+        if recorded is not None and recorded[0] == uid and now - recorded[1] < RECORDED_WAIT:
+            return RECORDED_WAIT - (now - recorded[1])  # written; the watch event is on its way
         launched = self._launched.get(uid)
         deadline = self._created(claim) + self.settings.launch_ttl
         op = "create/" + uid
-        if launched is None and not self.calls.pending(op):
+        if launched is None and now >= deadline and not self.calls.pending(op):
             launched = launch_idempotency.existing(self.cloud, claim, now, retry=claim.name in self._tried)
-        if launched is None:
-            if now >= deadline and not self.calls.pending(op):
+            if launched is None:
                 self._delete_for_timeout(claim, REASON_LAUNCH_TIMEOUT, "launch_timeout",
                                          f"NodeClaim {claim.name} did not launch within "
                                          f"{self.settings.launch_ttl:g}s of its creation")
                 return None
+        if launched is None:
+            retry = claim.name in self._tried
             self._tried.add(claim.name)
-            outcome = self.calls.call(
-                op, lambda: self.metrics.timed(NAME, "Create", self.cloud.name, lambda: self.cloud.create(claim)),
+            cached = self.state.raw("NodeClaim", claim.name)
+            outcome = self.calls.call(op, lambda: launch_record.launch(
+                self.cluster, self.clock, self.cloud, claim, cached, retry=retry, now=now, create=lambda: (
+                    self.metrics.timed(NAME, "Create", self.cloud.name, lambda: self.cloud.create(claim)))),
                 (NAME, claim.name))
             if outcome is None:
                 return None  # in flight: its completion requeues this NodeClaim
-            try:
-                launched = outcome.result()
-            except cp_errors.InsufficientCapacityError as exc:
-                self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
-                for o in exc.offerings:
-                    self.metrics.instance_launch_failures.labels(
-                        getattr(o, "zone", ""), "", getattr(o, "capacity_type", ""), "InsufficientCapacity").inc()
-                self.offerings.mark_unavailable(exc.offerings)
-                log.warning("lifecycle: NodeClaim %s: %s", claim.name, exc)
-                self._event(claim, events.WARNING, REASON_ICE,
-                            f"NodeClaim {claim.name} event: {claim_status.truncate(str(exc))}")
-                self._delete(claim.name)
-                return None
-            except Exception as exc:
-                return self._launch_failed(claim, exc, deadline)
-            self._launched[uid] = launched
-        self._record_launch(claim, launched)
+            result = outcome.result()
+            if result.list_error is not None:
+                raise result.list_error
+            if result.launched is None:
+                assert result.error is not None
+                return self._create_failed(claim, result.error, deadline)
+            if result.error is not None:  # the instance runs; its record is written again next time
+                self._launched[uid] = result.launched
+                raise result.error
+            launched, stored = result.launched, result.stored or {}
+        else:
+            stored = launch_record.write(self.cluster, self.clock, claim, launched,
+                                         self.state.raw("NodeClaim", claim.name))
+        self._recorded[claim.name] = (uid, now)
+        self._launch_recorded(claim, launched, stored)
         self._launched.pop(uid, None)
         self._attempts.pop(claim.name, None)
         return self._register(claim.name)
+
+    def _create_failed(self, claim: nodeclaim_mod.NodeClaim, exc: Exception, deadline: float) -> float | None:
+        if not isinstance(exc, cp_errors.InsufficientCapacityError):
+            return self._launch_failed(claim, exc, deadline)
+        self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
+        for o in exc.offerings:
+            self.metrics.instance_launch_failures.labels(
+                getattr(o, "zone", ""), "", getattr(o, "capacity_type", ""), "InsufficientCapacity").inc()
+        self.offerings.mark_unavailable(exc.offerings)
+        log.warning("lifecycle: NodeClaim %s: %s", claim.name, exc)
+        self._event(claim, events.WARNING, REASON_ICE,
+                    f"NodeClaim {claim.name} event: {claim_status.truncate(str(exc))}")
+        self._delete(claim.name)
+        return None
 
     def _launch_failed(self, claim: nodeclaim_mod.NodeClaim, exc: Exception, deadline: float) -> float | None:
         self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
@@ -230,29 +262,9 @@ class Lifecycle:
         log.info("lifecycle: launching NodeClaim %s failed (%s), retrying in %.0fs", claim.name, message, backoff)
         return max(0.0, min(backoff, deadline - self.clock.now()))
 
-    def _record_launch(self, claim: nodeclaim_mod.NodeClaim, launched: nodeclaim_mod.NodeClaim) -> None:
-        labels = dict(launched.labels)
-        labels.update(inflight.claim_labels(claim))
-        annotations = {k: v for k, v in launched.metadata.annotations.items()
-                       if claim.metadata.annotations.get(k) != v}
-        meta_patch: dict[str, Any] = {"labels": {k: v for k, v in labels.items() if claim.labels.get(k) != v}}
-        if annotations:
-            meta_patch["annotations"] = annotations
-        if meta_patch["labels"] or annotations:
-            self.cluster.patch("NodeClaim", claim.name, {"metadata": meta_patch})
-
-        def mutate(status: dict[str, Any], now: float) -> None:
-            ls = launched.status
-            status["providerID"] = ls.provider_id
-            if ls.image_id:
-                status["imageID"] = ls.image_id
-            if ls.capacity:
-                status["capacity"] = quantity.format_list(ls.capacity)
-            if ls.allocatable:
-                status["allocatable"] = quantity.format_list(ls.allocatable)
-            claim_status.set_condition(status, nodeclaim_mod.LAUNCHED, "True", now)
-
-        stored = self._write_status(claim.name, mutate)
+    def _launch_recorded(self, claim: nodeclaim_mod.NodeClaim, launched: nodeclaim_mod.NodeClaim,
+                         stored: dict[str, Any]) -> None:
+        """Count and log a launch written onto its NodeClaim; call the ``on_launched`` hook."""
         pool = claim.nodepool_name or ""
         self.metrics.nodeclaims_launched.labels(pool).inc()
         log.info("launched nodeclaim", extra=logs.fields(NAME, NodeClaim=claim.name, NodePool=pool or None, **{
