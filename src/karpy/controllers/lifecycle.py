@@ -16,7 +16,11 @@ Node that has the NodeClaim's provider ID. NodeClaims being deleted belong to
    ``NodeClassNotReady``) and other retryable errors: ``Launched=False`` and a retry with
    exponential backoff (1 s doubling, at most 60 s). A non-retryable error: Warning event
    ``LaunchFailed`` and the NodeClaim is deleted. A launch that succeeded but whose status write
-   failed is remembered by uid and never launched twice.
+   failed is remembered by uid and never launched twice. The lookup of an instance launched before,
+   ``create`` and the two writes that record the launch are one op on the executor seam
+   (:mod:`karpy.controllers.launch_record`): inline in the simulator, on the pool in a real cluster,
+   where the loop only counts, logs and hooks the outcome. A launch written whose watch event has
+   not arrived yet is not looked up again for :data:`RECORDED_WAIT` seconds.
 2. **Registration** (a Node with the same provider ID exists): the Node gets the NodeClaim's labels
    and annotations (the NodeClaim's win, so a template ``karpenter.sh/do-not-disrupt`` protects it),
    ``karpenter.sh/registered=true``, the ``karpenter.sh/termination`` finalizer and an
