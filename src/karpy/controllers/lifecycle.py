@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from karpy import clock as clock_mod
@@ -58,6 +58,7 @@ from karpy.controllers import (
     launch_idempotency,
     launch_record,
     ownership,
+    registration_writes,
     runtime,
     state,
 )
@@ -73,6 +74,8 @@ log = logging.getLogger("karpy.controllers.lifecycle")
 NAME = "nodeclaim.lifecycle"
 BASE_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
+LAUNCH, REGISTER, INITIALIZE = "create", "register", "initialize"
+"""The lifecycle's steps whose writes run as one op each (the op id is ``<step>/<uid>``)."""
 RECORDED_WAIT = 10.0
 """Seconds a launch written onto its NodeClaim waits for the watch to show it before it is looked up again."""
 WELL_KNOWN_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
@@ -84,10 +87,6 @@ REASON_LAUNCH_TIMEOUT = "LaunchTimeout"
 REASON_REGISTRATION_TIMEOUT = "RegistrationTimeout"
 REASON_INVALID = "InvalidNodeClaim"
 LaunchHook = Callable[[dict[str, Any]], None]
-
-
-def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return a.get("key") == b.get("key") and (a.get("effect") or "NoSchedule") == (b.get("effect") or "NoSchedule")
 
 
 class Lifecycle:
@@ -113,8 +112,8 @@ class Lifecycle:
         self._attempts: dict[str, int] = {}
         self._tried: set[str] = set()
         """NodeClaims this process called ``create`` for (launch idempotency looks before trying again)."""
-        self._recorded: dict[str, tuple[str, float]] = {}
-        """NodeClaim name -> (uid, when) of a launch written whose watch event has not been seen yet."""
+        self._written: dict[tuple[str, str], tuple[str, float]] = {}
+        """(step, NodeClaim name) -> (uid, when) of a step's writes whose watch event has not been seen yet."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [("NodeClaim", self._map_claim), ("Node", self._map_node)])
@@ -159,13 +158,15 @@ class Lifecycle:
                 "finalizers": finalizers, "resourceVersion": obj["metadata"]["resourceVersion"]}})
         if not claim.status.provider_id:
             return self._launch(claim)
-        self._recorded.pop(name, None)
+        self._written.pop((LAUNCH, name), None)
         if not claim.is_true(nodeclaim_mod.LAUNCHED):
             self._write_status(name, lambda s, now: claim_status.set_condition(s, nodeclaim_mod.LAUNCHED, "True", now))
         if not claim.is_true(nodeclaim_mod.REGISTERED):
             return self._register(name)
+        self._written.pop((REGISTER, name), None)
         if not claim.is_true(nodeclaim_mod.INITIALIZED):
             return self._initialize(name)
+        self._written.pop((INITIALIZE, name), None)
         return None
 
     def _forget(self, name: str) -> None:
@@ -173,11 +174,32 @@ class Lifecycle:
             del self._launched[uid]
         self._attempts.pop(name, None)
         self._tried.discard(name)
-        self._recorded.pop(name, None)
+        for step in (LAUNCH, REGISTER, INITIALIZE):
+            self._written.pop((step, name), None)
 
     def _created(self, claim: nodeclaim_mod.NodeClaim) -> float:
         created = claim.metadata.creation_timestamp
         return self.clock.now() if created is None else created
+
+    def _unseen(self, step: str, claim: nodeclaim_mod.NodeClaim) -> float | None:
+        """Seconds to wait for the watch to show ``step``'s writes for ``claim`` (made by this process and
+        handed over), or ``None`` when there are none, or they were made :data:`RECORDED_WAIT` seconds ago."""
+        written = self._written.get((step, claim.name))
+        if written is None or written[0] != claim.metadata.uid:
+            return None
+        elapsed = self.clock.now() - written[1]
+        return RECORDED_WAIT - elapsed if elapsed < RECORDED_WAIT else None
+
+    def _run_writes(self, step: str, claim: nodeclaim_mod.NodeClaim,
+                    fn: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+        """Run ``step``'s writes for ``claim`` on the executor seam: the NodeClaim as stored, ``None`` while
+        in flight (the completion requeues the NodeClaim); the writes' error is raised here."""
+        outcome = self.calls.call(f"{step}/{claim.metadata.uid}", fn, (NAME, claim.name))
+        if outcome is None:
+            return None
+        stored = outcome.result()
+        self._written[(step, claim.name)] = (claim.metadata.uid, self.clock.now())
+        return stored
 
     def _write_status(self, name: str, mutate: Callable[[dict[str, Any], float], None]) -> dict[str, Any]:
         """Mutate the NodeClaim's status and write it (:func:`claim_status.write`)."""
@@ -189,9 +211,9 @@ class Lifecycle:
     def _launch(self, claim: nodeclaim_mod.NodeClaim) -> float | None:
         now = self.clock.now()
         uid = claim.metadata.uid
-        recorded = self._recorded.get(claim.name)
-        if recorded is not None and recorded[0] == uid and now - recorded[1] < RECORDED_WAIT:
-            return RECORDED_WAIT - (now - recorded[1])  # written; the watch event is on its way
+        waiting = self._unseen(LAUNCH, claim)
+        if waiting is not None:
+            return waiting
         launched = self._launched.get(uid)
         deadline = self._created(claim) + self.settings.launch_ttl
         op = "create/" + uid
@@ -225,7 +247,7 @@ class Lifecycle:
         else:
             stored = launch_record.write(self.cluster, self.clock, claim, launched,
                                          self.state.raw("NodeClaim", claim.name))
-        self._recorded[claim.name] = (uid, now)
+        self._written[(LAUNCH, claim.name)] = (uid, now)
         self._launch_recorded(claim, launched, stored)
         self._launched.pop(uid, None)
         self._attempts.pop(claim.name, None)
@@ -287,6 +309,9 @@ class Lifecycle:
         claim = self.state.nodeclaim(name)
         if claim is None:
             return None
+        waiting = self._unseen(REGISTER, claim)
+        if waiting is not None:
+            return waiting
         node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
         if node_name is None:
             now = self.clock.now()
@@ -311,64 +336,15 @@ class Lifecycle:
                                          f"{self.settings.registration_ttl:g}s of its creation")
                 return None
             return deadline - self.clock.now()
-        self._adopt(node, claim)
-
-        def mutate(status: dict[str, Any], now: float) -> None:
-            status["nodeName"] = node_name
-            claim_status.set_condition(status, nodeclaim_mod.REGISTERED, "True", now)
-
-        self._write_status(name, mutate)
+        claim_obj = self.state.raw("NodeClaim", name)
+        if self._run_writes(REGISTER, claim, lambda: registration_writes.register(
+                self.cluster, self.clock, node, claim, claim_obj)) is None:
+            return None  # in flight
         pool = claim.nodepool_name or ""
         self.metrics.nodeclaims_registered.labels(pool).inc()
         self.metrics.nodes_created.labels(pool, claim.labels.get(wk.ZONE, "")).inc()
         log.info("registered nodeclaim", extra=logs.fields(NAME, NodeClaim=name, NodePool=pool or None, Node=node_name))
         return self._initialize(name)
-
-    def _adopt(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> None:
-        """Sync labels, annotations, finalizer, owner and taints onto the node (one update).
-
-        The NodeClaim's annotations (its NodePool's template annotations, such as
-        ``karpenter.sh/do-not-disrupt``, plus the hash annotations) win over the Node's, as
-        Karpenter's registration assigns them."""
-        try:  # the watch-fed copy first (copy the levels a write changes), a fresh read when stale
-            self.cluster.update(self._adopted(dict(node), claim))
-        except kube_errors.Conflict:
-            self.cluster.update(self._adopted(self.cluster.get("Node", interface.name_of(node)), claim))
-
-    def _adopted(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> dict[str, Any]:
-        """``node`` (a private top level; its nested dicts are not changed) as :meth:`_adopt` writes it."""
-        claim_obj = self.state.raw("NodeClaim", claim.name) or claim.to_manifest()
-        node["metadata"] = meta = dict(node.get("metadata") or {})
-        claim_annotations = interface.annotations_of(claim_obj)
-        if claim_annotations:
-            meta["annotations"] = {**(meta.get("annotations") or {}), **claim_annotations}
-        node_labels = dict(meta.get("labels") or {})
-        node_labels.update(claim.labels)
-        node_labels[wk.REGISTERED] = "true"
-        meta["labels"] = node_labels
-        if not interface.is_terminating(node):
-            finalizers = list(meta.get("finalizers") or ())
-            if wk.FINALIZER_TERMINATION not in finalizers:
-                finalizers.append(wk.FINALIZER_TERMINATION)
-            meta["finalizers"] = finalizers
-        refs = list(meta.get("ownerReferences") or ())
-        uid = interface.uid_of(claim_obj)
-        if uid and not any(r.get("uid") == uid for r in refs):
-            ref = interface.owner_reference(claim_obj, controller=False)
-            ref["blockOwnerDeletion"] = True
-            refs.append(ref)
-        meta["ownerReferences"] = refs
-        node["spec"] = spec = dict(node.get("spec") or {})
-        taints = [dict(t) for t in spec.get("taints") or ()]
-        unregistered = {"key": wk.TAINT_UNREGISTERED, "effect": "NoExecute"}
-        if any(_same_taint(t, unregistered) for t in taints):
-            taints = [t for t in taints if not _same_taint(t, unregistered)]
-            for t in (*claim.spec.taints, *claim.spec.startup_taints):
-                d = t.to_dict()
-                if not any(_same_taint(d, x) for x in taints):
-                    taints.append(d)
-            spec["taints"] = taints
-        return node
 
     # ------------------------------------------------------------------------- initialization
 
@@ -376,12 +352,16 @@ class Lifecycle:
         claim = self.state.nodeclaim(name)
         if claim is None or not claim.status.node_name:
             return None
+        waiting = self._unseen(INITIALIZE, claim)
+        if waiting is not None:
+            return waiting
         node = self.state.node(claim.status.node_name)
         if node is None or not self._initialized(claim, node):
             return None
-        if node.labels.get(wk.INITIALIZED) != "true":
-            self.cluster.patch("Node", node.name, {"metadata": {"labels": {wk.INITIALIZED: "true"}}})
-        self._write_status(name, lambda s, now: claim_status.set_condition(s, nodeclaim_mod.INITIALIZED, "True", now))
+        label, claim_obj = node.labels.get(wk.INITIALIZED) != "true", self.state.raw("NodeClaim", name)
+        if self._run_writes(INITIALIZE, claim, lambda: registration_writes.initialize(
+                self.cluster, self.clock, node.name, label, name, claim_obj)) is None:
+            return None  # in flight
         self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
         log.info("initialized nodeclaim", extra=logs.fields(
             NAME, NodeClaim=name, NodePool=claim.nodepool_name, Node=node.name,
