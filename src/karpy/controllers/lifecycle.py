@@ -89,6 +89,11 @@ REASON_INVALID = "InvalidNodeClaim"
 LaunchHook = Callable[[dict[str, Any]], None]
 
 
+def _started_already() -> dict[str, Any]:
+    """The function of an op taken over once started: never run (the op is in flight or finished)."""
+    raise AssertionError("a lifecycle write op was taken over but had not been started")
+
+
 class Lifecycle:
     """See the module docstring. Register :meth:`controller` with a Manager."""
 
@@ -112,6 +117,8 @@ class Lifecycle:
         self._attempts: dict[str, int] = {}
         self._tried: set[str] = set()
         """NodeClaims this process called ``create`` for (launch idempotency looks before trying again)."""
+        self._on_written: dict[tuple[str, str], Callable[[], None]] = {}
+        """(step, NodeClaim name) -> what follows the step's writes in flight (counting, logging)."""
         self._written: dict[tuple[str, str], tuple[str, float]] = {}
         """(step, NodeClaim name) -> (uid, when) of a step's writes whose watch event has not been seen yet."""
 
@@ -156,8 +163,12 @@ class Lifecycle:
             finalizers = [*(obj["metadata"].get("finalizers") or ()), wk.FINALIZER_TERMINATION]
             self.cluster.patch("NodeClaim", name, {"metadata": {
                 "finalizers": finalizers, "resourceVersion": obj["metadata"]["resourceVersion"]}})
-        if not claim.status.provider_id:
-            return self._launch(claim)
+        uid = claim.metadata.uid
+        if not claim.status.provider_id or self.calls.pending(f"{LAUNCH}/{uid}"):
+            return self._launch(claim)  # a launch, or the outcome of one in flight (the cache may show it already)
+        for step in (REGISTER, INITIALIZE):
+            if self.calls.pending(f"{step}/{uid}"):
+                return self._take_writes(step, claim)
         self._written.pop((LAUNCH, name), None)
         if not claim.is_true(nodeclaim_mod.LAUNCHED):
             self._write_status(name, lambda s, now: claim_status.set_condition(s, nodeclaim_mod.LAUNCHED, "True", now))
@@ -176,6 +187,7 @@ class Lifecycle:
         self._tried.discard(name)
         for step in (LAUNCH, REGISTER, INITIALIZE):
             self._written.pop((step, name), None)
+            self._on_written.pop((step, name), None)
 
     def _created(self, claim: nodeclaim_mod.NodeClaim) -> float:
         created = claim.metadata.creation_timestamp
@@ -190,16 +202,30 @@ class Lifecycle:
         elapsed = self.clock.now() - written[1]
         return RECORDED_WAIT - elapsed if elapsed < RECORDED_WAIT else None
 
-    def _run_writes(self, step: str, claim: nodeclaim_mod.NodeClaim,
-                    fn: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+    def _run_writes(self, step: str, claim: nodeclaim_mod.NodeClaim, fn: Callable[[], dict[str, Any]],
+                    done: Callable[[], None]) -> dict[str, Any] | None:
         """Run ``step``'s writes for ``claim`` on the executor seam: the NodeClaim as stored, ``None`` while
-        in flight (the completion requeues the NodeClaim); the writes' error is raised here."""
+        in flight (the completion requeues the NodeClaim and :meth:`_take_writes` finishes it, whatever the
+        cache shows by then); the writes' error is raised here. ``done()`` (counting, logging) follows them."""
+        self._on_written[(step, claim.name)] = done
         outcome = self.calls.call(f"{step}/{claim.metadata.uid}", fn, (NAME, claim.name))
+        return None if outcome is None else self._finish(step, claim, outcome)
+
+    def _finish(self, step: str, claim: nodeclaim_mod.NodeClaim, outcome: cloudcalls.Outcome[Any]) -> dict[str, Any]:
+        done = self._on_written.pop((step, claim.name), None)
+        stored: dict[str, Any] = outcome.result()
+        self._written[(step, claim.name)] = (claim.metadata.uid, self.clock.now())
+        if done is not None:
+            done()
+        return stored
+
+    def _take_writes(self, step: str, claim: nodeclaim_mod.NodeClaim) -> float | None:
+        """Finish ``step``'s writes started by :meth:`_run_writes` (``None`` while still in flight)."""
+        outcome = self.calls.call(f"{step}/{claim.metadata.uid}", _started_already, (NAME, claim.name))
         if outcome is None:
             return None
-        stored = outcome.result()
-        self._written[(step, claim.name)] = (claim.metadata.uid, self.clock.now())
-        return stored
+        self._finish(step, claim, outcome)
+        return self._initialize(claim.name) if step == REGISTER else None
 
     def _write_status(self, name: str, mutate: Callable[[dict[str, Any], float], None]) -> dict[str, Any]:
         """Mutate the NodeClaim's status and write it (:func:`claim_status.write`)."""
@@ -337,13 +363,17 @@ class Lifecycle:
                 return None
             return deadline - self.clock.now()
         claim_obj = self.state.raw("NodeClaim", name)
+
+        def registered() -> None:
+            pool = claim.nodepool_name or ""
+            self.metrics.nodeclaims_registered.labels(pool).inc()
+            self.metrics.nodes_created.labels(pool, claim.labels.get(wk.ZONE, "")).inc()
+            log.info("registered nodeclaim", extra=logs.fields(NAME, NodeClaim=name, NodePool=pool or None,
+                                                               Node=node_name))
+
         if self._run_writes(REGISTER, claim, lambda: registration_writes.register(
-                self.cluster, self.clock, node, claim, claim_obj)) is None:
+                self.cluster, self.clock, node, claim, claim_obj), registered) is None:
             return None  # in flight
-        pool = claim.nodepool_name or ""
-        self.metrics.nodeclaims_registered.labels(pool).inc()
-        self.metrics.nodes_created.labels(pool, claim.labels.get(wk.ZONE, "")).inc()
-        log.info("registered nodeclaim", extra=logs.fields(NAME, NodeClaim=name, NodePool=pool or None, Node=node_name))
         return self._initialize(name)
 
     # ------------------------------------------------------------------------- initialization
@@ -359,13 +389,15 @@ class Lifecycle:
         if node is None or not self._initialized(claim, node):
             return None
         label, claim_obj = node.labels.get(wk.INITIALIZED) != "true", self.state.raw("NodeClaim", name)
-        if self._run_writes(INITIALIZE, claim, lambda: registration_writes.initialize(
-                self.cluster, self.clock, node.name, label, name, claim_obj)) is None:
-            return None  # in flight
-        self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
-        log.info("initialized nodeclaim", extra=logs.fields(
-            NAME, NodeClaim=name, NodePool=claim.nodepool_name, Node=node.name,
-            allocatable=quantity.format_list(node.allocatable)))
+
+        def initialized() -> None:
+            self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
+            log.info("initialized nodeclaim", extra=logs.fields(
+                NAME, NodeClaim=name, NodePool=claim.nodepool_name, Node=node.name,
+                allocatable=quantity.format_list(node.allocatable)))
+
+        self._run_writes(INITIALIZE, claim, lambda: registration_writes.initialize(
+            self.cluster, self.clock, node.name, label, name, claim_obj), initialized)
         return None
 
     @staticmethod

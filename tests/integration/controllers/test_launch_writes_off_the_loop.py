@@ -1,5 +1,5 @@
-"""A launch's NodeClaim writes are not made on the real-time loop, and a launch already written is not
-looked up or written again while the watch has not shown it yet."""
+"""A launch's and a registration's writes are not made on the real-time loop, and a launch already
+written is not looked up or written again while the watch has not shown it yet."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from typing import Any
 from karpy import clock, operator, settings
 from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.cloudprovider.kwok import factory
 from karpy.controllers import cloudcalls, lifecycle, realtime, runtime
-from karpy.kube import deferred, memory
+from karpy.kube import deferred, interface, memory
 
 from . import builders as b
 
 WRITE_LATENCY = 0.2
+KWOK_CLASS = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
 
 
 class SlowStatusWrites(deferred.DeferredWatches):
@@ -49,7 +51,7 @@ class CountingCloud(b.Bridge):
         return super().list()
 
 
-def test_ten_launches_whose_status_writes_take_200ms_each_do_not_hold_the_loop() -> None:
+def test_ten_launches_and_registrations_whose_status_writes_take_200ms_each_do_not_hold_the_loop() -> None:
     wall = clock.WallClock()
     inner = memory.InMemoryCluster(wall, rng=random.Random(1))
     cluster = SlowStatusWrites(inner)
@@ -59,30 +61,32 @@ def test_ten_launches_whose_status_writes_take_200ms_each_do_not_hold_the_loop()
     lifecycle_seconds: list[float] = []
     manager.observer = lambda name, _result, seconds: (
         lifecycle_seconds.append(seconds) if name == lifecycle.NAME else None)
-    cloud = b.Bridge(fake_provider.SimulatedCloud(wall, random.Random(1), catalog=instancetypes.benchmark(8),
-                                                  cluster_name="test"), None)
-    operator.register_all(manager, cluster, cloud, wall, settings.Settings(
-        cluster_name="test", batch_idle_duration=0.05, batch_max_duration=0.2))
+    s = settings.Settings(cluster_name="test", batch_idle_duration=0.05, batch_max_duration=0.2)
+    operator.register_all(manager, cluster, factory.build(s, wall, cluster), wall, s)  # KWOK: launches make Nodes
     driver = realtime.Driver(manager, wall, pool=pool, pump=cluster)
     box.append(driver)
-    inner.create(b.nodeclass_manifest())
-    inner.create(b.nodepool_manifest())
-    for i in range(10):  # 7 cpu each: one 8-vCPU node per pod
-        inner.create(b.pending_pod(f"big-{i}", cpu="7"))
+    inner.create({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                  "spec": {"template": {"spec": {"nodeClassRef": dict(KWOK_CLASS), "requirements": []}}}})
+    for i in range(10):  # one node per pod (hostname anti-affinity)
+        pod = b.pending_pod(f"big-{i}", cpu="1")
+        pod["metadata"]["labels"] = {"app": "big"}
+        pod["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "big"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        inner.create(pod)
     loop = threading.Thread(target=driver.run, daemon=True)
     loop.start()
     try:
         deadline = time.monotonic() + 30
-        while sum(1 for c in inner.list("NodeClaim") if b.condition(c, "Launched") == "True") < 10:
-            assert time.monotonic() < deadline, "ten launches not recorded within 30 s"
+        while sum(1 for c in inner.list("NodeClaim") if b.condition(c, "Registered") == "True") < 10:
+            assert time.monotonic() < deadline, "ten registrations not written within 30 s"
             time.sleep(0.02)
     finally:
         driver.stop()
         loop.join(10)
     assert not loop.is_alive()
-    launch_writes = [t for t in cluster.status_writes if t.startswith("karpy-cloud")]
-    assert len(launch_writes) >= 10  # each launch's status write was made on a pool thread
-    # ten status writes of 200 ms on the loop would hold it 2 s; the loop's lifecycle reconciles took far less
+    on_pool = [t for t in cluster.status_writes if t.startswith("karpy-cloud")]
+    assert len(on_pool) >= 20  # each launch's and each registration's status write was made on a pool thread
+    # twenty status writes of 200 ms on the loop would hold it 4 s; the loop's lifecycle reconciles took far less
     assert sum(lifecycle_seconds) < 10 * WRITE_LATENCY / 2, sum(lifecycle_seconds)
     assert len({c["status"]["providerID"] for c in inner.list("NodeClaim")}) == 10
 
@@ -112,3 +116,41 @@ def test_a_launch_written_but_not_yet_seen_by_the_watch_is_neither_looked_up_nor
     built.lifecycle.reconcile("c1")  # e.g. requeued by the watch event of its own label patch
     assert (cloud.lists, cloud.creates) == (lists, creates)
     assert inner.get("NodeClaim", "c1")["metadata"]["resourceVersion"] == version  # nothing written again
+
+
+def test_a_launch_and_a_registration_finished_on_the_pool_are_counted_even_when_the_cache_shows_them_first() -> None:
+    wall = clock.WallClock()
+    inner = memory.InMemoryCluster(wall, rng=random.Random(1))
+    cluster = deferred.DeferredWatches(inner)
+    pool = cloudcalls.Pool(2)
+    manager = runtime.Manager(cluster, wall, calls=pool)
+    s = settings.Settings(cluster_name="test")
+    built = operator.register_all(manager, cluster, factory.build(s, wall, cluster), wall, s)
+    inner.create({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                  "spec": {"template": {"spec": {"nodeClassRef": dict(KWOK_CLASS), "requirements": []}}}})
+    inner.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                  "metadata": {"name": "c1", "labels": {"karpenter.sh/nodepool": "default"},
+                               "finalizers": ["karpenter.sh/termination"]},
+                  "spec": {"nodeClassRef": dict(KWOK_CLASS), "requirements": [],
+                           "resources": {"requests": {"cpu": "1"}}}})
+
+    def finish(condition: str) -> None:
+        """Wait for the pool's writes, then let the cache see them before the loop takes the outcome."""
+        deadline = time.monotonic() + 10
+        while b.condition(inner.get("NodeClaim", "c1"), condition) != "True":
+            assert time.monotonic() < deadline, f"{condition} not written"
+            time.sleep(0.01)
+        time.sleep(0.05)  # the completion is queued right after the write
+        cluster.pump()
+        pool.drain(lambda _controller, _key: None)
+
+    cluster.pump()
+    assert built.lifecycle.reconcile("c1") is None  # the launch is in flight
+    finish("Launched")
+    built.lifecycle.reconcile("c1")  # the cache shows the providerID; the outcome is taken all the same
+    finish("Registered")
+    built.lifecycle.reconcile("c1")
+    assert built.metrics.nodeclaims_launched.labels("default")._value.get() == 1
+    assert built.metrics.nodeclaims_registered.labels("default")._value.get() == 1
+    assert not pool.pending("create/" + interface.uid_of(inner.get("NodeClaim", "c1")))
+    pool.close(5)

@@ -12,7 +12,8 @@ import pytest
 from karpy import clock
 from karpy.kube import errors, events, events_background, memory
 
-POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u1"}}
+POD: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "p", "namespace": "default", "uid": "u1"}}
 
 
 class SlowEvents(memory.InMemoryCluster):
