@@ -27,7 +27,11 @@ Node that has the NodeClaim's provider ID. NodeClaims being deleted belong to
    ownerReference to the NodeClaim; the ``karpenter.sh/unregistered`` taint is removed (the
    NodeClaim's taints and startup taints are added if missing at that moment). The NodeClaim gets
    ``status.nodeName`` and ``Registered=True``; ``karpenter_nodeclaims_registered_total`` and
-   ``karpenter_nodes_created_total`` count it.
+   ``karpenter_nodes_created_total`` count it. These writes, and initialization's, are one op each on
+   the executor seam (:mod:`karpy.controllers.registration_writes`), as a launch's are: the lifecycle
+   writes nothing else to the NodeClaim while one is in flight, takes its outcome on the loop when it
+   finishes (whatever the cache shows by then), and does not redo a step whose writes the watch has
+   not shown yet.
 3. **Initialization**: the Node is Ready, none of the NodeClaim's startup taints and no ephemeral
    taint (not-ready, unreachable, unregistered, uninitialized) is left, and every extended resource
    the NodeClaim requests has allocatable > 0. Then the Node gets ``karpenter.sh/initialized=true``
