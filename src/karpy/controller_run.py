@@ -170,6 +170,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     """The ``karpy controller`` command; returns the exit status (see the module docstring)."""
     from karpy import operator
     from karpy.controllers import cloudcalls, leader, realtime, runtime
+    from karpy.kube import events_background
     from karpy.observability import logs, serve
 
     env = os.environ if environ is None else environ
@@ -219,16 +220,19 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
         return EXIT_BAD_INPUT
     pool = cloudcalls.Pool(opts.cloud_workers, wake=lambda: driver_ref[0].wake() if driver_ref else None)
     manager = runtime.Manager(cluster, wall, calls=pool)
+    recorder = events_background.BackgroundRecorder(cluster, wall, "karpenter")  # Events never wait on the loop
     try:
-        built = operator.register_all(manager, cluster, cloud, wall, settings,
+        built = operator.register_all(manager, cluster, cloud, wall, settings, recorder=recorder,
                                       nodeclass_kinds=NODECLASS_KINDS.get(opts.cloud_provider, ()))
     except kube_errors.KubeError as exc:  # a first list that never came (no access, no server)
         probes.stop()
         log.error("cannot start the controllers: %s", exc.message)
         err.write(f"Error: cannot start the controllers: {exc.message}\n")
+        recorder.close(0.0)
         with contextlib.suppress(Exception):
             cluster.close()
         return EXIT_CLUSTER_UNAVAILABLE
+    built.metrics.registry.register(recorder.collector())
     cache_metrics = getattr(cluster, "metrics_collector", None)
     if callable(cache_metrics):  # karpy_decode_errors_total, karpy_informer_synced...
         built.metrics.registry.register(cache_metrics())
@@ -258,6 +262,7 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
         probes.stop()
         err.write(f"Error: cannot listen on --bind-address {opts.bind_address} --metrics-port "
                   f"{settings.metrics_port}: {exc}\n")
+        recorder.close(0.0)
         close = getattr(cluster, "close", None)
         if callable(close):
             close()
@@ -281,6 +286,8 @@ def run(opts: Options, *, environ: Mapping[str, str] | None = None, stderr: IO[s
     try:
         outcome = driver.run()
     finally:
+        if not recorder.close(5.0):
+            log.warning("shutting down: %d events not written", recorder.pending())
         for s in servers:
             s.stop()
         stop = getattr(cluster, "close", None)

@@ -14,17 +14,18 @@ What a caller may rely on, for every implementation:
 - ``call`` returns the :class:`Outcome` of a finished call of that id exactly once (the outcome is
   handed over and forgotten), ``None`` while the call is in flight; a second ``call`` with an id in
   flight does not start the function again.
-- ``fn`` runs at most once per ``call`` that started it; it must not write to the cluster's watch
-  handlers' state (it may be on another thread). Its result is applied by the caller, on the thread
-  that called ``call``.
+- ``fn`` runs at most once per ``call`` that started it; it must not touch the controllers' state (it
+  may be on another thread). It may write to the cluster (a launch records itself on its NodeClaim:
+  :mod:`karpy.controllers.launch_record`), so under :class:`Pool` the cluster must call its watch
+  handlers only on the loop thread that pumps (the Kubernetes adapter, :mod:`karpy.kube.deferred`).
+  Its result is applied by the caller, on the thread that called ``call``.
 - :meth:`CloudCalls.pending` says whether an id is in flight or finished and not yet handed over.
 
 :class:`Inline` runs ``fn`` at once on the caller's thread (deterministic: ``karpy simulate`` and the
 integration tests use it). :class:`Pool` runs it on a bounded ``ThreadPoolExecutor`` (100 workers by
 default, so 100 NodeClaims launch in parallel, as Karpenter does); finished calls wait in a
 thread-safe queue until the driver's loop thread calls :meth:`Pool.drain`, which keeps each outcome
-for its caller and enqueues the caller's key, so every write that follows a cloud call happens on the
-loop thread.
+for its caller and enqueues the caller's key; what the caller does with it happens on the loop thread.
 """
 
 from __future__ import annotations

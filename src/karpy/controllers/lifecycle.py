@@ -16,14 +16,22 @@ Node that has the NodeClaim's provider ID. NodeClaims being deleted belong to
    ``NodeClassNotReady``) and other retryable errors: ``Launched=False`` and a retry with
    exponential backoff (1 s doubling, at most 60 s). A non-retryable error: Warning event
    ``LaunchFailed`` and the NodeClaim is deleted. A launch that succeeded but whose status write
-   failed is remembered by uid and never launched twice.
+   failed is remembered by uid and never launched twice. The lookup of an instance launched before,
+   ``create`` and the two writes that record the launch are one op on the executor seam
+   (:mod:`karpy.controllers.launch_record`): inline in the simulator, on the pool in a real cluster,
+   where the loop only counts, logs and hooks the outcome. A launch written whose watch event has
+   not arrived yet is not looked up again for :data:`RECORDED_WAIT` seconds.
 2. **Registration** (a Node with the same provider ID exists): the Node gets the NodeClaim's labels
    and annotations (the NodeClaim's win, so a template ``karpenter.sh/do-not-disrupt`` protects it),
    ``karpenter.sh/registered=true``, the ``karpenter.sh/termination`` finalizer and an
    ownerReference to the NodeClaim; the ``karpenter.sh/unregistered`` taint is removed (the
    NodeClaim's taints and startup taints are added if missing at that moment). The NodeClaim gets
    ``status.nodeName`` and ``Registered=True``; ``karpenter_nodeclaims_registered_total`` and
-   ``karpenter_nodes_created_total`` count it.
+   ``karpenter_nodes_created_total`` count it. These writes, and initialization's, are one op each on
+   the executor seam (:mod:`karpy.controllers.registration_writes`), as a launch's are: the lifecycle
+   writes nothing else to the NodeClaim while one is in flight, takes its outcome on the loop when it
+   finishes (whatever the cache shows by then), and does not redo a step whose writes the watch has
+   not shown yet.
 3. **Initialization**: the Node is Ready, none of the NodeClaim's startup taints and no ephemeral
    taint (not-ready, unreachable, unregistered, uninitialized) is left, and every extended resource
    the NodeClaim requests has allocatable > 0. Then the Node gets ``karpenter.sh/initialized=true``
@@ -38,7 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from karpy import clock as clock_mod
@@ -48,7 +56,16 @@ from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import quantity
 from karpy.cloudprovider import errors as cp_errors
 from karpy.cloudprovider import interface as cp_interface
-from karpy.controllers import claim_status, cloudcalls, inflight, launch_idempotency, ownership, runtime, state
+from karpy.controllers import (
+    claim_status,
+    cloudcalls,
+    launch_idempotency,
+    launch_record,
+    ownership,
+    registration_writes,
+    runtime,
+    state,
+)
 from karpy.controllers import offerings as offerings_mod
 from karpy.kube import errors as kube_errors
 from karpy.kube import events, interface
@@ -61,6 +78,10 @@ log = logging.getLogger("karpy.controllers.lifecycle")
 NAME = "nodeclaim.lifecycle"
 BASE_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
+LAUNCH, REGISTER, INITIALIZE = "create", "register", "initialize"
+"""The lifecycle's steps whose writes run as one op each (the op id is ``<step>/<uid>``)."""
+RECORDED_WAIT = 10.0
+"""Seconds a launch written onto its NodeClaim waits for the watch to show it before it is looked up again."""
 WELL_KNOWN_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 REASON_ICE = "InsufficientCapacityError"
@@ -72,8 +93,9 @@ REASON_INVALID = "InvalidNodeClaim"
 LaunchHook = Callable[[dict[str, Any]], None]
 
 
-def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return a.get("key") == b.get("key") and (a.get("effect") or "NoSchedule") == (b.get("effect") or "NoSchedule")
+def _started_already() -> dict[str, Any]:
+    """The function of an op taken over once started: never run (the op is in flight or finished)."""
+    raise AssertionError("a lifecycle write op was taken over but had not been started")
 
 
 class Lifecycle:
@@ -99,6 +121,10 @@ class Lifecycle:
         self._attempts: dict[str, int] = {}
         self._tried: set[str] = set()
         """NodeClaims this process called ``create`` for (launch idempotency looks before trying again)."""
+        self._on_written: dict[tuple[str, str], Callable[[], None]] = {}
+        """(step, NodeClaim name) -> what follows the step's writes in flight (counting, logging)."""
+        self._written: dict[tuple[str, str], tuple[str, float]] = {}
+        """(step, NodeClaim name) -> (uid, when) of a step's writes whose watch event has not been seen yet."""
 
     def controller(self) -> runtime.Controller:
         return runtime.Controller(NAME, self.reconcile, [("NodeClaim", self._map_claim), ("Node", self._map_node)])
@@ -141,14 +167,21 @@ class Lifecycle:
             finalizers = [*(obj["metadata"].get("finalizers") or ()), wk.FINALIZER_TERMINATION]
             self.cluster.patch("NodeClaim", name, {"metadata": {
                 "finalizers": finalizers, "resourceVersion": obj["metadata"]["resourceVersion"]}})
-        if not claim.status.provider_id:
-            return self._launch(claim)
+        uid = claim.metadata.uid
+        if not claim.status.provider_id or self.calls.pending(f"{LAUNCH}/{uid}"):
+            return self._launch(claim)  # a launch, or the outcome of one in flight (the cache may show it already)
+        for step in (REGISTER, INITIALIZE):
+            if self.calls.pending(f"{step}/{uid}"):
+                return self._take_writes(step, claim)
+        self._written.pop((LAUNCH, name), None)
         if not claim.is_true(nodeclaim_mod.LAUNCHED):
             self._write_status(name, lambda s, now: claim_status.set_condition(s, nodeclaim_mod.LAUNCHED, "True", now))
         if not claim.is_true(nodeclaim_mod.REGISTERED):
             return self._register(name)
+        self._written.pop((REGISTER, name), None)
         if not claim.is_true(nodeclaim_mod.INITIALIZED):
             return self._initialize(name)
+        self._written.pop((INITIALIZE, name), None)
         return None
 
     def _forget(self, name: str) -> None:
@@ -156,10 +189,47 @@ class Lifecycle:
             del self._launched[uid]
         self._attempts.pop(name, None)
         self._tried.discard(name)
+        for step in (LAUNCH, REGISTER, INITIALIZE):
+            self._written.pop((step, name), None)
+            self._on_written.pop((step, name), None)
 
     def _created(self, claim: nodeclaim_mod.NodeClaim) -> float:
         created = claim.metadata.creation_timestamp
         return self.clock.now() if created is None else created
+
+    def _unseen(self, step: str, claim: nodeclaim_mod.NodeClaim) -> float | None:
+        """Seconds to wait for the watch to show ``step``'s writes for ``claim`` (made by this process and
+        handed over), or ``None`` when there are none, or they were made :data:`RECORDED_WAIT` seconds ago."""
+        written = self._written.get((step, claim.name))
+        if written is None or written[0] != claim.metadata.uid:
+            return None
+        elapsed = self.clock.now() - written[1]
+        return RECORDED_WAIT - elapsed if elapsed < RECORDED_WAIT else None
+
+    def _run_writes(self, step: str, claim: nodeclaim_mod.NodeClaim, fn: Callable[[], dict[str, Any]],
+                    done: Callable[[], None]) -> dict[str, Any] | None:
+        """Run ``step``'s writes for ``claim`` on the executor seam: the NodeClaim as stored, ``None`` while
+        in flight (the completion requeues the NodeClaim and :meth:`_take_writes` finishes it, whatever the
+        cache shows by then); the writes' error is raised here. ``done()`` (counting, logging) follows them."""
+        self._on_written[(step, claim.name)] = done
+        outcome = self.calls.call(f"{step}/{claim.metadata.uid}", fn, (NAME, claim.name))
+        return None if outcome is None else self._finish(step, claim, outcome)
+
+    def _finish(self, step: str, claim: nodeclaim_mod.NodeClaim, outcome: cloudcalls.Outcome[Any]) -> dict[str, Any]:
+        done = self._on_written.pop((step, claim.name), None)
+        stored: dict[str, Any] = outcome.result()
+        self._written[(step, claim.name)] = (claim.metadata.uid, self.clock.now())
+        if done is not None:
+            done()
+        return stored
+
+    def _take_writes(self, step: str, claim: nodeclaim_mod.NodeClaim) -> float | None:
+        """Finish ``step``'s writes started by :meth:`_run_writes` (``None`` while still in flight)."""
+        outcome = self.calls.call(f"{step}/{claim.metadata.uid}", _started_already, (NAME, claim.name))
+        if outcome is None:
+            return None
+        self._finish(step, claim, outcome)
+        return self._initialize(claim.name) if step == REGISTER else None
 
     def _write_status(self, name: str, mutate: Callable[[dict[str, Any], float], None]) -> dict[str, Any]:
         """Mutate the NodeClaim's status and write it (:func:`claim_status.write`)."""
@@ -171,43 +241,61 @@ class Lifecycle:
     def _launch(self, claim: nodeclaim_mod.NodeClaim) -> float | None:
         now = self.clock.now()
         uid = claim.metadata.uid
+        waiting = self._unseen(LAUNCH, claim)
+        if waiting is not None:
+            return waiting
         launched = self._launched.get(uid)
         deadline = self._created(claim) + self.settings.launch_ttl
         op = "create/" + uid
-        if launched is None and not self.calls.pending(op):
+        if launched is None and now >= deadline and not self.calls.pending(op):
             launched = launch_idempotency.existing(self.cloud, claim, now, retry=claim.name in self._tried)
-        if launched is None:
-            if now >= deadline and not self.calls.pending(op):
+            if launched is None:
                 self._delete_for_timeout(claim, REASON_LAUNCH_TIMEOUT, "launch_timeout",
                                          f"NodeClaim {claim.name} did not launch within "
                                          f"{self.settings.launch_ttl:g}s of its creation")
                 return None
+        if launched is None:
+            retry = claim.name in self._tried
             self._tried.add(claim.name)
-            outcome = self.calls.call(
-                op, lambda: self.metrics.timed(NAME, "Create", self.cloud.name, lambda: self.cloud.create(claim)),
+            cached = self.state.raw("NodeClaim", claim.name)
+            outcome = self.calls.call(op, lambda: launch_record.launch(
+                self.cluster, self.clock, self.cloud, claim, cached, retry=retry, now=now, create=lambda: (
+                    self.metrics.timed(NAME, "Create", self.cloud.name, lambda: self.cloud.create(claim)))),
                 (NAME, claim.name))
             if outcome is None:
                 return None  # in flight: its completion requeues this NodeClaim
-            try:
-                launched = outcome.result()
-            except cp_errors.InsufficientCapacityError as exc:
-                self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
-                for o in exc.offerings:
-                    self.metrics.instance_launch_failures.labels(
-                        getattr(o, "zone", ""), "", getattr(o, "capacity_type", ""), "InsufficientCapacity").inc()
-                self.offerings.mark_unavailable(exc.offerings)
-                log.warning("lifecycle: NodeClaim %s: %s", claim.name, exc)
-                self._event(claim, events.WARNING, REASON_ICE,
-                            f"NodeClaim {claim.name} event: {claim_status.truncate(str(exc))}")
-                self._delete(claim.name)
-                return None
-            except Exception as exc:
-                return self._launch_failed(claim, exc, deadline)
-            self._launched[uid] = launched
-        self._record_launch(claim, launched)
+            result = outcome.result()
+            if result.list_error is not None:
+                raise result.list_error
+            if result.launched is None:
+                assert result.error is not None
+                return self._create_failed(claim, result.error, deadline)
+            if result.error is not None:  # the instance runs; its record is written again next time
+                self._launched[uid] = result.launched
+                raise result.error
+            launched, stored = result.launched, result.stored or {}
+        else:
+            stored = launch_record.write(self.cluster, self.clock, claim, launched,
+                                         self.state.raw("NodeClaim", claim.name))
+        self._written[(LAUNCH, claim.name)] = (uid, now)
+        self._launch_recorded(claim, launched, stored)
         self._launched.pop(uid, None)
         self._attempts.pop(claim.name, None)
         return self._register(claim.name)
+
+    def _create_failed(self, claim: nodeclaim_mod.NodeClaim, exc: Exception, deadline: float) -> float | None:
+        if not isinstance(exc, cp_errors.InsufficientCapacityError):
+            return self._launch_failed(claim, exc, deadline)
+        self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
+        for o in exc.offerings:
+            self.metrics.instance_launch_failures.labels(
+                getattr(o, "zone", ""), "", getattr(o, "capacity_type", ""), "InsufficientCapacity").inc()
+        self.offerings.mark_unavailable(exc.offerings)
+        log.warning("lifecycle: NodeClaim %s: %s", claim.name, exc)
+        self._event(claim, events.WARNING, REASON_ICE,
+                    f"NodeClaim {claim.name} event: {claim_status.truncate(str(exc))}")
+        self._delete(claim.name)
+        return None
 
     def _launch_failed(self, claim: nodeclaim_mod.NodeClaim, exc: Exception, deadline: float) -> float | None:
         self.metrics.cloud_error(NAME, "Create", self.cloud.name, exc)
@@ -230,29 +318,9 @@ class Lifecycle:
         log.info("lifecycle: launching NodeClaim %s failed (%s), retrying in %.0fs", claim.name, message, backoff)
         return max(0.0, min(backoff, deadline - self.clock.now()))
 
-    def _record_launch(self, claim: nodeclaim_mod.NodeClaim, launched: nodeclaim_mod.NodeClaim) -> None:
-        labels = dict(launched.labels)
-        labels.update(inflight.claim_labels(claim))
-        annotations = {k: v for k, v in launched.metadata.annotations.items()
-                       if claim.metadata.annotations.get(k) != v}
-        meta_patch: dict[str, Any] = {"labels": {k: v for k, v in labels.items() if claim.labels.get(k) != v}}
-        if annotations:
-            meta_patch["annotations"] = annotations
-        if meta_patch["labels"] or annotations:
-            self.cluster.patch("NodeClaim", claim.name, {"metadata": meta_patch})
-
-        def mutate(status: dict[str, Any], now: float) -> None:
-            ls = launched.status
-            status["providerID"] = ls.provider_id
-            if ls.image_id:
-                status["imageID"] = ls.image_id
-            if ls.capacity:
-                status["capacity"] = quantity.format_list(ls.capacity)
-            if ls.allocatable:
-                status["allocatable"] = quantity.format_list(ls.allocatable)
-            claim_status.set_condition(status, nodeclaim_mod.LAUNCHED, "True", now)
-
-        stored = self._write_status(claim.name, mutate)
+    def _launch_recorded(self, claim: nodeclaim_mod.NodeClaim, launched: nodeclaim_mod.NodeClaim,
+                         stored: dict[str, Any]) -> None:
+        """Count and log a launch written onto its NodeClaim; call the ``on_launched`` hook."""
         pool = claim.nodepool_name or ""
         self.metrics.nodeclaims_launched.labels(pool).inc()
         log.info("launched nodeclaim", extra=logs.fields(NAME, NodeClaim=claim.name, NodePool=pool or None, **{
@@ -271,6 +339,9 @@ class Lifecycle:
         claim = self.state.nodeclaim(name)
         if claim is None:
             return None
+        waiting = self._unseen(REGISTER, claim)
+        if waiting is not None:
+            return waiting
         node_name = self.state.node_name_for_provider_id(claim.status.provider_id)
         if node_name is None:
             now = self.clock.now()
@@ -295,64 +366,19 @@ class Lifecycle:
                                          f"{self.settings.registration_ttl:g}s of its creation")
                 return None
             return deadline - self.clock.now()
-        self._adopt(node, claim)
+        claim_obj = self.state.raw("NodeClaim", name)
 
-        def mutate(status: dict[str, Any], now: float) -> None:
-            status["nodeName"] = node_name
-            claim_status.set_condition(status, nodeclaim_mod.REGISTERED, "True", now)
+        def registered() -> None:
+            pool = claim.nodepool_name or ""
+            self.metrics.nodeclaims_registered.labels(pool).inc()
+            self.metrics.nodes_created.labels(pool, claim.labels.get(wk.ZONE, "")).inc()
+            log.info("registered nodeclaim", extra=logs.fields(NAME, NodeClaim=name, NodePool=pool or None,
+                                                               Node=node_name))
 
-        self._write_status(name, mutate)
-        pool = claim.nodepool_name or ""
-        self.metrics.nodeclaims_registered.labels(pool).inc()
-        self.metrics.nodes_created.labels(pool, claim.labels.get(wk.ZONE, "")).inc()
-        log.info("registered nodeclaim", extra=logs.fields(NAME, NodeClaim=name, NodePool=pool or None, Node=node_name))
+        if self._run_writes(REGISTER, claim, lambda: registration_writes.register(
+                self.cluster, self.clock, node, claim, claim_obj), registered) is None:
+            return None  # in flight
         return self._initialize(name)
-
-    def _adopt(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> None:
-        """Sync labels, annotations, finalizer, owner and taints onto the node (one update).
-
-        The NodeClaim's annotations (its NodePool's template annotations, such as
-        ``karpenter.sh/do-not-disrupt``, plus the hash annotations) win over the Node's, as
-        Karpenter's registration assigns them."""
-        try:  # the watch-fed copy first (copy the levels a write changes), a fresh read when stale
-            self.cluster.update(self._adopted(dict(node), claim))
-        except kube_errors.Conflict:
-            self.cluster.update(self._adopted(self.cluster.get("Node", interface.name_of(node)), claim))
-
-    def _adopted(self, node: dict[str, Any], claim: nodeclaim_mod.NodeClaim) -> dict[str, Any]:
-        """``node`` (a private top level; its nested dicts are not changed) as :meth:`_adopt` writes it."""
-        claim_obj = self.state.raw("NodeClaim", claim.name) or claim.to_manifest()
-        node["metadata"] = meta = dict(node.get("metadata") or {})
-        claim_annotations = interface.annotations_of(claim_obj)
-        if claim_annotations:
-            meta["annotations"] = {**(meta.get("annotations") or {}), **claim_annotations}
-        node_labels = dict(meta.get("labels") or {})
-        node_labels.update(claim.labels)
-        node_labels[wk.REGISTERED] = "true"
-        meta["labels"] = node_labels
-        if not interface.is_terminating(node):
-            finalizers = list(meta.get("finalizers") or ())
-            if wk.FINALIZER_TERMINATION not in finalizers:
-                finalizers.append(wk.FINALIZER_TERMINATION)
-            meta["finalizers"] = finalizers
-        refs = list(meta.get("ownerReferences") or ())
-        uid = interface.uid_of(claim_obj)
-        if uid and not any(r.get("uid") == uid for r in refs):
-            ref = interface.owner_reference(claim_obj, controller=False)
-            ref["blockOwnerDeletion"] = True
-            refs.append(ref)
-        meta["ownerReferences"] = refs
-        node["spec"] = spec = dict(node.get("spec") or {})
-        taints = [dict(t) for t in spec.get("taints") or ()]
-        unregistered = {"key": wk.TAINT_UNREGISTERED, "effect": "NoExecute"}
-        if any(_same_taint(t, unregistered) for t in taints):
-            taints = [t for t in taints if not _same_taint(t, unregistered)]
-            for t in (*claim.spec.taints, *claim.spec.startup_taints):
-                d = t.to_dict()
-                if not any(_same_taint(d, x) for x in taints):
-                    taints.append(d)
-            spec["taints"] = taints
-        return node
 
     # ------------------------------------------------------------------------- initialization
 
@@ -360,16 +386,22 @@ class Lifecycle:
         claim = self.state.nodeclaim(name)
         if claim is None or not claim.status.node_name:
             return None
+        waiting = self._unseen(INITIALIZE, claim)
+        if waiting is not None:
+            return waiting
         node = self.state.node(claim.status.node_name)
         if node is None or not self._initialized(claim, node):
             return None
-        if node.labels.get(wk.INITIALIZED) != "true":
-            self.cluster.patch("Node", node.name, {"metadata": {"labels": {wk.INITIALIZED: "true"}}})
-        self._write_status(name, lambda s, now: claim_status.set_condition(s, nodeclaim_mod.INITIALIZED, "True", now))
-        self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
-        log.info("initialized nodeclaim", extra=logs.fields(
-            NAME, NodeClaim=name, NodePool=claim.nodepool_name, Node=node.name,
-            allocatable=quantity.format_list(node.allocatable)))
+        label, claim_obj = node.labels.get(wk.INITIALIZED) != "true", self.state.raw("NodeClaim", name)
+
+        def initialized() -> None:
+            self.metrics.nodeclaims_initialized.labels(claim.nodepool_name or "").inc()
+            log.info("initialized nodeclaim", extra=logs.fields(
+                NAME, NodeClaim=name, NodePool=claim.nodepool_name, Node=node.name,
+                allocatable=quantity.format_list(node.allocatable)))
+
+        self._run_writes(INITIALIZE, claim, lambda: registration_writes.initialize(
+            self.cluster, self.clock, node.name, label, name, claim_obj), initialized)
         return None
 
     @staticmethod

@@ -77,6 +77,11 @@ class EventRecorder:
 
     def publish(self, involved: Mapping[str, Any], type: str, reason: str, message: str) -> dict[str, Any]:
         """Create or aggregate an Event; returns it as stored."""
+        return self._publish_at(involved, type, reason, message, self.clock.now())
+
+    def _publish_at(self, involved: Mapping[str, Any], type: str, reason: str, message: str,
+                    at: float) -> dict[str, Any]:
+        """:meth:`publish` of an event that happened at ``at``."""
         if type not in (NORMAL, WARNING):
             raise errors.Invalid(f"event type must be {NORMAL} or {WARNING}, found {type!r}")
         ref = involved_object(involved)
@@ -90,7 +95,6 @@ class EventRecorder:
             message,
             self.component,
         )
-        at = self.clock.now()
         now = clock_mod.rfc3339(at)
         known = self._published.get(key)
         if known is not None:
@@ -99,7 +103,7 @@ class EventRecorder:
                 self._published.move_to_end(key)
                 return updated
             del self._published[key]
-        event = self._create(ref, type, reason, message, now)
+        event = self._create(ref, type, reason, message, now, at)
         self._published[key] = {"event": event, "written": at, "stored": 1, "repeats": 0}
         if len(self._published) > CACHE_SIZE:
             self._published.popitem(last=False)
@@ -154,12 +158,16 @@ class EventRecorder:
         :data:`SERIES_FINISH` seconds (virtual) after its last occurrence, as the broadcaster's
         6-minute sweep does, so what it remembers is bounded by what happened in that window.
         """
+        return self._series_at(involved, type, reason, message, self.clock.now())
+
+    def _series_at(self, involved: Mapping[str, Any], type: str, reason: str, message: str,
+                   now: float) -> dict[str, Any] | None:
+        """:meth:`series` of an event that happened at ``now``."""
         if type not in (NORMAL, WARNING):
             raise errors.Invalid(f"event type must be {NORMAL} or {WARNING}, found {type!r}")
         meta = involved.get("metadata") or {}
         key = (str(involved.get("kind", "")), meta.get("namespace") or "", meta.get("name", ""),
                meta.get("uid", ""), meta.get("resourceVersion", ""), type, reason)
-        now = self.clock.now()
         if now - self._swept >= SERIES_FINISH:
             self._swept = now
             self._series = {k: v for k, v in self._series.items() if now - v[3] < SERIES_FINISH}
@@ -174,7 +182,7 @@ class EventRecorder:
                                           known[0])
             except errors.NotFound:
                 del self._series[key]
-        event = self._create(involved_object(involved), type, reason, message, clock_mod.rfc3339(now))
+        event = self._create(involved_object(involved), type, reason, message, clock_mod.rfc3339(now), now)
         self._series[key] = [event["metadata"]["namespace"], event["metadata"]["name"], 1, now]
         return event
 
@@ -184,9 +192,10 @@ class EventRecorder:
     def warning(self, involved: Mapping[str, Any], reason: str, message: str) -> dict[str, Any]:
         return self.publish(involved, WARNING, reason, message)
 
-    def _create(self, ref: dict[str, Any], type: str, reason: str, message: str, now: str) -> dict[str, Any]:
+    def _create(self, ref: dict[str, Any], type: str, reason: str, message: str, now: str,
+                at: float) -> dict[str, Any]:
         namespace = ref.get("namespace") or "default"
-        stamp = int(self.clock.now() * 1_000_000_000)
+        stamp = int(at * 1_000_000_000)
         for attempt in range(1000):
             event = {
                 "apiVersion": "v1",

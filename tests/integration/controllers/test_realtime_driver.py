@@ -1,7 +1,8 @@
 """The real-time driver: the same Manager on the wall clock, cloud calls on a bounded pool, leader-only.
 
-These run on the in-memory cluster (its watch handlers fire on the writing thread, which is the loop
-thread here: the cloud below never writes to the cluster).
+These run on the in-memory cluster behind :class:`karpy.kube.deferred.DeferredWatches` (watch handlers run
+only on the loop thread that pumps, as with the Kubernetes adapter: a launch's NodeClaim writes are made on
+the pool's threads).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import instancetypes
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.controllers import cloudcalls, leader, realtime, runtime
-from karpy.kube import interface, memory
+from karpy.kube import deferred, interface, memory
 
 from . import builders as b
 
@@ -52,14 +53,15 @@ def wall_world(latency: float, workers: int = cloudcalls.DEFAULT_WORKERS) -> tup
         memory.InMemoryCluster, runtime.Manager, SlowCloud, cloudcalls.Pool, realtime.Driver]:
     wall = clock.WallClock()
     cluster = memory.InMemoryCluster(wall, rng=random.Random(1))
+    pumped = deferred.DeferredWatches(cluster)
     driver_box: list[realtime.Driver] = []
     pool = cloudcalls.Pool(workers, wake=lambda: driver_box[0].wake() if driver_box else None)
-    manager = runtime.Manager(cluster, wall, calls=pool)
+    manager = runtime.Manager(pumped, wall, calls=pool)
     cloud = SlowCloud(fake_provider.SimulatedCloud(wall, random.Random(1), catalog=instancetypes.benchmark(8),
                                                    cluster_name="test"), latency)
-    operator.register_all(manager, cluster, cloud, wall, settings.Settings(
+    operator.register_all(manager, pumped, cloud, wall, settings.Settings(
         cluster_name="test", batch_idle_duration=0.05, batch_max_duration=0.2))
-    driver = realtime.Driver(manager, wall, pool=pool)
+    driver = realtime.Driver(manager, wall, pool=pool, pump=pumped)
     driver_box.append(driver)
     return cluster, manager, cloud, pool, driver
 
