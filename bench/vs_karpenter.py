@@ -357,10 +357,39 @@ def fresh_cluster(name: str, workdir: Path) -> Iterator[realcluster.RealCluster]
         cluster.stop()
 
 
+PHASES = ("burst", "scale-down", "drift")
+
+
+def claim_records(cluster: realcluster.RealCluster, t0: float) -> list[dict[str, Any]]:
+    """Per NodeClaim: its instance type, what it was launched for (``spec.resources.requests``, the sum both
+    autoscalers write from the pods they planned onto it), when, and the bench pods bound to its node now."""
+    pods = cluster.get_json("pods", "-n", NAMESPACE)["items"]
+    on: dict[str, list[dict[str, Any]]] = {}
+    for p in pods:
+        node = p.get("spec", {}).get("nodeName")
+        if node:
+            on.setdefault(node, []).append(p)
+    out = []
+    for c in cluster.get_json("nodeclaims")["items"]:
+        labels = c["metadata"].get("labels", {})
+        node = c.get("status", {}).get("nodeName", "")
+        bound = on.get(node, [])
+        out.append({"name": c["metadata"]["name"], "type": labels.get("node.kubernetes.io/instance-type", ""),
+                    "zone": labels.get("topology.kubernetes.io/zone", ""),
+                    "created_s": round((_ts(c["metadata"].get("creationTimestamp")) or t0) - t0, 1),
+                    "requests": c.get("spec", {}).get("resources", {}).get("requests", {}),
+                    "capacity": {k: v for k, v in c.get("status", {}).get("allocatable", {}).items()
+                                 if k in ("cpu", "memory", "pods")},
+                    "pods_now": len(bound),
+                    "classes_now": _count(p["metadata"].get("labels", {}).get("class", "") for p in bound)})
+    return sorted(out, key=lambda r: (r["created_s"], r["name"]))
+
+
 def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[str, str], float],
-            settle: float, timeout: float, budget: str = "10%") -> dict[str, Any]:
-    """One autoscaler through the three phases on a fresh cluster; ``budget``: the NodePool's disruption
-    budget (``nodes``), 10% as Karpenter's default."""
+            settle: float, timeout: float, budget: str = "10%",
+            phases: Sequence[str] = PHASES) -> dict[str, Any]:
+    """One autoscaler through ``phases`` (in order, burst always first) on a fresh cluster; ``budget``: the
+    NodePool's disruption budget (``nodes``), 10% as Karpenter's default."""
     workdir = Path(tempfile.mkdtemp(prefix=f"vs-{kind}-"))
     with fresh_cluster(f"vs-{kind}", workdir) as cluster:
         cluster.apply(karpenter_crds(module))
@@ -382,39 +411,14 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
             pend = obs.pending_seconds()
             result.update(pending_p50_s=_quantile(pend, 0.5), pending_p95_s=_quantile(pend, 0.95),
                           burst_nodes=len(obs.nodes), burst_cost=round(obs.cost(), 4),
-                          burst_claims=len(obs.claims_seen))
-            scaled = [{**d, "spec": {**d["spec"], "replicas": max(1, round(d["spec"]["replicas"] * 0.3))}}
-                      for d in deployments]
-            remaining = sum(d["spec"]["replicas"] for d in scaled)
-            cluster.apply(scaled)
-            scaled_at = time.time()
-            last: dict[str, Any] = {"names": None, "since": scaled_at}
-
-            def settled() -> bool:
-                # Converged: every pod Running, no NodeClaim being deleted, and the node set unchanged for
-                # ``settle`` seconds, counted from no earlier than consolidateAfter after the scale-down.
-                names = tuple(sorted(n["metadata"]["name"] for n in obs.nodes))
-                if names != last["names"] or obs.deleting:
-                    last.update(names=names, since=time.time())
-                quiet_from = max(last["since"], scaled_at + CONSOLIDATE_AFTER_S)
-                return obs.all_running(remaining) and time.time() - quiet_from >= settle
-
-            t = wait(obs, auto, "scale-down", settled, timeout)
-            result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
-                          scale_down_nodes=len(obs.nodes),
-                          scale_down_cost=round(obs.cost(), 4),
-                          scale_down_within_5pct_s=within(obs.timeline, 1, scaled_at - obs.t0, obs.cost() * 1.05),
-                          scale_down_all_running=obs.all_running(remaining))
-            claims_before_drift = len(obs.claims_seen)
-            cluster.apply([nodepool(version="2", budget=budget)])
-
-            def drifted() -> bool:
-                return (bool(obs.nodes) and all(n["metadata"]["labels"].get("bench/version") == "2" for n in obs.nodes)
-                        and obs.all_running(remaining))
-
-            result.update(drift_s=wait(obs, auto, "drift", drifted, timeout), drift_nodes=len(obs.nodes),
-                          drift_cost=round(obs.cost(), 4), drift_claims=len(obs.claims_seen) - claims_before_drift,
-                          claims_launched=len(obs.claims_seen))
+                          burst_claims=len(obs.claims_seen),
+                          burst_nodeclaims=claim_records(cluster, obs.t0))
+            remaining = size
+            if "scale-down" in phases:
+                remaining = scale_down(cluster, obs, auto, deployments, result, settle, timeout)
+            if "drift" in phases:
+                drift(cluster, obs, auto, remaining, result, budget, timeout)
+            result.update(claims_launched=len(obs.claims_seen))
             result.update(cpu_s=round(auto.cpu_seconds() - cpu0, 1), peak_rss_mb=round(auto.rss_peak_mb(), 1),
                           restarts=auto.restarts)
         finally:
@@ -426,7 +430,50 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
         result["events_by_reason"] = _count(e.get("reason", "") for e in events
                                             if (e.get("source", {}).get("component") or e.get("reportingComponent")
                                                 or "") in ("karpenter", "karpy"))
+        result["log"] = str(auto.log_path)
     return result
+
+
+def scale_down(cluster: realcluster.RealCluster, obs: Observer, auto: Autoscaler, deployments: list[dict[str, Any]],
+               result: dict[str, Any], settle: float, timeout: float) -> int:
+    """Every Deployment to 30 %, until the node set settles; the pods left."""
+    scaled = [{**d, "spec": {**d["spec"], "replicas": max(1, round(d["spec"]["replicas"] * 0.3))}}
+              for d in deployments]
+    remaining = sum(d["spec"]["replicas"] for d in scaled)
+    cluster.apply(scaled)
+    scaled_at = time.time()
+    last: dict[str, Any] = {"names": None, "since": scaled_at}
+
+    def settled() -> bool:
+        # Converged: every pod Running, no NodeClaim being deleted, and the node set unchanged for
+        # ``settle`` seconds, counted from no earlier than consolidateAfter after the scale-down.
+        names = tuple(sorted(n["metadata"]["name"] for n in obs.nodes))
+        if names != last["names"] or obs.deleting:
+            last.update(names=names, since=time.time())
+        quiet_from = max(last["since"], scaled_at + CONSOLIDATE_AFTER_S)
+        return obs.all_running(remaining) and time.time() - quiet_from >= settle
+
+    t = wait(obs, auto, "scale-down", settled, timeout)
+    result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
+                  scale_down_nodes=len(obs.nodes),
+                  scale_down_cost=round(obs.cost(), 4),
+                  scale_down_within_5pct_s=within(obs.timeline, 1, scaled_at - obs.t0, obs.cost() * 1.05),
+                  scale_down_all_running=obs.all_running(remaining))
+    return remaining
+
+
+def drift(cluster: realcluster.RealCluster, obs: Observer, auto: Autoscaler, remaining: int,
+          result: dict[str, Any], budget: str, timeout: float) -> None:
+    """A NodePool template label change, until every node carries it and every pod is Running."""
+    claims_before_drift = len(obs.claims_seen)
+    cluster.apply([nodepool(version="2", budget=budget)])
+
+    def drifted() -> bool:
+        return (bool(obs.nodes) and all(n["metadata"]["labels"].get("bench/version") == "2" for n in obs.nodes)
+                and obs.all_running(remaining))
+
+    result.update(drift_s=wait(obs, auto, "drift", drifted, timeout), drift_nodes=len(obs.nodes),
+                  drift_cost=round(obs.cost(), 4), drift_claims=len(obs.claims_seen) - claims_before_drift)
 
 
 def _count(xs: Iterator[str] | Any) -> dict[str, int]:
@@ -448,7 +495,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, float
         table[size] = {}
         for kind in AUTOSCALERS:
             mine = [r for r in runs if r["pods"] == size and r["autoscaler"] == kind]
-            table[size][kind] = {f: statistics.median(float(r[f]) for r in mine) for f in FIGURES if mine}
+            table[size][kind] = {f: statistics.median(float(r[f]) for r in mine)
+                                 for f in FIGURES if mine and all(f in r for r in mine)}
     return table
 
 
@@ -506,6 +554,15 @@ def report(runs: list[dict[str, Any]], out: Path) -> None:
     (out / "index.html").write_text("\n".join(html))
 
 
+def parse_phases(text: str) -> tuple[str, ...]:
+    """``--phases``: a comma list of PHASES; burst is always run (the others start from its cluster)."""
+    asked = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in asked if p not in PHASES]
+    if unknown:
+        raise SystemExit(f"--phases: expected some of {', '.join(PHASES)}, found {', '.join(unknown)}")
+    return tuple(p for p in PHASES if p in asked or p == "burst")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,5000")
@@ -515,9 +572,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--settle", type=float, default=60.0, help="seconds without a node change that end scale-down")
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds each phase may take")
     ap.add_argument("--budget", default="10%", help="the NodePool's disruption budget (nodes), 10%% by default")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help="the phases to run, burst always first: burst, burst,scale-down or burst,scale-down,drift")
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--report")
     args = ap.parse_args(argv)
+    phases = parse_phases(args.phases)
     missing = realcluster.missing_binaries((*realcluster.BINARIES, "karpenter-kwok"))
     if missing:
         realcluster.build()
@@ -527,7 +587,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size in (int(s) for s in args.sizes.split(",")):
         for rep in range(args.repeats):
             for kind in AUTOSCALERS if args.only is None else (args.only,):
-                r = run_one(kind, size, args.seed, module, prices, args.settle, args.timeout, args.budget)
+                r = run_one(kind, size, args.seed, module, prices, args.settle, args.timeout, args.budget,
+                            phases)
                 r["repeat"] = rep
                 runs.append(r)
                 print(json.dumps({k: v for k, v in r.items() if k != "timeline"}), flush=True)
