@@ -267,7 +267,10 @@ class Observer:
         self.claims_seen |= {c["metadata"]["name"] for c in claims}
         self.deleting = sum(1 for c in claims if c["metadata"].get("deletionTimestamp"))
         pending = sum(1 for p in self.pods if p.get("status", {}).get("phase") != "Running")
-        self.timeline.append({"t": round(time.time() - self.t0, 1), "pending": pending, "nodes": len(self.nodes),
+        unschedulable = sum(1 for p in self.pods if not p.get("spec", {}).get("nodeName") and any(
+            c.get("reason") == "Unschedulable" for c in p.get("status", {}).get("conditions", [])))
+        self.timeline.append({"t": round(time.time() - self.t0, 1), "pods": len(self.pods), "pending": pending,
+                              "unschedulable": unschedulable, "nodes": len(self.nodes),
                               "cost": round(self.cost(), 4), "phase": ["burst", "scale-down", "drift"].index(phase)})
 
     def cost(self) -> float:
