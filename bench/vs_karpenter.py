@@ -442,7 +442,7 @@ def scale_down(cluster: realcluster.RealCluster, obs: Observer, auto: Autoscaler
     """Every Deployment to 30 %, until the node set settles; the pods left."""
     scaled = [{**d, "spec": {**d["spec"], "replicas": max(1, round(d["spec"]["replicas"] * 0.3))}}
               for d in deployments]
-    remaining = sum(d["spec"]["replicas"] for d in scaled)
+    remaining = sum(int(d["spec"]["replicas"]) for d in scaled)
     cluster.apply(scaled)
     scaled_at = time.time()
     last: dict[str, Any] = {"names": None, "since": scaled_at}

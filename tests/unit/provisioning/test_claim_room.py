@@ -4,19 +4,23 @@ is never launched one size past what its pods need because free pods were poured
 
 from __future__ import annotations
 
+from typing import Any
+
+from karpy.cloudprovider import instancetype
+from karpy.provisioning import results
 from unit.provisioning import builders as b
 
 HOST = "kubernetes.io/hostname"
-SPREAD = {"topologySpreadConstraints": [b.spread(HOST, {"app": "x"})]}
+SPREAD: dict[str, Any] = {"topologySpreadConstraints": [b.spread(HOST, {"app": "x"})]}
 SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 
-def _catalog() -> list:  # type: ignore[type-arg]
+def _catalog() -> list[instancetype.InstanceType]:
     """One family priced per cpu, as Karpenter's KWOK instance types are."""
     return [b.make_type(f"c-{n}x", cpu=n, memory_gi=2 * n, price=0.027 * n) for n in SIZES]
 
 
-def _full_nodes(count: int) -> list:  # type: ignore[type-arg]
+def _full_nodes(count: int) -> list[results.ExistingNode]:
     """Nodes that each run one pod of the spread and have no room left."""
     return [b.existing_node(f"n{i}", cpu=1.5, memory_gi=2, running=[
         b.make_pod(f"x-running-{i}", cpu="1500m", labels={"app": "x"}, **SPREAD)]) for i in range(count)]

@@ -103,13 +103,14 @@ class KwokCloudProvider:
                 and c.offering.capacity_type == first.offering.capacity_type
                 and c.offering.price == first.offering.price]
         with self._lock:
-            if self._zones is None:
-                self._zones = {}
+            counts = self._zones
+            if counts is None:
+                counts = self._zones = {}
                 for c in self.list():
                     zone = c.labels.get(labels.ZONE, "")
-                    self._zones[zone] = self._zones.get(zone, 0) + 1
-            chosen = min(ties, key=lambda c: (self._zones.get(c.offering.zone, 0), c.offering.zone))
-            self._zones[chosen.offering.zone] = self._zones.get(chosen.offering.zone, 0) + 1
+                    counts[zone] = counts.get(zone, 0) + 1
+            chosen = min(ties, key=lambda c: (counts.get(c.offering.zone, 0), c.offering.zone))
+            counts[chosen.offering.zone] = counts.get(chosen.offering.zone, 0) + 1
         return chosen
 
     def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
