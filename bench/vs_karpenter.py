@@ -19,6 +19,12 @@ by user agent). One autoscaler at a time, same seed, same manifests.
 
     python bench/vs_karpenter.py                   # 1,000 and 5,000 pods, 3 repeats
     python bench/vs_karpenter.py --sizes 1000 --repeats 1 --json out.json --report DIR
+    python bench/vs_karpenter.py --sizes 1000 --repeats 1 --phases burst --json out.json   # a few minutes
+
+``--phases`` runs the burst alone or with the later phases (``burst,drift`` drifts the burst's nodes).
+The JSON has, per run, every NodeClaim after the burst (``burst_nodeclaims``: type, zone, when it was
+created, the requests it was launched for, its allocatable, the bench pods bound to its node by class),
+the path of the autoscaler's log, and a timeline (pods, pending, Unschedulable pods, nodes, $/h).
 """
 
 from __future__ import annotations
@@ -28,14 +34,12 @@ import json
 import math
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +48,21 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from support import realcluster  # noqa: E402
+sys.path.insert(0, str(REPO / "bench"))
 
-AUTOSCALERS = ("karpenter", "karpy")
+from support import realcluster  # noqa: E402
+from vs_karpenter_output import (  # noqa: E402
+    AUTOSCALERS,
+    _count,
+    _ts,
+    api_requests,
+    claim_records,
+    print_api_breakdown,
+    print_table,
+    report,
+    summarise,
+)
+
 NODEPOOL = "bench"
 NAMESPACE = "bench"
 AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
@@ -242,9 +258,6 @@ class Autoscaler:
         self.log.close()
 
 
-def _ts(s: str | None) -> float | None:
-    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() if s else None
-
 
 class Observer:
     """Polls pods, nodes and NodeClaims; keeps a timeline and every NodeClaim name seen."""
@@ -267,7 +280,10 @@ class Observer:
         self.claims_seen |= {c["metadata"]["name"] for c in claims}
         self.deleting = sum(1 for c in claims if c["metadata"].get("deletionTimestamp"))
         pending = sum(1 for p in self.pods if p.get("status", {}).get("phase") != "Running")
-        self.timeline.append({"t": round(time.time() - self.t0, 1), "pending": pending, "nodes": len(self.nodes),
+        unschedulable = sum(1 for p in self.pods if not p.get("spec", {}).get("nodeName") and any(
+            c.get("reason") == "Unschedulable" for c in p.get("status", {}).get("conditions", [])))
+        self.timeline.append({"t": round(time.time() - self.t0, 1), "pods": len(self.pods), "pending": pending,
+                              "unschedulable": unschedulable, "nodes": len(self.nodes),
                               "cost": round(self.cost(), 4), "phase": ["burst", "scale-down", "drift"].index(phase)})
 
     def cost(self) -> float:
@@ -321,31 +337,6 @@ def within(timeline: list[dict[str, float]], phase: int, start: float, cost: flo
     return float("nan")
 
 
-def api_requests(cluster: realcluster.RealCluster, agent_prefix: str) -> tuple[int, dict[str, int]]:
-    """The requests the audit log holds from ``agent_prefix``'s user agent: their number, and how many
-    of each verb and resource (``"list pods"``, ``"patch nodes/status"``), most first."""
-    path = cluster.workdir / "clusters" / cluster.name / "logs" / "audit.log"
-    count = 0
-    by: dict[str, int] = {}
-    with path.open() as f:
-        for line in f:
-            if agent_prefix in line:
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if not entry.get("userAgent", "").startswith(agent_prefix):
-                    continue
-                count += 1
-                ref = entry.get("objectRef") or {}
-                what = ref.get("resource", entry.get("requestURI", "?"))
-                if ref.get("subresource"):
-                    what += "/" + ref["subresource"]
-                key = f"{entry.get('verb', '?')} {what}"
-                by[key] = by.get(key, 0) + 1
-    return count, dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
 @contextmanager
 def fresh_cluster(name: str, workdir: Path) -> Iterator[realcluster.RealCluster]:
     policy = workdir / "audit-policy.yaml"
@@ -357,10 +348,14 @@ def fresh_cluster(name: str, workdir: Path) -> Iterator[realcluster.RealCluster]
         cluster.stop()
 
 
+PHASES = ("burst", "scale-down", "drift")
+
+
 def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[str, str], float],
-            settle: float, timeout: float, budget: str = "10%") -> dict[str, Any]:
-    """One autoscaler through the three phases on a fresh cluster; ``budget``: the NodePool's disruption
-    budget (``nodes``), 10% as Karpenter's default."""
+            settle: float, timeout: float, budget: str = "10%",
+            phases: Sequence[str] = PHASES) -> dict[str, Any]:
+    """One autoscaler through ``phases`` (in order, burst always first) on a fresh cluster; ``budget``: the
+    NodePool's disruption budget (``nodes``), 10% as Karpenter's default."""
     workdir = Path(tempfile.mkdtemp(prefix=f"vs-{kind}-"))
     with fresh_cluster(f"vs-{kind}", workdir) as cluster:
         cluster.apply(karpenter_crds(module))
@@ -382,39 +377,14 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
             pend = obs.pending_seconds()
             result.update(pending_p50_s=_quantile(pend, 0.5), pending_p95_s=_quantile(pend, 0.95),
                           burst_nodes=len(obs.nodes), burst_cost=round(obs.cost(), 4),
-                          burst_claims=len(obs.claims_seen))
-            scaled = [{**d, "spec": {**d["spec"], "replicas": max(1, round(d["spec"]["replicas"] * 0.3))}}
-                      for d in deployments]
-            remaining = sum(d["spec"]["replicas"] for d in scaled)
-            cluster.apply(scaled)
-            scaled_at = time.time()
-            last: dict[str, Any] = {"names": None, "since": scaled_at}
-
-            def settled() -> bool:
-                # Converged: every pod Running, no NodeClaim being deleted, and the node set unchanged for
-                # ``settle`` seconds, counted from no earlier than consolidateAfter after the scale-down.
-                names = tuple(sorted(n["metadata"]["name"] for n in obs.nodes))
-                if names != last["names"] or obs.deleting:
-                    last.update(names=names, since=time.time())
-                quiet_from = max(last["since"], scaled_at + CONSOLIDATE_AFTER_S)
-                return obs.all_running(remaining) and time.time() - quiet_from >= settle
-
-            t = wait(obs, auto, "scale-down", settled, timeout)
-            result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
-                          scale_down_nodes=len(obs.nodes),
-                          scale_down_cost=round(obs.cost(), 4),
-                          scale_down_within_5pct_s=within(obs.timeline, 1, scaled_at - obs.t0, obs.cost() * 1.05),
-                          scale_down_all_running=obs.all_running(remaining))
-            claims_before_drift = len(obs.claims_seen)
-            cluster.apply([nodepool(version="2", budget=budget)])
-
-            def drifted() -> bool:
-                return (bool(obs.nodes) and all(n["metadata"]["labels"].get("bench/version") == "2" for n in obs.nodes)
-                        and obs.all_running(remaining))
-
-            result.update(drift_s=wait(obs, auto, "drift", drifted, timeout), drift_nodes=len(obs.nodes),
-                          drift_cost=round(obs.cost(), 4), drift_claims=len(obs.claims_seen) - claims_before_drift,
-                          claims_launched=len(obs.claims_seen))
+                          burst_claims=len(obs.claims_seen),
+                          burst_nodeclaims=claim_records(cluster, obs.t0))
+            remaining = size
+            if "scale-down" in phases:
+                remaining = scale_down(cluster, obs, auto, deployments, result, settle, timeout)
+            if "drift" in phases:
+                drift(cluster, obs, auto, remaining, result, budget, timeout)
+            result.update(claims_launched=len(obs.claims_seen))
             result.update(cpu_s=round(auto.cpu_seconds() - cpu0, 1), peak_rss_mb=round(auto.rss_peak_mb(), 1),
                           restarts=auto.restarts)
         finally:
@@ -426,84 +396,60 @@ def run_one(kind: str, size: int, seed: int, module: Path, prices: dict[tuple[st
         result["events_by_reason"] = _count(e.get("reason", "") for e in events
                                             if (e.get("source", {}).get("component") or e.get("reportingComponent")
                                                 or "") in ("karpenter", "karpy"))
+        result["log"] = str(auto.log_path)
     return result
 
 
-def _count(xs: Iterator[str] | Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for x in xs:
-        out[x] = out.get(x, 0) + 1
-    return dict(sorted(out.items()))
+def scale_down(cluster: realcluster.RealCluster, obs: Observer, auto: Autoscaler, deployments: list[dict[str, Any]],
+               result: dict[str, Any], settle: float, timeout: float) -> int:
+    """Every Deployment to 30 %, until the node set settles; the pods left."""
+    scaled = [{**d, "spec": {**d["spec"], "replicas": max(1, round(d["spec"]["replicas"] * 0.3))}}
+              for d in deployments]
+    remaining = sum(int(d["spec"]["replicas"]) for d in scaled)
+    cluster.apply(scaled)
+    scaled_at = time.time()
+    last: dict[str, Any] = {"names": None, "since": scaled_at}
+
+    def settled() -> bool:
+        # Converged: every pod Running, no NodeClaim being deleted, and the node set unchanged for
+        # ``settle`` seconds, counted from no earlier than consolidateAfter after the scale-down.
+        names = tuple(sorted(n["metadata"]["name"] for n in obs.nodes))
+        if names != last["names"] or obs.deleting:
+            last.update(names=names, since=time.time())
+        quiet_from = max(last["since"], scaled_at + CONSOLIDATE_AFTER_S)
+        return obs.all_running(remaining) and time.time() - quiet_from >= settle
+
+    t = wait(obs, auto, "scale-down", settled, timeout)
+    result.update(scale_down_s=round(last["since"] - scaled_at, 1) if not math.isnan(t) else t,
+                  scale_down_nodes=len(obs.nodes),
+                  scale_down_cost=round(obs.cost(), 4),
+                  scale_down_within_5pct_s=within(obs.timeline, 1, scaled_at - obs.t0, obs.cost() * 1.05),
+                  scale_down_all_running=obs.all_running(remaining))
+    return remaining
 
 
-FIGURES = ("burst_s", "pending_p50_s", "pending_p95_s", "burst_claims", "burst_nodes", "burst_cost", "scale_down_s",
-           "scale_down_within_5pct_s", "scale_down_nodes", "scale_down_cost", "drift_s", "drift_claims", "drift_cost",
-           "claims_launched",
-           "cpu_s", "peak_rss_mb", "api_requests", "restarts")
+def drift(cluster: realcluster.RealCluster, obs: Observer, auto: Autoscaler, remaining: int,
+          result: dict[str, Any], budget: str, timeout: float) -> None:
+    """A NodePool template label change, until every node carries it and every pod is Running."""
+    claims_before_drift = len(obs.claims_seen)
+    cluster.apply([nodepool(version="2", budget=budget)])
+
+    def drifted() -> bool:
+        return (bool(obs.nodes) and all(n["metadata"]["labels"].get("bench/version") == "2" for n in obs.nodes)
+                and obs.all_running(remaining))
+
+    result.update(drift_s=wait(obs, auto, "drift", drifted, timeout), drift_nodes=len(obs.nodes),
+                  drift_cost=round(obs.cost(), 4), drift_claims=len(obs.claims_seen) - claims_before_drift)
 
 
-def summarise(runs: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, float]]]:
-    table: dict[int, dict[str, dict[str, float]]] = {}
-    for size in sorted({r["pods"] for r in runs}):
-        table[size] = {}
-        for kind in AUTOSCALERS:
-            mine = [r for r in runs if r["pods"] == size and r["autoscaler"] == kind]
-            table[size][kind] = {f: statistics.median(float(r[f]) for r in mine) for f in FIGURES if mine}
-    return table
 
-
-def print_table(table: dict[int, dict[str, dict[str, float]]], repeats: int) -> None:
-    print(f"\nkarpy vs Karpenter {karpenter_version()} (KWOK), {os.cpu_count()} cores, medians of {repeats}")
-    for size, by in table.items():
-        print(f"\n{size} pods   {'karpenter':>12} {'karpy':>12} {'karpy/karpenter':>16}")
-        for f in FIGURES:
-            a, b = by.get("karpenter", {}).get(f), by.get("karpy", {}).get(f)
-            ratio = f"{b / a:.2f}" if a and b is not None and not (math.isnan(a) or math.isnan(b)) else "-"
-            print(f"  {f:<16} {a if a is not None else '-':>12} {b if b is not None else '-':>12} {ratio:>16}")
-
-
-def print_api_breakdown(runs: list[dict[str, Any]], top: int = 10) -> None:
-    """Per size and autoscaler: the verbs and resources of its API requests, the mean over repeats."""
-    for size in sorted({r["pods"] for r in runs}):
-        print(f"\nAPI requests by verb and resource, {size} pods (mean of repeats)")
-        for kind in AUTOSCALERS:
-            mine = [r for r in runs if r["pods"] == size and r["autoscaler"] == kind and r.get("api_requests_by")]
-            if not mine:
-                continue
-            total: dict[str, float] = {}
-            for r in mine:
-                for key, n in r["api_requests_by"].items():
-                    total[key] = total.get(key, 0.0) + n / len(mine)
-            ranked = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
-            print(f"  {kind}: " + ", ".join(f"{key} {n:.0f}" for key, n in ranked))
-
-
-def report(runs: list[dict[str, Any]], out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    out.mkdir(parents=True, exist_ok=True)
-    sizes = sorted({r["pods"] for r in runs})
-    html = ["<html><head><title>karpy vs Karpenter</title></head><body><h1>karpy vs Karpenter</h1>"]
-    for size in sizes:
-        fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
-        for kind, colour in zip(AUTOSCALERS, ("tab:orange", "tab:blue"), strict=True):
-            run = next((r for r in runs if r["pods"] == size and r["autoscaler"] == kind), None)
-            if run is None:
-                continue
-            t = [p["t"] for p in run["timeline"]]
-            for ax, key in zip(axes, ("pending", "nodes", "cost"), strict=True):
-                ax.plot(t, [p[key] for p in run["timeline"]], label=kind, color=colour)
-                ax.set_ylabel("$/h" if key == "cost" else key)
-        axes[0].legend()
-        axes[-1].set_xlabel("seconds since the burst")
-        fig.suptitle(f"{size} pods: burst, scale-down to 30%, drift")
-        name = f"timeline-{size}.png"
-        fig.savefig(out / name, dpi=80)
-        plt.close(fig)
-        html.append(f"<h2>{size} pods</h2><img src='{name}'>")
-    html.append("</body></html>")
-    (out / "index.html").write_text("\n".join(html))
+def parse_phases(text: str) -> tuple[str, ...]:
+    """``--phases``: a comma list of PHASES; burst is always run (the others start from its cluster)."""
+    asked = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in asked if p not in PHASES]
+    if unknown:
+        raise SystemExit(f"--phases: expected some of {', '.join(PHASES)}, found {', '.join(unknown)}")
+    return tuple(p for p in PHASES if p in asked or p == "burst")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -515,9 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--settle", type=float, default=60.0, help="seconds without a node change that end scale-down")
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds each phase may take")
     ap.add_argument("--budget", default="10%", help="the NodePool's disruption budget (nodes), 10%% by default")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help="the phases to run, burst always first: burst, burst,scale-down or burst,scale-down,drift")
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--report")
     args = ap.parse_args(argv)
+    phases = parse_phases(args.phases)
     missing = realcluster.missing_binaries((*realcluster.BINARIES, "karpenter-kwok"))
     if missing:
         realcluster.build()
@@ -527,12 +476,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size in (int(s) for s in args.sizes.split(",")):
         for rep in range(args.repeats):
             for kind in AUTOSCALERS if args.only is None else (args.only,):
-                r = run_one(kind, size, args.seed, module, prices, args.settle, args.timeout, args.budget)
+                r = run_one(kind, size, args.seed, module, prices, args.settle, args.timeout, args.budget,
+                            phases)
                 r["repeat"] = rep
                 runs.append(r)
                 print(json.dumps({k: v for k, v in r.items() if k != "timeline"}), flush=True)
     table = summarise(runs)
-    print_table(table, args.repeats)
+    print_table(table, args.repeats, karpenter_version())
     print_api_breakdown(runs)
     if args.json_path:
         Path(args.json_path).write_text(json.dumps({"runs": runs, "medians": table}, indent=1))

@@ -35,7 +35,11 @@ drift, emptiness times; nodes the provisioner nominated for pending pods are not
       still allow them, and a fresh simulation must still give a command as good (a deletion
       stays a deletion; a replacement costs no more and needs no more nodes); else it is dropped
       (logged, kept in :attr:`DisruptionController.dropped`). While a command waits for
-      validation or for its replacements, no other method starts.
+      validation, no other method starts; while commands wait for their replacements, only drift
+      starts more (as Karpenter's loop, which does not wait for its orchestration queue): the nodes
+      of those commands count against the budgets and their pods need a place in every what-if run
+      (:attr:`karpy.disruption.snapshot.ClusterSnapshot.marked`), and after a drift command the next
+      pass comes :data:`AFTER_DRIFT` seconds later, not :data:`INTERVAL` (Karpenter requeues at once).
 
 While cluster state is not synced (:meth:`karpy.controllers.state.ClusterState.synced`: a NodeClaim
 has no provider ID yet, it is still being launched), a pass only does expiration and looks again
@@ -105,6 +109,9 @@ RECHECK = 300.0
 UNSYNCED_RETRY = 1.0
 """Seconds after which a pass skipped for an unsynced cluster state (a NodeClaim still launching) is
 tried again (Karpenter's disruption controller requeues after a second)."""
+AFTER_DRIFT = 1.0
+"""Seconds to the next pass after a drift command started: the next drifted node, within the budget,
+is replaced alongside (Karpenter's loop requeues at once after a command)."""
 DISRUPTED_TAINT = orchestrator.DISRUPTED_TAINT
 BUDGET_BLOCKED = observation.BUDGET_BLOCKED
 NOMINATED = observation.NOMINATED
@@ -258,9 +265,11 @@ class DisruptionController:
             self._validate_and_execute(pending, obs)
             return INTERVAL
         if self.orchestrator.waiting():
+            return AFTER_DRIFT if self.disrupt_drifted(obs) else INTERVAL
+        if self.disrupt_empty(obs):
             return INTERVAL
-        if self.disrupt_empty(obs) or self.disrupt_drifted(obs):
-            return INTERVAL
+        if self.disrupt_drifted(obs):
+            return AFTER_DRIFT
         self.consolidate(obs)
         if self.pending is not None:
             return min(INTERVAL, max(0.0, self.pending.validate_at - now))

@@ -2,7 +2,8 @@
 
 Karpenter v1.14's ``StaticDrift`` then ``Drift`` methods, called by
 :class:`karpy.disruption.controller.DisruptionController` once per pass (after emptiness, before
-consolidation) while no command waits for its replacements:
+consolidation), also while earlier commands wait for their replacements (their nodes count against
+the budgets, see :attr:`karpy.disruption.snapshot.ClusterSnapshot.marked`):
 
 1. drifted candidates of static NodePools (``spec.replicas``) first, each replaced one for one by a
    NodeClaim of the pool's template (:mod:`karpy.disruption.static_drift`);

@@ -282,7 +282,7 @@ class Observer:
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes),
             namespaces=self.state.namespaces.index(), scheduling_cache=self.scheduling_cache,
-            milp_memo=self.milp_memo)
+            milp_memo=self.milp_memo, marked=self.orchestrator.candidate_nodes())
         if self.settings.preference_policy == policies.IGNORE:
             obs.snapshot = dataclasses.replace(obs.snapshot, ignore_preferences=True)
         return obs.snapshot

@@ -85,11 +85,14 @@ def simulate_removal(
     gone = set(removed) | set(snap.deleting_nodes())
     pods = [p for p in snap.pods_to_reschedule(removed) if p.key not in held]
     own = {p.key for p in pods}
-    others = [*snap.pending_pods, *snap.pods_to_reschedule(snap.deleting_nodes())]
-    others = [p for p in others if p.key not in own]
+    # the pods of deleting and marked nodes go first: they take the capacity already coming for them
+    # (a started command's replacements), so the candidates' own pods show what they need themselves
+    moving = [p for p in snap.pods_to_reschedule(snap.deleting_nodes()) if p.key not in own]
+    others = [p for p in snap.pending_pods if p.key not in own]
     existing = [*snap.existing_nodes(gone), *extra_nodes]
     if snap.ignore_preferences:
         pods = [policies.without_preferences(p) for p in pods]
+        moving = [policies.without_preferences(p) for p in moving]
         others = [policies.without_preferences(p) for p in others]
     res = scheduler.Scheduler(
         snap.nodepools if with_nodepools else (),
@@ -99,7 +102,7 @@ def simulate_removal(
         snap.usage_without(removed),
         cache=snap.scheduling_cache,
         namespaces=snap.namespaces,
-    ).solve([*pods, *others])
+    ).solve([*moving, *pods, *others])
     return _summarize(snap, removed, pods, own, res)
 
 

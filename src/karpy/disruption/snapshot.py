@@ -190,6 +190,10 @@ class ClusterSnapshot:
                                                     repr=False)
     """Kept between the what-if scheduling runs over this snapshot (karpy.provisioning.reuse):
     they differ only by the nodes taken out, so each run costs what it removes."""
+    marked: frozenset[str] = frozenset()
+    """Nodes of commands already started and waiting for their replacements (Karpenter's
+    ``MarkedForDeletion``): they count against the disruption budgets and their pods need a place in
+    every what-if run, as the pods of deleting nodes do."""
     milp_memo: Any = field(default=None, compare=False, repr=False)
     """A :class:`karpy.disruption.milp.Memo` kept by the caller across snapshots (None: none; typed Any
     because milp reads snapshots and the two modules must not import each other)."""
@@ -210,13 +214,15 @@ class ClusterSnapshot:
         namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY,
         scheduling_cache: reuse.SchedulingCache | None = None,
         milp_memo: Any = None,
+        marked: Iterable[str] = (),
     ) -> ClusterSnapshot:
         """A snapshot from ``(node, nodeclaim or None, pods)``; each node's NodePool is found by
         its ``karpenter.sh/nodepool`` label. Without ``usage``, each NodePool's usage is the sum
         of its nodes' capacity. ``scheduling_cache``: one kept by the caller across snapshots
         (the what-if runs then cost what changed since the last pass, not the cluster; the plans
         are the same, see :mod:`karpy.provisioning.reuse`); default a fresh one. ``milp_memo``: a
-        :class:`karpy.disruption.milp.Memo` kept across snapshots, for the re-pack MILPs."""
+        :class:`karpy.disruption.milp.Memo` kept across snapshots, for the re-pack MILPs. ``marked``: see
+        :attr:`marked`."""
         pools = {p.name: p for p in nodepools}
         infos: list[NodeInfo] = []
         index = type_index(instance_types)
@@ -236,7 +242,7 @@ class ClusterSnapshot:
                    pending_pods=tuple(pending_pods), daemonsets=tuple(daemonsets), usage=dict(usage),
                    in_flight=tuple(in_flight), now=now, namespaces=namespaces,
                    scheduling_cache=scheduling_cache if scheduling_cache is not None else reuse.SchedulingCache(),
-                   milp_memo=milp_memo)
+                   milp_memo=milp_memo, marked=frozenset(marked))
 
     # ------------------------------------------------------------------------------------ lookups
 
@@ -284,10 +290,10 @@ class ClusterSnapshot:
         return out
 
     def deleting_nodes(self) -> list[str]:
-        """Names of the nodes being deleted (their pods are going to need a place too)."""
+        """Names of the nodes being deleted or :attr:`marked` (their pods are going to need a place too)."""
         deleting: list[str] | None = self.__dict__.get("_deleting")
         if deleting is None:
-            deleting = [info.name for info in self.nodes if info.deleting]
+            deleting = [info.name for info in self.nodes if info.deleting or info.name in self.marked]
             object.__setattr__(self, "_deleting", deleting)
         return list(deleting)
 
@@ -308,8 +314,8 @@ class ClusterSnapshot:
     def allowed_disruptions(self, reason: str) -> dict[str, int]:
         """Per NodePool, how many more nodes may start being disrupted for ``reason`` now.
 
-        A NodePool's nodes are the snapshot's nodes labelled with it; those deleting or not ready
-        count as being disrupted already.
+        A NodePool's nodes are the snapshot's nodes labelled with it; those deleting, not ready or
+        :attr:`marked` count as being disrupted already.
         """
         total: dict[str, int] = {}
         disrupting: dict[str, int] = {}
@@ -318,7 +324,7 @@ class ClusterSnapshot:
             if not pool:
                 continue
             total[pool] = total.get(pool, 0) + 1
-            if info.deleting or not info.node.ready:
+            if info.deleting or not info.node.ready or info.name in self.marked:
                 disrupting[pool] = disrupting.get(pool, 0) + 1
         return {p.name: budgets.allowed_disruptions(p, reason, total.get(p.name, 0),
                                                     disrupting.get(p.name, 0), self.now)

@@ -31,7 +31,7 @@ WAVE_SETTLE = "karpy.io/drift-wave-settle"
 EXPECTED_SURGE = "a positive whole number of nodes (\"3\") or a percentage of the NodePool's nodes (\"1%\"-\"100%\")"
 EXPECTED_SETTLE = "a non-negative duration such as \"0s\", \"90s\" or \"2m\""
 DEFAULT_SURGE = "1"
-"""Without a readable max surge: one drifted node at a time (Karpenter's own pace)."""
+"""Without a readable max surge (a settle given): waves of one drifted node."""
 _SURGE = re.compile(r"\s*([0-9]{1,9})(%?)\s*")
 
 
@@ -103,7 +103,7 @@ def parse(pool: str, annotations: Mapping[str, str]) -> tuple[Config | None, lis
 def default_kept(problem: api_errors.FieldError) -> str:
     """What karpy does instead of a value it cannot read."""
     if problem.path.endswith(MAX_SURGE):
-        return "the annotation is ignored (no max surge: one drifted node at a time, as Karpenter)"
+        return "the annotation is ignored (no max surge: waves of one drifted node)"
     return "the annotation is ignored (the next wave starts as soon as the previous one is done: 0s)"
 
 

@@ -1,7 +1,8 @@
 """Drift rolled out in waves, by karpy's NodePool annotations, beside Karpenter's disruption budgets.
 
-Karpenter replaces drifted nodes one at a time (unless empty) within the ``Drifted`` budgets
-(kubernetes-sigs/karpenter#1775 asks for more control). A NodePool with ``karpy.io/drift-max-surge``
+Karpenter starts one drift command (one node, unless empty) per pass of its disruption loop, without
+waiting for the earlier ones' replacements, until the ``Drifted`` budget is used up: its only pace is the
+budget (kubernetes-sigs/karpenter#1775 asks for more control). A NodePool with ``karpy.io/drift-max-surge``
 and/or ``karpy.io/drift-wave-settle`` (:mod:`karpy.disruption.wave_config`; ``docs/drift-waves.md``)
 drifts in *waves* instead:
 

@@ -190,8 +190,29 @@ def grow(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
     holds ``extra`` more (within limits and its requirements); False when none does or ``b`` is
     not a new NodeClaim. (Karpenter keeps every instance type option on an open NodeClaim, so
     pods that must join it may make it larger.)"""
+    if not (extra > 0).any():
+        return False
+    return _resize(run, b, extra)
+
+
+def shrink(run: placement_mod.Placement, b: int) -> bool:
+    """Re-size new NodeClaim bin ``b`` after the cheapest instance type of its NodePool that holds
+    what it got so far; True when that type is cheaper than the one it was sized after (its free room
+    is then what that type leaves, so later pods fill it without making it larger)."""
     ti = run.bins.template[b]
-    if ti < 0 or not (extra > 0).any():
+    if ti < 0 or not run.bins.pods[b]:
+        return False
+    info = run.templates[ti].table.info(run.bins.requirements(b))
+    old = run.bins.target[b]
+    if not _resize(run, b, np.zeros_like(run.bins.used[b])):
+        return False
+    return bool(info.price[run.bins.target[b]] < info.price[old])
+
+
+def _resize(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
+    """Re-size new NodeClaim bin ``b`` after the cheapest type that holds its pods plus ``extra``."""
+    ti = run.bins.template[b]
+    if ti < 0:
         return False
     tmpl = run.templates[ti]
     table = tmpl.table

@@ -188,7 +188,14 @@ class Scheduler:
 
         Pods the packer left (a NodePool's limits ran out) go round again, so they reach the next
         NodePool by weight before anything is relaxed for them.
+
+        The new NodeClaims opened so far (for constrained pods) are first re-sized after the cheapest
+        type that holds what they got: these pods then take only the room those types leave, and the
+        packer decides the rest. (Filling them up to the large type they were sized after would
+        launch a larger type, often one size past what the pods need, as Karpenter's first-fit does.)
         """
+        for b in run.new_bins:
+            claims.shrink(run, b)
         leftovers: list[podgroups.PodGroup] = []
         pending = free
         while pending:

@@ -173,3 +173,32 @@ def test_a_cluster_name_over_63_characters_gives_a_valid_distinct_owner_label_an
 def test_a_cluster_name_that_is_a_valid_label_value_is_the_owner_label_as_it_is() -> None:
     assert provider.owner_value("c" * 63) == "c" * 63
     assert provider.owner_value("prod.eu-west_1") == "prod.eu-west_1"
+
+
+def test_nodeclaims_free_to_go_to_any_zone_are_spread_over_the_zones_and_a_deleted_node_frees_its_zone() -> None:
+    _, cloud = kwok()
+    launched = [cloud.create(claim(f"default-{i}")) for i in range(8)]
+    zones = [c.labels[labels.ZONE] for c in launched]
+    assert sorted(zones) == sorted(instancetypes.ZONES * 2)  # before: every one in test-zone-a
+    assert {c.labels[labels.INSTANCE_TYPE] for c in launched} == {"c-2x-amd64-linux"}
+    gone = launched[5]
+    cloud.delete(gone)
+    again = cloud.create(claim("default-again"))
+    assert again.labels[labels.ZONE] == gone.labels[labels.ZONE]
+
+
+def test_a_restarted_provider_counts_the_nodes_already_in_each_zone() -> None:
+    cluster, cloud = kwok()
+    first = [cloud.create(claim(f"default-{i}")) for i in range(3)]
+    restarted = factory.build(settings.Settings(cluster_name="test"), clock.VirtualClock(), cluster)
+    fourth = restarted.create(claim("default-3"))
+    assert fourth.labels[labels.ZONE] not in {c.labels[labels.ZONE] for c in first}
+
+
+def test_a_nodeclaim_narrowed_to_one_zone_launches_there_whatever_the_counts() -> None:
+    _, cloud = kwok()
+    reqs = [{"key": labels.INSTANCE_TYPE, "operator": "In", "values": ["c-2x-amd64-linux"]},
+            {"key": labels.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+            {"key": labels.ZONE, "operator": "In", "values": ["test-zone-a"]}]
+    zones = {cloud.create(claim(f"default-{i}", requirements=reqs)).labels[labels.ZONE] for i in range(3)}
+    assert zones == {"test-zone-a"}

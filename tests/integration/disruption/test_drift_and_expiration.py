@@ -131,3 +131,32 @@ def test_a_drifted_node_held_by_a_budget_is_replaced_once_the_budget_is_relaxed(
     run.run_until(960)
     names = [interface.name_of(n) for n in run.nodes()]
     assert old not in names and len(names) == 1, names
+
+
+def _disrupted(run: h.Run) -> set[str]:
+    """Nodes carrying the karpenter.sh/disrupted taint (a started command's candidates)."""
+    return {interface.name_of(n) for n in run.nodes()
+            if any(t.get("key") == "karpenter.sh/disrupted" for t in (n.get("spec") or {}).get("taints") or ())}
+
+
+def test_drifted_nodes_are_replaced_side_by_side_within_the_budget_not_one_after_another() -> None:
+    # six nodes (one pod each, hostname anti-affinity), a budget of two: as Karpenter's loop, which
+    # does not wait for its orchestration queue, a second drifted node is replaced while the first
+    # one's replacement is launching, and never more than two at once
+    budget = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never", "budgets": [{"nodes": "2"}]}
+    run = h.Run(h.build([h.NODECLASS, h.nodepool(("fake-it-3",), labels_={"team": "a"}, disruption_=budget),
+                         h.deployment("web", 6, "1000m", spread=True)],
+                        [apply("5m", h.nodepool(("fake-it-3",), labels_={"team": "b"}, disruption_=budget))]))
+    run.run_until(290)
+    assert len(run.nodes()) == 6
+    most = 0
+
+    def watch(r: h.Run) -> bool:
+        nonlocal most
+        most = max(most, len(_disrupted(r)))
+        return all(interface.labels_of(n).get("team") == "b" for n in r.nodes()) and r.running("web") == 6
+
+    assert run.run_until(3600, watch)
+    assert most == 2
+    assert run.messages("DisruptionTerminating") == ["Disrupting Node: Drift/Replace"] * 6
+    h.expect_settled(run, {"web": 6})

@@ -64,7 +64,7 @@ def test_a_bad_max_surge_is_reported_naming_object_field_expected_found_and_its_
     (p,) = problems
     assert str(p) == ("NodePool gpu: metadata.annotations.karpy.io/drift-max-surge: expected a positive whole "
                       "number of nodes (\"3\") or a percentage of the NodePool's nodes (\"1%\"-\"100%\"), found '0'")
-    assert "one drifted node at a time" in wave_config.default_kept(p)
+    assert "waves of one drifted node" in wave_config.default_kept(p)
 
 
 def test_bad_values_in_both_annotations_leave_karpenters_drift() -> None:
@@ -92,5 +92,4 @@ def test_the_problems_of_nodepool_manifests_are_listed_for_simulate() -> None:
     ]
     (only,) = wave_config.problems_of(manifests)
     assert only.startswith("NodePool a: metadata.annotations.karpy.io/drift-max-surge: expected")
-    assert only.endswith("found '150%'; the annotation is ignored (no max surge: one drifted node at a time, "
-                         "as Karpenter)")
+    assert only.endswith("found '150%'; the annotation is ignored (no max surge: waves of one drifted node)")

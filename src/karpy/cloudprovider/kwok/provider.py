@@ -9,7 +9,10 @@ What a caller may rely on (on top of :class:`karpy.cloudprovider.interface.Cloud
 - Instance types are the KWOK catalog (:mod:`karpy.cloudprovider.kwok.instancetypes`): 144 generic
   shapes in zones ``test-zone-a`` .. ``test-zone-d``, spot and on-demand.
 - ``create`` chooses the cheapest available offering compatible with the claim's requirements whose
-  allocatable holds its requests, and creates Node ``<nodeclaim name>`` with provider ID
+  allocatable holds its requests (among the zones that offer it at that price, the one with the fewest
+  of this provider's nodes, then by name: KWOK prices are the same in every zone, and Karpenter's KWOK
+  provider samples among them; capacity piled into one zone would make the kube-scheduler, which counts
+  only zones with nodes, put zonally spread pods there), and creates Node ``<nodeclaim name>`` with provider ID
   ``kwok://<node name>``; labels: the claim's, its single-valued requirements, the instance type's,
   zone, region-less capacity type, ``kubernetes.io/hostname``, ``kwok.x-k8s.io/node=fake`` and the
   ownership label :data:`OWNER_LABEL` = :func:`owner_value` of the cluster name (the name itself when
@@ -35,6 +38,7 @@ import builtins
 import dataclasses
 import hashlib
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -85,8 +89,29 @@ class KwokCloudProvider:
         self.types = list(types) if types is not None else instancetypes.kwok()
         self._by_name = {t.name: t for t in self.types}
         self._defined = capacity.defined_keys(self.types)
+        self._lock = threading.Lock()
+        self._zones: dict[str, int] | None = None
+        """Zone -> this provider's nodes there (read from the cluster at the first create, then kept)."""
 
     # ------------------------------------------------------------------------------ launching
+
+    def _choose(self, cands: Sequence[capacity.Candidate]) -> capacity.Candidate:
+        """The first (cheapest) candidate's type and capacity type at its price, in the zone with the
+        fewest of this provider's nodes (ties by zone name); that zone's count goes up by one."""
+        first = cands[0]
+        ties = [c for c in cands if c.instance_type.name == first.instance_type.name
+                and c.offering.capacity_type == first.offering.capacity_type
+                and c.offering.price == first.offering.price]
+        with self._lock:
+            counts = self._zones
+            if counts is None:
+                counts = self._zones = {}
+                for c in self.list():
+                    zone = c.labels.get(labels.ZONE, "")
+                    counts[zone] = counts.get(zone, 0) + 1
+            chosen = min(ties, key=lambda c: (counts.get(c.offering.zone, 0), c.offering.zone))
+            counts[chosen.offering.zone] = counts.get(chosen.offering.zone, 0) + 1
+        return chosen
 
     def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
         types: Sequence[instancetype.InstanceType] = self.types
@@ -99,7 +124,7 @@ class KwokCloudProvider:
             raise errors.CreateError(
                 f"launching nodeclaim {claim.name}: no KWOK instance type offering is compatible with its "
                 "requirements and resource requests", reason="NoCompatibleInstanceTypes")
-        chosen = cands[0]
+        chosen = self._choose(cands)
         node = self._node(claim, chosen.instance_type, chosen.offering)
         try:
             stored = self.cluster.create(node)
@@ -193,6 +218,10 @@ class KwokCloudProvider:
             self.cluster.delete("Node", interface.name_of(node))
         except kube_errors.NotFound:
             raise errors.NodeClaimNotFoundError(f"instance {pid} of NodeClaim {claim.name} not found") from None
+        zone = str(((node.get("metadata") or {}).get("labels") or {}).get(labels.ZONE, ""))
+        with self._lock:
+            if self._zones is not None and self._zones.get(zone, 0) > 0:
+                self._zones[zone] -= 1
 
     def get(self, provider_id: str) -> nodeclaim.NodeClaim:
         node = self._node_for(provider_id)
