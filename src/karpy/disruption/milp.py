@@ -62,33 +62,69 @@ class Memo:
         self._solutions[key] = x
 
 
-def _type_requirements(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> reqs_mod.Requirements:
-    """:func:`scheduler.instance_type_requirements` of ``t``, once per snapshot and instance type
-    object (instance types are immutable; the object is kept so that its id is not reused)."""
-    cache: dict[int, tuple[instancetype.InstanceType, reqs_mod.Requirements]] = \
-        snap.__dict__.setdefault("_milp_type_requirements", {})
+TYPES_LIMIT = 20_000
+"""Instance type objects a :class:`Memo` keeps the requirements of (all are dropped past it)."""
+
+
+def _type_cache(snap: snapshot_mod.ClusterSnapshot) -> dict[int, Any]:
+    """Per instance type object (by id, the object kept so that its id is not reused): its requirements,
+    and per NodePool name whether that pool allows it. Kept on the snapshot's :class:`Memo` across
+    passes when there is one (instance types are immutable: the cloud hands out the same objects until
+    its catalog changes), else on the snapshot."""
+    memo = snap.milp_memo
+    holder = memo.__dict__ if isinstance(memo, Memo) else snap.__dict__
+    cache: dict[int, Any] = holder.setdefault("_milp_types", {})
+    if len(cache) > TYPES_LIMIT:
+        cache.clear()
+    return cache
+
+
+_TypeEntry = tuple[instancetype.InstanceType, reqs_mod.Requirements, dict[Any, Any]]
+
+
+def _type_entry(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> _TypeEntry:
+    cache = _type_cache(snap)
     hit = cache.get(id(t))
     if hit is None or hit[0] is not t:
-        hit = cache[id(t)] = (t, scheduler.instance_type_requirements(t))
-    return hit[1]
+        hit = cache[id(t)] = (t, scheduler.instance_type_requirements(t), {})
+    entry: _TypeEntry = hit
+    return entry
+
+
+def _type_requirements(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> reqs_mod.Requirements:
+    """:func:`scheduler.instance_type_requirements` of ``t``, once per instance type object."""
+    return _type_entry(snap, t)[1]
+
+
+def type_memo(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> dict[Any, Any]:
+    """A dict kept with instance type object ``t`` (see :func:`_type_cache`) for what a caller derives
+    from ``t`` alone and a key it chooses (a NodePool object's verdict on it, say)."""
+    return _type_entry(snap, t)[2]
 
 
 def _pool_types(snap: snapshot_mod.ClusterSnapshot,
                 pool: nodepool_mod.NodePool) -> list[tuple[instancetype.InstanceType, reqs_mod.Requirements]]:
-    """The pool's instance types its requirements allow, each with the type's own requirements, once per
-    snapshot and NodePool object: any narrower requirements (a claim's) are empty on the others too."""
-    cache: dict[str, tuple[nodepool_mod.NodePool, list[tuple[instancetype.InstanceType, reqs_mod.Requirements]]]] = \
+    """The pool's instance types its requirements allow, each with the type's own requirements (any
+    narrower requirements, a claim's, are empty on the others too). Whether a pool allows a type is
+    kept per type object and NodePool object; the list, once per snapshot."""
+    lists: dict[str, tuple[nodepool_mod.NodePool, list[tuple[instancetype.InstanceType, reqs_mod.Requirements]]]] = \
         snap.__dict__.setdefault("_milp_pool_types", {})
-    hit = cache.get(pool.name)
-    if hit is None or hit[0] is not pool:
-        base = templates.nodepool_requirements(pool)
-        allowed = []
-        for t in snap.instance_types.get(pool.name, ()):
-            own = _type_requirements(snap, t)
-            if not any(r.is_empty() for r in base.intersect(own).values()):
-                allowed.append((t, own))
-        hit = cache[pool.name] = (pool, allowed)
-    return hit[1]
+    hit = lists.get(pool.name)
+    if hit is not None and hit[0] is pool:
+        return hit[1]
+    base: reqs_mod.Requirements | None = None
+    allowed = []
+    for t in snap.instance_types.get(pool.name, ()):
+        _, own, memo = _type_entry(snap, t)
+        seen = memo.get(("milp", pool.name))
+        if seen is None or seen[0] is not pool:
+            if base is None:
+                base = templates.nodepool_requirements(pool)
+            seen = memo["milp", pool.name] = (pool, not any(r.is_empty() for r in base.intersect(own).values()))
+        if seen[1]:
+            allowed.append((t, own))
+    lists[pool.name] = (pool, allowed)
+    return allowed
 
 
 def option_price(t: instancetype.InstanceType, reqs: reqs_mod.Requirements,
