@@ -28,7 +28,8 @@ class Layer:
     """Layers below this one (earlier in :data:`LAYERS`)."""
 
 
-_DECISIONS = ("balanced", "budgets", "candidates", "consolidation", "drift", "emptiness", "milp", "prefilter",
+_DECISIONS = ("balanced", "budgets", "candidates", "consolidation", "drift", "emptiness", "milp", "milp_patterns",
+              "prefilter",
               "simulation", "snapshot", "static_drift", "wave_config")
 _FACTORIES = ("aws", "azure", "kwok")
 

@@ -157,6 +157,20 @@ def consolidates_underutilized(pool: nodepool_mod.NodePool) -> bool:
 
 def _eligible(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
               reason: str) -> list[candidates_mod.Candidate]:
+    """``cands`` the snapshot does not see deleting (and, for ``Underutilized``, of a NodePool that
+    consolidates so), in :func:`order_candidates`' order; once per snapshot, reason and candidates
+    (the single-node, multi-node and many-to-many methods of one pass ask the same)."""
+    memo: dict[tuple[str, tuple[int, ...]], tuple[Sequence[candidates_mod.Candidate], list[candidates_mod.Candidate]]] \
+        = snap.__dict__.setdefault("_eligible", {})
+    key = (reason, tuple(map(id, cands)))
+    hit = memo.get(key)
+    if hit is None:  # the candidates are kept with the answer: their ids cannot be reused meanwhile
+        hit = memo[key] = (list(cands), _eligible_now(snap, cands, reason))
+    return list(hit[1])
+
+
+def _eligible_now(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_mod.Candidate],
+                  reason: str) -> list[candidates_mod.Candidate]:
     out = []
     for c in cands:
         info = snap.node(c.name)

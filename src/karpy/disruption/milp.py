@@ -21,13 +21,20 @@ from karpy.api import pod as pod_mod
 from karpy.api import quantity
 from karpy.cloudprovider import instancetype
 from karpy.disruption import candidates as candidates_mod
+from karpy.disruption import milp_patterns
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.provisioning import podgroups, results, scheduler, templates
 from karpy.scheduling import requirement
 from karpy.scheduling import requirements as reqs_mod
 
 MILP_MAX_COPIES = 32
-MILP_TIME_LIMIT = 5.0
+MILP_TIME_LIMIT = 30.0
+"""Seconds HiGHS may spend on one problem: a safety net on a wall clock, far above what the node limit
+allows (the pattern form's hardest problems in ``bench/design.py`` take under 3 CPU seconds), so that
+a loaded machine does not cut a search short at a different point and change a decision."""
+MILP_NODE_LIMIT = 2000
+"""Branch-and-bound nodes HiGHS may explore on one problem (a deterministic work limit; past it the best
+packing found so far, if any, is used)."""
 MEMO_LIMIT = 256
 """Problems a :class:`Memo` keeps the solutions of (the oldest go first)."""
 
@@ -57,15 +64,69 @@ class Memo:
         self._solutions[key] = x
 
 
-def _type_requirements(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> reqs_mod.Requirements:
-    """:func:`scheduler.instance_type_requirements` of ``t``, once per snapshot and instance type
-    object (instance types are immutable; the object is kept so that its id is not reused)."""
-    cache: dict[int, tuple[instancetype.InstanceType, reqs_mod.Requirements]] = \
-        snap.__dict__.setdefault("_milp_type_requirements", {})
+TYPES_LIMIT = 20_000
+"""Instance type objects a :class:`Memo` keeps the requirements of (all are dropped past it)."""
+
+
+def _type_cache(snap: snapshot_mod.ClusterSnapshot) -> dict[int, Any]:
+    """Per instance type object (by id, the object kept so that its id is not reused): its requirements,
+    and per NodePool name whether that pool allows it. Kept on the snapshot's :class:`Memo` across
+    passes when there is one (instance types are immutable: the cloud hands out the same objects until
+    its catalog changes), else on the snapshot."""
+    memo = snap.milp_memo
+    holder = memo.__dict__ if isinstance(memo, Memo) else snap.__dict__
+    cache: dict[int, Any] = holder.setdefault("_milp_types", {})
+    if len(cache) > TYPES_LIMIT:
+        cache.clear()
+    return cache
+
+
+_TypeEntry = tuple[instancetype.InstanceType, reqs_mod.Requirements, dict[Any, Any]]
+
+
+def _type_entry(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> _TypeEntry:
+    cache = _type_cache(snap)
     hit = cache.get(id(t))
     if hit is None or hit[0] is not t:
-        hit = cache[id(t)] = (t, scheduler.instance_type_requirements(t))
-    return hit[1]
+        hit = cache[id(t)] = (t, scheduler.instance_type_requirements(t), {})
+    entry: _TypeEntry = hit
+    return entry
+
+
+def _type_requirements(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> reqs_mod.Requirements:
+    """:func:`scheduler.instance_type_requirements` of ``t``, once per instance type object."""
+    return _type_entry(snap, t)[1]
+
+
+def type_memo(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> dict[Any, Any]:
+    """A dict kept with instance type object ``t`` (see :func:`_type_cache`) for what a caller derives
+    from ``t`` alone and a key it chooses (a NodePool object's verdict on it, say)."""
+    return _type_entry(snap, t)[2]
+
+
+def _pool_types(snap: snapshot_mod.ClusterSnapshot,
+                pool: nodepool_mod.NodePool) -> list[tuple[instancetype.InstanceType, reqs_mod.Requirements]]:
+    """The pool's instance types its requirements allow, each with the type's own requirements (any
+    narrower requirements, a claim's, are empty on the others too). Whether a pool allows a type is
+    kept per type object and NodePool object; the list, once per snapshot."""
+    lists: dict[str, tuple[nodepool_mod.NodePool, list[tuple[instancetype.InstanceType, reqs_mod.Requirements]]]] = \
+        snap.__dict__.setdefault("_milp_pool_types", {})
+    hit = lists.get(pool.name)
+    if hit is not None and hit[0] is pool:
+        return hit[1]
+    base: reqs_mod.Requirements | None = None
+    allowed = []
+    for t in snap.instance_types.get(pool.name, ()):
+        _, own, memo = _type_entry(snap, t)
+        seen = memo.get(("milp", pool.name))
+        if seen is None or seen[0] is not pool:
+            if base is None:
+                base = templates.nodepool_requirements(pool)
+            seen = memo["milp", pool.name] = (pool, not any(r.is_empty() for r in base.intersect(own).values()))
+        if seen[1]:
+            allowed.append((t, own))
+    lists[pool.name] = (pool, allowed)
+    return allowed
 
 
 def option_price(t: instancetype.InstanceType, reqs: reqs_mod.Requirements,
@@ -121,7 +182,7 @@ def milp_pack(pods: Sequence[pod_mod.Pod], options: Sequence[BinOption], *, budg
         return []
     # SciPy's optimizer is imported on first use: most runs never solve a MILP, and importing it
     # costs about a third of a CPU second
-    from scipy import optimize, sparse
+    from scipy import sparse
 
     accepts = [[o.accepts is None or o.accepts(p) for o in options] for p in pods]
     shapes: dict[tuple[Any, ...], list[pod_mod.Pod]] = {}
@@ -143,13 +204,32 @@ def milp_pack(pods: Sequence[pod_mod.Pod], options: Sequence[BinOption], *, budg
     if not fits.any(axis=1).all():
         return None
     kept = _undominated(options, cap, fits, budget)
-    bins: list[int] = []
+    copies = [0] * len(options)
     for j in kept:
-        copies = int(count[fits[:, j]].sum())
+        copies[j] = int(count[fits[:, j]].sum())
         price = options[j].price
         if budget is not None and price > 0:
-            copies = min(copies, math.floor(budget / price + 1e-9))
-        bins.extend([j] * min(copies, max_copies))
+            copies[j] = min(copies[j], math.floor(budget / price + 1e-9))
+        copies[j] = min(copies[j], max_copies)
+    req_l, count_l, cap_l, fits_l = req.tolist(), count.tolist(), cap.tolist(), fits.tolist()
+    patterns = milp_patterns.model(req_l, count_l, cap_l, fits_l, kept, [o.price for o in options], copies,
+                                   budget)
+    if patterns is not None:
+        if not patterns.patterns:
+            return None
+        n_v = len(patterns.patterns)
+        matrix = sparse.coo_array((patterns.vals, (patterns.rows, patterns.cols)),
+                                  shape=(len(patterns.lo), n_v)).tocsr()
+        solution = _solve(b"patterns", patterns.cost, matrix, patterns.lo, patterns.hi, patterns.upper,
+                          time_limit, memo)
+        if solution is None:
+            return None
+        z = np.rint(solution).astype(np.int64).tolist()
+        return _packed(pods, options, shapes, keys, req, cap, count,
+                       milp_patterns.decode(patterns, z, count_l))
+    bins: list[int] = []
+    for j in kept:
+        bins.extend([j] * copies[j])
     if not bins:
         return None
     n_s, n_b, n_d = len(keys), len(bins), len(dims)
@@ -202,36 +282,52 @@ def milp_pack(pods: Sequence[pod_mod.Pod], options: Sequence[BinOption], *, budg
         hi.append(budget + 1e-9)
         r += 1
     matrix = sparse.coo_array((vals, (rows, cols)), shape=(r, n_x + n_b)).tocsr()
-    lo_a, hi_a = np.array(lo), np.array(hi)
+    solution = _solve(b"bins", cost, matrix, lo, hi, upper, time_limit, memo)
+    if solution is None:
+        return None
+    x = np.rint(solution[:n_x]).astype(np.int64).reshape(n_s, n_b)
+    nodes = [(bins[b], [int(v) for v in x[:, b]]) for b in range(n_b) if x[:, b].any()]
+    return _packed(pods, options, shapes, keys, req, cap, count, nodes)
+
+
+def _solve(form: bytes, cost: Any, matrix: Any, lo: Sequence[float], hi: Sequence[float], upper: Any,
+           time_limit: float, memo: Memo | None) -> Any:
+    """HiGHS's solution of ``min cost @ x`` (integer ``0 <= x <= upper``, ``lo <= matrix @ x <= hi``), or
+    ``None``; asked of ``memo`` first. The node limit makes the answer deterministic; the time limit is a
+    safety net only (on a loaded machine it could cut a search short at a different point)."""
+    from scipy import optimize
+
+    lo_a, hi_a = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
     problem = b"" if memo is None else b"|".join(
-        a.tobytes() for a in (np.array([n_x + n_b, r, time_limit]), cost, lo_a, hi_a, upper, matrix.indptr,
-                              matrix.indices, matrix.data))
+        [form, *(a.tobytes() for a in (np.array([matrix.shape[1], matrix.shape[0], time_limit, MILP_NODE_LIMIT]),
+                                       cost, lo_a, hi_a, upper, matrix.indptr, matrix.indices, matrix.data))])
     found, solution = memo.get(problem) if memo is not None else (False, None)
     if not found:
         res = optimize.milp(
             cost, constraints=optimize.LinearConstraint(matrix, lo_a, hi_a),
-            integrality=np.ones(n_x + n_b), bounds=optimize.Bounds(np.zeros(n_x + n_b), upper),
-            options={"time_limit": time_limit, "disp": False})
+            integrality=np.ones(len(cost)), bounds=optimize.Bounds(np.zeros(len(cost)), upper),
+            options={"time_limit": time_limit, "node_limit": MILP_NODE_LIMIT, "disp": False})
         solution = None if res.x is None else np.array(res.x)
         if memo is not None:
             memo.put(problem, solution)
-    if solution is None:
-        return None
-    x = np.rint(solution[:n_x]).astype(np.int64).reshape(n_s, n_b)
+    return solution
+
+
+def _packed(pods: Sequence[pod_mod.Pod], options: Sequence[BinOption], shapes: dict[tuple[Any, ...], list[pod_mod.Pod]],
+            keys: list[tuple[Any, ...]], req: Any, cap: Any, count: Any,
+            nodes: Sequence[tuple[int, Sequence[int]]]) -> list[PackedNode] | None:
+    """Nodes as (option, pods per shape) given pods, checked in exact integers."""
     out: list[PackedNode] = []
-    taken = [0] * n_s
-    for b in range(n_b):
-        if not x[:, b].any():
-            continue
+    taken = [0] * len(keys)
+    for j, held in nodes:
         chosen: list[pod_mod.Pod] = []
-        for s in range(n_s):
-            k = int(x[s, b])
+        for s, k in enumerate(held):
             chosen.extend(shapes[keys[s]][taken[s]:taken[s] + k])
             taken[s] += k
-        used = (x[:, b][:, None] * req).sum(axis=0)
-        if (used > cap[bins[b]]).any():
+        used = (np.array(held, dtype=np.int64)[:, None] * req).sum(axis=0)
+        if (used > cap[j]).any():
             return None
-        out.append(PackedNode(options[bins[b]], tuple(chosen)))
+        out.append(PackedNode(options[j], tuple(chosen)))
     if taken != [int(c) for c in count]:
         return None
     return out
@@ -281,8 +377,8 @@ def _pool_options(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePoo
                   capacity_types: frozenset[str] | None) -> list[tuple[BinOption, reqs_mod.Requirements]]:
     base = templates.nodepool_requirements(pool)
     out = []
-    for t in snap.instance_types.get(pool.name, ()):
-        treqs = base.intersect(_type_requirements(snap, t))
+    for t, own in _pool_types(snap, pool):
+        treqs = base.intersect(own)
         if any(r.is_empty() for r in treqs.values()):
             continue
         price = option_price(t, treqs, capacity_types)
@@ -376,8 +472,8 @@ def _claim_for(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool, 
     for p in pods:
         used = quantity.add(used, p.requests)
     options = []
-    for t in snap.instance_types.get(pool.name, ()):
-        treqs = reqs.intersect(_type_requirements(snap, t))
+    for t, own in _pool_types(snap, pool):
+        treqs = reqs.intersect(own)
         if any(r.is_empty() for r in treqs.values()):
             continue
         price = option_price(t, treqs, capacity_types)

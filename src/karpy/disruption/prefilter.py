@@ -29,6 +29,7 @@ from karpy.disruption import candidates as candidates_mod
 from karpy.disruption import milp
 from karpy.disruption import snapshot as snapshot_mod
 from karpy.provisioning import templates
+from karpy.scheduling import requirements as reqs_mod
 
 REFUSED = "Can't replace with a cheaper node"
 """The refusal a hopeless group gets (the consolidation methods' ``CANT_REPLACE``)."""
@@ -135,13 +136,18 @@ def _pool_types(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool
     cache: dict[str, list[tuple[instancetype.InstanceType, float]]] = snap.__dict__.setdefault("_pool_types", {})
     hit = cache.get(pool.name)
     if hit is None:
-        reqs = templates.nodepool_requirements(pool)
+        reqs: reqs_mod.Requirements | None = None
         hit = []
         for t in snap.instance_types.get(pool.name, ()):
-            if templates._type_compatible(reqs, t):
-                price = milp.option_price(t, reqs)
-                if price is not None:
-                    hit.append((t, price))
+            memo = milp.type_memo(snap, t)  # kept across passes with the type object: types are immutable
+            seen = memo.get(("prefilter", pool.name))
+            if seen is None or seen[0] is not pool:
+                if reqs is None:
+                    reqs = templates.nodepool_requirements(pool)
+                price = milp.option_price(t, reqs) if templates._type_compatible(reqs, t) else None
+                seen = memo["prefilter", pool.name] = (pool, price)
+            if seen[1] is not None:
+                hit.append((t, seen[1]))
         cache[pool.name] = hit
     return hit
 

@@ -346,6 +346,28 @@ def test_one_pass_of_the_three_methods_computes_the_snapshot_s_free_capacity_onc
     assert computed == [snap, fresh]
 
 
+def test_one_pass_of_the_three_methods_orders_the_candidates_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    ordered: list[int] = []
+    real = consolidation.order_candidates
+
+    def counting(snap: snapshot.ClusterSnapshot, cands: list[candidates.Candidate]) -> list[candidates.Candidate]:
+        ordered.append(len(cands))
+        return real(snap, cands)
+
+    monkeypatch.setattr(consolidation, "order_candidates", counting)
+    snap, cands = repack_cluster(1.40)
+    first = consolidation.single_node(snap, cands, DEFAULTS)
+    multi = consolidation.multi_node(snap, cands, DEFAULTS)
+    repack = consolidation.many_to_many(snap, cands, DEFAULTS)
+    assert (first, multi) == (None, None) and repack is not None
+    assert ordered == [len(cands)]
+    assert consolidation.single_node(snap, cands[:1], DEFAULTS) is None  # other candidates: ordered anew
+    assert ordered == [len(cands), 1]
+    fresh, fresh_cands = repack_cluster(1.40)  # a new snapshot (a new pass): the same answers
+    assert consolidation.many_to_many(fresh, fresh_cands, DEFAULTS) == repack
+    assert ordered == [len(cands), 1, len(cands)]
+
+
 def test_a_pod_s_disruption_cost_reads_its_deletion_cost_and_priority_and_ignores_a_bad_annotation() -> None:
     plain = running("plain", "n0")
     assert balanced.eviction_cost(plain) == 1.0

@@ -50,3 +50,34 @@ def test_the_memo_keeps_at_most_its_limit_of_problems() -> None:
         memo.put(bytes([i]), i)
     assert memo.get(bytes([0])) == (False, None)
     assert memo.get(bytes([3])) == (True, 3)
+
+
+def test_a_pools_allowed_types_are_worked_out_once_across_passes_sharing_a_memo(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from karpy.disruption import prefilter
+    from karpy.provisioning import scheduler
+
+    from .test_simulation import CATALOG, MEDIUM, cluster, entry, make_pool, running
+
+    derived: list[str] = []
+    real = scheduler.instance_type_requirements
+
+    def counted(t: Any) -> Any:
+        derived.append(t.name)
+        return real(t)
+
+    monkeypatch.setattr(scheduler, "instance_type_requirements", counted)
+    memo = milp.Memo()
+    pool = make_pool()
+    answers = []
+    for _ in range(3):  # three consolidation passes: three snapshots, one memo
+        snap, _ = cluster([entry("n1", MEDIUM, [running("a", "n1")], created=0.0)], CATALOG, [pool],
+                          milp_memo=memo)
+        answers.append(([t.name for t, _ in milp._pool_types(snap, pool)],
+                        [(t.name, price) for t, price in prefilter._pool_types(snap, pool)]))
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0][0] == [t.name for t in CATALOG]
+    assert sorted(derived) == sorted(t.name for t in CATALOG)  # once per type, not once per pass
+    other = make_pool()  # another NodePool object (its spec read again): asked anew, same answer
+    snap, _ = cluster([entry("n1", MEDIUM, [running("a", "n1")], created=0.0)], CATALOG, [other], milp_memo=memo)
+    assert [t.name for t, _ in milp._pool_types(snap, other)] == answers[0][0]

@@ -138,6 +138,33 @@ def claim_of(inst: Instance) -> nodeclaim.NodeClaim:
     )
 
 
+class LiveInstances(dict[str, Instance]):
+    """The running instances by provider ID, and their listing (owned ones in launch order, as
+    NodeClaims) kept until an instance is added, replaced or removed: a garbage-collection sweep
+    lists every instance every two minutes, and most sweeps see the same ones."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._listing: list[nodeclaim.NodeClaim] | None = None
+
+    def __setitem__(self, key: str, value: Instance) -> None:
+        self._listing = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._listing = None
+        super().__delitem__(key)
+
+    def listing(self, owned: Callable[[Instance], bool],
+                claim: Callable[[Instance], nodeclaim.NodeClaim]) -> list[nodeclaim.NodeClaim]:
+        """The owned instances' NodeClaims by (launch time, instance ID); ``owned`` and ``claim`` must
+        depend on the instance alone."""
+        if self._listing is None:
+            kept = sorted((i for i in self.values() if owned(i)), key=lambda i: (i.launch_time, i.instance_id))
+            self._listing = [claim(i) for i in kept]
+        return list(self._listing)
+
+
 class InstanceRecords:
     """What never changes for one instance record (a record is replaced, never changed): whether it is
     the cluster's own (``owns(tags)``) and its NodeClaim view (:func:`claim_of`), computed once."""

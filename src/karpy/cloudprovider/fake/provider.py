@@ -116,7 +116,7 @@ class SimulatedCloud:
             f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}")
         self.pools = capacity.CapacityPools()
         self.reservations = reservations or fake_reservations.SimulatedReservations()
-        self._live: dict[str, capacity.Instance] = {}
+        self._live = capacity.LiveInstances()
         self._history: list[capacity.Instance] = []
         self.queue = interruptions.Queue()
         self._manual = 0
@@ -205,9 +205,7 @@ class SimulatedCloud:
 
     def list(self) -> builtins.list[nodeclaim.NodeClaim]:
         self.settle()
-        owned = [i for i in self._live.values() if self._owned(i)]
-        owned.sort(key=lambda i: (i.launch_time, i.instance_id))
-        return [self.records.claim(i) for i in owned]
+        return self._live.listing(self._owned, self.records.claim)
 
     def get_instance_types(self, pool: nodepool.NodePool | None) -> builtins.list[instancetype.InstanceType]:
         self.settle()
