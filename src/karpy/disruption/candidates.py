@@ -24,6 +24,7 @@ consolidation from considering it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -242,3 +243,13 @@ def consolidation_disabled(c: Candidate) -> str | None:
     if d.consolidation_policy == nodepool.WHEN_EMPTY and not is_empty(c.pods):
         return f'NodePool "{name}" has consolidation policy WhenEmpty, but node is not empty'
     return None
+
+
+def order_drifted(cands: Sequence[Candidate]) -> list[Candidate]:
+    """Karpenter v1.14's drift order: the NodeClaim that drifted first goes first (its ``Drifted``
+    condition's ``lastTransitionTime``, ``drift.go`` ``ComputeCommands``); ties by name."""
+    def key(c: Candidate) -> tuple[float, str]:
+        cond = c.nodeclaim.condition(nodeclaim.DRIFTED)
+        when = cond.last_transition_time if cond is not None else None
+        return (when if when is not None else math.inf, c.name)
+    return sorted(cands, key=key)

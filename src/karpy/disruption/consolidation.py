@@ -49,7 +49,6 @@ from dataclasses import dataclass
 from karpy import settings as settings_mod
 from karpy.api import capacitybuffer
 from karpy.api import labels as wk
-from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import nodepool as nodepool_mod
 from karpy.disruption import balanced, milp, prefilter, simulation
 from karpy.disruption import candidates as candidates_mod
@@ -122,16 +121,6 @@ def order_candidates(snap: snapshot_mod.ClusterSnapshot,
             found = keys[c.name] = (-balanced.savings_ratio(snap, c), created if created is not None else math.inf,
                                     c.name)
         return found
-    return sorted(cands, key=key)
-
-
-def order_drifted(cands: Sequence[candidates_mod.Candidate]) -> list[candidates_mod.Candidate]:
-    """Karpenter v1.14's drift order: the NodeClaim that drifted first goes first (its ``Drifted``
-    condition's ``lastTransitionTime``, ``drift.go`` ``ComputeCommands``); ties by name."""
-    def key(c: candidates_mod.Candidate) -> tuple[float, str]:
-        cond = c.nodeclaim.condition(nodeclaim_mod.DRIFTED)
-        when = cond.last_transition_time if cond is not None else None
-        return (when if when is not None else math.inf, c.name)
     return sorted(cands, key=key)
 
 

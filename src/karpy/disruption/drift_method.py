@@ -99,7 +99,7 @@ class DriftMethod:
 
     def _dynamic(self, obs: observation.Observation, snap: snapshot_mod.ClusterSnapshot,
                  drifted: list[candidates.Candidate], allowed: dict[str, int], blocked: set[str]) -> bool:
-        ordered = consolidation.order_drifted(drifted)
+        ordered = candidates.order_drifted(drifted)
         cmd, empty_blocked = consolidation.drifted_empty(snap, ordered, allowed)
         blocked.update(empty_blocked)
         if cmd is not None:

@@ -36,7 +36,7 @@ def commands(snap: snapshot_mod.ClusterSnapshot, drifted: Sequence[candidates_mo
              ) -> tuple[list[consolidation.Command], set[str]]:
     """The replace commands for the drifted static candidates, and the NodePools a budget blocked."""
     by_pool: dict[str, list[candidates_mod.Candidate]] = {}
-    for c in consolidation.order_drifted(drifted):
+    for c in candidates_mod.order_drifted(drifted):
         by_pool.setdefault(c.nodepool.name, []).append(c)
     out: list[consolidation.Command] = []
     blocked: set[str] = set()

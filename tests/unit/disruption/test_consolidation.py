@@ -82,7 +82,7 @@ def test_drifted_candidates_go_in_the_order_they_drifted() -> None:
     drifted = [dataclasses.replace(c, nodeclaim=dataclasses.replace(c.nodeclaim, status=dataclasses.replace(
         c.nodeclaim.status, conditions=(nodeclaim.Condition(nodeclaim.DRIFTED, last_transition_time=when[c.name]),))))
         for c in cands]
-    assert [c.name for c in consolidation.order_drifted(drifted)] == ["late", "early"]
+    assert [c.name for c in candidates.order_drifted(drifted)] == ["late", "early"]
 
 
 def test_a_node_whose_pods_need_a_smaller_type_is_replaced_with_that_type() -> None:
