@@ -9,6 +9,7 @@ otherwise it is skipped with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -126,16 +127,27 @@ def scope(real: realcluster.RealCluster, controller: cp.Controller) -> Iterator[
     s.cleanup()
 
 
-@pytest.fixture
-def controller(real: realcluster.RealCluster, installed: Path, tmp_path: Path) -> Iterator[cp.Controller]:
-    """One `karpy controller` as the chart's ServiceAccount; it outlives the test's ``scope`` cleanup."""
+@contextlib.contextmanager
+def running_controller(real: realcluster.RealCluster, installed: Path, log: Path, *, env: dict[str, str] | None = None,
+                       crd: str | None = None) -> Iterator[cp.Controller]:
+    """`karpy controller` (with ``env``: a feature gate, a setting) started once ``crd`` (when given) is
+    Established and the KWOKNodeClass applied, ready when it answers ``/readyz``; stopped on exit."""
+    if crd is not None:
+        real.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}")
     real.apply([workloads.node_class()])
-    c = start_controller(installed, tmp_path / "karpy.log")
+    c = start_controller(installed, log, env=env)
     try:
         c.wait_for("/readyz", timeout=60)
         yield c
     finally:
         c.terminate()
+
+
+@pytest.fixture
+def controller(real: realcluster.RealCluster, installed: Path, tmp_path: Path) -> Iterator[cp.Controller]:
+    """One `karpy controller` as the chart's ServiceAccount; it outlives the test's ``scope`` cleanup."""
+    with running_controller(real, installed, tmp_path / "karpy.log") as c:
+        yield c
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str | Callable[[], str],

@@ -19,7 +19,7 @@ import pytest
 
 from e2e import controller_process as cp
 from realcluster import workloads as w
-from realcluster.conftest import Scope, start_controller, wait_until
+from realcluster.conftest import Scope, running_controller, wait_until
 from support import realcluster
 
 POOL = "buffer"
@@ -28,14 +28,9 @@ TYPE = "c-2x-amd64-linux"
 
 @pytest.fixture
 def buffer_controller(real: realcluster.RealCluster, installed: Path, tmp_path: Path) -> Iterator[cp.Controller]:
-    real.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/capacitybuffers.autoscaling.x-k8s.io")
-    real.apply([w.node_class()])
-    c = start_controller(installed, tmp_path / "karpy.log", env={"FEATURE_GATES": "CapacityBuffer=true"})
-    try:
-        c.wait_for("/readyz", timeout=60)
+    with running_controller(real, installed, tmp_path / "karpy.log", env={"FEATURE_GATES": "CapacityBuffer=true"},
+                            crd="capacitybuffers.autoscaling.x-k8s.io") as c:
         yield c
-    finally:
-        c.terminate()
 
 
 def _pool() -> dict[str, Any]:

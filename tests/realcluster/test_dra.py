@@ -25,7 +25,7 @@ import pytest
 from e2e import controller_process as cp
 from karpy.provisioning import dra
 from realcluster import workloads as w
-from realcluster.conftest import Scope, start_controller, wait_until
+from realcluster.conftest import Scope, running_controller, wait_until
 from support import realcluster
 
 CLASS = "rc-dra.example.com"
@@ -100,13 +100,8 @@ def test_pods_claiming_a_device_stay_pending_with_karpenters_reason_and_the_othe
 
 @pytest.fixture
 def strict_controller(real: realcluster.RealCluster, installed: Path, tmp_path: Path) -> Iterator[cp.Controller]:
-    real.apply([w.node_class()])
-    c = start_controller(installed, tmp_path / "karpy.log", env={"IGNORE_DRA_REQUESTS": "false"})
-    try:
-        c.wait_for("/readyz", timeout=60)
+    with running_controller(real, installed, tmp_path / "karpy.log", env={"IGNORE_DRA_REQUESTS": "false"}) as c:
         yield c
-    finally:
-        c.terminate()
 
 
 @pytest.fixture

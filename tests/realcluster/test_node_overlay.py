@@ -17,7 +17,7 @@ import pytest
 
 from e2e import controller_process as cp
 from realcluster import workloads as w
-from realcluster.conftest import Scope, start_controller, wait_until
+from realcluster.conftest import Scope, running_controller, wait_until
 from support import realcluster
 
 POOL = "overlay"
@@ -29,14 +29,9 @@ OVERLAY = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metada
 @pytest.fixture
 def overlay_controller(real: realcluster.RealCluster, installed: Path, tmp_path: Path) -> Iterator[cp.Controller]:
     """`karpy controller` with the NodeOverlay gate on (Karpenter's default is off)."""
-    real.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/nodeoverlays.karpenter.sh")
-    real.apply([w.node_class()])
-    c = start_controller(installed, tmp_path / "karpy.log", env={"FEATURE_GATES": "NodeOverlay=true"})
-    try:
-        c.wait_for("/readyz", timeout=60)
+    with running_controller(real, installed, tmp_path / "karpy.log", env={"FEATURE_GATES": "NodeOverlay=true"},
+                            crd="nodeoverlays.karpenter.sh") as c:
         yield c
-    finally:
-        c.terminate()
 
 
 def _pool() -> dict[str, Any]:

@@ -17,19 +17,14 @@ import pytest
 
 from e2e import controller_process as cp
 from realcluster import workloads as w
-from realcluster.conftest import Scope, start_controller, wait_until
+from realcluster.conftest import Scope, running_controller, wait_until
 from support import realcluster
 
 
 @pytest.fixture
 def static_controller(real: realcluster.RealCluster, installed: Path, tmp_path: Path) -> Iterator[cp.Controller]:
-    real.apply([w.node_class()])
-    c = start_controller(installed, tmp_path / "karpy.log", env={"FEATURE_GATES": "StaticCapacity=true"})
-    try:
-        c.wait_for("/readyz", timeout=60)
+    with running_controller(real, installed, tmp_path / "karpy.log", env={"FEATURE_GATES": "StaticCapacity=true"}) as c:
         yield c
-    finally:
-        c.terminate()
 
 
 @pytest.fixture
