@@ -48,7 +48,7 @@ def test_karpy_and_karpenter_both_run_the_burst_scale_down_and_drift_on_karpente
     runs = [bench.run_one(kind, pods, 7, module, prices, settle=60.0, timeout=600.0, budget="100%")
             for kind in bench.AUTOSCALERS]
     table = bench.summarise(runs)
-    bench.print_table(table, 1)
+    bench.print_table(table, 1, bench.karpenter_version())
     bench.print_api_breakdown(runs)
     for run in runs:
         assert not math.isnan(run["burst_s"]), f"{run['autoscaler']}: pods not all Running"
