@@ -327,40 +327,29 @@ class AzureCloudProvider:
     # Drift, repair, NodeClass status
 
     def is_drifted(self, claim: nodeclaim.NodeClaim) -> str:
+        """``NodeClassDrift`` (the claim's AKSNodeClass hash changed) or ``ImageDrift`` (its VM's community
+        gallery image, or its AKS machine's ``nodeImageVersion``, is none of the AKSNodeClass's images now)."""
+        pid = claim.status.provider_id
+        instance = self._machine(pid) if self.machines is not None else self._owned_vm(pid)
+        ref = claim.spec.node_class_ref
+        nc = self._node_class(ref.name if ref is not None else None)
+        if nc is None:
+            return ""
+        have = claim.metadata.annotations.get(labels.NODECLASS_HASH_AZURE)
+        if have is not None and have != nc.hash():
+            return "NodeClassDrift"
+        props = instance.get("properties") or {}
         if self.machines is not None:
-            return self._machine_drifted(claim)
-        vm = self._owned_vm(claim.status.provider_id)
-        ref = claim.spec.node_class_ref
-        nc = self._node_class(ref.name if ref is not None else None)
-        if nc is None:
-            return ""
-        have = claim.metadata.annotations.get(labels.NODECLASS_HASH_AZURE)
-        if have is not None and have != nc.hash():
-            return "NodeClassDrift"
-        image = str(((vm.get("properties") or {}).get("storageProfile") or {}).get("imageReference", {})
-                    .get("communityGalleryImageId") or "")
-        expected = {i.id for i in images.images(nc.image_family, nc.image_version, self.image_versions.latest,
-                                                trusted_launch=nc.trusted_launch(), fips=nc.fips(),
-                                                kubernetes_version=self.config.kubernetes_version)}
-        if image and expected and image not in expected:
-            return "ImageDrift"
-        return ""
-
-    def _machine_drifted(self, claim: nodeclaim.NodeClaim) -> str:
-        """``NodeClassDrift`` or ``ImageDrift`` (the machine's ``nodeImageVersion`` is none of the AKSNodeClass's
-        shared-gallery images now) of an AKS machine."""
-        machine = self._machine(claim.status.provider_id)
-        ref = claim.spec.node_class_ref
-        nc = self._node_class(ref.name if ref is not None else None)
-        if nc is None:
-            return ""
-        have = claim.metadata.annotations.get(labels.NODECLASS_HASH_AZURE)
-        if have is not None and have != nc.hash():
-            return "NodeClassDrift"
-        image = str((machine.get("properties") or {}).get("nodeImageVersion") or "")
-        expected = {sig.node_image_version(i.id) for i in images.images(
-            nc.image_family, nc.image_version, self.latest, trusted_launch=nc.trusted_launch(), fips=nc.fips(),
-            kubernetes_version=self.config.kubernetes_version, sig_subscription=self.config.sig_subscription_id)}
+            image = str(props.get("nodeImageVersion") or "")
+            expected = {sig.node_image_version(i.id) for i in images.images(
+                nc.image_family, nc.image_version, self.latest, trusted_launch=nc.trusted_launch(), fips=nc.fips(),
+                kubernetes_version=self.config.kubernetes_version, sig_subscription=self.config.sig_subscription_id)}
+        else:
+            image = str((props.get("storageProfile") or {}).get("imageReference", {}).get("communityGalleryImageId")
+                        or "")
+            expected = {i.id for i in images.images(nc.image_family, nc.image_version, self.image_versions.latest,
+                                                    trusted_launch=nc.trusted_launch(), fips=nc.fips(),
+                                                    kubernetes_version=self.config.kubernetes_version)}
         return "ImageDrift" if image and expected and image not in expected else ""
 
     def mark_insufficient(self, instance_type: str, zone: str, capacity_type: str, until: float) -> None:
