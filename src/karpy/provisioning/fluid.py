@@ -103,7 +103,8 @@ def _lp(a: FloatArray, price: FloatArray, r: FloatArray, counts: IntArray, free:
     """Solve the LP over the given types (scaled units): value, x, y (shapes x types) and the
     capacity duals w (types x resources, >= 0)."""
     from scipy import sparse
-    from scipy.optimize import linprog
+
+    from karpy.provisioning import highs
 
     m, c_n, k_n = len(a), len(r), a.shape[1]
     n_var = m + c_n * m
@@ -128,11 +129,10 @@ def _lp(a: FloatArray, price: FloatArray, r: FloatArray, counts: IntArray, free:
     eq_cols = m + np.arange(c_n * m)
     a_eq = sparse.csr_matrix((np.ones(c_n * m), (eq_rows, eq_cols)), shape=(c_n, n_var))
     cost = np.concatenate([price, np.zeros(c_n * m)])
-    res = linprog(cost, A_ub=a_ub, b_ub=(free[:, None] * a).reshape(-1), A_eq=a_eq, b_eq=counts.astype(np.float64),
-                  bounds=(0, None), method="highs-ds")
-    if res.status != 0:
+    res = highs.solve(cost, a_ub, (free[:, None] * a).reshape(-1), a_eq, counts.astype(np.float64))
+    if res is None:
         return None
-    w = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0).reshape(m, k_n)
-    x = np.asarray(res.x[:m], dtype=np.float64)
-    y = np.asarray(res.x[m:], dtype=np.float64).reshape(c_n, m)
-    return float(res.fun), x, y, w
+    w = np.maximum(-res.ineq_marginals, 0.0).reshape(m, k_n)
+    x = res.x[:m]
+    y = res.x[m:].reshape(c_n, m)
+    return res.fun, x, y, w

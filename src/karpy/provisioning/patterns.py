@@ -108,14 +108,13 @@ def solve(price: FloatArray, counts: IntArray, start: list[tuple[int, IntArray]]
 
 
 def _master(price: FloatArray, cols: IntArray, counts: IntArray) -> tuple[float, FloatArray, FloatArray] | None:
-    from scipy.optimize import linprog
+    from karpy.provisioning import highs
 
-    res = linprog(price, A_ub=-cols.T.astype(np.float64), b_ub=-counts.astype(np.float64), bounds=(0, None),
-                  method="highs-ds")
-    if res.status != 0:
+    res = highs.solve(price, -cols.T.astype(np.float64), -counts.astype(np.float64))
+    if res is None:
         return None
-    u = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
-    return float(res.fun), np.asarray(res.x, dtype=np.float64), u
+    u = np.maximum(-res.ineq_marginals, 0.0)
+    return res.fun, res.x, u
 
 
 def _fit(cap: IntArray, r: IntArray) -> IntArray:
@@ -185,7 +184,8 @@ def _relaxed_knapsacks(cap: IntArray, reqs: IntArray, hi: IntArray, u: FloatArra
     0 <= y <= hi_t``: all types in one block LP (each block is optimal on its own). A little is
     added for the solver's tolerance, so every value is an upper bound."""
     from scipy import sparse
-    from scipy.optimize import linprog
+
+    from karpy.provisioning import highs
 
     m, c_n, k_n = len(cap), len(reqs), cap.shape[1]
     scale = np.maximum(reqs.max(axis=0), 1).astype(np.float64)
@@ -200,12 +200,10 @@ def _relaxed_knapsacks(cap: IntArray, reqs: IntArray, hi: IntArray, u: FloatArra
             vals.append(np.full(m, r[c, d]))
     a_ub = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                              shape=(m * k_n, m * c_n))
-    bounds = np.stack([np.zeros(m * c_n), hi.reshape(-1).astype(np.float64)], axis=1)
-    res = linprog(-np.tile(u, m), A_ub=a_ub, b_ub=(cap / scale).reshape(-1), bounds=bounds,
-                  method="highs-ds")
-    if res.status != 0:
+    res = highs.solve(-np.tile(u, m), a_ub, (cap / scale).reshape(-1), upper=hi.reshape(-1).astype(np.float64))
+    if res is None:
         return relaxed_worth(cap, reqs, u)
-    y = np.asarray(res.x, dtype=np.float64).reshape(m, c_n)
+    y = res.x.reshape(m, c_n)
     value: FloatArray = (y @ u) * (1 + 1e-7) + 1e-12
     return np.minimum(value, relaxed_worth(cap, reqs, u))
 
