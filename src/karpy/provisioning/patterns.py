@@ -219,9 +219,10 @@ def greedy_pricing(cap: IntArray, price: FloatArray, reqs: IntArray, counts: Int
     """Pricing by greedy fills (shapes by dual value per unit of the type's scarcest resource, and
     by dual value alone), one node per type, all types at once; returns the relaxed worth as
     the (loose) bound."""
+    m = len(cap)
+    share = (reqs[None, :, :] / np.maximum(cap[:, None, :], 1)).max(axis=2)
+
     def price_out(u: FloatArray) -> tuple[list[tuple[int, IntArray]], FloatArray]:
-        m = len(cap)
-        share = (reqs[None, :, :] / np.maximum(cap[:, None, :], 1)).max(axis=2)
         orders = [np.argsort(-(u[None, :] / np.maximum(share, 1e-12)), axis=1, kind="stable"),
                   np.tile(np.argsort(-u, kind="stable"), (m, 1))]
         best_val = np.zeros(m)
@@ -246,7 +247,8 @@ def greedy_fill(cap: IntArray, reqs: IntArray, value: FloatArray, left: IntArray
     val = np.zeros(m)
     take = np.zeros((m, len(reqs)), dtype=np.int64)
     rows = np.arange(m)
-    for j in range(order.shape[1]):
+    useful = (value > 0) & (left > 0)
+    for j in np.flatnonzero(useful[order].any(axis=0)):  # a step where no type takes a pod changes nothing
         c = order[:, j]
         r = reqs[c]
         per = np.where(r > 0, rem // np.maximum(r, 1), 1 << 40)

@@ -58,12 +58,12 @@ def _best(t: instancetype.InstanceType, reqs: reqs_mod.Requirements,
 def slots(claims: Sequence[results.NewNodeClaim]) -> dict[str, int]:
     """Slots each reservation the claims' offerings name has at the start of the run."""
     out: dict[str, int] = {}
-    for c in claims:
-        for t in c.instance_types:
-            for o in t.offerings:
-                if o.capacity_type == RESERVED and o.reservation_id:
-                    out[o.reservation_id] = min(out.get(o.reservation_id, o.reservation_capacity),
-                                                o.reservation_capacity)
+    types = {id(t): t for c in claims for t in c.instance_types}  # claims share type objects: each type once
+    for t in types.values():
+        for o in t.offerings:
+            if o.capacity_type == RESERVED and o.reservation_id:
+                out[o.reservation_id] = min(out.get(o.reservation_id, o.reservation_capacity),
+                                            o.reservation_capacity)
     return out
 
 

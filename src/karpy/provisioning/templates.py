@@ -47,13 +47,10 @@ class TypeTable:
         self.types = list(types)
         self.dims = list(dims)
         n = len(self.types)
-        self.alloc: IntMatrix = np.zeros((n, len(dims)), dtype=np.int64)
-        self.capacity: IntMatrix = np.zeros((n, len(dims)), dtype=np.int64)
-        for i, t in enumerate(self.types):
-            alloc = t.allocatable
-            for j, d in enumerate(dims):
-                self.alloc[i, j] = alloc.get(d, 0)
-                self.capacity[i, j] = t.capacity.get(d, 0)
+        self.alloc: IntMatrix = np.array([[t.allocatable.get(d, 0) for d in self.dims] for t in self.types],
+                                         dtype=np.int64).reshape(n, len(self.dims))
+        self.capacity: IntMatrix = np.array([[t.capacity.get(d, 0) for d in self.dims] for t in self.types],
+                                            dtype=np.int64).reshape(n, len(self.dims))
         if NODES in self.dims:  # every instance is one of Karpenter's "nodes", counted against limits.nodes
             self.capacity[:, self.dims.index(NODES)] = ONE_NODE
         self.label_keys = frozenset(k for t in self.types for k in t.labels)
@@ -222,7 +219,7 @@ class TableCache:
         key = (reqs, tuple(dims), tuple(map(id, types)))
         hit = self._now.get(key) or self._last.get(key)
         if hit is None or len(hit[0]) != len(types) or any(a is not b for a, b in zip(hit[0], types, strict=True)):
-            hit = (list(types), TypeTable([t for t in types if _type_compatible(reqs, t)], dims))
+            hit = (list(types), TypeTable(compatible_types(reqs, types), dims))
         self._now[key] = hit
         return hit[1]
 
@@ -245,7 +242,7 @@ def build_templates(nodepools: Sequence[Any],
         if cache is not None:
             table = cache.table(reqs, given, dims)
         else:
-            table = TypeTable([t for t in given if _type_compatible(reqs, t)], dims)
+            table = TypeTable(compatible_types(reqs, given), dims)
         limits: dict[str, int] = {}
         used = usage.get(name, {})
         for res, limit in (np_.limits or {}).items():
@@ -276,3 +273,30 @@ def _type_compatible(reqs: reqs_mod.Requirements, t: instancetype.InstanceType) 
         if value is not None and not r.has(value):
             return False
     return True
+
+
+def compatible_types(reqs: reqs_mod.Requirements,
+                     types: Sequence[instancetype.InstanceType]) -> list[instancetype.InstanceType]:
+    """The types :func:`_type_compatible` admits, in order; each requirement is asked once per
+    distinct label value, zone set or capacity-type set (a catalog repeats them across types)."""
+    checks: list[tuple[str, Any, dict[Any, bool]]] = [(key, r, {}) for key, r in reqs.items()]
+    out: list[instancetype.InstanceType] = []
+    for t in types:
+        for key, r, seen in checks:
+            if key == wk.ZONE:
+                value: Any = t.zones
+            elif key == wk.CAPACITY_TYPE:
+                value = t.capacity_types
+            else:
+                value = t.labels.get(key)
+                if value is None:
+                    continue
+            ok = seen.get(value)
+            if ok is None:
+                ok = seen[value] = (any(r.has(v) for v in value) if key in (wk.ZONE, wk.CAPACITY_TYPE)
+                                    else r.has(value))
+            if not ok:
+                break
+        else:
+            out.append(t)
+    return out

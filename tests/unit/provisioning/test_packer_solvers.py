@@ -200,3 +200,34 @@ def test_a_pattern_plan_leaves_shapes_its_start_types_cannot_hold_and_plans_the_
     assert out
     assert all(y[1] == 0 for _, y, _ in out)
     assert sum(k * y[0] for _, y, k in out) <= 12
+
+
+def _greedy_fill_every_step(cap: Any, reqs: Any, value: Any, left: Any, order: Any) -> tuple[Any, Any]:
+    """greedy_fill as it was written first: every step of ``order``, useful or not."""
+    m = len(cap)
+    rem = cap.copy()
+    val = np.zeros(m)
+    take = np.zeros((m, len(reqs)), dtype=np.int64)
+    rows = np.arange(m)
+    for j in range(order.shape[1]):
+        c = order[:, j]
+        r = reqs[c]
+        per = np.where(r > 0, rem // np.maximum(r, 1), 1 << 40)
+        k = np.maximum(np.minimum(per.min(axis=1), left[c]), 0)
+        k = np.where(value[c] > 0, k, 0)
+        rem -= k[:, None] * r
+        val += k * value[c]
+        take[rows, c] += k
+    return val, take
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_greedy_fill_skipping_steps_no_type_takes_gives_the_same_fill(seed: int) -> None:
+    cap, _price, reqs, counts = _instance(seed, types=1 + seed % 17, shapes=1 + seed % 9)
+    rng = np.random.default_rng(seed)
+    value = rng.uniform(-0.5, 1.0, size=len(reqs)) * (rng.random(len(reqs)) < 0.7)  # zero, negative, positive
+    left = counts * (rng.random(len(reqs)) < 0.8)
+    order = np.argsort(rng.random((len(cap), len(reqs))), axis=1)
+    got, want = patterns.greedy_fill(cap, reqs, value, left, order), _greedy_fill_every_step(cap, reqs, value, left,
+                                                                                             order)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -74,3 +74,24 @@ def test_type_info_matches_a_walk_over_every_type_and_offering(terms: tuple[tupl
 def test_type_info_of_a_table_without_types_is_empty() -> None:
     info = templates.TypeTable([], ["cpu"]).info(_reqs((wk.CAPACITY_TYPE, "In", ["spot"])))
     assert len(info.mask) == 0 and info.zones == []
+
+
+@pytest.mark.parametrize("terms", CASES)
+def test_compatible_types_are_the_ones_a_type_by_type_check_admits(terms: tuple[tuple[str, str, list[str]], ...]
+                                                                   ) -> None:
+    types = _some_unavailable()
+    reqs = _reqs(*terms)
+    got = templates.compatible_types(reqs, types)
+    assert [t.name for t in got] == [t.name for t in types if templates._type_compatible(reqs, t)]
+    assert all(any(g is t for t in types) for g in got)
+
+
+def test_a_type_table_holds_each_types_allocatable_and_capacity_per_dimension() -> None:
+    types = catalog.load("aws")[:50]
+    table = templates.TypeTable(types, ["cpu", "memory", "nvidia.com/gpu", templates.NODES])
+    for i, t in enumerate(types):
+        assert table.alloc[i].tolist() == [t.allocatable.get(d, 0) for d in ("cpu", "memory", "nvidia.com/gpu",
+                                                                               templates.NODES)]
+        assert table.capacity[i].tolist() == [t.capacity.get("cpu", 0), t.capacity.get("memory", 0),
+                                              t.capacity.get("nvidia.com/gpu", 0), templates.ONE_NODE]
+    assert templates.TypeTable([], ["cpu"]).alloc.shape == (0, 1)
