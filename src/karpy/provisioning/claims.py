@@ -76,10 +76,16 @@ def first_template(run: placement_mod.Placement, g: podgroups.PodGroup,
             continue
         if tmpl.has_min_values:
             return None  # the packer does not keep minValues: open_claim() takes it, in weight order
-        info = table.info(creqs)
-        avail = table.alloc - run.daemon_overhead(ti, creqs)
-        limit = tmpl.remaining_limit_vector(run.dims)
-        if (info.mask & (avail >= req).all(axis=1) & (table.capacity <= limit).all(axis=1)).any():
+        # memoised per run as _choose is (same memo, its own key): the answer depends only on these
+        key = ("first", ti, creqs, req.tobytes(), tuple(sorted(tmpl.limits.items())))
+        fits = run.choose_memo.get(key)
+        if fits is None:
+            info = table.info(creqs)
+            avail = table.alloc - run.daemon_overhead(ti, creqs)
+            limit = tmpl.remaining_limit_vector(run.dims)
+            fits = run.choose_memo[key] = int((info.mask & (avail >= req).all(axis=1)
+                                               & (table.capacity <= limit).all(axis=1)).any())
+        if fits:
             return ti, creqs
     return None
 

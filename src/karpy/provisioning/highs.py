@@ -63,11 +63,12 @@ def solve(cost: FloatArray, a_ub: Any, b_ub: FloatArray, a_eq: Any = None, b_eq:
         if a_eq is not None:
             parts.append(sparse.csr_array(a_eq))
         a = sparse.csc_array(sparse.vstack(parts)) if len(parts) > 1 else sparse.csc_array(parts[0])
+        start, index, value = a.indptr, a.indices, a.data
     else:
         dense = np.asarray(a_ub, dtype=np.float64)
         if a_eq is not None:
             dense = np.vstack([dense, np.asarray(a_eq, dtype=np.float64)])
-        a = sparse.csc_array(dense)
+        start, index, value = _csc(dense.reshape(-1, n))
     n_ub = len(b_ub_f)
     rows = n_ub + len(b_eq_f)
     lb = np.broadcast_to(np.asarray(lower, dtype=np.float64), (n,)).copy()
@@ -88,9 +89,9 @@ def solve(cost: FloatArray, a_ub: Any, b_ub: FloatArray, a_eq: Any = None, b_eq:
     lp.col_upper_ = ub
     lp.row_lower_ = lhs
     lp.row_upper_ = rhs
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
     highs = _h._Highs()
     options = _h.HighsOptions()
     options.presolve = "on"
@@ -107,6 +108,15 @@ def solve(cost: FloatArray, a_ub: Any, b_ub: FloatArray, a_eq: Any = None, b_eq:
     duals = np.array(sol.row_dual, dtype=np.float64)
     return Solution(fun=float(highs.getInfo().objective_function_value), x=np.array(sol.col_value, dtype=np.float64),
                     ineq_marginals=duals[:n_ub], eq_marginals=duals[n_ub:])
+
+
+def _csc(dense: FloatArray) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], FloatArray]:
+    """``scipy.sparse.csc_array(dense)``'s arrays (non-zeros column by column, rows ascending),
+    without building the sparse object."""
+    nz = dense.T != 0
+    start = np.zeros(dense.shape[1] + 1, dtype=np.int32)
+    np.cumsum(nz.sum(axis=1), out=start[1:])
+    return start, np.nonzero(nz)[1].astype(np.int32), dense.T[nz]
 
 
 def _linprog(c: FloatArray, a_ub: Any, b_ub: FloatArray, a_eq: Any, b_eq: FloatArray,

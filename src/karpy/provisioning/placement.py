@@ -76,7 +76,7 @@ class Placement:
         self._tol: dict[tuple[Any, bool, int], bool] = {}
         self._tol_vec: dict[tuple[Any, bool], BoolArray] = {}  # :meth:`_tolerates` of each taint set so far
         self.choose_memo: dict[Any, int | None] = {}
-        """:func:`claims._choose`'s answers of this run."""
+        """:func:`claims._choose`'s and :func:`claims.first_template`'s answers of this run."""
         self.finalize_memo: dict[Any, Any] = {}
         """:func:`claims.finalize`'s instance type options of this run."""
         self.usable_memo: dict[Any, list[tuple[int, templates.Template, reqs_mod.Requirements]]] = {}

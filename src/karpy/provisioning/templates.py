@@ -113,24 +113,21 @@ class _Offerings:
     def __init__(self, types: Sequence[instancetype.InstanceType], label_keys: frozenset[str]) -> None:
         self.zones: list[str] = []
         self.capacity_types: list[str] = []
-        self.offerings: list[instancetype.Offering] = []
+        self.offerings: list[instancetype.Offering] = [o for t in types for o in t.offerings]
         zone_ids: dict[str, int] = {}
         ct_ids: dict[str, int] = {}
-        type_of, zone_of, ct_of, price, available = [], [], [], [], []
-        for i, t in enumerate(types):
-            for o in t.offerings:
-                self.offerings.append(o)
-                type_of.append(i)
-                zone_of.append(zone_ids.setdefault(o.zone, len(zone_ids)))
-                ct_of.append(ct_ids.setdefault(o.capacity_type, len(ct_ids)))
-                price.append(o.price)
-                available.append(o.available)
+        offs = self.offerings
+        type_of = np.repeat(np.arange(len(types), dtype=np.int64), [len(t.offerings) for t in types])
+        zone_of = [zone_ids.setdefault(o.zone, len(zone_ids)) for o in offs]
+        ct_of = [ct_ids.setdefault(o.capacity_type, len(ct_ids)) for o in offs]
+        price = [o.price for o in offs]
+        available = [o.available for o in offs]
         if len(zone_ids) > 62 or len(ct_ids) > 62:
             raise ValueError(f"instance types: at most 62 zones and capacity types each, found "
                              f"{len(zone_ids)} zones and {len(ct_ids)} capacity types")
         self.zones = list(zone_ids)
         self.capacity_types = list(ct_ids)
-        self.type_of = np.array(type_of, dtype=np.int64)
+        self.type_of = type_of.astype(np.int64)
         self.zone_of = np.array(zone_of, dtype=np.int64)
         self.ct_of = np.array(ct_of, dtype=np.int64)
         self.zone_bit = np.left_shift(np.int64(1), self.zone_of)

@@ -93,3 +93,14 @@ def test_the_pattern_plan_and_fluid_lp_are_the_ones_linprog_gives(seed: int, typ
     assert (new_exact.value, new_exact.lower_bound, new_exact.rounds) == (old_exact.value, old_exact.lower_bound,
                                                                            old_exact.rounds)
     assert np.array_equal(new_exact.columns, old_exact.columns)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_dense_matrix_goes_to_highs_column_by_column_as_scipys_csc_array(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    dense = -rng.integers(0, 3, size=(int(rng.integers(1, 9)), int(rng.integers(1, 12)))).astype(np.float64)
+    want = sparse.csc_array(dense)
+    start, index, value = highs._csc(dense)
+    assert np.array_equal(start, want.indptr) and np.array_equal(index, want.indices)
+    assert np.array_equal(value, want.data)
