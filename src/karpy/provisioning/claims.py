@@ -267,14 +267,13 @@ def _target(run: placement_mod.Placement, tmpl: templates.Template, info: templa
     nz = demand > 0
     units = (avail[idx][:, nz] / demand[nz]).min(axis=1)
     score = info.price[idx] / np.maximum(units, 1e-12)
-    order = np.lexsort((-units, score))
     if tmpl.has_min_values:
-        for j in order:
+        for j in np.lexsort((-units, score)):
             t = int(idx[j])
             if _min_values_ok(tmpl, creqs, avail, info, avail[t]):
                 return t
         return None
-    best = score[order[0]]
+    best = score.min()  # the first of the (score, -units) order; only its score matters here
     near = np.flatnonzero(score <= best * NEAR_TIE)
     return int(idx[near[np.argmax(units[near])]])
 

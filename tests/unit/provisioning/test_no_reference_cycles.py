@@ -53,3 +53,26 @@ def test_a_solve_with_daemonsets_existing_and_in_flight_nodes_and_topology_leave
 
     run()  # the first run imports and builds lazily made types (their cycles are not the run's)
     assert _garbage_after(run) == []
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_solve_runs_without_automatic_collection_and_leaves_the_collector_as_it_found_it(
+        enabled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from karpy.provisioning import podgroups
+
+    seen: list[bool] = []
+    group_pods = podgroups.group_pods
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return group_pods(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(podgroups, "group_pods", spy)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        res = b.solve(b.make_pods("plain", 5, cpu="250m"))
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert res.new_claims and seen == [False]
