@@ -81,7 +81,7 @@ def first_template(run: placement_mod.Placement, g: podgroups.PodGroup,
         fits = run.choose_memo.get(key)
         if fits is None:
             info = table.info(creqs)
-            avail = table.alloc - run.daemon_overhead(ti, creqs)
+            avail = run.daemons.available(ti, creqs)
             limit = tmpl.remaining_limit_vector(run.dims)
             fits = run.choose_memo[key] = int((info.mask & (avail >= req).all(axis=1)
                                                & (table.capacity <= limit).all(axis=1)).any())
@@ -159,8 +159,7 @@ def _choose_now(run: placement_mod.Placement, ti: int, tmpl: templates.Template,
     if len(table) == 0:
         return None
     info = table.info(creqs)
-    ds = run.daemon_overhead(ti, creqs)
-    avail = table.alloc - ds
+    avail = run.daemons.available(ti, creqs)
     limit = tmpl.remaining_limit_vector(run.dims)
     feasible = info.mask & (avail >= req).all(axis=1) & (table.capacity <= limit).all(axis=1)
     if not feasible.any():
@@ -228,7 +227,7 @@ def _resize(run: placement_mod.Placement, b: int, extra: IntArray) -> bool:
     ds = run.daemon_overhead(ti, creqs)
     need = run.bins.used[b] - ds[old] + extra  # the pods' part: each type brings its own overhead
     limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[old]
-    ok = info.mask & (table.alloc - ds >= need).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    ok = info.mask & (run.daemons.available(ti, creqs) >= need).all(axis=1) & (table.capacity <= limit).all(axis=1)
     if not ok.any():
         return False
     idx = np.flatnonzero(ok)
@@ -317,11 +316,12 @@ def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, cr
     ds = run.daemon_overhead(ti, creqs)
     limit = tmpl.remaining_limit_vector(run.dims) + table.capacity[target]
     pods_used = used - ds[target]  # the bin's used counts the overhead of its target type
-    holds = info.mask & (table.alloc - ds >= pods_used).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    holds = info.mask & (run.daemons.available(ti, creqs) >= pods_used).all(axis=1) & (
+        table.capacity <= limit).all(axis=1)
     idx = np.flatnonzero(holds)
     if len(idx) == 0:
         idx = np.array([target])
-    idx = idx[np.lexsort((idx, info.price[idx]))]
+    idx = idx[np.argsort(info.price[idx], kind="stable")]  # by price, then index (idx ascends)
     if tmpl.has_min_values:
         options = [int(i) for i in idx]
     else:

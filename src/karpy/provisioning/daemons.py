@@ -50,6 +50,7 @@ class DaemonOverhead:
         self.daemon_pods = list(daemon_pods)
         self.vector = vector
         self._ds: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
+        self._avail: dict[tuple[int, reqs_mod.Requirements], IntArray] = {}
         self._ds_ports: dict[tuple[int, reqs_mod.Requirements], hostports.HostPortUsage | None] = {}
         self._term_reqs: dict[int, tuple[reqs_mod.Requirements, ...]] = {}
         self._types: dict[tuple[int, reqs_mod.Requirements], BoolArray] = {}
@@ -112,6 +113,15 @@ class DaemonOverhead:
                 if types.any():
                     hit[types] += self.vector(d.requests)
             self._ds[key] = hit
+        return hit
+
+    def available(self, tmpl_index: int, reqs: reqs_mod.Requirements) -> IntArray:
+        """Per instance type of the template, its allocatable less :meth:`on_claim` (shared, read-only)."""
+        key = (tmpl_index, reqs)
+        hit = self._avail.get(key)
+        if hit is None:
+            hit = self._avail[key] = self.templates[tmpl_index].table.alloc - self.on_claim(tmpl_index, reqs)
+            hit.flags.writeable = False
         return hit
 
     def _terms(self, k: int) -> tuple[reqs_mod.Requirements, ...]:
