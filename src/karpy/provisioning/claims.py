@@ -321,6 +321,9 @@ def _options(run: placement_mod.Placement, ti: int, tmpl: templates.Template, cr
     idx = np.flatnonzero(holds)
     if len(idx) == 0:
         idx = np.array([target])
+    if not tmpl.has_min_values and len(idx) > MAX_INSTANCE_TYPES:  # only the cheapest are kept: those
+        by_price = info.price[idx]                                  # up to the cut's price, ties included
+        idx = idx[by_price <= np.partition(by_price, MAX_INSTANCE_TYPES - 1)[MAX_INSTANCE_TYPES - 1]]
     idx = idx[np.argsort(info.price[idx], kind="stable")]  # by price, then index (idx ascends)
     if tmpl.has_min_values:
         options = [int(i) for i in idx]

@@ -152,10 +152,15 @@ class _Offerings:
         return out
 
     def zone_sets(self, bits: list[int]) -> list[frozenset[str]]:
-        return [self._set(0, b, self.zones) for b in bits]
+        return self._sets_of(0, bits, self.zones)
 
     def ct_sets(self, bits: list[int]) -> list[frozenset[str]]:
-        return [self._set(1, b, self.capacity_types) for b in bits]
+        return self._sets_of(1, bits, self.capacity_types)
+
+    def _sets_of(self, which: int, bits: list[int], names: list[str]) -> list[frozenset[str]]:
+        """:meth:`_set` of each of ``bits`` (many types share a few distinct bit sets)."""
+        sets = {b: self._set(which, b, names) for b in set(bits)}
+        return [sets[b] for b in bits]
 
     def _set(self, which: int, bits: int, names: list[str]) -> frozenset[str]:
         hit = self._sets.get((which, bits))
@@ -182,6 +187,8 @@ class Template:
     daemon_overhead: dict[reqs_mod.Requirements, npt.NDArray[np.int64]] = field(default_factory=dict)
 
     def remaining_limit_vector(self, dims: Sequence[str]) -> npt.NDArray[np.int64]:
+        if not self.limits:
+            return np.full(len(dims), UNLIMITED, dtype=np.int64)
         return np.array([self.limits.get(d, UNLIMITED) for d in dims], dtype=np.int64)
 
 
