@@ -160,11 +160,12 @@ def _choose_now(run: placement_mod.Placement, ti: int, tmpl: templates.Template,
         return None
     info = table.info(creqs)
     avail = run.daemons.available(ti, creqs)
-    limit = tmpl.remaining_limit_vector(run.dims)
-    feasible = info.mask & (avail >= req).all(axis=1) & (table.capacity <= limit).all(axis=1)
+    feasible = info.mask & (avail >= req).all(axis=1)
+    if tmpl.limits:  # without limits every type is within them
+        feasible &= (table.capacity <= tmpl.remaining_limit_vector(run.dims)).all(axis=1)
     if not feasible.any():
         return None
-    return _target(run, tmpl, info, avail, feasible, creqs)
+    return _target(run, ti, tmpl, info, avail, feasible, creqs)
 
 
 def create_bin(run: placement_mod.Placement, ti: int, creqs: reqs_mod.Requirements, target: int) -> int:
@@ -259,13 +260,17 @@ def _claim_domain(creqs: reqs_mod.Requirements, key: str, table: templates.TypeT
     return None
 
 
-def _target(run: placement_mod.Placement, tmpl: templates.Template, info: templates.TypeInfo,
+def _target(run: placement_mod.Placement, ti: int, tmpl: templates.Template, info: templates.TypeInfo,
             avail: IntArray, feasible: Any, creqs: reqs_mod.Requirements) -> int | None:
     idx = np.flatnonzero(feasible)
-    demand = run.demand
-    nz = demand > 0
-    units = (avail[idx][:, nz] / demand[nz]).min(axis=1)
-    score = info.price[idx] / np.maximum(units, 1e-12)
+    key = ("units", ti, creqs)  # per type: the run's average pods it holds, and its price per one
+    hit = run.finalize_memo.get(key)
+    if hit is None:
+        demand = run.demand
+        nz = demand > 0
+        every = (avail[:, nz] / demand[nz]).min(axis=1)
+        hit = run.finalize_memo[key] = (every, info.price / np.maximum(every, 1e-12))
+    units, score = hit[0][idx], hit[1][idx]
     if tmpl.has_min_values:
         for j in np.lexsort((-units, score)):
             t = int(idx[j])

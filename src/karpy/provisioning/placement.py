@@ -78,7 +78,7 @@ class Placement:
         self.choose_memo: dict[Any, int | None] = {}
         """:func:`claims._choose`'s and :func:`claims.first_template`'s answers of this run."""
         self.finalize_memo: dict[Any, Any] = {}
-        """:func:`claims.finalize`'s instance type options of this run."""
+        """:func:`claims.finalize`'s instance type options of this run (and :func:`claims._target`'s scores)."""
         self.usable_memo: dict[Any, list[tuple[int, templates.Template, reqs_mod.Requirements]]] = {}
         """:func:`claims.usable_templates`' answers of this run."""
         self.narrowed_memo: dict[tuple[reqs_mod.Requirements, str, str], reqs_mod.Requirements] = {}
