@@ -340,9 +340,14 @@ class NodeTable:
 
         Built on first use (a run with a topology term), then kept up to date as rows change."""
         if self._sig_rows is None:
-            self._sig_rows = {}
-            for i in self.rows.values():
-                self._index(i)
+            index: dict[int, dict[int, int]] = {}
+            self._sig_rows = index
+            for i in self.rows.values():  # _index of every row, its lookups hoisted (one walk of every pod)
+                for sid, count in self.pod_signatures(i):
+                    where = index.get(sid)
+                    if where is None:
+                        where = index[sid] = {}
+                    where[i] = count
         return self._sig_rows
 
     def _index(self, i: int) -> None:
@@ -367,8 +372,8 @@ class NodeTable:
             ids = self.signatures.ids
             for p in node.pods if node is not None else ():
                 md = p.metadata
-                key = (md.namespace, tuple(sorted(md.labels.items())),
-                       0 if p.pod_anti_affinity is None else self.owned_id(p))
+                aa = p.pod_anti_affinity
+                key = (md.namespace, tuple(sorted(md.labels.items())), 0 if aa is None else self.owned_id(p))
                 sid = ids.get(key)
                 if sid is None:
                     sid = self.signatures.id(key)
