@@ -266,7 +266,7 @@ class NodeTable:
         cap = len(self.cls)
         self.alloc = np.concatenate([self.alloc, np.zeros((cap, 1), dtype=np.int64)], axis=1)
         self.used = np.concatenate([self.used, np.zeros((cap, 1), dtype=np.int64)], axis=1)
-        for i in self.rows.values():
+        for i in self.rows.values() if len(skip) < len(self.rows) else ():  # all skipped: a fresh table
             node = self.node[i]
             if i in skip or node is None:
                 continue
