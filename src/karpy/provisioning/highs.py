@@ -28,7 +28,12 @@ try:  # SciPy >= 1.15 bundles HiGHS' Python bindings (private, but linprog itsel
     from scipy.optimize._highspy import _core as _h
 
     _INF = float(_h.kHighsInf)
-except ImportError:  # pragma: no cover - older SciPy: linprog does the same work, slower
+    # Every binding used below, looked up once: a SciPy whose private bindings differ falls back
+    # to linprog here instead of failing in the middle of a decision.
+    for _name in ("_Highs", "HighsLp", "HighsOptions", "MatrixFormat", "simplex_constants", "HighsDebugLevel",
+                  "HighsStatus", "HighsModelStatus"):
+        getattr(_h, _name)
+except (ImportError, AttributeError):  # pragma: no cover - older SciPy: linprog does the same work, slower
     _h = None
     _INF = float("inf")
 
