@@ -35,8 +35,8 @@ Methods: :func:`single_node` (first candidate, in order, that can go), :func:`mu
 or replaced by one cheaper node), :func:`many_to_many` (karpy: per NodePool, re-pack every
 candidate's pods onto a cheaper *set* of new nodes; the scheduling core's packer proposes, and for
 small sets a MILP over instance types (:func:`milp.milp_pack`, HiGHS via SciPy) may improve the plan,
-which is re-checked with the scheduler before it is used). :func:`evaluate` decides for one given
-set of candidates (for re-validation after the delay).
+which is re-checked with the scheduler before it is used, and kept only if the scheduler, placing the pods
+with the plan's nodes up, carries it out: :func:`simulation.carried_out`). :func:`evaluate` decides for one set.
 """
 
 from __future__ import annotations
@@ -467,12 +467,14 @@ def repack(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Ca
     # pods alone would drop it); room in another pool's claims is left to the scheduling core's plan
     virtual = [p for c in sim.new_claims for p in c.pods if capacitybuffer.is_virtual(p)]
     in_pool = all(c.nodepool == pool.name for c in sim.new_claims if any(capacitybuffer.is_virtual(p) for p in c.pods))
+    checked = False  # whether the scheduler carries the plan out (simulation.carried_out): else, churn
     if (use_milp and len(group) <= MILP_MAX_CANDIDATES and len(sim.pods) + len(virtual) <= MILP_MAX_PODS
             and sim.new_claims and in_pool):
         cost = sum(c.price for c in plan) if plan is not None else math.inf
         better = milp.plan(snap, group, pool, [*sim.pods, *virtual], capacity_types, min(cost, target))
-        if better is not None and sum(c.price for c in better) < cost - 1e-9:
-            plan = better
+        if better is not None and sum(c.price for c in better) < cost - 1e-9 \
+                and simulation.carried_out(snap, group, better):
+            plan, checked = better, True
     if plan is None:
         return Refusal(names, f"{CANT_REPLACE}: no replacement offering fits the capacity type")
     after = sum(c.price for c in plan)
@@ -486,6 +488,8 @@ def repack(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Ca
     if not final:
         return _balanced(snap, Command(REASON_UNDERUTILIZED, DELETE, list(group), [], savings,
                                        f"Delete {_names(group)}: their {len(sim.pods)} pods fit on other nodes"))
+    if not checked and not simulation.carried_out(snap, group, final):  # the pods would land elsewhere
+        return Refusal(names, f"{CANT_REPLACE} set: the scheduler would not place the pods as re-packed")
     kinds = ", ".join(c.instance_types[0].name for c in final)
     return _balanced(snap, Command(
         REASON_UNDERUTILIZED, REPLACE, list(group), final, savings,

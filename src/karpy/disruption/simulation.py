@@ -15,6 +15,9 @@ given back.
 ``cost_before`` is the summed price of the removed nodes (unknown prices count as 0 and are
 listed in ``unknown_prices``); ``cost_after`` is the summed price of the needed NodeClaims'
 cheapest options. Pure; one scheduler run per call.
+
+:func:`carried_out` asks whether a plan of new NodeClaims is what the pods would really do: with the
+plan's nodes up, the removed nodes' pods go where a scheduler puts them, not where the plan did.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from karpy.api import capacitybuffer
+from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.cloudprovider import instancetype
 from karpy.disruption import candidates as candidates_mod
@@ -135,3 +139,30 @@ def _summarize(snap: snapshot_mod.ClusterSnapshot, removed: list[str], pods: lis
         removed=tuple(removed), pods=tuple(pods), all_placed=not unplaced, unplaced=unplaced,
         new_claims=claims, placements=placements, cost_before=before,
         cost_after=sum(c.price for c in claims), unknown_prices=tuple(unknown))
+
+
+def carried_out(snap: snapshot_mod.ClusterSnapshot, candidates: Sequence[candidates_mod.Candidate],
+                plan: Sequence[results.NewNodeClaim]) -> bool:
+    """Whether the scheduling core, placing the candidates' pods (with the pending ones and those of
+    deleting nodes, as :func:`simulate_removal` does) on the rest of the cluster plus ``plan``'s
+    NodeClaims as in-flight nodes of their cheapest offering, places every pod and puts at least one
+    on each planned node: what happens once the replacements are up and the pods are evicted (the
+    kube-scheduler places them, first fit; the plan's own assignment is not kept). A plan it does
+    not carry out leaves pods pending (a new launch) or a planned node empty or short, and its saving
+    is not made."""
+    bins = []
+    for i, claim in enumerate(plan):
+        t = claim.instance_types[0]
+        zone, ct = claim.requirements.get(wk.ZONE), claim.requirements.get(wk.CAPACITY_TYPE)
+        offers = [o for o in t.offerings if o.available and (zone is None or zone.has(o.zone))
+                  and (ct is None or ct.has(o.capacity_type))]
+        if not offers:
+            return False
+        offer = min(offers, key=lambda o: (o.price, o.zone, o.capacity_type))
+        name = f"{claim.nodepool}-planned-{i}"
+        bins.append(results.ExistingNode(
+            name=name, labels={**t.labels, **claim.labels, wk.NODEPOOL: claim.nodepool, wk.ZONE: offer.zone,
+                               wk.CAPACITY_TYPE: offer.capacity_type, wk.HOSTNAME: name},
+            taints=tuple(claim.taints), allocatable=dict(t.allocatable), nodepool=claim.nodepool, in_flight=True))
+    res = simulate_removal(snap, candidates, with_nodepools=False, extra_nodes=bins)
+    return res.all_placed and all(b.name in res.placements for b in bins)
