@@ -261,14 +261,14 @@ def _target(run: placement_mod.Placement, tmpl: templates.Template, info: templa
     nz = demand > 0
     units = (avail[idx][:, nz] / demand[nz]).min(axis=1)
     score = info.price[idx] / np.maximum(units, 1e-12)
-    order = np.lexsort((-units, score))
     if tmpl.has_min_values:
-        for j in order:
+        for j in np.lexsort((-units, score)):
             t = int(idx[j])
             if _min_values_ok(tmpl, creqs, avail, info, avail[t]):
                 return t
         return None
-    best = score[order[0]]
+    # the lowest score (NaN last, as a sort would put it): only its value is needed, not an order
+    best = np.fmin.reduce(score)
     near = np.flatnonzero(score <= best * NEAR_TIE)
     return int(idx[near[np.argmax(units[near])]])
 

@@ -44,10 +44,11 @@ def place(run: placement_mod.Placement, g: podgroups.PodGroup) -> int:
 
 
 def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, start: int, count: int,
-         domain: tuple[str, str] | None, *, open_new: bool = True) -> int:
+         domain: tuple[str, str] | None, *, open_new: bool = True, known: KnownFit | None = None) -> int:
     """Place ``g.pods[start:start+count]`` first-fit; returns how many were placed.
 
     ``domain`` restricts bins to one (key, value); undetermined bins are narrowed when used.
+    ``known``: the group's fit on the first bins with no domain constraint (see :class:`KnownFit`).
     """
     placed = 0
     constraints = {domain[0]: {domain[1]}} if domain is not None else {}
@@ -56,8 +57,13 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
     # chunks and stop once the pods are placed (first-fit order is the same as one full scan).
     lo, step = 0, (n if hostname_capped(run, g) else CHUNK)
     while lo < n and placed < count:
-        hi = min(n, lo + step)
-        fit = fit_counts(run, g, req, constraints, lo, hi)
+        first = known.fit() if lo == 0 and known is not None else None
+        if first is not None and len(first) and domain is not None:  # one chunk: the known fit, in the domain
+            hi = len(first)
+            fit = first * run.bins.domain_mask(domain[0], {domain[1]}, 0, hi)
+        else:
+            hi = min(n, lo + step)
+            fit = fit_counts(run, g, req, constraints, lo, hi)
         cand = np.flatnonzero(fit > 0)
         if len(cand):
             take = fit[cand]
@@ -117,7 +123,8 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     # A share may go to a domain not allowed right now: water-filling gives each pod to a domain
     # with the fewest matching pods, which is always allowed when it gets it, so once every share
     # is placed the domains are within maxSkew (the plan is judged when all its pods are bound).
-    if any(c and not _sure(run, g, req, term.key, d, c) for d, c in shares.items()):
+    known = KnownFit(run, g, req)
+    if any(c and not _sure(run, g, req, term.key, d, c, known) for d, c in shares.items()):
         # a domain may fall short of its share, and the others must then stop within maxSkew of
         # it: only the pod-by-pod path knows when to stop
         return pod_by_pod(run, g, req)
@@ -127,7 +134,7 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     done: list[int] = []
     for d in sorted(shares):
         want = shares[d]
-        got = fill(run, g, req, cursor, want, (term.key, d))
+        got = fill(run, g, req, cursor, want, (term.key, d), known=known)
         done.extend(range(cursor, cursor + got))
         placed += got
         cursor += want
@@ -138,8 +145,33 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     return placed
 
 
+class KnownFit:
+    """How many pods of a group each bin takes with no domain constraint, worked out once (on the
+    bins there are at the first ask) for all the domains a water-fill visits.
+
+    Still exact for every bin a later domain allows: a domain's fill changes only the bins it puts
+    pods on, and narrows each of them into that domain, which no other domain allows; bins it
+    opens come after the known ones. Not kept (:meth:`fit` is None) when hostname terms cap the
+    group, whose caps change with the pods on every bin."""
+
+    __slots__ = ("_fit", "_g", "_req", "_run")
+
+    def __init__(self, run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> None:
+        self._run, self._g, self._req = run, g, req
+        self._fit: IntArray | None = None if hostname_capped(run, g) else _UNKNOWN
+
+    def fit(self) -> IntArray | None:
+        found = self._fit
+        if found is _UNKNOWN:
+            found = self._fit = fit_counts(self._run, self._g, self._req, {})
+        return found
+
+
+_UNKNOWN: IntArray = np.zeros(0, dtype=np.int64)
+
+
 def _sure(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, key: str, domain: str,
-          want: int) -> bool:
+          want: int, known: KnownFit | None = None) -> bool:
     """Will :func:`fill` restricted to ``domain`` place ``want`` pods of ``g``, whatever the other
     domains' fills did before? Yes when new NodeClaims can be opened there again and again, or when
     the bins surely in the domain take them now: another domain's fill never uses those bins, and
@@ -152,8 +184,11 @@ def _sure(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, ke
     did = run.bins.domains[key].ids.get(domain)
     if did is None:
         return False
-    fit = fit_counts(run, g, req, {key: {domain}})
-    return int(fit[run.bins.dom[key][:run.bins.n] == did].sum()) >= want
+    fit = known.fit() if known is not None else None
+    if fit is None:
+        fit = fit_counts(run, g, req, {key: {domain}})
+    # only the domain's own bins are summed: there the known fit is the domain-constrained one
+    return int(fit[run.bins.dom[key][:len(fit)] == did].sum()) >= want
 
 
 def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> int:
