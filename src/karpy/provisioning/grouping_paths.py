@@ -151,14 +151,17 @@ class KnownFit:
 
     Still exact for every bin a later domain allows: a domain's fill changes only the bins it puts
     pods on, and narrows each of them into that domain, which no other domain allows; bins it
-    opens come after the known ones. Not kept (:meth:`fit` is None) when hostname terms cap the
-    group, whose caps change with the pods on every bin."""
+    opens come after the known ones. Hostname caps keep it exact too: each reads its own bin's
+    counts and carriers only (:func:`topology.hostname_caps`), except the cap of a required hostname
+    affinity the group carries, which changes everywhere once its first pod is placed: then
+    nothing is kept (:meth:`fit` is None)."""
 
     __slots__ = ("_fit", "_g", "_req", "_run")
 
     def __init__(self, run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> None:
         self._run, self._g, self._req = run, g, req
-        self._fit: IntArray | None = None if hostname_capped(run, g) else _UNKNOWN
+        follows = any(owner and term.kind == topology.AFFINITY for term, _, _, owner in run.hostname_terms(g))
+        self._fit: IntArray | None = None if follows else _UNKNOWN
 
     def fit(self) -> IntArray | None:
         found = self._fit
