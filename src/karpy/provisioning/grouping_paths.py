@@ -57,12 +57,11 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
     # chunks and stop once the pods are placed (first-fit order is the same as one full scan).
     lo, step = 0, (n if hostname_capped(run, g) else CHUNK)
     while lo < n and placed < count:
-        first = known.fit() if lo == 0 and known is not None else None
-        if first is not None and len(first) and domain is not None:  # one chunk: the known fit, in the domain
-            hi = len(first)
-            fit = first * run.bins.domain_mask(domain[0], {domain[1]}, 0, hi)
+        hi = min(n, lo + step)
+        if known is not None and domain is not None and lo < known.size:  # the known fit, in the domain
+            hi = min(hi, known.size)
+            fit = known.part(lo, hi) * run.bins.domain_mask(domain[0], {domain[1]}, lo, hi)
         else:
-            hi = min(n, lo + step)
             fit = fit_counts(run, g, req, constraints, lo, hi)
         cand = np.flatnonzero(fit > 0)
         if len(cand):
@@ -146,31 +145,44 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
 
 
 class KnownFit:
-    """How many pods of a group each bin takes with no domain constraint, worked out once (on the
-    bins there are at the first ask) for all the domains a water-fill visits.
+    """How many pods of a group each bin takes with no domain constraint, worked out once per chunk
+    of :func:`fill`'s scan (of the bins there were when the water-fill began: ``size``) for all the
+    domains the water-fill visits.
 
     Still exact for every bin a later domain allows: a domain's fill changes only the bins it puts
     pods on, and narrows each of them into that domain, which no other domain allows; bins it
     opens come after the known ones. Hostname caps keep it exact too: each reads its own bin's
     counts and carriers only (:func:`topology.hostname_caps`), except the cap of a required hostname
     affinity the group carries, which changes everywhere once its first pod is placed: then
-    nothing is kept (:meth:`fit` is None)."""
+    nothing is known (``size`` 0). A chunk worked out after a domain's fill is still that of
+    the start on every bin another domain allows, as above."""
 
-    __slots__ = ("_fit", "_g", "_req", "_run")
+    __slots__ = ("_g", "_parts", "_req", "_run", "size")
 
     def __init__(self, run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> None:
         self._run, self._g, self._req = run, g, req
         follows = any(owner and term.kind == topology.AFFINITY for term, _, _, owner in run.hostname_terms(g))
-        self._fit: IntArray | None = None if follows else _UNKNOWN
+        self.size = 0 if follows else run.bins.n
+        """Bins ``0:size`` are known."""
+        self._parts: dict[tuple[int, int], IntArray] = {}
 
-    def fit(self) -> IntArray | None:
-        found = self._fit
-        if found is _UNKNOWN:
-            found = self._fit = fit_counts(self._run, self._g, self._req, {})
+    def part(self, lo: int, hi: int) -> IntArray:
+        """The group's fit on bins ``lo:hi`` (within ``size``), no domain constraint."""
+        found = self._parts.get((lo, hi))
+        if found is None:
+            found = self._parts[(lo, hi)] = fit_counts(self._run, self._g, self._req, {}, lo, hi)
         return found
 
-
-_UNKNOWN: IntArray = np.zeros(0, dtype=np.int64)
+    def whole(self) -> IntArray | None:
+        """The fit on every known bin, in :func:`fill`'s chunks (None when nothing is known)."""
+        if not self.size:
+            return None
+        parts, lo, step = [], 0, (self.size if hostname_capped(self._run, self._g) else CHUNK)
+        while lo < self.size:
+            hi = min(self.size, lo + step)
+            parts.append(self.part(lo, hi))
+            lo, step = hi, step * 4
+        return np.concatenate(parts)
 
 
 def _sure(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, key: str, domain: str,
@@ -187,7 +199,7 @@ def _sure(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, ke
     did = run.bins.domains[key].ids.get(domain)
     if did is None:
         return False
-    fit = known.fit() if known is not None else None
+    fit = known.whole() if known is not None and known.size == run.bins.n else None
     if fit is None:
         fit = fit_counts(run, g, req, {key: {domain}})
     # only the domain's own bins are summed: there the known fit is the domain-constrained one

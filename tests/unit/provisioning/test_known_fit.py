@@ -50,8 +50,14 @@ def test_water_fill_with_the_known_fit_makes_the_plan_of_fitting_each_domain_afr
     existing = [b.existing_node(f"node-{j}", cpu=cpus, memory_gi=2 * cpus + 1, zone=b.ZONES[j % 3])
                 for j, cpus in enumerate(room)]
     known = b.describe(b.solve(pods, existing=existing))
+    real_init = grouping_paths.KnownFit.__init__
+
+    def knows_nothing(self: grouping_paths.KnownFit, *args: Any) -> None:
+        real_init(self, *args)
+        self.size = 0
+
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(grouping_paths.KnownFit, "fit", lambda self: None)
+        m.setattr(grouping_paths.KnownFit, "__init__", knows_nothing)
         afresh = b.describe(b.solve(pods, existing=existing))
     assert known == afresh
 
@@ -61,7 +67,8 @@ def test_a_group_carrying_hostname_affinity_keeps_no_known_fit() -> None:
         "requiredDuringSchedulingIgnoredDuringExecution": [b.affinity_term(wk.HOSTNAME, {"app": "web"})]}})
     spreader = _pods("hostname", 0, 1, "100m", "128Mi")[0]
     groups = podgroups.group_pods([follower, spreader])
-    run = placement_mod.Placement(["cpu", "memory", "pods"], [], groups, [], [], count_matching=True)
-    fits = {g.pods[0].name: grouping_paths.KnownFit(run, g, run.vector(g.requests)).fit() for g in groups}
-    assert fits["follower"] is None
-    assert fits["hostname-0-0"] is not None
+    run = placement_mod.Placement(["cpu", "memory", "pods"], [], groups, [b.existing_node("node-0")], [],
+                                  count_matching=True)
+    assert run.bins.n == 1
+    known = {g.pods[0].name: grouping_paths.KnownFit(run, g, run.vector(g.requests)).size for g in groups}
+    assert known == {"follower": 0, "hostname-0-0": 1}
