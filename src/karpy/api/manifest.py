@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -325,6 +325,18 @@ def load_documents(
         for doc in docs:
             if not doc.pruned and isinstance(doc.data, dict):
                 prune(doc.data)
+    return _load(docs, default_instance_profile)
+
+
+def load_parsed(documents: Sequence[Any], *, default_instance_profile: str | None = None) -> LoadResult:
+    """:func:`load_documents` of documents already read (by :func:`parse_yaml`): ``documents[i]`` is
+    document ``i + 1`` of the text, None for one to skip (errors keep the text's numbering). The
+    documents are checked as they are (nothing JSON cannot carry, string keys) and not changed."""
+    return _load(list(_expand_lists([_Doc(f"document {i}", i, d, []) for i, d in enumerate(documents, 1)])),
+                 default_instance_profile)
+
+
+def _load(docs: list[_Doc], default_instance_profile: str | None) -> LoadResult:
     result = LoadResult()
     problems: list[errors.FieldError] = []
     ctx = conversion.Context(node_classes=_node_class_index(docs),

@@ -43,6 +43,31 @@ def _template_pod(
     return tf.data, template_pod
 
 
+def _same_template(known: _Replicated | None, f: fields.Fields, metadata: meta.ObjectMeta, kind: str,
+                   api_version: str) -> tuple[Mapping[str, Any], pod.Pod] | None:
+    """``f``'s template and ``known``'s template pod, when :func:`_template_pod` would make an equal
+    pod: the same template for the same owner; else None."""
+    if known is None or kind != known.KIND:
+        return None
+    owners = known.template_pod.metadata.owner_references
+    if len(owners) != 1 or (owners[0].name, owners[0].uid, owners[0].api_version) != \
+            (metadata.name, metadata.uid, api_version) or known.metadata.namespace != metadata.namespace:
+        return None
+    template = f.sub("spec").sub("template").data
+    return (template, known.template_pod) if _identical(template, known.template) else None
+
+
+def _identical(a: Any, b: Any) -> bool:
+    """Equal, and of the same types throughout (``1`` and ``1.0`` are equal but may parse apart)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_identical(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def _selector(f: fields.Fields) -> selectors.LabelSelector:
     """A workload's ``spec.selector`` (required by apps/v1; an absent one selects the template's labels)."""
     spec = f.sub("spec")
@@ -94,12 +119,18 @@ class _Replicated:
         return self.metadata.namespace
 
     @classmethod
-    def from_manifest(cls, d: Mapping[str, Any]) -> Self:
+    def from_manifest(cls, d: Mapping[str, Any], *, known: _Replicated | None = None) -> Self:
+        """``known``: an earlier model of the same object; when its template pod was made from an
+        equal template for the same owner (name, namespace, uid, apiVersion), it is kept rather than
+        parsed again (a scale changes ``spec.replicas`` only)."""
         f = meta.reader(cls.KIND, d)
         metadata = meta.ObjectMeta.parse(f.sub("metadata"), namespaced=True)
-        template, template_pod = _template_pod(
-            f, metadata, cls.KIND, f.str("apiVersion", "apps/v1") or "apps/v1"
-        )
+        api_version = f.str("apiVersion", "apps/v1") or "apps/v1"
+        reused = _same_template(known, f, metadata, cls.KIND, api_version)
+        if reused is not None:
+            template, template_pod = reused
+        else:
+            template, template_pod = _template_pod(f, metadata, cls.KIND, api_version)
         replicas = f.sub("spec").int("replicas", 1)
         return cls(
             metadata=metadata,

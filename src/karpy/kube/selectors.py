@@ -22,6 +22,7 @@ This module is pure (no cluster); :mod:`karpy.kube.memory` uses it to filter and
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -378,8 +379,12 @@ def _find_operator(term: str) -> tuple[int, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_field_selector(text: str) -> FieldQuery:
-    """Parse the string form; raises :class:`karpy.kube.errors.BadRequest` when malformed."""
+    """Parse the string form; raises :class:`karpy.kube.errors.BadRequest` when malformed.
+
+    Kept per text (a :class:`FieldQuery` is immutable): controllers read their object by
+    ``metadata.name=...`` on every reconcile, and a run has a few selectors per object at most."""
     if not text.strip():
         return FieldQuery()
     reqs: list[FieldRequirement] = []

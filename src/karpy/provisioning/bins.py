@@ -172,7 +172,15 @@ class Bins:
         if len(nz) == 0:
             return np.full(hi - lo, 1 << 40, dtype=np.int64)
         rem = self.remaining[lo:hi, nz]
-        fit: IntArray = np.maximum((rem // req[nz]).min(axis=1), 0)
+        need = req[nz]
+        room = np.flatnonzero((rem >= need).all(axis=1))  # bins that take at least one pod
+        if len(room) * 4 > len(rem):  # most do: one division over them all
+            fit: IntArray = np.maximum((rem // need).min(axis=1), 0)
+            return fit
+        # most bins are full (a busy cluster): divide only where a pod fits, the rest take none
+        fit = np.zeros(len(rem), dtype=np.int64)
+        if len(room):
+            fit[room] = (rem[room] // need).min(axis=1)
         return fit
 
     def domain_mask(self, key: str, allowed: set[str], lo: int = 0, hi: int | None = None

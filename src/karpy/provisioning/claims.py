@@ -277,7 +277,8 @@ def _target(run: placement_mod.Placement, ti: int, tmpl: templates.Template, inf
             if _min_values_ok(tmpl, creqs, avail, info, avail[t]):
                 return t
         return None
-    best = score.min()  # the first of the (score, -units) order; only its score matters here
+    # the lowest score (NaN last, as a sort would put it): only its value is needed, not an order
+    best = np.fmin.reduce(score)
     near = np.flatnonzero(score <= best * NEAR_TIE)
     return int(idx[near[np.argmax(units[near])]])
 

@@ -44,10 +44,11 @@ def place(run: placement_mod.Placement, g: podgroups.PodGroup) -> int:
 
 
 def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, start: int, count: int,
-         domain: tuple[str, str] | None, *, open_new: bool = True) -> int:
+         domain: tuple[str, str] | None, *, open_new: bool = True, known: KnownFit | None = None) -> int:
     """Place ``g.pods[start:start+count]`` first-fit; returns how many were placed.
 
     ``domain`` restricts bins to one (key, value); undetermined bins are narrowed when used.
+    ``known``: the group's fit on the first bins with no domain constraint (see :class:`KnownFit`).
     """
     placed = 0
     constraints = {domain[0]: {domain[1]}} if domain is not None else {}
@@ -57,7 +58,11 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
     lo, step = 0, (n if hostname_capped(run, g) else CHUNK)
     while lo < n and placed < count:
         hi = min(n, lo + step)
-        fit = fit_counts(run, g, req, constraints, lo, hi)
+        if known is not None and domain is not None and lo < known.size:  # the known fit, in the domain
+            hi = min(hi, known.size)
+            fit = known.part(lo, hi) * run.bins.domain_mask(domain[0], {domain[1]}, lo, hi)
+        else:
+            fit = fit_counts(run, g, req, constraints, lo, hi)
         cand = np.flatnonzero(fit > 0)
         if len(cand):
             take = fit[cand]
@@ -117,7 +122,8 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     # A share may go to a domain not allowed right now: water-filling gives each pod to a domain
     # with the fewest matching pods, which is always allowed when it gets it, so once every share
     # is placed the domains are within maxSkew (the plan is judged when all its pods are bound).
-    if any(c and not _sure(run, g, req, term.key, d, c) for d, c in shares.items()):
+    known = KnownFit(run, g, req)
+    if any(c and not _sure(run, g, req, term.key, d, c, known) for d, c in shares.items()):
         # a domain may fall short of its share, and the others must then stop within maxSkew of
         # it: only the pod-by-pod path knows when to stop
         return pod_by_pod(run, g, req)
@@ -127,7 +133,7 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     done: list[int] = []
     for d in sorted(shares):
         want = shares[d]
-        got = fill(run, g, req, cursor, want, (term.key, d))
+        got = fill(run, g, req, cursor, want, (term.key, d), known=known)
         done.extend(range(cursor, cursor + got))
         placed += got
         cursor += want
@@ -138,8 +144,49 @@ def water_fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArra
     return placed
 
 
+class KnownFit:
+    """How many pods of a group each bin takes with no domain constraint, worked out once per chunk
+    of :func:`fill`'s scan (of the bins there were when the water-fill began: ``size``) for all the
+    domains the water-fill visits.
+
+    Still exact for every bin a later domain allows: a domain's fill changes only the bins it puts
+    pods on, and narrows each of them into that domain, which no other domain allows; bins it
+    opens come after the known ones. Hostname caps keep it exact too: each reads its own bin's
+    counts and carriers only (:func:`topology.hostname_caps`), except the cap of a required hostname
+    affinity the group carries, which changes everywhere once its first pod is placed: then
+    nothing is known (``size`` 0). A chunk worked out after a domain's fill is still that of
+    the start on every bin another domain allows, as above."""
+
+    __slots__ = ("_g", "_parts", "_req", "_run", "size")
+
+    def __init__(self, run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> None:
+        self._run, self._g, self._req = run, g, req
+        follows = any(owner and term.kind == topology.AFFINITY for term, _, _, owner in run.hostname_terms(g))
+        self.size = 0 if follows else run.bins.n
+        """Bins ``0:size`` are known."""
+        self._parts: dict[tuple[int, int], IntArray] = {}
+
+    def part(self, lo: int, hi: int) -> IntArray:
+        """The group's fit on bins ``lo:hi`` (within ``size``), no domain constraint."""
+        found = self._parts.get((lo, hi))
+        if found is None:
+            found = self._parts[(lo, hi)] = fit_counts(self._run, self._g, self._req, {}, lo, hi)
+        return found
+
+    def whole(self) -> IntArray | None:
+        """The fit on every known bin, in :func:`fill`'s chunks (None when nothing is known)."""
+        if not self.size:
+            return None
+        parts, lo, step = [], 0, (self.size if hostname_capped(self._run, self._g) else CHUNK)
+        while lo < self.size:
+            hi = min(self.size, lo + step)
+            parts.append(self.part(lo, hi))
+            lo, step = hi, step * 4
+        return np.concatenate(parts)
+
+
 def _sure(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, key: str, domain: str,
-          want: int) -> bool:
+          want: int, known: KnownFit | None = None) -> bool:
     """Will :func:`fill` restricted to ``domain`` place ``want`` pods of ``g``, whatever the other
     domains' fills did before? Yes when new NodeClaims can be opened there again and again, or when
     the bins surely in the domain take them now: another domain's fill never uses those bins, and
@@ -152,8 +199,11 @@ def _sure(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, ke
     did = run.bins.domains[key].ids.get(domain)
     if did is None:
         return False
-    fit = fit_counts(run, g, req, {key: {domain}})
-    return int(fit[run.bins.dom[key][:run.bins.n] == did].sum()) >= want
+    fit = known.whole() if known is not None and known.size == run.bins.n else None
+    if fit is None:
+        fit = fit_counts(run, g, req, {key: {domain}})
+    # only the domain's own bins are summed: there the known fit is the domain-constrained one
+    return int(fit[run.bins.dom[key][:len(fit)] == did].sum()) >= want
 
 
 def pod_by_pod(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> int:

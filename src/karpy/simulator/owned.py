@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import random
 from collections.abc import Iterable, Mapping
@@ -178,9 +179,16 @@ def update_status_if_changed(cluster: interface.Cluster, obj: Mapping[str, Any],
 def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
     """A stable short hash of a pod template: FNV-1a (32 bit) of its canonical JSON, spelled in
     :data:`NAME_ALPHABET` so it is a valid label value and name part."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return _fnv_name(json.dumps(template, sort_keys=True, separators=(",", ":"), default=str) + str(collision_count))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fnv_name(text: str) -> str:
+    """:func:`template_hash` of a template's canonical JSON (with the collision count appended),
+    kept per text: a Deployment's template is hashed again at each scale, and the byte loop is
+    the cost."""
     h = 0x811C9DC5
-    for byte in data + str(collision_count).encode():
+    for byte in text.encode():
         h ^= byte
         h = (h * 0x01000193) & 0xFFFFFFFF
     return "".join(NAME_ALPHABET[int(d)] for d in str(h))

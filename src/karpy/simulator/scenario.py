@@ -171,16 +171,14 @@ def load_text(text: str, *, source: str = "<input>", until: float | None = None,
             problems.append(errors.FieldError(_label(index, KIND, _doc_name(d)), "apiVersion",
                                               API_VERSION, d.get("apiVersion")))
 
-    # Every other document goes through the manifest loader. Scenario documents are replaced by
-    # empty ones so that document numbers stay those of the file.
+    # Every other document goes through the manifest loader, as read (not written out and read
+    # again). Scenario documents are replaced by None so that document numbers stay those of the file.
     rest = [None if scenario_schema.is_scenario(d) else d for d in raw_docs]
     objects: list[dict[str, Any]] = []
     warnings: list[str] = []
     if any(d is not None for d in rest):
-        other_text = "\n".join("---\n" + (steps_mod.dump_yaml(d) if d is not None else "")
-                               for d in rest)
         try:
-            loaded = manifest.load_documents(other_text, source=source)
+            loaded = manifest.load_parsed(rest)
             objects = [o.raw for o in loaded.objects]
             warnings.extend(loaded.warnings)
             warnings.extend(drift_waves.problems_of(objects))

@@ -101,7 +101,7 @@ class ReplicaSetController:
         hit = self._models.get(key)
         if hit is not None and hit[0] is spec and hit[1] == uid and spec is not None:
             return hit[2]
-        model = api_workloads.ReplicaSet.from_manifest(rs)
+        model = api_workloads.ReplicaSet.from_manifest(rs, known=hit[2] if hit is not None else None)
         self._models[key] = (spec, uid, model)
         return model
 
@@ -205,7 +205,7 @@ class DeploymentController:
         hit = self._models.get(key)
         if hit is not None and hit[0] is spec and hit[1] == uid and spec is not None:
             return hit[2], hit[3]
-        model = api_workloads.Deployment.from_manifest(deploy)
+        model = api_workloads.Deployment.from_manifest(deploy, known=hit[2] if hit is not None else None)
         hash_ = owned_mod.template_hash(model.template)
         self._models[key] = (spec, uid, model, hash_)
         return model, hash_

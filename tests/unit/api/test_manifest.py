@@ -310,3 +310,36 @@ spec:
     assert result.of_kind("EC2NodeClass")[0].kubelet is None
     assert sorted(p.compat_kubelet().max_pods for p in result.of_kind("NodePool")) == [20, 30]
     assert any("different kubelet settings" in w for w in result.warnings)
+
+
+def test_documents_already_read_load_as_their_text_does_and_keep_the_text_numbering() -> None:
+    pod_text = """apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+spec: {containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]}
+"""
+    pool_text = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: b}
+spec:
+  template:
+    spec:
+      requirements: [{key: kubernetes.io/hostname, operator: Exists}]
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+"""
+    docs: list[object] = [None, *manifest.parse_yaml(pod_text), *manifest.parse_yaml(pool_text)]
+    with pytest.raises(errors.ValidationError) as raised:
+        manifest.load_parsed(docs)  # document 1 skipped, as the scenario loader skips its own
+    assert [(e.obj, e.path) for e in raised.value.errors] == [
+        ("document 3 (NodePool/b)", "spec.template.spec.requirements[0].key")]
+    loaded = manifest.load_parsed(docs[:2])
+    from_text = manifest.load_documents("---\n---\n" + pod_text)
+    assert [(o.doc_index, o.kind, o.raw, o.obj) for o in loaded.objects] == \
+        [(o.doc_index, o.kind, o.raw, o.obj) for o in from_text.objects]
+    assert [o.doc_index for o in loaded.objects] == [2]
+
+
+def test_documents_already_read_are_checked_for_keys_json_cannot_carry() -> None:
+    doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {1: "x"}}
+    with pytest.raises(errors.ValidationError, match="document 1"):
+        manifest.load_parsed([doc])
