@@ -9,8 +9,10 @@ scheduling pass; these checks cost a few NumPy operations per candidate group an
 * :func:`hopeless` returns :data:`REFUSED` when what of a group's pods cannot fit the other nodes'
   free room (first-fit, largest first, constraints ignored: they can only make placement harder)
   fits no instance type of the group's NodePool cheaper than the group (one new node), or, for a
-  set of new nodes, when a price lower bound (the cheapest price per unit of the scarcest
-  resource) is not below the group's price. ``None`` means: run the simulation.
+  set of new nodes, when a price lower bound is not below the group's price: the cheapest price
+  per unit of the scarcest resource, or, for the pods that fit no other node even alone, the
+  cheapest price per pod a node can hold (pods are not divisible: three 1-CPU pods per 3.9-CPU
+  node cost a node per three pods, not per 3.9 CPUs). ``None`` means: run the simulation.
 
 Pure; no I/O.
 """
@@ -100,7 +102,15 @@ def _unplaceable(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_
                  free: Room) -> Any:
     """What of ``group``'s pods does not fit the other nodes' free room (cpu, memory, pods), when
     everything goes first-fit, largest first, ignoring constraints (which can only make placement
-    harder).
+    harder); see :func:`_placement`."""
+    return _placement(snap, group, free)[0]
+
+
+def _placement(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate],
+               free: Room) -> tuple[Any, list[tuple[int, ...]]]:
+    """What of ``group``'s pods the other nodes' free room leaves unplaced, summed (cpu, memory,
+    pods), and the requests of the pods that fit no other node's free room even alone (they need
+    a new node whatever the placement).
 
     Room only ever shrinks during the placement, so a pod's first fit is the first row of
     :meth:`Room.fitting` that is neither a removed node nor a row this group already filled
@@ -111,10 +121,13 @@ def _unplaceable(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_
     rows = free.rows()
     used: dict[int, list[int]] = {}
     rest = [0] * len(DIMS)
+    alone: list[tuple[int, ...]] = []
     for r in reqs:
+        room = False
         for i in free.fitting(r):
             if i in removed:
                 continue
+            room = True
             left = used.get(i)
             if left is None:
                 used[i] = [a - b for a, b in zip(rows[i], r, strict=True)]
@@ -126,7 +139,42 @@ def _unplaceable(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_
         else:
             for j, b in enumerate(r):
                 rest[j] += b
-    return np.array(rest, dtype=np.int64)
+            if not room:
+                alone.append(r)
+    return np.array(rest, dtype=np.int64), alone
+
+
+def _per_node_bound(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool,
+                    alone: Sequence[tuple[int, ...]]) -> float:
+    """A lower bound on the price of new nodes of ``pool`` holding pods ``alone`` (requests): a node
+    of type t holds at most k_t of them (the most of the smallest that fit its allocatable in every
+    dimension), so their nodes cost at least ``len(alone) * min(price_t / k_t)``. 0 when no type holds
+    even one (the simulation says what then)."""
+    if not alone:
+        return 0.0
+    allocs, prices = _pool_arrays(snap, pool)
+    if not len(prices):
+        return 0.0
+    sums = np.cumsum(np.sort(np.array(alone, dtype=np.int64), axis=0), axis=0)
+    most = np.full(len(prices), len(alone), dtype=np.int64)
+    for j in range(len(DIMS)):
+        most = np.minimum(most, np.searchsorted(sums[:, j], allocs[:, j], side="right"))
+    held = most > 0
+    if not held.any():
+        return 0.0
+    return float(len(alone) * np.min(prices[held] / most[held]))
+
+
+def _pool_arrays(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool) -> tuple[Any, Any]:
+    """:func:`_pool_types` as arrays: allocatable (types x :data:`DIMS`) and prices; cached on the snapshot."""
+    cache: dict[str, tuple[Any, Any]] = snap.__dict__.setdefault("_pool_arrays", {})
+    hit = cache.get(pool.name)
+    if hit is None:
+        types = _pool_types(snap, pool)
+        allocs = np.array([[t.allocatable.get(d, 0) for d in DIMS] for t, _ in types],
+                          dtype=np.int64).reshape(len(types), len(DIMS))
+        hit = cache[pool.name] = (allocs, np.array([price for _, price in types], dtype=np.float64))
+    return hit
 
 
 def _pool_types(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool
@@ -166,15 +214,16 @@ def hopeless(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.
               free: Room, *, one_node: bool = True) -> str | None:
     """``REFUSED`` when a cheap necessary condition already fails, else None.
 
-    What cannot fit the rest of the cluster (see :func:`_unplaceable`) must fit one instance type
+    What cannot fit the rest of the cluster (see :func:`_placement`) must fit one instance type
     of the group's NodePool cheaper than the group (``one_node``), or a set of new nodes whose
-    price lower bound (the cheapest price per unit of the scarcest resource) is below it. Only
-    then is the costly removal simulation worth running.
+    price lower bound (the cheapest price per unit of the scarcest resource, or per pod a node
+    holds of those that fit no other node, :func:`_per_node_bound`) is below it. Only then is the
+    costly removal simulation worth running.
     """
     before = _group_price(snap, group)
     if before is None or not group:
         return None
-    rest = _unplaceable(snap, group, free)
+    rest, alone = _placement(snap, group, free)
     if not rest.any():
         return None  # a delete may be possible
     types = _pool_types(snap, group[0].nodepool)
@@ -183,7 +232,7 @@ def hopeless(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.
             if price < before and all(t.allocatable.get(d, 0) >= int(rest[j]) for j, d in enumerate(DIMS)):
                 return None
         return REFUSED
-    bound = 0.0
+    bound = _per_node_bound(snap, group[0].nodepool, alone)
     for j, d in enumerate(DIMS):
         if rest[j] <= 0:
             continue
