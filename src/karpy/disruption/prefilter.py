@@ -211,14 +211,15 @@ def _group_price(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_
 
 
 def hopeless(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate],
-              free: Room, *, one_node: bool = True) -> str | None:
+              free: Room, *, one_node: bool = True, min_saving: float = 0.0) -> str | None:
     """``REFUSED`` when a cheap necessary condition already fails, else None.
 
     What cannot fit the rest of the cluster (see :func:`_placement`) must fit one instance type
     of the group's NodePool cheaper than the group (``one_node``), or a set of new nodes whose
     price lower bound (the cheapest price per unit of the scarcest resource, or per pod a node
-    holds of those that fit no other node, :func:`_per_node_bound`) is below it. Only then is the
-    costly removal simulation worth running.
+    holds of those that fit no other node, :func:`_per_node_bound`, is at most the group's price less
+    ``min_saving``, the fraction a re-pack must save) is below it. Only then is the costly removal
+    simulation worth running.
     """
     before = _group_price(snap, group)
     if before is None or not group:
@@ -232,7 +233,11 @@ def hopeless(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.
             if price < before and all(t.allocatable.get(d, 0) >= int(rest[j]) for j, d in enumerate(DIMS)):
                 return None
         return REFUSED
-    bound = _per_node_bound(snap, group[0].nodepool, alone)
+    least = _per_node_bound(snap, group[0].nodepool, alone)
+    if least > before * (1.0 - min_saving) + 1e-9:  # the pods alone need nodes costing more than a re-pack may
+        return (f"{REFUSED} set: pods that fit no other node need new nodes costing at least ${least:.4f}/h "
+                f"against ${before:.4f}/h, saving less than {min_saving:.0%}")
+    bound = 0.0
     for j, d in enumerate(DIMS):
         if rest[j] <= 0:
             continue

@@ -433,7 +433,10 @@ def test_many_to_many_refuses_without_a_simulation_when_whole_pods_need_as_many_
     free = consolidation._room(snap)
     assert prefilter._per_node_bound(snap, cands[0].nodepool, [(1000, 128 * 2**20, 1000)] * 12) == \
         pytest.approx(4 * 0.20)
-    assert prefilter.hopeless(snap, cands, free, one_node=False) == prefilter.REFUSED
+    refused = "Can't replace with a cheaper node set: pods that fit no other node need new nodes costing at " \
+        "least $0.8000/h against $0.8000/h, saving less than 1%"
+    assert prefilter.hopeless(snap, cands, free, one_node=False, min_saving=0.01) == refused
+    assert prefilter.hopeless(snap, cands, free, one_node=False) is None  # a re-pack at the same price may do
     reasons: dict[str, str] = {}
     assert consolidation.repack(snap, cands, DEFAULTS) == consolidation.Refusal(
         tuple(c.name for c in cands),
@@ -443,7 +446,7 @@ def test_many_to_many_refuses_without_a_simulation_when_whole_pods_need_as_many_
     real = consolidation.repack
     monkeypatch.setattr(consolidation, "repack", lambda *a, **k: simulations.append(1) or real(*a, **k))
     assert consolidation.many_to_many(snap, cands, DEFAULTS, reasons=reasons) is None
-    assert simulations == [] and reasons == {"default": prefilter.REFUSED}
+    assert simulations == [] and reasons == {"default": refused}
 
 
 def _uniform_cluster(rng: random.Random) -> Cluster:
@@ -475,12 +478,14 @@ def test_the_per_node_bound_never_refuses_a_re_pack_the_simulation_makes(monkeyp
         if len(group) < 2:
             continue
         out = consolidation.repack(snap, group, DEFAULTS)  # with the MILP's plans too
-        verdict = prefilter.hopeless(snap, group, consolidation._room(snap), one_node=False)
+        verdict = prefilter.hopeless(snap, group, consolidation._room(snap), one_node=False,
+                                     min_saving=DEFAULTS.consolidation_min_saving)
         if isinstance(out, consolidation.Command):
             made += 1
             assert verdict is None, out.explanation
         elif verdict is not None:
             monkeypatch.setattr(prefilter, "_per_node_bound", lambda *_: 0.0)
-            refused += prefilter.hopeless(snap, group, consolidation._room(snap), one_node=False) is None
+            refused += prefilter.hopeless(snap, group, consolidation._room(snap), one_node=False,
+                                          min_saving=DEFAULTS.consolidation_min_saving) is None
             monkeypatch.setattr(prefilter, "_per_node_bound", bound)
     assert made >= 50 and refused >= 10
