@@ -77,17 +77,40 @@ def free_capacity(snap: snapshot_mod.ClusterSnapshot) -> Room:
     for n in snap.nodes:
         if n.deleting or n.node.unschedulable:
             continue
-        e = n.existing_node()
-        free = [e.allocatable.get(d, 0) for d in DIMS]
-        for p in e.pods:
-            for j, d in enumerate(DIMS):
-                free[j] -= p.requests.get(d, 0)
         names.append(n.name)
-        rows.append(free)
+        rows.append(_free(n))
     matrix = np.array(rows, dtype=np.int64).reshape(len(rows), len(DIMS))
     for p in snap.pending_pods:  # pending pods are placed in the same simulation: they go first
         _first_fit(matrix, np.array([p.requests.get(d, 0) for d in DIMS], dtype=np.int64))
     return Room({name: i for i, name in enumerate(names)}, matrix)
+
+
+def _free(info: snapshot_mod.NodeInfo) -> list[int]:
+    """The node's free (cpu, memory, pods): allocatable less its pods' requests; once per NodeInfo
+    (immutable, and kept by the next snapshot while the node is unchanged)."""
+    hit: list[int] | None = info.__dict__.get("_prefilter_free")
+    if hit is None:
+        e = info.existing_node()
+        hit = [e.allocatable.get(d, 0) for d in DIMS]
+        for p in e.pods:
+            for j, d in enumerate(DIMS):
+                hit[j] -= p.requests.get(d, 0)
+        info.__dict__["_prefilter_free"] = hit
+    return hit
+
+
+def _requests(info: snapshot_mod.NodeInfo) -> tuple[tuple[int, ...], ...]:
+    """The requests (cpu, memory, pods) of the node's reschedulable pods, largest first (cpu, then
+    memory; ties in pod order); once per NodeInfo."""
+    hit: tuple[tuple[int, ...], ...] | None = info.__dict__.get("_prefilter_requests")
+    if hit is None:
+        hit = info.__dict__["_prefilter_requests"] = tuple(sorted(
+            (tuple(p.requests.get(d, 0) for d in DIMS) for p in info.reschedulable_pods()), key=_largest_first))
+    return hit
+
+
+def _largest_first(r: tuple[int, ...]) -> tuple[int, int]:
+    return -r[0], -r[1]
 
 
 def _first_fit(room: Any, r: Any) -> bool:
@@ -103,11 +126,11 @@ def _unplaceable(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_
     """What of ``group``'s pods does not fit the other nodes' free room (cpu, memory, pods), when
     everything goes first-fit, largest first, ignoring constraints (which can only make placement
     harder); see :func:`_placement`."""
-    return _placement(snap, group, free)[0]
+    return np.array(_placement(snap, group, free)[0], dtype=np.int64)
 
 
 def _placement(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.Candidate],
-               free: Room) -> tuple[Any, list[tuple[int, ...]]]:
+               free: Room) -> tuple[list[int], list[tuple[int, ...]]]:
     """What of ``group``'s pods the other nodes' free room leaves unplaced, summed (cpu, memory,
     pods), and the requests of the pods that fit no other node's free room even alone (they need
     a new node whatever the placement).
@@ -116,8 +139,11 @@ def _placement(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mo
     :meth:`Room.fitting` that is neither a removed node nor a row this group already filled
     too far: the cost is the group's pods times the rows it touched, not the cluster's size."""
     removed = {i for c in group if (i := free.index.get(c.name)) is not None}  # they take nothing
-    pods = [p for c in group if (info := snap.node(c.name)) is not None for p in info.reschedulable_pods()]
-    reqs = sorted((tuple(p.requests.get(d, 0) for d in DIMS) for p in pods), key=lambda r: (-r[0], -r[1]))
+    infos = [info for c in group if (info := snap.node(c.name)) is not None]
+    if len(infos) == 1:
+        reqs: Sequence[tuple[int, ...]] = _requests(infos[0])
+    else:  # each node's requests sorted already: a stable sort of the runs gives the order of one sort of all
+        reqs = sorted((r for info in infos for r in _requests(info)), key=_largest_first)
     rows = free.rows()
     used: dict[int, list[int]] = {}
     rest = [0] * len(DIMS)
@@ -141,7 +167,7 @@ def _placement(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mo
                 rest[j] += b
             if not room:
                 alone.append(r)
-    return np.array(rest, dtype=np.int64), alone
+    return rest, alone
 
 
 def _per_node_bound(snap: snapshot_mod.ClusterSnapshot, pool: nodepool_mod.NodePool,
@@ -225,12 +251,12 @@ def hopeless(snap: snapshot_mod.ClusterSnapshot, group: Sequence[candidates_mod.
     if before is None or not group:
         return None
     rest, alone = _placement(snap, group, free)
-    if not rest.any():
+    if not any(rest):
         return None  # a delete may be possible
     types = _pool_types(snap, group[0].nodepool)
     if one_node:
         for t, price in types:
-            if price < before and all(t.allocatable.get(d, 0) >= int(rest[j]) for j, d in enumerate(DIMS)):
+            if price < before and all(t.allocatable.get(d, 0) >= rest[j] for j, d in enumerate(DIMS)):
                 return None
         return REFUSED
     least = _per_node_bound(snap, group[0].nodepool, alone)
