@@ -41,7 +41,7 @@ from karpy.api import node as node_mod
 from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
-from karpy.api import quantity, workloads
+from karpy.api import workloads
 from karpy.cloudprovider import instancetype
 from karpy.controllers import inflight, provisionable, reparse, spot_workloads
 from karpy.controllers import namespaces as namespaces_mod
@@ -368,8 +368,11 @@ class ClusterState:
     def _node_pods(self, node_name: str) -> list[pod_mod.Pod]:
         """:meth:`pods_on` without the copy: the cached list itself (read-only; its identity says
         the node's pods did not change)."""
-        self.pods_on(node_name)
-        return self._pods_on[node_name]
+        cached = self._pods_on.get(node_name)
+        if cached is None:
+            self.pods_on(node_name)
+            cached = self._pods_on[node_name]
+        return cached
 
     def node_pods(self, node_name: str) -> tuple[list[pod_mod.Pod], int]:
         """:meth:`pods_on` without the copy (the list is shared and read-only) and its serial
@@ -406,11 +409,12 @@ class ClusterState:
         ``instance_types`` is the scheduler's ``{nodepool: [InstanceType]}``; it sizes NodeClaims
         that have not launched yet.
         """
-        types = inflight.TypeIndex(instance_types)
+        types: inflight.TypeIndex | None = None
         out: list[results.ExistingNode] = []
         registered_claims: set[str] = set()
+        by_pid = self._claim_by_pid
         for n in self.nodes():
-            claim_name = self.nodeclaim_name_for_provider_id(n.provider_id)
+            claim_name = by_pid.get(n.provider_id) if n.provider_id else None
             if claim_name:
                 registered_claims.add(claim_name)
             out.append(self._bin(n, claim_name))
@@ -426,10 +430,14 @@ class ClusterState:
             if cached is not None and cached[0] is obj:
                 out.append(cached[1])
                 continue
+            allocatable = claim.status.allocatable
+            if not allocatable:  # not launched yet: sized by the cheapest of its options
+                if types is None:
+                    types = inflight.TypeIndex(instance_types)
+                allocatable = inflight.cheapest_resources(claim, types, allocatable=True)
             bin_ = results.ExistingNode(
                 name=claim.name, labels=inflight.claim_labels(claim),
-                taints=tuple(claim.spec.taints),
-                allocatable=claim.status.allocatable or inflight.cheapest_resources(claim, types, allocatable=True),
+                taints=tuple(claim.spec.taints), allocatable=allocatable,
                 pods=[], nodepool=claim.nodepool_name, in_flight=True, schedulable=True)
             if claim.status.allocatable:
                 self._claim_bins[claim.name] = (obj, bin_)
@@ -467,15 +475,22 @@ class ClusterState:
                        ) -> dict[str, dict[str, int]]:
         """NodePool -> resource -> summed capacity of its NodeClaims (milli-units), plus Karpenter's
         ``nodes`` (one per NodeClaim), as counted against ``spec.limits``."""
-        types = inflight.TypeIndex(instance_types)
+        types: inflight.TypeIndex | None = None
         usage: dict[str, dict[str, int]] = {}
         for claim in self.nodeclaims():
             pool = claim.nodepool_name
             if not pool:
                 continue
-            capacity = claim.status.capacity or inflight.cheapest_resources(claim, types, allocatable=False)
-            capacity = {**capacity, templates.NODES: templates.ONE_NODE}
-            usage[pool] = quantity.add(usage.get(pool, {}), capacity)
+            capacity = claim.status.capacity
+            if not capacity:  # not launched yet: the cheapest of its options
+                if types is None:
+                    types = inflight.TypeIndex(instance_types)
+                capacity = inflight.cheapest_resources(claim, types, allocatable=False)
+            total = usage.get(pool)
+            if total is None:
+                total = usage[pool] = {}
+            for k, v in {**capacity, templates.NODES: templates.ONE_NODE}.items():  # summed in place
+                total[k] = total.get(k, 0) + v
         return usage
 
     # ------------------------------------------------------------------- counts
