@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Any
 
 import pytest
 
@@ -442,9 +443,14 @@ def test_many_to_many_refuses_without_a_simulation_when_whole_pods_need_as_many_
         tuple(c.name for c in cands),
         "Can't replace with a cheaper node set: re-packing 4 nodes costs $0.8000/h against $0.8000/h, saving less "
         "than 1%")  # what the simulation would have said
-    simulations = []
+    simulations: list[int] = []
     real = consolidation.repack
-    monkeypatch.setattr(consolidation, "repack", lambda *a, **k: simulations.append(1) or real(*a, **k))
+
+    def counted(*args: Any, **kwargs: Any) -> consolidation.Command | consolidation.Refusal:
+        simulations.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(consolidation, "repack", counted)
     assert consolidation.many_to_many(snap, cands, DEFAULTS, reasons=reasons) is None
     assert simulations == [] and reasons == {"default": refused}
 
