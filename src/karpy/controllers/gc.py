@@ -72,13 +72,15 @@ class GarbageCollector:
             log.warning("gc: cannot list instances: %s", exc)
             return
         now = self.clock.now()
-        live: set[str] = set()
-        claims = {c.name: c for c in self.state.nodeclaims()}
+        every = self.state.nodeclaims()
+        live = {inst.status.provider_id for inst in instances}
+        claims: dict[str, nodeclaim_mod.NodeClaim] | None = None  # by name, built for the first unknown instance
         for inst in instances:
             pid = inst.status.provider_id
-            live.add(pid)
             if self.state.nodeclaim_name_for_provider_id(pid) is not None:
                 continue
+            if claims is None:
+                claims = {c.name: c for c in every}
             by_name = claims.get(inst.name)
             if by_name is not None and by_name.status.provider_id in ("", pid):
                 continue  # launched, status not written yet
@@ -89,7 +91,7 @@ class GarbageCollector:
                 self._collect_instance(inst)
             except Exception:
                 log.exception("gc: cannot collect instance %s", pid)
-        for claim in claims.values():
+        for claim in every:
             pid = claim.status.provider_id
             if not pid or pid in live or claim.metadata.deletion_timestamp is not None:
                 continue

@@ -36,14 +36,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.api import errors as api_errors
-from karpy.api import labels as wk
 from karpy.api import node as node_mod
 from karpy.api import nodeclaim as nodeclaim_mod
 from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
-from karpy.api import quantity, workloads
+from karpy.api import workloads
 from karpy.cloudprovider import instancetype
-from karpy.controllers import inflight, provisionable, reparse, spot_workloads
+from karpy.controllers import inflight, provisionable, reparse, spot_workloads, state_bins
 from karpy.controllers import namespaces as namespaces_mod
 from karpy.controllers import nominations as nominations_mod
 from karpy.kube import interface
@@ -85,8 +84,8 @@ class ClusterState:
         self._pods_serial: dict[str, int] = {}
         """Node name -> the serial number of its ``_pods_on`` list (a new one for each list built)."""
         self._next_serial = 0
-        self._bins: dict[str, tuple[Any, Any, Any, results.ExistingNode]] = {}
-        """Node name -> (node object, NodeClaim object, pods list, its bin), reused while all three hold."""
+        self.bins = state_bins.NodeBins(self)
+        """The Nodes as the scheduling core's bins, told which Nodes each event touches."""
         self._claim_bins: dict[str, tuple[Any, results.ExistingNode]] = {}
         """In-flight NodeClaim name -> (its object, its bin), reused while the object holds (launched
         claims only: before launch a bin's size depends on the instance types of the run)."""
@@ -144,6 +143,8 @@ class ClusterState:
         key = f"{md.get('namespace') or 'default'}/{name}" if kind in _NAMESPACED else name
         old = store.get(key)
         self._models[kind] = None
+        if kind == "Node":
+            self.bins.touch(key)
         if old is not None:
             self._unindex(kind, key, old)
         if old is None or event == interface.DELETED:
@@ -160,7 +161,7 @@ class ClusterState:
                 self._provisionable.discard(key)
                 self._pending_keys = None
             if kind == "Node":
-                self._bins.pop(key, None)
+                self.bins.forget(key)
                 if not self._pods_by_node.get(key):
                     self._pods_on.pop(key, None)
                     self._pods_serial.pop(key, None)
@@ -173,6 +174,7 @@ class ClusterState:
             node_name = str((obj.get("spec") or {}).get("nodeName") or "")
             self._pods_by_node.setdefault(node_name, set()).add(key)
             self._pods_on.pop(node_name, None)
+            self.bins.touch(node_name)
             if not node_name and is_provisionable(obj):
                 if key not in self._provisionable:
                     self._provisionable.add(key)
@@ -188,6 +190,7 @@ class ClusterState:
             pid = str((obj.get("status") or {}).get("providerID") or "")
             if pid:
                 self._claim_by_pid[pid] = key
+                self.bins.touch(self._node_by_pid.get(pid, ""))
             else:
                 self._unlaunched.add(key)
 
@@ -195,6 +198,7 @@ class ClusterState:
         if kind == "Pod":
             node_name = str((obj.get("spec") or {}).get("nodeName") or "")  # as _index read it
             self._pods_on.pop(node_name, None)
+            self.bins.touch(node_name)
             keys = self._pods_by_node.get(node_name)
             if keys is not None:
                 keys.discard(key)
@@ -209,6 +213,7 @@ class ClusterState:
             pid = str((obj.get("status") or {}).get("providerID") or "")
             if pid and self._claim_by_pid.get(pid) == key:
                 del self._claim_by_pid[pid]
+            self.bins.touch(self._node_by_pid.get(pid, "") if pid else "")
 
     # ------------------------------------------------------------------------------ parsing
 
@@ -299,6 +304,10 @@ class ClusterState:
     def nodes(self) -> list[node_mod.Node]:
         return self._all("Node")
 
+    def node_keys(self) -> list[str]:
+        """The Nodes' names, sorted (shared, read-only: a new list whenever a Node is added or removed)."""
+        return self._sorted_keys("Node")
+
     def node(self, name: str) -> node_mod.Node | None:
         model: node_mod.Node | None = self.parsed("Node", name)
         return model
@@ -368,8 +377,11 @@ class ClusterState:
     def _node_pods(self, node_name: str) -> list[pod_mod.Pod]:
         """:meth:`pods_on` without the copy: the cached list itself (read-only; its identity says
         the node's pods did not change)."""
-        self.pods_on(node_name)
-        return self._pods_on[node_name]
+        cached = self._pods_on.get(node_name)
+        if cached is None:
+            self.pods_on(node_name)
+            cached = self._pods_on[node_name]
+        return cached
 
     def node_pods(self, node_name: str) -> tuple[list[pod_mod.Pod], int]:
         """:meth:`pods_on` without the copy (the list is shared and read-only) and its serial
@@ -406,14 +418,9 @@ class ClusterState:
         ``instance_types`` is the scheduler's ``{nodepool: [InstanceType]}``; it sizes NodeClaims
         that have not launched yet.
         """
-        types = inflight.TypeIndex(instance_types)
-        out: list[results.ExistingNode] = []
-        registered_claims: set[str] = set()
-        for n in self.nodes():
-            claim_name = self.nodeclaim_name_for_provider_id(n.provider_id)
-            if claim_name:
-                registered_claims.add(claim_name)
-            out.append(self._bin(n, claim_name))
+        types: inflight.TypeIndex | None = None
+        node_bins, registered_claims = self.bins.nodes()
+        out = list(node_bins)
         claim_store = self._objects["NodeClaim"]
         for claim in self.nodeclaims():
             if claim.name in registered_claims or claim.metadata.deletion_timestamp is not None:
@@ -426,56 +433,40 @@ class ClusterState:
             if cached is not None and cached[0] is obj:
                 out.append(cached[1])
                 continue
+            allocatable = claim.status.allocatable
+            if not allocatable:  # not launched yet: sized by the cheapest of its options
+                if types is None:
+                    types = inflight.TypeIndex(instance_types)
+                allocatable = inflight.cheapest_resources(claim, types, allocatable=True)
             bin_ = results.ExistingNode(
                 name=claim.name, labels=inflight.claim_labels(claim),
-                taints=tuple(claim.spec.taints),
-                allocatable=claim.status.allocatable or inflight.cheapest_resources(claim, types, allocatable=True),
+                taints=tuple(claim.spec.taints), allocatable=allocatable,
                 pods=[], nodepool=claim.nodepool_name, in_flight=True, schedulable=True)
             if claim.status.allocatable:
                 self._claim_bins[claim.name] = (obj, bin_)
             out.append(bin_)
         return out
 
-    def _bin(self, n: node_mod.Node, claim_name: str | None) -> results.ExistingNode:
-        """The scheduling core's bin for node ``n`` (see :meth:`existing_nodes`), reused while the
-        Node, its NodeClaim and its pods are the same objects."""
-        node_obj = self._objects["Node"].get(n.name)
-        claim_obj = self._objects["NodeClaim"].get(claim_name) if claim_name else None
-        node_pods = self._node_pods(n.name)
-        cached = self._bins.get(n.name)
-        if cached is not None and cached[0] is node_obj and cached[1] is claim_obj and cached[2] is node_pods:
-            return cached[3]
-        claim = self.nodeclaim(claim_name) if claim_name else None
-        pods = [p for p in node_pods if not p.is_terminal]
-        deleting = n.deleting or (claim is not None and claim.metadata.deletion_timestamp is not None)
-        in_flight = claim is not None and not claim.is_true(nodeclaim_mod.INITIALIZED) and \
-            n.labels.get(wk.INITIALIZED) != "true"
-        # Karpenter's StateNode.Taints: a node it launched that is not initialized yet has its
-        # NodeClaim's taints (its startup taints are expected to go, so it counts as room)
-        node_taints = tuple(claim.spec.taints) if in_flight and claim is not None else n.taints
-        bin_ = results.ExistingNode(
-            name=n.name, labels=n.labels, taints=node_taints,
-            allocatable=n.allocatable or (claim.status.allocatable if claim is not None else {}),
-            pods=pods, nodepool=n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim else None),
-            in_flight=in_flight, schedulable=not (deleting or n.unschedulable))
-        if len(self._bins) > 2 * len(self._objects["Node"]) + 64:
-            self._bins = {k: v for k, v in self._bins.items() if k in self._objects["Node"]}
-        self._bins[n.name] = (node_obj, claim_obj, node_pods, bin_)
-        return bin_
-
     def nodepool_usage(self, instance_types: Mapping[str, Sequence[instancetype.InstanceType]] | None = None
                        ) -> dict[str, dict[str, int]]:
         """NodePool -> resource -> summed capacity of its NodeClaims (milli-units), plus Karpenter's
         ``nodes`` (one per NodeClaim), as counted against ``spec.limits``."""
-        types = inflight.TypeIndex(instance_types)
+        types: inflight.TypeIndex | None = None
         usage: dict[str, dict[str, int]] = {}
         for claim in self.nodeclaims():
             pool = claim.nodepool_name
             if not pool:
                 continue
-            capacity = claim.status.capacity or inflight.cheapest_resources(claim, types, allocatable=False)
-            capacity = {**capacity, templates.NODES: templates.ONE_NODE}
-            usage[pool] = quantity.add(usage.get(pool, {}), capacity)
+            capacity = claim.status.capacity
+            if not capacity:  # not launched yet: the cheapest of its options
+                if types is None:
+                    types = inflight.TypeIndex(instance_types)
+                capacity = inflight.cheapest_resources(claim, types, allocatable=False)
+            total = usage.get(pool)
+            if total is None:
+                total = usage[pool] = {}
+            for k, v in {**capacity, templates.NODES: templates.ONE_NODE}.items():  # summed in place
+                total[k] = total.get(k, 0) + v
         return usage
 
     # ------------------------------------------------------------------- counts

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from karpy.api import nodepool as nodepool_mod
 from karpy.api import pod as pod_mod
+from karpy.api import stored
 from karpy.disruption import candidates as candidates_mod
 from karpy.disruption import snapshot as snapshot_mod
 
@@ -144,8 +145,19 @@ def eviction_cost(p: pod_mod.Pod) -> float:
 
 def node_disruption_cost(pods: Sequence[pod_mod.Pod]) -> float:
     """Karpenter's ``RescheduleDisruptionCost``: 1 plus the positive eviction costs of the pods that would
-    have to move."""
+    have to move (of a tuple, computed once per tuple: it and its pods are immutable; a candidate keeps
+    its tuple from pass to pass)."""
+    if type(pods) is tuple:
+        return _COSTS.get(pods, lambda: _disruption_cost(pods))
+    return _disruption_cost(pods)
+
+
+def _disruption_cost(pods: Sequence[pod_mod.Pod]) -> float:
     return PER_NODE_BASE + sum(max(0.0, eviction_cost(p)) for p in pods if candidates_mod.is_reschedulable(p))
+
+
+_COSTS: stored.ByIdentity[float] = stored.ByIdentity(1 << 14)
+"""Disruption costs by the identity of the pod tuple (the entry keeps it alive)."""
 
 
 def score_move(savings: float, disruption: float, totals: Totals, k: int = K) -> Score:

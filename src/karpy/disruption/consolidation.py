@@ -429,7 +429,7 @@ def many_to_many(snap: snapshot_mod.ClusterSnapshot, cands: Sequence[candidates_
     for pool_name, group in sorted(by_pool.items()):
         if len(group) < 2:
             continue
-        quick = prefilter.hopeless(snap, group, free, one_node=False)
+        quick = prefilter.hopeless(snap, group, free, one_node=False, min_saving=_min_saving(settings))
         out = Refusal(tuple(c.name for c in group), quick) if quick is not None else \
             repack(snap, group, settings, use_milp=use_milp)
         if isinstance(out, Refusal):

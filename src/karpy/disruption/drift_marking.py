@@ -11,7 +11,9 @@ about drift; the decision itself is :func:`karpy.disruption.drift.drift_reason` 
   labels and annotations, its Node's labels on keys the NodePool's requirements name, its NodePool's
   spec and annotations and the NodeClasses are unchanged (a status write, the claim's other than the
   provider and image IDs, or the NodePool's counts, does not count) and at most
-  :data:`DRIFT_RECHECK` seconds (a cloud's images change on their own); claims gone are forgotten;
+  :data:`DRIFT_RECHECK` seconds (a cloud's images change on their own: at a re-check where nothing else
+  changed, only the cloud is asked again, and the reason recomputed only when its answer changed);
+  claims gone are forgotten;
 * writes the ``Drifted`` condition when it changed, and returns NodeClaim name -> reason.
 
 Given :class:`karpy.disruption.changes.Changes`, a pass looks only at the claims marked since the
@@ -43,6 +45,8 @@ DRIFT_RECHECK = 1800.0
 """Seconds after which a cached drift answer is recomputed even when nothing karpy watches changed."""
 
 NodeClassHash = Callable[[nodepool.NodePool], tuple[str, str] | None]
+Entry = tuple[str, str, Any, Any, str | None, Any, str]
+"""A claim's drift cache entry; see :attr:`DriftMarker._drift_cache`."""
 
 
 def pool_version(pool: nodepool.NodePool) -> tuple[str, int | str, Any]:
@@ -78,8 +82,9 @@ class DriftMarker:
         self.cloud = cloud
         self.nodeclass_kinds = tuple(nodeclass_kinds)
         self.nodeclass_hash = nodeclass_hash
-        self._drift_cache: dict[str, tuple[str, str, Any, Any, str | None]] = {}
-        """NodeClaim -> (its resourceVersion, its Node's, its NodePool's version, what drift read, the reason)."""
+        self._drift_cache: dict[str, Entry] = {}
+        """NodeClaim -> (its resourceVersion, its Node's, its NodePool's version, what drift read, the reason,
+        the epoch it was computed in, the cloud's answer)."""
         self._dirty = changes_.subscribe(nodes=False) if changes_ is not None else None
         """Claims marked since the last pass (``None``: every pass looks at every claim)."""
         self._out: dict[str, str] = {}
@@ -107,7 +112,7 @@ class DriftMarker:
             everything, _, claims = self._dirty.take()
         if everything or epoch != self._epoch or versions != self._versions:
             self._epoch, self._versions = epoch, versions
-            seen: dict[str, tuple[str, str, Any, Any, str | None]] = {}
+            seen: dict[str, Entry] = {}
             self._retry = set()
             for claim in self.state.nodeclaims():
                 entry = self._mark_one(claim, pools, versions, keys, epoch)
@@ -132,8 +137,7 @@ class DriftMarker:
         return dict(self._out)
 
     def _mark_one(self, claim: nodeclaim.NodeClaim, pools: Mapping[str, nodepool.NodePool],
-                  versions: Mapping[str, Any], keys: dict[str, frozenset[str]],
-                  epoch: Any) -> tuple[str, str, Any, Any, str | None] | None:
+                  versions: Mapping[str, Any], keys: dict[str, frozenset[str]], epoch: Any) -> Entry | None:
         """The drift cache entry of ``claim`` now (writing its ``Drifted`` condition when it
         changed), or ``None`` when it has none (not launched, deleting, of no NodePool, re-stamped)."""
         pool = pools.get(claim.nodepool_name or "")
@@ -144,10 +148,22 @@ class DriftMarker:
         # write, if any, made a new claim version): the same answer, nothing to write
         claim_rv = _rv(self.state.raw("NodeClaim", claim.name))
         node_rv = _rv(self.state.raw("Node", node_name)) if node_name else ""
+        pool_v = versions[pool.name]
         cached = self._drift_cache.get(claim.name)
         if cached is not None and cached[0] == claim_rv and cached[1] == node_rv and claim_rv \
-                and cached[2] == versions[pool.name] and cached[3][-1] == epoch:
-            return cached
+                and cached[2] == pool_v:
+            if cached[5] == epoch:
+                return cached
+            if cached[5][0] == epoch[0]:
+                # only the re-check time passed (no NodeClass changed, neither did the claim, its node
+                # or its NodePool): the cloud's answer is the one input that may differ
+                cloud = self._cloud_drift(claim)
+                if cloud == cached[6]:
+                    return (*cached[:5], epoch, cloud)
+                n = self.state.node(node_name) if node_name else None
+                reason = drift.drift_reason(claim, pool, n.labels if n is not None else {}, cloud)
+                self._write_drifted(claim, reason)
+                return (claim_rv, node_rv, pool_v, cached[3], reason, epoch, cloud)
         if drift.needs_restamp(claim):
             try:
                 stamp = self.nodeclass_hash
@@ -171,13 +187,14 @@ class DriftMarker:
         merged = {**claim.metadata.labels, **node_labels}
         key = (claim.metadata.uid, claim.spec, claim.metadata.labels, claim.metadata.annotations,
                claim.status.provider_id, claim.status.image_id,
-               tuple(sorted((k, v) for k, v in merged.items() if k in read)), epoch)
-        if cached is not None and cached[3] == key and cached[2] == versions[pool.name]:
-            reason = cached[4]
+               tuple(sorted((k, v) for k, v in merged.items() if k in read)))
+        if cached is not None and cached[3] == key and cached[2] == pool_v and cached[5] == epoch:
+            reason, cloud = cached[4], cached[6]
         else:
-            reason = drift.drift_reason(claim, pool, node_labels, self._cloud_drift(claim))
+            cloud = self._cloud_drift(claim)
+            reason = drift.drift_reason(claim, pool, node_labels, cloud)
         self._write_drifted(claim, reason)
-        return (claim_rv, node_rv, versions[pool.name], key, reason)
+        return (claim_rv, node_rv, pool_v, key, reason, epoch, cloud)
 
     def _cloud_epoch(self) -> int:
         """Changes whenever a NodeClass changes, so cached drift answers are recomputed. A NodeClass

@@ -136,6 +136,8 @@ class Observer:
         changed since the last pass (the plans are the same as with a fresh cache)."""
         self.milp_memo = milp.Memo()
         """The re-pack MILPs solved so far: a validation or a later pass asking the same is answered."""
+        self._last_snapshot: snapshot_mod.ClusterSnapshot | None = None
+        """The last snapshot built: its unchanged nodes are kept by the next (see ``ClusterSnapshot.build``)."""
         self.buffers: capacitybuffer.Buffers | None = None
         """CapacityBuffers: their virtual pods are pending pods of the snapshot, and the nodes the
         provisioner placed them on are not empty (Karpenter's HasBufferPods)."""
@@ -282,7 +284,8 @@ class Observer:
             daemonsets=self.state.daemonset_pods(), usage=self.state.nodepool_usage(types),
             in_flight=in_flight, now=obs.now, billed=self._billed(obs.nodes),
             namespaces=self.state.namespaces.index(), scheduling_cache=self.scheduling_cache,
-            milp_memo=self.milp_memo, marked=self.orchestrator.candidate_nodes())
+            milp_memo=self.milp_memo, marked=self.orchestrator.candidate_nodes(), previous=self._last_snapshot)
+        self._last_snapshot = obs.snapshot
         if self.settings.preference_policy == policies.IGNORE:
             obs.snapshot = dataclasses.replace(obs.snapshot, ignore_preferences=True)
         return obs.snapshot

@@ -43,7 +43,12 @@ from karpy.scheduling import namespaces as ns_mod
 @dataclass(frozen=True)
 class NodeInfo:
     """One node as consolidation sees it: the Node, its NodeClaim and NodePool (``None`` when
-    the node is not karpy's), its pods and its current offering."""
+    the node is not karpy's), its pods and its current offering.
+
+    Readers may remember what they compute from one in its ``__dict__`` under a name starting with
+    ``_`` (its fields are immutable), as long as it reads nothing of its NodePool but the name: a
+    NodeInfo kept for the next snapshot with a newer object of its NodePool keeps those entries
+    (:func:`node_info`)."""
 
     node: node_mod.Node
     nodeclaim: nodeclaim_mod.NodeClaim | None
@@ -81,11 +86,22 @@ class NodeInfo:
         return {}
 
     def reschedulable_pods(self) -> list[pod_mod.Pod]:
-        """Pods that would have to move if this node went away."""
-        return [p for p in self.pods if candidates_mod.is_reschedulable(p)]
+        """Pods that would have to move if this node went away (computed once per NodeInfo: its
+        fields and pods are immutable)."""
+        hit: tuple[pod_mod.Pod, ...] | None = self.__dict__.get("_reschedulable")
+        if hit is None:
+            hit = self.__dict__["_reschedulable"] = tuple(p for p in self.pods if candidates_mod.is_reschedulable(p))
+        return list(hit)
 
     def existing_node(self) -> results.ExistingNode:
-        """The scheduler's bin for this node: its non-terminal pods are used capacity."""
+        """The scheduler's bin for this node: its non-terminal pods are used capacity (built once per
+        NodeInfo; a scheduling run never changes a bin, see :mod:`karpy.provisioning.reuse`)."""
+        hit: results.ExistingNode | None = self.__dict__.get("_bin")
+        if hit is None:
+            hit = self.__dict__["_bin"] = self._existing_node()
+        return hit
+
+    def _existing_node(self) -> results.ExistingNode:
         allocatable = dict(self.node.allocatable)
         if not allocatable and self.instance_type is not None:
             allocatable = dict(self.instance_type.allocatable)
@@ -147,10 +163,14 @@ def node_info(
     instance_types: Mapping[str, Sequence[instancetype.InstanceType]],
     billed: Mapping[str, float] | None = None,
     index: Mapping[str, Mapping[str, Sequence[instancetype.InstanceType]]] | None = None,
+    previous: Mapping[str, NodeInfo] | None = None,
 ) -> NodeInfo:
     """A :class:`NodeInfo` with the node's offering looked up in ``instance_types``; its price is what it
     is billed (``billed`` by provider ID, when the cloud knows the customer's commitments), else its
-    offering's price."""
+    offering's price. ``previous``: NodeInfos by node name (an earlier snapshot's); the one of this
+    node is returned when every field would be the same (the same objects, the same pods in order),
+    with what it computed once (its bin, its reschedulable pods); when only its NodePool is a newer
+    object of the same name, a copy with it keeps what was computed (see :class:`NodeInfo`)."""
     lbls = dict(claim.labels) if claim is not None else {}
     lbls.update(n.labels)
     type_name = lbls.get(wk.INSTANCE_TYPE, "")
@@ -163,7 +183,20 @@ def node_info(
         it, price = find_offering(instance_types, type_name, zone, capacity_type, pool_name, index)
     if billed is not None and n.provider_id in billed:
         price = billed[n.provider_id]
-    return NodeInfo(node=n, nodeclaim=claim, nodepool=pool, pods=tuple(pods), instance_type=it,
+    pods = tuple(pods)
+    old = previous.get(n.name) if previous is not None else None
+    if old is not None and old.node is n and old.nodeclaim is claim and old.instance_type is it \
+            and old.price == price and old.zone == zone and old.capacity_type == capacity_type \
+            and len(old.pods) == len(pods) and all(a is b for a, b in zip(old.pods, pods, strict=True)):
+        if old.nodepool is pool:
+            return old
+        if old.nodepool is not None and pool is not None and old.nodepool.name == pool.name:
+            # a newer object of its NodePool (a status write): what the NodeInfo computed holds
+            fresh: NodeInfo = object.__new__(NodeInfo)  # dataclasses.replace, with the remembered entries
+            fresh.__dict__.update(old.__dict__)
+            fresh.__dict__["nodepool"] = pool
+            return fresh
+    return NodeInfo(node=n, nodeclaim=claim, nodepool=pool, pods=pods, instance_type=it,
                     zone=zone, capacity_type=capacity_type, price=price)
 
 
@@ -215,6 +248,7 @@ class ClusterSnapshot:
         scheduling_cache: reuse.SchedulingCache | None = None,
         milp_memo: Any = None,
         marked: Iterable[str] = (),
+        previous: ClusterSnapshot | None = None,
     ) -> ClusterSnapshot:
         """A snapshot from ``(node, nodeclaim or None, pods)``; each node's NodePool is found by
         its ``karpenter.sh/nodepool`` label. Without ``usage``, each NodePool's usage is the sum
@@ -222,14 +256,16 @@ class ClusterSnapshot:
         (the what-if runs then cost what changed since the last pass, not the cluster; the plans
         are the same, see :mod:`karpy.provisioning.reuse`); default a fresh one. ``milp_memo``: a
         :class:`karpy.disruption.milp.Memo` kept across snapshots, for the re-pack MILPs. ``marked``: see
-        :attr:`marked`."""
+        :attr:`marked`. ``previous``: the caller's last snapshot, whose unchanged nodes are kept
+        (:func:`node_info`)."""
         pools = {p.name: p for p in nodepools}
         infos: list[NodeInfo] = []
         index = type_index(instance_types)
+        kept = {info.name: info for info in previous.nodes} if previous is not None else None
         for n, claim, pods in nodes:
             pool_name = n.labels.get(wk.NODEPOOL) or (claim.nodepool_name if claim is not None else None)
             pool = pools.get(pool_name) if pool_name else None
-            infos.append(node_info(n, claim, pool, pods, instance_types, billed, index))
+            infos.append(node_info(n, claim, pool, pods, instance_types, billed, index, kept))
         if usage is None:
             computed: dict[str, quantity.ResourceList] = {}
             for info in infos:

@@ -176,6 +176,8 @@ class Metrics:
             "karpy_interruption_poller_restarts",
             "Times the interruption queue's receiving loop failed and started again after a backoff.",
             registry=self.registry)
+        self._reconcile_children: dict[Any, Any] = {}
+        """(controller, result) -> its ``reconcile_total`` child, controller -> its ``reconcile_time`` child."""
         self.wanted: Callable[[str], bool] | None = None
         """While :meth:`snapshot` collects: the sample names it keeps (the state's families may skip the rest)."""
         self.registry.register(_Collected(self))
@@ -245,8 +247,14 @@ class Metrics:
 
     def reconciled(self, controller: str, result: str, seconds: float) -> None:
         """controller-runtime's reconcile metrics: ``result`` is success, error, requeue or requeue_after."""
-        self.reconcile_total.labels(controller, result).inc()
-        self.reconcile_time.labels(controller).observe(max(0.0, seconds))
+        total = self._reconcile_children.get((controller, result))
+        if total is None:  # a child is looked up once: labels() validates and locks on every call
+            total = self._reconcile_children[controller, result] = self.reconcile_total.labels(controller, result)
+        timer = self._reconcile_children.get(controller)
+        if timer is None:
+            timer = self._reconcile_children[controller] = self.reconcile_time.labels(controller)
+        total.inc()
+        timer.observe(max(0.0, seconds))
 
 
 

@@ -118,6 +118,12 @@ class KubeScheduler:
         self._node_objs: dict[str, dict[str, Any]] = {}
         self._node_pods: dict[str, list[pod.Pod]] = {}
         """Node -> models of its bound pods; dropped whenever the watch changes one of them."""
+        self._models_by_node: dict[str, list[pod.Pod]] | None = None
+        """``_node_pods`` of every node with bound pods as the last pass read them (None: read all again)."""
+        self._stale: set[str] = set()
+        """Nodes whose ``_node_pods`` entry was dropped since the last pass."""
+        self._node_models: list[node.Node] | None = None
+        """The nodes' models by name as the last pass read them; None after a Node event."""
         self._anti: dict[str, int] = {}
         """Node -> how many of its pods (as last modelled) have required pod anti-affinity."""
         self._used: dict[str, tuple[node.Node, Sequence[pod.Pod], tuple[dict[str, int], set[unschedulable.Port]]]] = {}
@@ -160,6 +166,7 @@ class KubeScheduler:
             on_node = self._bound[was_on]
             old = on_node.pop(key)
             self._node_pods.pop(was_on, None)
+            self._stale.add(was_on)
             if not on_node:
                 del self._bound[was_on]
                 self._anti.pop(was_on, None)
@@ -171,6 +178,7 @@ class KubeScheduler:
             self._bound_at[key] = bound_to
             if before is None or not scheduler_models.same_model(before, obj):
                 self._node_pods.pop(bound_to, None)  # a status write (the kubelet's) keeps the models
+                self._stale.add(bound_to)
             if was_on != bound_to:
                 moved = self.queue.scheduled_pod_added(lambda: self.models.pod_model(obj)) or moved
         if live and not bound_to and is_pending(obj):
@@ -200,6 +208,7 @@ class KubeScheduler:
 
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
         name = interface.name_of(obj)
+        self._node_models = None
         if event == interface.DELETED:
             self._node_objs.pop(name, None)
             self._existing.pop(name, None)
@@ -229,6 +238,7 @@ class KubeScheduler:
         if not self._watching:  # not registered: read the cluster (tests drive reconcile by hand)
             self._node_objs = {interface.name_of(n): n for n in self.cluster.list("Node")}
             self._pending, self._bound, self._bound_at, self._node_pods, self._anti = {}, {}, {}, {}, {}
+            self._models_by_node, self._node_models = None, None
             for p in self.cluster.list("Pod"):
                 self._track_pod(interface.ADDED, p)
             self.queue.move_all()  # no watch: any pass may follow a change
@@ -239,14 +249,8 @@ class KubeScheduler:
             self._forget()
             return self._next(now)
         self.runs += 1
-        by_node: dict[str, list[pod.Pod]] = {}
-        for name in sorted(self._bound):
-            by_node[name] = self._pods_on(name)
-        nodes: list[node.Node] = []
-        for n in (self._node_objs[k] for k in sorted(self._node_objs)):
-            model_n = self.models.node_model(n)
-            if model_n is not None:
-                nodes.append(model_n)
+        by_node = dict(self._bound_models())  # this pass adds the pods it binds
+        nodes = self._nodes()
         tried: list[tuple[pod.Pod, scheduling_queue.PodKey, Mapping[str, Any], scheduler_models.PodEntry | None]] = []
         raw_by_key: dict[str, tuple[scheduling_queue.PodKey, Mapping[str, Any]]] = {}
         for k in due:
@@ -330,6 +334,29 @@ class KubeScheduler:
         handleSchedulingFailure writes them."""
         self.queue.failed(key, model, self.models.signature(model), rejectors, now)
         self._mark_unschedulable(obj, key, message)
+
+    def _bound_models(self) -> dict[str, list[pod.Pod]]:
+        """:meth:`_pods_on` of every node with bound pods, read again only for the nodes whose pods
+        changed since the last pass (shared: read-only)."""
+        kept = self._models_by_node
+        if kept is None:
+            kept = self._models_by_node = {name: self._pods_on(name) for name in sorted(self._bound)}
+        else:
+            for name in self._stale:
+                if name in self._bound:
+                    kept[name] = self._pods_on(name)
+                else:
+                    kept.pop(name, None)
+        self._stale.clear()
+        return kept
+
+    def _nodes(self) -> list[node.Node]:
+        """The models of the nodes by name (those that can be read), read again only after a Node
+        event (shared: read-only)."""
+        if self._node_models is None:
+            models = (self.models.node_model(self._node_objs[k]) for k in sorted(self._node_objs))
+            self._node_models = [m for m in models if m is not None]
+        return self._node_models
 
     def _pods_on(self, name: str) -> list[pod.Pod]:
         """Models of the pods bound to node ``name`` (the same list while none of them changed)."""

@@ -100,6 +100,8 @@ def test_in_flight_nodeclaims_are_capacity_sized_after_their_status_or_cheapest_
     usage = st.nodepool_usage(types)["default"]
     assert usage["cpu"] == cheapest.capacity["cpu"] + 4000 + 4000  # the deleting claim still counts
     assert usage["memory"] == cheapest.capacity["memory"] + 2 * 8 * GIB
+    assert usage["nodes"] == 3 * 1000  # one node per NodeClaim (milli-units)
+    assert st.nodepool_usage(types) == {"default": usage}  # summed afresh at each call
 
 
 def test_a_registered_node_replaces_its_nodeclaim_and_stays_in_flight_until_initialized() -> None:

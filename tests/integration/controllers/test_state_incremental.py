@@ -150,3 +150,54 @@ def test_the_kept_lists_and_keys_answer_what_a_fresh_sorted_parse_answers(ops: l
         assert st.nodeclaims() == expected  # kept
         assert [o["metadata"]["name"] for o in st.raws("NodeClaim")] == sorted(
             o["metadata"]["name"] for o in cluster.list("NodeClaim"))
+
+
+def _bins(st: state.ClusterState) -> list[tuple[Any, ...]]:
+    return [(e.name, dict(e.labels), e.taints, dict(e.allocatable), [p.key for p in e.pods], e.nodepool, e.in_flight,
+             e.schedulable) for e in st.existing_nodes()]
+
+
+def test_the_nodes_bins_kept_across_calls_are_what_a_fresh_state_builds_after_every_kind_of_change() -> None:
+    """Nodes coming and going, cordoned and relabelled; NodeClaims launched, initialized, deleted; pods
+    bound, finished and deleted: after each (with a call between some of them only), the bins are a
+    fresh state's."""
+    import random
+
+    rng = random.Random(3)
+    cluster, st = _state()
+    names = ["a", "b", "c", "d"]
+    for step in range(400):
+        nodes = [o["metadata"]["name"] for o in cluster.list("Node")]
+        claims = [o["metadata"]["name"] for o in cluster.list("NodeClaim")]
+        pods = [o["metadata"]["name"] for o in cluster.list("Pod", "default")]
+        op = rng.choice(["node", "claim", "init", "cordon", "label", "drop_node", "drop_claim", "pod", "pod",
+                         "finish", "drop_pod", "read"])
+        name = rng.choice(names)
+        with contextlib.suppress(Exception):  # an operation on something gone or already there is skipped
+            if op == "node" and name not in nodes:
+                cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                    "karpenter.sh/nodepool": "default"}}, "spec": {"providerID": f"kwok://{name}"},
+                    "status": {"allocatable": {"cpu": "3900m", "memory": "7Gi", "pods": "40"}}})
+            elif op == "claim" and name not in claims:
+                cluster.create(_launched_claim(name))
+            elif op == "init" and name in claims:
+                cluster.patch_status("NodeClaim", name, {"status": {"conditions": [
+                    {"type": "Initialized", "status": "True", "reason": "Initialized", "message": "",
+                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+            elif op == "cordon" and name in nodes:
+                cluster.patch("Node", name, {"spec": {"unschedulable": rng.random() < 0.5}})
+            elif op == "label" and name in nodes:
+                cluster.patch("Node", name, {"metadata": {"labels": {"v": str(step)}}})
+            elif op == "drop_node" and name in nodes:
+                cluster.delete("Node", name)
+            elif op == "drop_claim" and name in claims:
+                cluster.delete("NodeClaim", name)
+            elif op == "pod":
+                cluster.create(b.running_pod(f"p{step}", name))
+            elif op == "finish" and pods:
+                cluster.patch_status("Pod", rng.choice(pods), {"status": {"phase": "Succeeded"}}, "default")
+            elif op == "drop_pod" and pods:
+                cluster.delete("Pod", rng.choice(pods), "default")
+        if op == "read" or step % 5 == 0:
+            assert _bins(st) == _bins(state.ClusterState(cluster).start()), (step, op, name)
+    assert _bins(st) == _bins(state.ClusterState(cluster).start())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from karpy.api import labels, nodepool
+from karpy.disruption import drift_marking
 from karpy.kube import interface
 
 from . import test_consolidation as h
@@ -160,3 +161,24 @@ def test_drifted_nodes_are_replaced_side_by_side_within_the_budget_not_one_after
     assert most == 2
     assert run.messages("DisruptionTerminating") == ["Disrupting Node: Drift/Replace"] * 6
     h.expect_settled(run, {"web": 6})
+
+
+def test_an_image_the_cloud_publishes_with_no_cluster_change_drifts_the_node_at_the_next_recheck_and_back() -> None:
+    """The cloud's answer is asked again every DRIFT_RECHECK seconds although nothing in the cluster
+    changed: a cached answer must not outlive it (nor a drift the cloud takes back)."""
+    held = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never",
+            "budgets": [{"nodes": "0", "reasons": ["Drifted"]}]}
+    run = h.Run(h.build([h.NODECLASS, h.nodepool(("fake-it-3",), disruption_=held), h.deployment("web", 2, "1000m")],
+                        until="3h"))
+    run.run_until(600)
+    (old,) = [interface.name_of(n) for n in run.nodes()]
+    (claim,) = [interface.name_of(c) for c in run.sim.cluster.list("NodeClaim")]
+    image = run.sim.cloud.instances()[0].image_id
+    assert drifted_claims(run) == {}
+    run.sim.cloud.publish_image("kwok-image-0123456789ab")
+    run.run_until(600 + drift_marking.DRIFT_RECHECK + 120)
+    assert drifted_claims(run) == {claim: "ImageDrift"}
+    run.sim.cloud.publish_image(image)  # the image the node runs is the latest again
+    run.run_until(600 + 2 * drift_marking.DRIFT_RECHECK + 120)
+    assert drifted_claims(run) == {}
+    assert [interface.name_of(n) for n in run.nodes()] == [old]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import random
+from typing import Any
 
 import pytest
 
@@ -422,3 +424,80 @@ def test_many_to_many_keeps_room_for_a_capacity_buffers_virtual_pods() -> None:
         cmd.explanation
     snap, cands = cluster(entries, types)  # without the buffer the re-pack saves $1.20/h
     expect_command(consolidation.many_to_many(snap, cands, DEFAULTS), "Replace", ["n0", "n1", "n2", "room"])
+
+
+def packed_cluster(n: int = 4) -> Cluster:
+    """``n`` nodes of one 3.9-CPU type, each full with three 1-CPU pods (a fourth never fits): a re-pack
+    needs as many nodes again whatever it does, though their CPUs alone would fit on fewer."""
+    full = make_type("full", 3.9, 0.20)
+    return cluster([entry(f"n{i}", full, [running(f"p{i}-{j}", f"n{i}", cpu="1") for j in range(3)],
+                          created=float(i)) for i in range(n)], [full])
+
+
+def test_many_to_many_refuses_without_a_simulation_when_whole_pods_need_as_many_nodes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    snap, cands = packed_cluster()
+    free = consolidation._room(snap)
+    assert prefilter._per_node_bound(snap, cands[0].nodepool, [(1000, 128 * 2**20, 1000)] * 12) == \
+        pytest.approx(4 * 0.20)
+    refused = "Can't replace with a cheaper node set: pods that fit no other node need new nodes costing at " \
+        "least $0.8000/h against $0.8000/h, saving less than 1%"
+    assert prefilter.hopeless(snap, cands, free, one_node=False, min_saving=0.01) == refused
+    assert prefilter.hopeless(snap, cands, free, one_node=False) is None  # a re-pack at the same price may do
+    reasons: dict[str, str] = {}
+    assert consolidation.repack(snap, cands, DEFAULTS) == consolidation.Refusal(
+        tuple(c.name for c in cands),
+        "Can't replace with a cheaper node set: re-packing 4 nodes costs $0.8000/h against $0.8000/h, saving less "
+        "than 1%")  # what the simulation would have said
+    simulations: list[int] = []
+    real = consolidation.repack
+
+    def counted(*args: Any, **kwargs: Any) -> consolidation.Command | consolidation.Refusal:
+        simulations.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(consolidation, "repack", counted)
+    assert consolidation.many_to_many(snap, cands, DEFAULTS, reasons=reasons) is None
+    assert simulations == [] and reasons == {"default": refused}
+
+
+def _uniform_cluster(rng: random.Random) -> Cluster:
+    """2 to 5 nodes of three types priced about alike per CPU, holding pods of one size, mostly full."""
+    sizes = sorted(rng.sample([1.9, 2.9, 3.9, 5.9, 7.9, 11.9], 3))
+    types = [make_type(f"t{i}", cpu, round(cpu * 0.05 * rng.uniform(0.97, 1.03), 4)) for i, cpu in enumerate(sizes)]
+    shape = rng.choice([500, 1000, 1500, 2000, 3000])
+    one = rng.choice(types) if rng.random() < 0.6 else None
+    entries = []
+    for i in range(rng.randint(2, 5)):
+        t = one or rng.choice(types)
+        fits = int(t.allocatable["cpu"]) // shape
+        count = fits if rng.random() < 0.7 else rng.randint(0, fits)
+        entries.append(entry(f"n{i}", t, [running(f"p{i}-{j}", f"n{i}", cpu=f"{shape}m") for j in range(count)],
+                             created=float(i)))
+    return cluster(entries, types)
+
+
+def test_the_per_node_bound_never_refuses_a_re_pack_the_simulation_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random clusters of one NodePool: whenever many-to-many's simulation finds a command, the
+    prefilter did not call the group hopeless; and the per-node bound refuses groups the resource
+    bound alone let through."""
+    rng = random.Random(11)
+    made = refused = 0
+    bound = prefilter._per_node_bound
+    for _ in range(200):
+        snap, cands = _uniform_cluster(rng)
+        group = consolidation._eligible(snap, cands, consolidation.REASON_UNDERUTILIZED)
+        if len(group) < 2:
+            continue
+        out = consolidation.repack(snap, group, DEFAULTS)  # with the MILP's plans too
+        verdict = prefilter.hopeless(snap, group, consolidation._room(snap), one_node=False,
+                                     min_saving=DEFAULTS.consolidation_min_saving)
+        if isinstance(out, consolidation.Command):
+            made += 1
+            assert verdict is None, out.explanation
+        elif verdict is not None:
+            monkeypatch.setattr(prefilter, "_per_node_bound", lambda *_: 0.0)
+            refused += prefilter.hopeless(snap, group, consolidation._room(snap), one_node=False,
+                                          min_saving=DEFAULTS.consolidation_min_saving) is None
+            monkeypatch.setattr(prefilter, "_per_node_bound", bound)
+    assert made >= 50 and refused >= 10

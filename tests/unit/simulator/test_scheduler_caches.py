@@ -342,3 +342,46 @@ def test_a_nodes_label_requirements_follow_its_labels_across_status_writes_and_r
     assert moved is not None
     from karpy.scheduling import requirements
     assert models.node_reqs(moved) == requirements.Requirements.from_labels({"zone": "b"})
+
+
+def _view(ks: kube_scheduler.KubeScheduler) -> tuple[object, ...]:
+    by_node = {name: sorted((m.key, tuple(sorted(m.labels.items()))) for m in models)
+               for name, models in ks._bound_models().items()}
+    return by_node, [(n.name, n.metadata.resource_version, tuple(sorted(n.labels.items()))) for n in ks._nodes()]
+
+
+def test_the_bound_pods_and_nodes_a_pass_reads_are_what_a_fresh_read_of_the_cluster_gives() -> None:
+    import random
+
+    rng = random.Random(5)
+    vclock = clock.VirtualClock()
+    cluster = memory.InMemoryCluster(vclock)
+    ks = kube_scheduler.KubeScheduler(cluster, vclock, record_events=False)
+    ks._watching = True
+    cluster.watch("Pod", ks._on_pod)
+    cluster.watch("Node", ks._on_node)
+    nodes = ["n1", "n2", "n3"]
+    for step in range(300):
+        pods = [interface.name_of(p) for p in cluster.list("Pod", "default")]
+        names = [interface.name_of(n) for n in cluster.list("Node")]
+        op = rng.choice(["pod", "pod", "delete", "label", "node", "relabel", "drop", "read"])
+        if op == "pod":
+            _stored_pod(cluster, f"p{step}", rng.choice(["", *nodes]))
+        elif op == "delete" and pods:
+            cluster.delete("Pod", rng.choice(pods), "default")
+        elif op == "label" and pods:
+            cluster.patch("Pod", rng.choice(pods), {"metadata": {"labels": {"v": str(step)}}}, "default")
+        elif op == "node" and len(names) < len(nodes):
+            cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": rng.choice(
+                [n for n in nodes if n not in names])}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}})
+        elif op == "relabel" and names:
+            cluster.patch("Node", rng.choice(names), {"metadata": {"labels": {"v": str(step)}}})
+        elif op == "drop" and names:
+            cluster.delete("Node", rng.choice(names))
+        fresh = kube_scheduler.KubeScheduler(cluster, vclock, record_events=False)
+        for p in cluster.list("Pod"):
+            fresh._track_pod(interface.ADDED, p)
+        fresh._node_objs = {interface.name_of(n): n for n in cluster.list("Node")}
+        if op == "read" or step % 7 == 0:  # a pass between some changes, none between others
+            assert _view(ks) == _view(fresh), step
+    assert _view(ks) == _view(fresh)
