@@ -477,17 +477,21 @@ def new(
     return DisruptionController(cluster, clock, recorder, metrics, **options)
 
 
-_REGISTERED: weakref.WeakKeyDictionary[runtime.Manager, DisruptionController] = weakref.WeakKeyDictionary()
+_REGISTERED: weakref.WeakKeyDictionary[runtime.Manager, weakref.ref[DisruptionController]] = \
+    weakref.WeakKeyDictionary()
+"""Manager -> its disruption controller, weakly both ways: the controller refers to its manager, so
+a strong value would keep the key, and with it a whole simulation, alive for the process's life."""
 
 
 def registered(manager: runtime.Manager) -> DisruptionController | None:
     """The disruption controller :func:`register` put on ``manager`` (e.g. by ``register_all``)."""
-    return _REGISTERED.get(manager)
+    ref = _REGISTERED.get(manager)
+    return ref() if ref is not None else None
 
 
 def register(manager: runtime.Manager, disruption: DisruptionController) -> None:
     """Register the controller on ``manager`` and queue its first run now."""
     disruption.manager = manager
-    _REGISTERED[manager] = disruption
+    _REGISTERED[manager] = weakref.ref(disruption)  # the manager holds it (its controller's methods)
     manager.register(disruption.controller())
     manager.enqueue(NAME, KEY)
