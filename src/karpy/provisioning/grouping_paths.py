@@ -55,10 +55,10 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
     lo, step = 0, first_chunk(run, g, n)
     while lo < n and placed < count:
         hi = min(n, lo + step)
-        with_known = known is not None and domain is not None and lo < known.size
-        if with_known:
-            hi = min(hi, known.size)
-        first, fit = _chunk_fit(run, g, req, domain, lo, hi, known if with_known else None)
+        chunk_known = known if known is not None and domain is not None and lo < known.size else None
+        if chunk_known is not None:
+            hi = min(hi, chunk_known.size)
+        first, fit = _chunk_fit(run, g, req, domain, lo, hi, chunk_known)
         cand = np.flatnonzero(fit > 0)
         if len(cand):
             take = fit[cand]

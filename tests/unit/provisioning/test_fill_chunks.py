@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from karpy.api import labels as wk
 from karpy.api import pod
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import grouping_paths, results
+from karpy.provisioning import grouping_paths, podgroups, results
+from karpy.provisioning import placement as placement_mod
 
 from . import builders as b
 
@@ -39,7 +40,7 @@ def _pods(kind: str, i: int, count: int, cpu: str) -> list[pod.Pod]:
     return b.make_pods(f"{kind}-{i}", count, cpu=cpu, labels=labels, **extra)
 
 
-def _plan(res: results.Results) -> list[tuple[str, str | None]]:
+def _plan(res: results.Results) -> list[tuple[str, str]]:
     """Where every pod went (an existing node or a new claim with its types and zones) and why not."""
     out = [(p.key, name) for name, pods in res.existing.items() for p in pods]
     for c in res.new_claims:
@@ -117,8 +118,8 @@ def test_a_hostname_anti_affinity_group_placed_on_the_first_nodes_works_out_the_
 def test_a_group_carrying_hostname_affinity_works_out_every_bin_at_once_and_follows_its_first_pod() -> None:
     existing = [b.existing_node(f"node-{j}", cpu=1) for j in range(grouping_paths.CHUNK + 10)]
     pods = _pods("affinity", 0, 3, "250m")
-    groups = grouping_paths.podgroups.group_pods(pods + _pods("anti", 1, 2, "1"))
-    run = grouping_paths.placement_mod.Placement(["cpu", "memory", "pods"], [], groups, existing, [])
+    groups = podgroups.group_pods(pods + _pods("anti", 1, 2, "1"))
+    run = placement_mod.Placement(["cpu", "memory", "pods"], [], groups, existing, [])
     chunks = {g.pods[0].name: grouping_paths.first_chunk(run, g, run.bins.n) for g in groups}
     assert chunks == {"affinity-0-0": run.bins.n, "anti-1-0": grouping_paths.CHUNK}
     res = b.solve(pods, existing=existing)
