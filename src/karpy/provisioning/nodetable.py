@@ -25,7 +25,7 @@ What a caller may rely on:
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,7 +64,7 @@ class NodeTable:
         """Required anti-affinity terms its pods own, in pod order (the inverse rule binds others)."""
         self.ports: list[hostports.HostPortUsage | None] = []
         """Host ports its pods hold (shared: copy before adding)."""
-        self.sigs: list[list[tuple[int, int]] | None] = []
+        self.sigs: list[dict[int, int] | None] = []
         self.full: list[reqs_mod.Requirements | None] = []
         self.seen: list[int] = []
         self._free: list[int] = []
@@ -81,10 +81,16 @@ class NodeTable:
         self.classes = bins_mod.Registry()
         """(Requirements without the hostname, True) -> class id: the reqset ids of existing bins."""
         self._class_key: dict[frozenset[tuple[str, str]], int] = {}
+        self._seen_classes: dict[tuple[tuple[str, ...], tuple[str | None, ...]], int] = {}
+        """(label names in a node's order, its values with None for the hostname) -> class id."""
+        self._host_at: dict[tuple[str, ...], int] = {}
+        """Label names in a node's order -> the hostname's place among them (-1: none)."""
         self.taintsets = bins_mod.Registry()
         self.domains: dict[str, tuple[bins_mod.Registry, IntArray]] = {}
         self.signatures = bins_mod.Registry()
         """Signature (namespace, sorted labels, id in :attr:`owned_sets`) -> id."""
+        self._seen_sigs: dict[tuple[str, tuple[tuple[str, str], ...], int], int] = {}
+        """The same with the labels in a pod's order -> id."""
         self.owned_sets = bins_mod.Registry()
         """Tuples of required anti-affinity terms a pod owns -> id (``()`` is 0)."""
         self.owned_sets.id(())
@@ -156,9 +162,9 @@ class NodeTable:
         """Interned values (node classes, pod signatures) mostly of nodes and pods long gone?"""
         live = len(self.rows)
         sigs = len(self._sig_rows) if self._sig_rows is not None else 0
-        return (len(self.classes.values) > 2 * live + BLOAT_SLACK
+        return (max(len(self.classes.values), len(self._seen_classes)) > 2 * live + BLOAT_SLACK
                 or len(self.taintsets.values) > 2 * live + BLOAT_SLACK
-                or len(self.signatures.values) > 2 * sigs + 4 * BLOAT_SLACK)
+                or max(len(self.signatures.values), len(self._seen_sigs)) > 2 * sigs + 4 * BLOAT_SLACK)
 
     def _slot(self) -> int:
         if self._free:
@@ -191,7 +197,6 @@ class NodeTable:
         entries: list[int] = []
         cls: list[int] = []
         taint: list[int] = []
-        class_key = self._class_key
         new_names: list[str] = []
         nodes = [n for n in (self.node[i] for i in dirty) if n is not None]
         indexed = self._sig_rows is not None
@@ -202,14 +207,7 @@ class NodeTable:
             self.sigs[i] = None
             labels_ = node.labels
             host = self.host[i] = labels_.get(wk.HOSTNAME)
-            key = frozenset(labels_.items())
-            if host is not None:
-                key = key - {(wk.HOSTNAME, host)}
-            cid = class_key.get(key)
-            if cid is None:
-                cid = self.classes.id((reqs_mod.Requirements.from_labels(dict(key)), True))
-                class_key[key] = cid
-            cls.append(cid)
+            cls.append(self._class_id(labels_, host))
             taints = tuple(node.taints)
             if node.in_flight and taints:
                 taints = tuple(t for t in taints if t.key not in EPHEMERAL)
@@ -257,6 +255,31 @@ class NodeTable:
         if indexed:
             for i in dirty:
                 self._index(i)
+
+    def _class_id(self, labels_: Mapping[str, str], host: str | None) -> int:
+        """The class id of a node with these labels (``host``: its hostname label's value).
+
+        Looked up first by the label names in the node's order and the values without the hostname
+        (:attr:`_seen_classes`: nodes of one kind list their labels alike), else by the set of labels
+        without the hostname, as the class is defined."""
+        names = tuple(labels_)
+        at = self._host_at.get(names)
+        if at is None:
+            at = self._host_at[names] = names.index(wk.HOSTNAME) if host is not None else -1
+        values: list[str | None] = list(labels_.values())
+        if at >= 0:
+            values[at] = None
+        seen = (names, tuple(values))
+        cid = self._seen_classes.get(seen)
+        if cid is None:
+            key = frozenset(labels_.items())
+            if host is not None:
+                key = key - {(wk.HOSTNAME, host)}
+            cid = self._class_key.get(key)
+            if cid is None:
+                cid = self._class_key[key] = self.classes.id((reqs_mod.Requirements.from_labels(dict(key)), True))
+            self._seen_classes[seen] = cid
+        return cid
 
     def _add_column(self, name: str, skip: set[int]) -> None:
         """A resource name not seen before: a new column, filled for every live row but ``skip``."""
@@ -343,7 +366,7 @@ class NodeTable:
             index: dict[int, dict[int, int]] = {}
             self._sig_rows = index
             for i in self.rows.values():  # _index of every row, its lookups hoisted (one walk of every pod)
-                for sid, count in self.pod_signatures(i):
+                for sid, count in self.pod_signatures(i).items():
                     where = index.get(sid)
                     if where is None:
                         where = index[sid] = {}
@@ -352,34 +375,41 @@ class NodeTable:
 
     def _index(self, i: int) -> None:
         assert self._sig_rows is not None
-        for sid, count in self.pod_signatures(i):
+        for sid, count in self.pod_signatures(i).items():
             self._sig_rows.setdefault(sid, {})[i] = count
 
     def _unindex(self, i: int) -> None:
         assert self._sig_rows is not None
-        for sid, _ in self.sigs[i] or ():
+        for sid in self.sigs[i] or ():
             where = self._sig_rows[sid]
             del where[i]
             if not where:
                 del self._sig_rows[sid]
 
-    def pod_signatures(self, i: int) -> list[tuple[int, int]]:
-        """(signature id, pod count) of the pods on row ``i``'s node, in first-seen order."""
+    def pod_signatures(self, i: int) -> dict[int, int]:
+        """Signature id -> pod count of the pods on row ``i``'s node, in first-seen order (read-only)."""
         sigs = self.sigs[i]
         if sigs is None:
-            counts: dict[int, int] = {}
+            sigs = self.sigs[i] = {}
             node = self.node[i]
-            ids = self.signatures.ids
+            seen = self._seen_sigs
             for p in node.pods if node is not None else ():
                 md = p.metadata
                 aa = p.pod_anti_affinity
-                key = (md.namespace, tuple(sorted(md.labels.items())), 0 if aa is None else self.owned_id(p))
-                sid = ids.get(key)
+                key = (md.namespace, tuple(md.labels.items()), 0 if aa is None else self.owned_id(p))
+                sid = seen.get(key)
                 if sid is None:
-                    sid = self.signatures.id(key)
-                counts[sid] = counts.get(sid, 0) + 1
-            sigs = self.sigs[i] = list(counts.items())
+                    sid = self._signature_id(key)
+                sigs[sid] = sigs.get(sid, 0) + 1
         return sigs
+
+    def _signature_id(self, key: tuple[str, tuple[tuple[str, str], ...], int]) -> int:
+        """The id of the signature of a pod with ``key``'s labels in the pod's order (sorted here
+        once; :attr:`_seen_sigs` keeps it for every next pod with the same labels in the same order)."""
+        namespace, items, owned = key
+        sid = self.signatures.id((namespace, tuple(sorted(items)), owned))
+        self._seen_sigs[key] = sid
+        return sid
 
 
 def _same(a: results.ExistingNode, b: results.ExistingNode) -> bool:
