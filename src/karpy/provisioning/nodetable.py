@@ -25,8 +25,8 @@ What a caller may rely on:
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,7 @@ from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
+T = TypeVar("T")
 BoolArray = npt.NDArray[np.bool_]
 EVICT_AFTER = 16
 MEMO_LIMIT = 4096
@@ -51,8 +52,10 @@ EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGI
 class NodeTable:
     """Existing nodes kept between passes (see the module docstring)."""
 
-    def __init__(self, namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY) -> None:
+    def __init__(self, namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY, *, once: bool = False) -> None:
         self.namespaces = namespaces
+        self.once = once
+        """Used by one run only (not kept): :meth:`relevant_rows` then builds no index."""
         """The Namespaces the rows' anti-affinity terms were resolved with (a sync with others starts afresh)."""
         self.rows: dict[str, int] = {}
         """Node name -> row index. Per row index (plain lists: no object per row, so building a
@@ -109,7 +112,7 @@ class NodeTable:
         their row indices, in order."""
         if namespaces != self.namespaces or (self.syncs % EVICT_AFTER == 0 and self._bloated()):
             syncs, derived = self.syncs, self.derived
-            self.__init__(namespaces)  # type: ignore[misc]
+            self.__init__(namespaces, once=self.once)  # type: ignore[misc]
             self.syncs, self.derived = syncs, derived
         self.syncs += 1
         now = self.syncs
@@ -372,6 +375,30 @@ class NodeTable:
                         where = index[sid] = {}
                     where[i] = count
         return self._sig_rows
+
+    def relevant_rows(self, relevant: Callable[[str, tuple[tuple[str, str], ...], tuple[topology.Term, ...]], list[T]]
+                      ) -> list[tuple[list[T], dict[int, int]]]:
+        """(``relevant(namespace, sorted labels, owned terms)`` of a pod signature, {row index: pods of
+        that signature on the row}) for every signature it says something of (a non-empty list), in
+        :meth:`signature_rows`' order. A table used by one run (:attr:`once`) walks its rows'
+        signatures without building the index (beside 100,000 running pods, few are relevant)."""
+        values, owned = self.signatures.values, self.owned_sets.values
+        if not self.once:
+            return [(said, where) for sid, where in self.signature_rows().items()
+                    if (said := relevant(values[sid][0], values[sid][1], owned[values[sid][2]]))]
+        out: dict[int, tuple[list[T], dict[int, int]]] = {}
+        told: dict[int, list[T]] = {}
+        for i in self.rows.values():
+            for sid, count in self.pod_signatures(i).items():
+                answer = told.get(sid)
+                if answer is None:
+                    answer = told[sid] = relevant(values[sid][0], values[sid][1], owned[values[sid][2]])
+                if answer:
+                    hit = out.get(sid)
+                    if hit is None:
+                        hit = out[sid] = (answer, {})
+                    hit[1][i] = count
+        return list(out.values())
 
     def _index(self, i: int) -> None:
         assert self._sig_rows is not None

@@ -61,3 +61,22 @@ def test_a_kept_cache_counts_running_pods_relabeled_in_the_same_order_under_thei
         where = sorted(n for n, ps in kept.existing.items() for _ in ps)
         assert where == sorted(n for n, ps in fresh.existing.items() for _ in ps)
         assert ("n-zone-a" in where) == (app == "db")
+
+
+def test_a_table_used_once_gives_the_relevant_rows_of_the_kept_index_without_building_it() -> None:
+    apps = ["web", "db", "cache", "web"]
+    nodes = [_node(f"n-{i}", {wk.HOSTNAME: f"n-{i}"},
+                   [b.make_pod(f"p-{i}-{j}", labels={"app": apps[(i + j) % 4], "k": str(j % 2)}) for j in range(i % 5)])
+             for i in range(12)]
+
+    def relevant(namespace: str, items: tuple[tuple[str, str], ...], owned: tuple[object, ...]) -> list[str]:
+        return [f"{namespace}:{dict(items)['app']}"] if ("app", "db") not in items else []
+
+    kept, once = nodetable.NodeTable(), nodetable.NodeTable(once=True)
+    kept.sync(nodes)
+    once.sync(nodes)
+    said = once.relevant_rows(relevant)
+    assert said == kept.relevant_rows(relevant)
+    assert sorted(s[0] for s, _ in said) == ["default:cache", "default:cache", "default:web", "default:web"]
+    assert sum(sum(w.values()) for _, w in said) == sum(p.labels["app"] != "db" for n in nodes for p in n.pods) > 0
+    assert once._sig_rows is None and kept._sig_rows is not None
