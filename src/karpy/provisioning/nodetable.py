@@ -19,6 +19,9 @@ What a caller may rely on:
   after twice as many; when interned values (node classes, taint sets, pod signatures) are
   mostly of nodes and pods long gone, the table starts afresh. Memory stays proportional to the
   nodes and pods recently seen.
+- A table built with ``once=True`` serves one pass only (a Scheduler without a cache): it reads
+  the running pods' signatures the pass's terms care about (:meth:`NodeTable.relevant_rows`)
+  without building the index a kept table keeps up to date; the pass is the same.
 - Pure: no I/O, no clock; nothing here depends on the order in which rows were created.
 """
 
