@@ -379,20 +379,24 @@ class NodeTable:
                     where[i] = count
         return self._sig_rows
 
-    def relevant_rows(self, relevant: Callable[[str, tuple[tuple[str, str], ...], tuple[topology.Term, ...]], list[T]]
-                      ) -> list[tuple[list[T], dict[int, int]]]:
+    def relevant_rows(self, relevant: Callable[[str, tuple[tuple[str, str], ...], tuple[topology.Term, ...]], list[T]],
+                      probes: topology.LabelProbes | None = None) -> list[tuple[list[T], dict[int, int]]]:
         """(``relevant(namespace, sorted labels, owned terms)`` of a pod signature, {row index: pods of
         that signature on the row}) for every signature it says something of (a non-empty list), in
-        :meth:`signature_rows`' order. A table used by one run (:attr:`once`) walks its rows'
-        signatures without building the index (beside 100,000 running pods, few are relevant)."""
+        :meth:`signature_rows`' order. A table used by one run (:attr:`once`) walks its rows' pods
+        without building the index (beside 100,000 running pods, few are relevant), and reads the
+        signature only of the pods ``probes`` finds (:func:`topology.label_probes` of the terms
+        ``relevant`` tells of: it says nothing of the others) or with a pod anti-affinity."""
         values, owned = self.signatures.values, self.owned_sets.values
         if not self.once:
             return [(said, where) for sid, where in self.signature_rows().items()
                     if (said := relevant(values[sid][0], values[sid][1], owned[values[sid][2]]))]
         out: dict[int, tuple[list[T], dict[int, int]]] = {}
         told: dict[int, list[T]] = {}
+        nodes = self.node
         for i in self.rows.values():
-            for sid, count in self.pod_signatures(i).items():
+            node = nodes[i]
+            for sid, count in self._count_signatures(node.pods if node is not None else (), probes).items():
                 answer = told.get(sid)
                 if answer is None:
                     answer = told[sid] = relevant(values[sid][0], values[sid][1], owned[values[sid][2]])
@@ -420,18 +424,34 @@ class NodeTable:
         """Signature id -> pod count of the pods on row ``i``'s node, in first-seen order (read-only)."""
         sigs = self.sigs[i]
         if sigs is None:
-            sigs = self.sigs[i] = {}
             node = self.node[i]
-            seen = self._seen_sigs
-            for p in node.pods if node is not None else ():
-                md = p.metadata
-                aa = p.pod_anti_affinity
-                key = (md.namespace, tuple(md.labels.items()), 0 if aa is None else self.owned_id(p))
-                sid = seen.get(key)
-                if sid is None:
-                    sid = self._signature_id(key)
-                sigs[sid] = sigs.get(sid, 0) + 1
+            sigs = self.sigs[i] = self._count_signatures(node.pods if node is not None else (), None)
         return sigs
+
+    def _count_signatures(self, pods: Sequence[pod_mod.Pod], probes: topology.LabelProbes | None
+                          ) -> dict[int, int]:
+        """Signature id -> how many of ``pods`` have it, in first-seen order. With ``probes``
+        (:func:`topology.label_probes`), only of the pods a probe finds or with a pod anti-affinity:
+        the others no term selects, and they own none."""
+        out: dict[int, int] = {}
+        seen = self._seen_sigs
+        for p in pods:
+            md = p.metadata
+            aa = p.pod_anti_affinity
+            if probes is not None and aa is None:
+                labels_ = md.labels
+                for k, allowed in probes:
+                    v = labels_.get(k)
+                    if v is not None and (allowed is None or v in allowed):
+                        break
+                else:
+                    continue
+            key = (md.namespace, tuple(md.labels.items()), 0 if aa is None else self.owned_id(p))
+            sid = seen.get(key)
+            if sid is None:
+                sid = self._signature_id(key)
+            out[sid] = out.get(sid, 0) + 1
+        return out
 
     def _signature_id(self, key: tuple[str, tuple[tuple[str, str], ...], int]) -> int:
         """The id of the signature of a pod with ``key``'s labels in the pod's order (sorted here

@@ -142,7 +142,7 @@ class Placement:
         if self.terms:  # running pods, by signature: only signatures some term cares about
             pos = np.full(len(table.cls), -1, dtype=np.int64)
             pos[idx] = np.arange(n, dtype=np.int64)
-            for relevant, where in table.relevant_rows(self._relevant_items):
+            for relevant, where in table.relevant_rows(self._relevant_items, topology.label_probes(self.terms)):
                 at = pos[np.fromiter(where.keys(), dtype=np.int64, count=len(where))]
                 counts = np.fromiter(where.values(), dtype=np.int64, count=len(where))
                 here = at >= 0

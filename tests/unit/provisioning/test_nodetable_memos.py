@@ -80,3 +80,21 @@ def test_a_table_used_once_gives_the_relevant_rows_of_the_kept_index_without_bui
     assert sorted(s[0] for s, _ in said) == ["default:cache", "default:cache", "default:web", "default:web"]
     assert sum(sum(w.values()) for _, w in said) == sum(p.labels["app"] != "db" for n in nodes for p in n.pods) > 0
     assert once._sig_rows is None and kept._sig_rows is not None
+
+
+def test_a_run_without_a_cache_counts_the_running_pods_its_terms_select_and_those_owning_anti_affinity() -> None:
+    web = {"app": "web"}
+    guard = b.make_pod("guard", labels={"role": "x"}, affinity={"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [b.affinity_term(wk.HOSTNAME, web)]}})
+    nodes = [b.existing_node("n-a", zone="zone-a", running=[b.make_pod(f"w-{i}", labels=web) for i in range(2)]),
+             b.existing_node("n-b", zone="zone-b", running=[guard, b.make_pod("plain")]),
+             b.existing_node("n-c", zone="zone-c", running=[b.make_pod(f"db-{i}", labels={"app": "db"})
+                                                            for i in range(3)])]
+    pending = b.make_pods("web", 2, labels=web, topologySpreadConstraints=[b.spread(wk.ZONE, web)])
+    fresh = scheduler.Scheduler(existing=nodes).solve(pending)
+    kept = scheduler.Scheduler(existing=nodes, cache=reuse.SchedulingCache()).solve(pending)
+    where = {n: len(p) for n, p in fresh.existing.items()}
+    assert where == {n: len(p) for n, p in kept.existing.items()}
+    # zone-a's two web pods count (the first goes to zone-c, the second may not go to zone-a), and
+    # the guard (whose own labels no term selects) keeps web pods off n-b: the second has no node
+    assert where == {"n-c": 1} and list(fresh.errors) == ["default/web-1"]
