@@ -28,6 +28,7 @@ from karpy.scheduling import topology
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 CHUNK = 512
+_NONE: IntArray = np.zeros(0, dtype=np.int64)
 
 
 def place(run: placement_mod.Placement, g: podgroups.PodGroup) -> int:
@@ -88,21 +89,26 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
 def _chunk_fit(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, domain: tuple[str, str] | None,
                lo: int, hi: int, known: KnownFit | None) -> tuple[int, IntArray]:
     """(``first``, the group's fit on bins ``first:``) for the bins of ``lo:hi`` that may take a
-    pod: with ``domain``, only those in it (or that may still be narrowed into it), worked out from
-    the first to the last of them. (With a whole-catalog NodePool, most of a zonal spread's domains
-    have no existing node: a chunk of existing nodes is then not worked out at all.) ``known``: the
-    group's known fit, read for the whole chunk unless the domain's bins are a small part of it."""
+    pod: with ``domain``, only those in it (or that may still be narrowed into it); in a chunk
+    larger than :data:`CHUNK`, worked out from the first to the last of them. (With a whole-catalog
+    NodePool, most of a zonal spread's domains have no existing node: a chunk of existing nodes is
+    then not worked out at all.) ``known``: the group's known fit, read for the whole chunk unless
+    the domain's bins are a small part of it."""
     if domain is None:
         return lo, fit_counts(run, g, req, {}, lo, hi)
     in_domain = run.bins.domain_mask(domain[0], {domain[1]}, lo, hi)
-    where = np.flatnonzero(in_domain)
-    if not len(where):
-        return lo, np.zeros(0, dtype=np.int64)
-    first, last = lo + int(where[0]), lo + int(where[-1]) + 1
-    if known is not None and 2 * (last - first) > hi - lo:
-        return lo, known.part(lo, hi) * in_domain
-    fit = known.part(first, last) if known is not None else fit_counts(run, g, req, {}, first, last)
-    return first, fit * in_domain[first - lo:last - lo]
+    if hi - lo > CHUNK:  # a large chunk: only the span of the domain's bins
+        where = np.flatnonzero(in_domain)
+        if not len(where):
+            return lo, _NONE
+        first, last = lo + int(where[0]), lo + int(where[-1]) + 1
+        if known is None or 2 * (last - first) <= hi - lo:
+            fit = known.part(first, last) if known is not None else fit_counts(run, g, req, {}, first, last)
+            return first, fit * in_domain[first - lo:last - lo]
+    elif not in_domain.any():
+        return lo, _NONE
+    fit = known.part(lo, hi) if known is not None else fit_counts(run, g, req, {}, lo, hi)
+    return lo, fit * in_domain
 
 
 def _fit_one(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, b: int) -> int:
