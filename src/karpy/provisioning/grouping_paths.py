@@ -28,6 +28,7 @@ from karpy.scheduling import topology
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 CHUNK = 512
+_NONE: IntArray = np.zeros(0, dtype=np.int64)
 
 
 def place(run: placement_mod.Placement, g: podgroups.PodGroup) -> int:
@@ -51,25 +52,21 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
     ``known``: the group's fit on the first bins with no domain constraint (see :class:`KnownFit`).
     """
     placed = 0
-    constraints = {domain[0]: {domain[1]}} if domain is not None else {}
     n = run.bins.n
-    # Without hostname caps a placement changes no other bin's fit: scan the bins in growing
-    # chunks and stop once the pods are placed (first-fit order is the same as one full scan).
-    lo, step = 0, (n if hostname_capped(run, g) else CHUNK)
+    lo, step = 0, first_chunk(run, g, n)
     while lo < n and placed < count:
         hi = min(n, lo + step)
-        if known is not None and domain is not None and lo < known.size:  # the known fit, in the domain
-            hi = min(hi, known.size)
-            fit = known.part(lo, hi) * run.bins.domain_mask(domain[0], {domain[1]}, lo, hi)
-        else:
-            fit = fit_counts(run, g, req, constraints, lo, hi)
+        chunk_known = known if known is not None and domain is not None and lo < known.size else None
+        if chunk_known is not None:
+            hi = min(hi, chunk_known.size)
+        first, fit = _chunk_fit(run, g, req, domain, lo, hi, chunk_known)
         cand = np.flatnonzero(fit > 0)
         if len(cand):
             take = fit[cand]
             cum = np.cumsum(take)
             stop = int(np.searchsorted(cum, count - placed))
             for j in range(min(stop + 1, len(cand))):
-                b = lo + int(cand[j])
+                b = first + int(cand[j])
                 k = int(min(take[j], count - placed))
                 if k <= 0:
                     break
@@ -87,6 +84,31 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
         _put(run, g, new, req, start + placed, k, domain)
         placed += k
     return placed
+
+
+def _chunk_fit(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, domain: tuple[str, str] | None,
+               lo: int, hi: int, known: KnownFit | None) -> tuple[int, IntArray]:
+    """(``first``, the group's fit on bins ``first:``) for the bins of ``lo:hi`` that may take a
+    pod: with ``domain``, only those in it (or that may still be narrowed into it); in a chunk
+    larger than :data:`CHUNK`, worked out from the first to the last of them. (With a whole-catalog
+    NodePool, most of a zonal spread's domains have no existing node: a chunk of existing nodes is
+    then not worked out at all.) ``known``: the group's known fit, read for the whole chunk unless
+    the domain's bins are a small part of it."""
+    if domain is None:
+        return lo, fit_counts(run, g, req, {}, lo, hi)
+    in_domain = run.bins.domain_mask(domain[0], {domain[1]}, lo, hi)
+    if hi - lo > CHUNK:  # a large chunk: only the span of the domain's bins
+        where = np.flatnonzero(in_domain)
+        if not len(where):
+            return lo, _NONE
+        first, last = lo + int(where[0]), lo + int(where[-1]) + 1
+        if known is None or 2 * (last - first) <= hi - lo:
+            fit = known.part(first, last) if known is not None else fit_counts(run, g, req, {}, first, last)
+            return first, fit * in_domain[first - lo:last - lo]
+    elif not in_domain.any():
+        return lo, _NONE
+    fit = known.part(lo, hi) if known is not None else fit_counts(run, g, req, {}, lo, hi)
+    return lo, fit * in_domain
 
 
 def _fit_one(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, b: int) -> int:
@@ -161,8 +183,7 @@ class KnownFit:
 
     def __init__(self, run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray) -> None:
         self._run, self._g, self._req = run, g, req
-        follows = any(owner and term.kind == topology.AFFINITY for term, _, _, owner in run.hostname_terms(g))
-        self.size = 0 if follows else run.bins.n
+        self.size = 0 if follows_hostname_affinity(run, g) else run.bins.n
         """Bins ``0:size`` are known."""
         self._parts: dict[tuple[int, int], IntArray] = {}
 
@@ -177,7 +198,7 @@ class KnownFit:
         """The fit on every known bin, in :func:`fill`'s chunks (None when nothing is known)."""
         if not self.size:
             return None
-        parts, lo, step = [], 0, (self.size if hostname_capped(self._run, self._g) else CHUNK)
+        parts, lo, step = [], 0, first_chunk(self._run, self._g, self.size)
         while lo < self.size:
             hi = min(self.size, lo + step)
             parts.append(self.part(lo, hi))
@@ -254,6 +275,23 @@ def _stable(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
     if any(not t.hostname and t.kind != topology.AFFINITY for t in g.terms()):
         return False
     return not run.counted_spreads(g) and not hostname_capped(run, g)
+
+
+def first_chunk(run: placement_mod.Placement, g: podgroups.PodGroup, n: int) -> int:
+    """How many of the ``n`` bins :func:`fill`'s scan works out first (each next chunk is four
+    times larger; the scan stops once the pods are placed).
+
+    A placement changes no other bin's fit (resources, host ports, requirements and domains are
+    the bin's own; each hostname cap reads its own bin's counts and carriers only,
+    :func:`topology.hostname_caps`), so first fit over growing chunks is first fit over one full
+    scan - unless the group carries a hostname affinity, whose cap changes on every bin once its
+    first pod is placed: then every bin is worked out at once, before any is used."""
+    return n if follows_hostname_affinity(run, g) else CHUNK
+
+
+def follows_hostname_affinity(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:
+    """``g`` carries a hostname pod affinity (:func:`topology.hostname_affinity_cap` caps it)."""
+    return any(owner and term.kind == topology.AFFINITY for term, _, _, owner in run.hostname_terms(g))
 
 
 def hostname_capped(run: placement_mod.Placement, g: podgroups.PodGroup) -> bool:

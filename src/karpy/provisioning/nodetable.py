@@ -19,14 +19,17 @@ What a caller may rely on:
   after twice as many; when interned values (node classes, taint sets, pod signatures) are
   mostly of nodes and pods long gone, the table starts afresh. Memory stays proportional to the
   nodes and pods recently seen.
+- A table built with ``once=True`` serves one pass only (a Scheduler without a cache): it reads
+  the running pods' signatures the pass's terms care about (:meth:`NodeTable.relevant_rows`)
+  without building the index a kept table keeps up to date; the pass is the same.
 - Pure: no I/O, no clock; nothing here depends on the order in which rows were created.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +43,7 @@ from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
 
 IntArray = npt.NDArray[np.int64]
+T = TypeVar("T")
 BoolArray = npt.NDArray[np.bool_]
 EVICT_AFTER = 16
 MEMO_LIMIT = 4096
@@ -51,8 +55,10 @@ EPHEMERAL = frozenset({wk.TAINT_NOT_READY, wk.TAINT_UNREACHABLE, wk.TAINT_UNREGI
 class NodeTable:
     """Existing nodes kept between passes (see the module docstring)."""
 
-    def __init__(self, namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY) -> None:
+    def __init__(self, namespaces: ns_mod.NamespaceIndex = ns_mod.EMPTY, *, once: bool = False) -> None:
         self.namespaces = namespaces
+        self.once = once
+        """Used by one run only (not kept): :meth:`relevant_rows` then builds no index."""
         """The Namespaces the rows' anti-affinity terms were resolved with (a sync with others starts afresh)."""
         self.rows: dict[str, int] = {}
         """Node name -> row index. Per row index (plain lists: no object per row, so building a
@@ -64,7 +70,7 @@ class NodeTable:
         """Required anti-affinity terms its pods own, in pod order (the inverse rule binds others)."""
         self.ports: list[hostports.HostPortUsage | None] = []
         """Host ports its pods hold (shared: copy before adding)."""
-        self.sigs: list[list[tuple[int, int]] | None] = []
+        self.sigs: list[dict[int, int] | None] = []
         self.full: list[reqs_mod.Requirements | None] = []
         self.seen: list[int] = []
         self._free: list[int] = []
@@ -81,10 +87,16 @@ class NodeTable:
         self.classes = bins_mod.Registry()
         """(Requirements without the hostname, True) -> class id: the reqset ids of existing bins."""
         self._class_key: dict[frozenset[tuple[str, str]], int] = {}
+        self._seen_classes: dict[tuple[tuple[str, ...], tuple[str | None, ...]], int] = {}
+        """(label names in a node's order, its values with None for the hostname) -> class id."""
+        self._host_at: dict[tuple[str, ...], int] = {}
+        """Label names in a node's order -> the hostname's place among them (-1: none)."""
         self.taintsets = bins_mod.Registry()
         self.domains: dict[str, tuple[bins_mod.Registry, IntArray]] = {}
         self.signatures = bins_mod.Registry()
         """Signature (namespace, sorted labels, id in :attr:`owned_sets`) -> id."""
+        self._seen_sigs: dict[tuple[str, tuple[tuple[str, str], ...], int], int] = {}
+        """The same with the labels in a pod's order -> id."""
         self.owned_sets = bins_mod.Registry()
         """Tuples of required anti-affinity terms a pod owns -> id (``()`` is 0)."""
         self.owned_sets.id(())
@@ -103,7 +115,7 @@ class NodeTable:
         their row indices, in order."""
         if namespaces != self.namespaces or (self.syncs % EVICT_AFTER == 0 and self._bloated()):
             syncs, derived = self.syncs, self.derived
-            self.__init__(namespaces)  # type: ignore[misc]
+            self.__init__(namespaces, once=self.once)  # type: ignore[misc]
             self.syncs, self.derived = syncs, derived
         self.syncs += 1
         now = self.syncs
@@ -156,9 +168,9 @@ class NodeTable:
         """Interned values (node classes, pod signatures) mostly of nodes and pods long gone?"""
         live = len(self.rows)
         sigs = len(self._sig_rows) if self._sig_rows is not None else 0
-        return (len(self.classes.values) > 2 * live + BLOAT_SLACK
+        return (max(len(self.classes.values), len(self._seen_classes)) > 2 * live + BLOAT_SLACK
                 or len(self.taintsets.values) > 2 * live + BLOAT_SLACK
-                or len(self.signatures.values) > 2 * sigs + 4 * BLOAT_SLACK)
+                or max(len(self.signatures.values), len(self._seen_sigs)) > 2 * sigs + 4 * BLOAT_SLACK)
 
     def _slot(self) -> int:
         if self._free:
@@ -191,7 +203,6 @@ class NodeTable:
         entries: list[int] = []
         cls: list[int] = []
         taint: list[int] = []
-        class_key = self._class_key
         new_names: list[str] = []
         nodes = [n for n in (self.node[i] for i in dirty) if n is not None]
         indexed = self._sig_rows is not None
@@ -202,14 +213,7 @@ class NodeTable:
             self.sigs[i] = None
             labels_ = node.labels
             host = self.host[i] = labels_.get(wk.HOSTNAME)
-            key = frozenset(labels_.items())
-            if host is not None:
-                key = key - {(wk.HOSTNAME, host)}
-            cid = class_key.get(key)
-            if cid is None:
-                cid = self.classes.id((reqs_mod.Requirements.from_labels(dict(key)), True))
-                class_key[key] = cid
-            cls.append(cid)
+            cls.append(self._class_id(labels_, host))
             taints = tuple(node.taints)
             if node.in_flight and taints:
                 taints = tuple(t for t in taints if t.key not in EPHEMERAL)
@@ -257,6 +261,31 @@ class NodeTable:
         if indexed:
             for i in dirty:
                 self._index(i)
+
+    def _class_id(self, labels_: Mapping[str, str], host: str | None) -> int:
+        """The class id of a node with these labels (``host``: its hostname label's value).
+
+        Looked up first by the label names in the node's order and the values without the hostname
+        (:attr:`_seen_classes`: nodes of one kind list their labels alike), else by the set of labels
+        without the hostname, as the class is defined."""
+        names = tuple(labels_)
+        at = self._host_at.get(names)
+        if at is None:
+            at = self._host_at[names] = names.index(wk.HOSTNAME) if host is not None else -1
+        values: list[str | None] = list(labels_.values())
+        if at >= 0:
+            values[at] = None
+        seen = (names, tuple(values))
+        cid = self._seen_classes.get(seen)
+        if cid is None:
+            key = frozenset(labels_.items())
+            if host is not None:
+                key = key - {(wk.HOSTNAME, host)}
+            cid = self._class_key.get(key)
+            if cid is None:
+                cid = self._class_key[key] = self.classes.id((reqs_mod.Requirements.from_labels(dict(key)), True))
+            self._seen_classes[seen] = cid
+        return cid
 
     def _add_column(self, name: str, skip: set[int]) -> None:
         """A resource name not seen before: a new column, filled for every live row but ``skip``."""
@@ -343,43 +372,94 @@ class NodeTable:
             index: dict[int, dict[int, int]] = {}
             self._sig_rows = index
             for i in self.rows.values():  # _index of every row, its lookups hoisted (one walk of every pod)
-                for sid, count in self.pod_signatures(i):
+                for sid, count in self.pod_signatures(i).items():
                     where = index.get(sid)
                     if where is None:
                         where = index[sid] = {}
                     where[i] = count
         return self._sig_rows
 
+    def relevant_rows(self, relevant: Callable[[str, tuple[tuple[str, str], ...], tuple[topology.Term, ...]], list[T]],
+                      probes: topology.LabelProbes | None = None) -> list[tuple[list[T], dict[int, int]]]:
+        """(``relevant(namespace, sorted labels, owned terms)`` of a pod signature, {row index: pods of
+        that signature on the row}) for every signature it says something of (a non-empty list), in
+        :meth:`signature_rows`' order. A table used by one run (:attr:`once`) walks its rows' pods
+        without building the index (beside 100,000 running pods, few are relevant), and reads the
+        signature only of the pods ``probes`` finds (:func:`topology.label_probes` of the terms
+        ``relevant`` tells of: it says nothing of the others) or with a pod anti-affinity."""
+        values, owned = self.signatures.values, self.owned_sets.values
+        if not self.once:
+            return [(said, where) for sid, where in self.signature_rows().items()
+                    if (said := relevant(values[sid][0], values[sid][1], owned[values[sid][2]]))]
+        out: dict[int, tuple[list[T], dict[int, int]]] = {}
+        told: dict[int, list[T]] = {}
+        nodes = self.node
+        for i in self.rows.values():
+            node = nodes[i]
+            for sid, count in self._count_signatures(node.pods if node is not None else (), probes).items():
+                answer = told.get(sid)
+                if answer is None:
+                    answer = told[sid] = relevant(values[sid][0], values[sid][1], owned[values[sid][2]])
+                if answer:
+                    hit = out.get(sid)
+                    if hit is None:
+                        hit = out[sid] = (answer, {})
+                    hit[1][i] = count
+        return list(out.values())
+
     def _index(self, i: int) -> None:
         assert self._sig_rows is not None
-        for sid, count in self.pod_signatures(i):
+        for sid, count in self.pod_signatures(i).items():
             self._sig_rows.setdefault(sid, {})[i] = count
 
     def _unindex(self, i: int) -> None:
         assert self._sig_rows is not None
-        for sid, _ in self.sigs[i] or ():
+        for sid in self.sigs[i] or ():
             where = self._sig_rows[sid]
             del where[i]
             if not where:
                 del self._sig_rows[sid]
 
-    def pod_signatures(self, i: int) -> list[tuple[int, int]]:
-        """(signature id, pod count) of the pods on row ``i``'s node, in first-seen order."""
+    def pod_signatures(self, i: int) -> dict[int, int]:
+        """Signature id -> pod count of the pods on row ``i``'s node, in first-seen order (read-only)."""
         sigs = self.sigs[i]
         if sigs is None:
-            counts: dict[int, int] = {}
             node = self.node[i]
-            ids = self.signatures.ids
-            for p in node.pods if node is not None else ():
-                md = p.metadata
-                aa = p.pod_anti_affinity
-                key = (md.namespace, tuple(sorted(md.labels.items())), 0 if aa is None else self.owned_id(p))
-                sid = ids.get(key)
-                if sid is None:
-                    sid = self.signatures.id(key)
-                counts[sid] = counts.get(sid, 0) + 1
-            sigs = self.sigs[i] = list(counts.items())
+            sigs = self.sigs[i] = self._count_signatures(node.pods if node is not None else (), None)
         return sigs
+
+    def _count_signatures(self, pods: Sequence[pod_mod.Pod], probes: topology.LabelProbes | None
+                          ) -> dict[int, int]:
+        """Signature id -> how many of ``pods`` have it, in first-seen order. With ``probes``
+        (:func:`topology.label_probes`), only of the pods a probe finds or with a pod anti-affinity:
+        the others no term selects, and they own none."""
+        out: dict[int, int] = {}
+        seen = self._seen_sigs
+        for p in pods:
+            md = p.metadata
+            aa = p.pod_anti_affinity
+            if probes is not None and aa is None:
+                labels_ = md.labels
+                for k, allowed in probes:
+                    v = labels_.get(k)
+                    if v is not None and (allowed is None or v in allowed):
+                        break
+                else:
+                    continue
+            key = (md.namespace, tuple(md.labels.items()), 0 if aa is None else self.owned_id(p))
+            sid = seen.get(key)
+            if sid is None:
+                sid = self._signature_id(key)
+            out[sid] = out.get(sid, 0) + 1
+        return out
+
+    def _signature_id(self, key: tuple[str, tuple[tuple[str, str], ...], int]) -> int:
+        """The id of the signature of a pod with ``key``'s labels in the pod's order (sorted here
+        once; :attr:`_seen_sigs` keeps it for every next pod with the same labels in the same order)."""
+        namespace, items, owned = key
+        sid = self.signatures.id((namespace, tuple(sorted(items)), owned))
+        self._seen_sigs[key] = sid
+        return sid
 
 
 def _same(a: results.ExistingNode, b: results.ExistingNode) -> bool:

@@ -50,7 +50,7 @@ class Placement:
         self.templates = tmpls
         self.daemon_pods = list(daemon_pods)
         self.dim_index = {d: i for i, d in enumerate(dims)}
-        self.table = table if table is not None else nodetable.NodeTable()
+        self.table = table if table is not None else nodetable.NodeTable(once=True)
         rows = self.table.sync(existing, namespaces)
         self.rows = rows
         """The existing nodes' row indices in :attr:`table`, in bin order."""
@@ -142,17 +142,12 @@ class Placement:
         if self.terms:  # running pods, by signature: only signatures some term cares about
             pos = np.full(len(table.cls), -1, dtype=np.int64)
             pos[idx] = np.arange(n, dtype=np.int64)
-            sig_values = table.signatures.values
-            owned_sets = table.owned_sets.values
-            for sid, where in table.signature_rows().items():
-                namespace, items, oid = sig_values[sid]
-                relevant = self._relevant_items(namespace, items, owned_sets[oid])
-                if relevant:
-                    at = pos[np.fromiter(where.keys(), dtype=np.int64, count=len(where))]
-                    counts = np.fromiter(where.values(), dtype=np.int64, count=len(where))
-                    here = at >= 0
-                    if here.any():
-                        self._record_many(relevant, at[here], counts[here])
+            for relevant, where in table.relevant_rows(self._relevant_items, topology.label_probes(self.terms)):
+                at = pos[np.fromiter(where.keys(), dtype=np.int64, count=len(where))]
+                counts = np.fromiter(where.values(), dtype=np.int64, count=len(where))
+                here = at >= 0
+                if here.any():
+                    self._record_many(relevant, at[here], counts[here])
 
     def _record_many(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
                      at: IntArray, counts: IntArray) -> None:

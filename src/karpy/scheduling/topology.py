@@ -248,6 +248,41 @@ def hostname_caps(state: TermState, size: int, *, owner: bool, match: bool, lo: 
     return None
 
 
+LabelProbes = list[tuple[str, frozenset[str] | None]]
+"""Label keys with the values looked for (None: any value)."""
+
+
+def label_probes(terms: Iterable[Term]) -> LabelProbes | None:
+    """One label each term's selector requires (its key, and the values it allows: None for any),
+    merged by key: a pod whose labels have none of them is selected by no term. None when a term
+    may select pods without any given label (an empty selector, or only ``NotIn`` / ``DoesNotExist``)."""
+    by_key: dict[str, frozenset[str] | None] = {}
+    for t in terms:
+        if t.selector is None:  # selects no pod
+            continue
+        found = _required_label(t.selector)
+        if found is None:
+            return None
+        key, allowed = found
+        if key in by_key:
+            was = by_key[key]
+            allowed = None if was is None or allowed is None else was | allowed
+        by_key[key] = allowed
+    return list(by_key.items())
+
+
+def _required_label(sel: selectors.LabelSelector) -> tuple[str, frozenset[str] | None] | None:
+    for k, v in sel.match_labels.items():
+        return k, frozenset({v})
+    for e in sel.match_expressions:
+        if e.operator == "In":
+            return e.key, frozenset(e.values)
+    for e in sel.match_expressions:
+        if e.operator == "Exists":
+            return e.key, None
+    return None
+
+
 def term_from_spread(c: podspec.TopologySpreadConstraint, namespace: str,
                      labels: Mapping[str, str] | None = None,
                      node_requirements: tuple[reqs_mod.Requirements, ...] = (),
