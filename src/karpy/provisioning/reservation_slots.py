@@ -58,7 +58,9 @@ def _best(t: instancetype.InstanceType, reqs: reqs_mod.Requirements,
 def slots(claims: Sequence[results.NewNodeClaim]) -> dict[str, int]:
     """Slots each reservation the claims' offerings name has at the start of the run."""
     out: dict[str, int] = {}
-    types = {id(t): t for c in claims for t in c.instance_types}  # claims share type objects: each type once
+    types: dict[int, instancetype.InstanceType] = {}  # claims share type objects: each type once
+    for c in claims:  # (zip and map run in C: a big run has thousands of claims of up to 60 types each)
+        types.update(zip(map(id, c.instance_types), c.instance_types))
     for t in types.values():
         for o in t.offerings:
             if o.capacity_type == RESERVED and o.reservation_id:

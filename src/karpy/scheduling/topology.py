@@ -88,12 +88,16 @@ class Term:
     node_filter: NodeFilter | None = None
     """Spreads: which nodes' pods count (None: every node)."""
     _hash: int = field(init=False, repr=False, compare=False, default=0)
+    hostname: bool = field(init=False, repr=False, compare=False, default=False)
+    """Whether the key is the hostname (set from ``key``: read in the placement's inner loops, where
+    a property's call cost adds up over hundreds of groups)."""
 
     def __post_init__(self) -> None:
         # terms key the run's dicts and are looked up once per placement: hash once
         object.__setattr__(self, "_hash", hash((self.kind, self.key, self.selector, self.namespaces, self.max_skew,
                                                 self.min_domains, self.honor_node_affinity,
                                                 self.honor_node_taints, self.required, self.node_filter)))
+        object.__setattr__(self, "hostname", self.key == wk.HOSTNAME)
 
     def __hash__(self) -> int:
         return self._hash
@@ -105,10 +109,6 @@ class Term:
         if self.selector is None:
             return False
         return self.selector.matches(pod_labels)
-
-    @property
-    def hostname(self) -> bool:
-        return self.key == wk.HOSTNAME
 
     def describe(self) -> str:
         sel = str(self.selector) if self.selector is not None else "<none>"
