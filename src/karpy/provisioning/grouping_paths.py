@@ -65,9 +65,10 @@ def fill(run: placement_mod.Placement, g: podgroups.PodGroup, req: IntArray, sta
             take = fit[cand]
             cum = np.cumsum(take)
             stop = int(np.searchsorted(cum, count - placed))
-            for j in range(min(stop + 1, len(cand))):
-                b = first + int(cand[j])
-                k = int(min(take[j], count - placed))
+            # plain ints from here: one conversion, not a NumPy scalar per bin
+            for c, t in zip(cand[:stop + 1].tolist(), take[:stop + 1].tolist(), strict=True):
+                b = first + c
+                k = min(t, count - placed)
                 if k <= 0:
                     break
                 _put(run, g, b, req, start + placed, k, domain)

@@ -362,8 +362,9 @@ class Placement:
     def record(self, g: podgroups.PodGroup, b: int, pods: list[pod_mod.Pod], req: IntArray) -> None:
         """Put ``pods`` of ``g`` on bin ``b`` and update capacity, ports and topology counts."""
         k = len(pods)
-        self.bins.remaining[b] -= req * k
-        self.bins.used[b] += req * k
+        delta = req * k
+        self.bins.remaining[b] -= delta
+        self.bins.used[b] += delta
         if b < self.n_existing and b not in self.touched:  # the node's own list is the caller's
             self.bins.pods[b] = list(self.bins.pods[b])
             self.touched.add(b)
