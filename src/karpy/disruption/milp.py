@@ -81,27 +81,29 @@ def _type_cache(snap: snapshot_mod.ClusterSnapshot) -> dict[int, Any]:
     return cache
 
 
-_TypeEntry = tuple[instancetype.InstanceType, reqs_mod.Requirements, dict[Any, Any]]
+_TypeEntry = list[Any]  # [instance type, its requirements (None until asked for), the type's memo dict]
 
 
 def _type_entry(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> _TypeEntry:
     cache = _type_cache(snap)
-    hit = cache.get(id(t))
+    hit: _TypeEntry | None = cache.get(id(t))
     if hit is None or hit[0] is not t:
-        hit = cache[id(t)] = (t, scheduler.instance_type_requirements(t), {})
-    entry: _TypeEntry = hit
-    return entry
+        hit = cache[id(t)] = [t, None, {}]
+    return hit
 
 
 def _type_requirements(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> reqs_mod.Requirements:
-    """:func:`scheduler.instance_type_requirements` of ``t``, once per instance type object."""
-    return _type_entry(snap, t)[1]
+    """:func:`scheduler.instance_type_requirements` of ``t``, once per type object, when first asked for."""
+    entry = _type_entry(snap, t)
+    if entry[1] is None:
+        entry[1] = scheduler.instance_type_requirements(t)
+    return entry[1]  # type: ignore[no-any-return]
 
 
 def type_memo(snap: snapshot_mod.ClusterSnapshot, t: instancetype.InstanceType) -> dict[Any, Any]:
     """A dict kept with instance type object ``t`` (see :func:`_type_cache`) for what a caller derives
     from ``t`` alone and a key it chooses (a NodePool object's verdict on it, say)."""
-    return _type_entry(snap, t)[2]
+    return _type_entry(snap, t)[2]  # type: ignore[no-any-return]
 
 
 def _pool_types(snap: snapshot_mod.ClusterSnapshot,
@@ -117,7 +119,7 @@ def _pool_types(snap: snapshot_mod.ClusterSnapshot,
     base: reqs_mod.Requirements | None = None
     allowed = []
     for t in snap.instance_types.get(pool.name, ()):
-        _, own, memo = _type_entry(snap, t)
+        own, memo = _type_requirements(snap, t), _type_entry(snap, t)[2]
         seen = memo.get(("milp", pool.name))
         if seen is None or seen[0] is not pool:
             if base is None:

@@ -81,3 +81,30 @@ def test_a_pools_allowed_types_are_worked_out_once_across_passes_sharing_a_memo(
     other = make_pool()  # another NodePool object (its spec read again): asked anew, same answer
     snap, _ = cluster([entry("n1", MEDIUM, [running("a", "n1")], created=0.0)], CATALOG, [other], milp_memo=memo)
     assert [t.name for t, _ in milp._pool_types(snap, other)] == answers[0][0]
+
+
+def test_the_prefilters_verdicts_over_a_catalog_derive_no_instance_type_requirements(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prefilter keeps its per-type verdicts in the types' memo; the types' own requirements (a
+    parse of every label, over a whole catalog) are worked out only when the MILP asks for them."""
+    from karpy.disruption import prefilter
+    from karpy.provisioning import scheduler
+
+    from .test_simulation import CATALOG, MEDIUM, cluster, entry, make_pool, running
+
+    derived: list[str] = []
+    real = scheduler.instance_type_requirements
+
+    def counted(t: Any) -> Any:
+        derived.append(t.name)
+        return real(t)
+
+    monkeypatch.setattr(scheduler, "instance_type_requirements", counted)
+    pool = make_pool()
+    snap, _ = cluster([entry("n1", MEDIUM, [running("a", "n1")], created=0.0)], CATALOG, [pool],
+                      milp_memo=milp.Memo())
+    assert [t.name for t, _ in prefilter._pool_types(snap, pool)] == [t.name for t in CATALOG]
+    assert derived == []
+    assert [t.name for t, _ in milp._pool_types(snap, pool)] == [t.name for t in CATALOG]
+    assert sorted(derived) == sorted(t.name for t in CATALOG)
+    assert milp._type_requirements(snap, CATALOG[0]) == real(CATALOG[0])
