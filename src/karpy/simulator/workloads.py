@@ -32,7 +32,6 @@ templates, the scale-down order) is in :mod:`karpy.simulator.owned`.
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -40,7 +39,7 @@ from typing import Any
 from karpy.api import meta
 from karpy.api import workloads as api_workloads
 from karpy.controllers import runtime
-from karpy.kube import errors, interface
+from karpy.kube import errors, interface, memory
 from karpy.simulator import owned as owned_mod
 from karpy.simulator import owner_index, replicaset_index
 
@@ -267,14 +266,14 @@ class DeploymentController:
             created = self.cluster.create(self._new_replicaset(deploy, model, hash_, owned))
             current = self._wrote(interface.ADDED, created)
         elif owned_mod.spec_replicas(current) != want:
-            updated = copy.deepcopy(current)
+            updated = memory.copy_dict(current)
             updated.setdefault("spec", {})["replicas"] = want
             current = self._wrote(interface.MODIFIED, self.cluster.update(updated))
         result.append(current)
         old = [rs for rs in owned if rs["metadata"]["name"] != current["metadata"]["name"]]
         for rs in old:
             if owned_mod.spec_replicas(rs) != 0:
-                updated = copy.deepcopy(rs)
+                updated = memory.copy_dict(rs)
                 updated.setdefault("spec", {})["replicas"] = 0
                 rs = self._wrote(interface.MODIFIED, self.cluster.update(updated))
             result.append(rs)
@@ -289,7 +288,7 @@ class DeploymentController:
     def _new_replicaset(self, deploy: dict[str, Any], model: api_workloads.Deployment, hash_: str,
                         owned: list[dict[str, Any]]) -> dict[str, Any]:
         md = deploy["metadata"]
-        tmpl = copy.deepcopy(dict(model.template))
+        tmpl = memory.copy_dict(model.template)
         tmpl.setdefault("metadata", {}).setdefault("labels", {})[POD_TEMPLATE_HASH] = hash_
         selector = model.selector.to_dict()
         selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH] = hash_
