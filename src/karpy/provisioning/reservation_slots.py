@@ -60,7 +60,7 @@ def slots(claims: Sequence[results.NewNodeClaim]) -> dict[str, int]:
     out: dict[str, int] = {}
     types: dict[int, instancetype.InstanceType] = {}  # claims share type objects: each type once
     for c in claims:  # (zip and map run in C: a big run has thousands of claims of up to 60 types each)
-        types.update(zip(map(id, c.instance_types), c.instance_types))
+        types.update(zip(map(id, c.instance_types), c.instance_types, strict=True))
     for t in types.values():
         for o in t.offerings:
             if o.capacity_type == RESERVED and o.reservation_id:
