@@ -52,12 +52,9 @@ def test_the_memo_keeps_at_most_its_limit_of_problems() -> None:
     assert memo.get(bytes([3])) == (True, 3)
 
 
-def test_a_pools_allowed_types_are_worked_out_once_across_passes_sharing_a_memo(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from karpy.disruption import prefilter
+def _count_derivations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the name of every instance type whose requirements are worked out from now on."""
     from karpy.provisioning import scheduler
-
-    from .test_simulation import CATALOG, MEDIUM, cluster, entry, make_pool, running
 
     derived: list[str] = []
     real = scheduler.instance_type_requirements
@@ -67,6 +64,16 @@ def test_a_pools_allowed_types_are_worked_out_once_across_passes_sharing_a_memo(
         return real(t)
 
     monkeypatch.setattr(scheduler, "instance_type_requirements", counted)
+    return derived
+
+
+def test_a_pools_allowed_types_are_worked_out_once_across_passes_sharing_a_memo(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from karpy.disruption import prefilter
+
+    from .test_simulation import CATALOG, MEDIUM, cluster, entry, make_pool, running
+
+    derived = _count_derivations(monkeypatch)
     memo = milp.Memo()
     pool = make_pool()
     answers = []
@@ -92,14 +99,8 @@ def test_the_prefilters_verdicts_over_a_catalog_derive_no_instance_type_requirem
 
     from .test_simulation import CATALOG, MEDIUM, cluster, entry, make_pool, running
 
-    derived: list[str] = []
     real = scheduler.instance_type_requirements
-
-    def counted(t: Any) -> Any:
-        derived.append(t.name)
-        return real(t)
-
-    monkeypatch.setattr(scheduler, "instance_type_requirements", counted)
+    derived = _count_derivations(monkeypatch)
     pool = make_pool()
     snap, _ = cluster([entry("n1", MEDIUM, [running("a", "n1")], created=0.0)], CATALOG, [pool],
                       milp_memo=milp.Memo())

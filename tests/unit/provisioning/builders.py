@@ -37,6 +37,30 @@ def make_pods(prefix: str, count: int, **kwargs: Any) -> list[pod.Pod]:
     return [make_pod(f"{prefix}-{i}", **kwargs) for i in range(count)]
 
 
+def kind_pods(kind: str, i: int, count: int, cpu: str, mem: str | None = None) -> list[pod.Pod]:
+    """``count`` pods of group ``i`` of one kind of the scheduling benchmark's mix: ``zonal`` or
+    ``hostname`` spread, hostname ``anti``-affinity, hostname ``affinity`` (to its own group), or
+    ``generic``."""
+    value = f"v{i % 2}"
+    labels = {"my-label": value}
+    extra: dict[str, Any] = {}
+    if kind == "zonal":
+        extra = {"topologySpreadConstraints": [spread(wk.ZONE, {"my-label": value})]}
+    elif kind == "hostname":
+        extra = {"topologySpreadConstraints": [spread(wk.HOSTNAME, {"my-label": value})]}
+    elif kind == "anti":
+        labels = {"app": "nginx"}
+        extra = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            affinity_term(wk.HOSTNAME, {"app": "nginx"})]}}}
+    elif kind == "affinity":
+        labels = {"my-affinity": value}
+        extra = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            affinity_term(wk.HOSTNAME, {"my-affinity": value})]}}}
+    if mem is not None:
+        extra["memory"] = mem
+    return make_pods(f"{kind}-{i}", count, cpu=cpu, labels=labels, **extra)
+
+
 def make_nodepool(name: str = "default", *, requirements: Sequence[Mapping[str, Any]] = (),
                   taints: Sequence[Mapping[str, Any]] = (), startup_taints: Sequence[Mapping[str, Any]] = (),
                   labels: Mapping[str, str] | None = None, limits: Mapping[str, str] | None = None,

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from karpy.api import labels as wk
 from karpy.api import pod
 from karpy.provisioning import bins as bins_mod
 from karpy.provisioning import grouping_paths, podgroups, results
@@ -21,23 +20,7 @@ from . import builders as b
 KINDS = ["zonal", "hostname", "anti", "affinity", "generic"]
 
 
-def _pods(kind: str, i: int, count: int, cpu: str) -> list[pod.Pod]:
-    value = f"v{i % 2}"
-    labels = {"my-label": value}
-    extra: dict[str, Any] = {}
-    if kind == "zonal":
-        extra = {"topologySpreadConstraints": [b.spread(wk.ZONE, {"my-label": value})]}
-    elif kind == "hostname":
-        extra = {"topologySpreadConstraints": [b.spread(wk.HOSTNAME, {"my-label": value})]}
-    elif kind == "anti":
-        labels = {"app": "nginx"}
-        extra = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            b.affinity_term(wk.HOSTNAME, {"app": "nginx"})]}}}
-    elif kind == "affinity":
-        labels = {"my-affinity": value}
-        extra = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            b.affinity_term(wk.HOSTNAME, {"my-affinity": value})]}}}
-    return b.make_pods(f"{kind}-{i}", count, cpu=cpu, labels=labels, **extra)
+_pods = b.kind_pods
 
 
 def _plan(res: results.Results) -> list[tuple[str, str]]:

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from karpy.api import labels as wk
-from karpy.api import pod
 from karpy.provisioning import grouping_paths, podgroups
 from karpy.provisioning import placement as placement_mod
 
@@ -23,19 +22,7 @@ MEMS = ["128Mi", "512Mi", "1Gi", "2Gi"]
 KINDS = ["zonal", "hostname", "anti", "generic"]
 
 
-def _pods(kind: str, i: int, count: int, cpu: str, mem: str) -> list[pod.Pod]:
-    value = f"v{i % 2}"
-    extra: dict[str, Any] = {}
-    labels = {"my-label": value}
-    if kind == "zonal":
-        extra = {"topologySpreadConstraints": [b.spread(wk.ZONE, {"my-label": value})]}
-    elif kind == "hostname":
-        extra = {"topologySpreadConstraints": [b.spread(wk.HOSTNAME, {"my-label": value})]}
-    elif kind == "anti":
-        labels = {"app": "nginx"}
-        extra = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            b.affinity_term(wk.HOSTNAME, {"app": "nginx"})]}}}
-    return b.make_pods(f"{kind}-{i}", count, cpu=cpu, memory=mem, labels=labels, **extra)
+_pods = b.kind_pods
 
 
 group = st.tuples(st.sampled_from(KINDS), st.integers(min_value=1, max_value=12), st.sampled_from(CPUS),
