@@ -465,10 +465,10 @@ class Termination:
     def _claim_condition(self, claim_name: str, type_: str, value: str, reason: str = "") -> None:
         """Set a condition of the NodeClaim (a status patch at the resourceVersion read: a 409 leaves it
         for the next pass); nothing when it already says so."""
-        found = self.cluster.list("NodeClaim", field_selector=f"metadata.name={claim_name}")  # read-only: no copy
-        if not found:
+        try:
+            current = self.cluster.get("NodeClaim", claim_name)
+        except kube_errors.NotFound:
             return
-        current = found[0]
         status = dict(current.get("status") or {})
         before = status.get("conditions")
         claim_status.set_condition(status, type_, value, self.clock.now(), reason)
