@@ -16,7 +16,8 @@ writes hundreds of MB). The bytes are those of ``json.dumps(document, indent=2, 
 plus a newline, and of ``yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)``,
 with one exception: a float that is not finite (never produced by a run) is written as JSON ``null``
 where ``json.dumps`` wrote the non-JSON ``NaN``. JSON items are encoded by orjson where its text is
-the standard library's (see :func:`_encode`); YAML uses libyaml's emitter when PyYAML has it.
+the standard library's (see :func:`_encode`); YAML by :func:`karpy.simulator.yamltext.fast`'s writer where
+it is sure its text is PyYAML's, by PyYAML (libyaml's emitter when it has it) elsewhere.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 import orjson
-import yaml
 
-from karpy.simulator import engine, timefmt
+from karpy.simulator import engine, timefmt, yamltext
 
 OBJECT_KINDS = ("nodes", "nodeclaims", "pods", "nodepools")
 _STREAMED = frozenset({"objects", "events", "timeline", "notes"})
@@ -132,22 +132,6 @@ def write_json(result: engine.Result, file: IO[str]) -> None:
 
 # ------------------------------------------------------------------------------------------ YAML
 
-_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-class _Dumper(_BaseDumper):  # type: ignore[misc]
-    """PyYAML's safe dumper (libyaml's emitter when there is one) writing every object in full: no
-    ``&id001`` anchors where two parts of the result happen to share one Python object."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _yaml(value: Any) -> str:
-    text: str = yaml.dump(value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
-    return text
-
-
 def _under(key: str, items: list[Any]) -> dict[str, Any]:
     return {key: items}
 
@@ -158,9 +142,13 @@ def _nested(outer: str, key: str, items: list[Any]) -> dict[str, Any]:
 
 def _yaml_items(head: Callable[[list[Any]], Any], items: Sequence[Any], skip: int) -> Iterator[str]:
     """Each item of a list as it reads inside ``head([item])``, without the ``skip`` lines of keys
-    above it: the same columns, so the same text as in the whole document."""
+    above it: the same columns, so the same text as in the whole document. The fast writer's text
+    where it is sure of it (the ``- `` of ``skip`` levels down is at column ``2 * (skip - 1)``),
+    PyYAML's otherwise."""
+    indent = 2 * (skip - 1)
     for item in items:
-        yield _yaml(head([item])).split("\n", skip)[skip]
+        text = yamltext.block_item(item, indent)
+        yield text if text is not None else yamltext.pyyaml(head([item])).split("\n", skip)[skip]
 
 
 def write_yaml(result: engine.Result, file: IO[str]) -> None:
@@ -181,4 +169,4 @@ def write_yaml(result: engine.Result, file: IO[str]) -> None:
             for text in _yaml_items(functools.partial(_under, key), value, 1):
                 file.write(text)
         else:
-            file.write(_yaml({key: list(value) if isinstance(value, _Lazy) else value}))
+            file.write(yamltext.fast({key: list(value) if isinstance(value, _Lazy) else value}))
