@@ -29,7 +29,8 @@ TOKENS = [
     "|", ">", " ", "  ", "\n", "\n\n", "\r", "\t", "\x00", "\x07", "\x7f", "\x85", "\u2028", "\u2029", "\ufeff",
     "\ufffe", "\u00a0", "é", "日本語", "😀", "\U0010fffd", "\ud7ff", "\ue000",
     # long ones (folding at column 120)
-    "word " * 30, "x" * 130, "a b" * 50, "long-" * 30,
+    "word " * 30, "x" * 130, "a b" * 50, "long-" * 30, "k" * 99, "k" * 100, "k" * 127, "k" * 128,
+    "w " * 55,
 ]
 TEXT = st.one_of(
     st.lists(st.sampled_from(TOKENS), max_size=6).map("".join),
@@ -142,3 +143,20 @@ def test_a_long_plain_scalar_without_a_space_is_written_on_one_line_by_the_fast_
     text = yamltext.block_item(doc, 0)
     assert text is not None and text == yamltext.pyyaml({"items": [doc]}).split("\n", 1)[1]
     assert max(len(line) for line in text.splitlines()) > 300
+
+
+def test_around_column_120_a_scalar_with_a_space_is_written_as_pyyaml_folds_it_or_not() -> None:
+    for length in range(100, 131):
+        for text in ("x" * (length - 2) + " y", "y " + "x" * (length - 2), "it's " + "x" * (length - 5)):
+            doc = {"key": text, "list": [text, {"deeper": text}], "true": [[text]]}
+            assert yamltext.fast(doc) == yamltext.pyyaml(doc), length
+            fast = yamltext.block_item(doc, 2)
+            assert fast is None or fast == python_dump({"o": {"i": [doc]}}).split("\n", 2)[2], length
+
+
+def test_keys_near_the_simple_key_limit_are_written_as_pyyaml_writes_them() -> None:
+    for length in range(90, 131):
+        doc = {"k" * length: "v", "n": {"k" * length: ["v"]}}
+        assert yamltext.fast(doc) == yamltext.pyyaml(doc), length
+        fast = yamltext.block_item(doc, 0)
+        assert fast is None or fast == python_dump({"i": [doc]}).split("\n", 1)[1], length
