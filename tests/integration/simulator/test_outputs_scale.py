@@ -116,6 +116,26 @@ def test_the_streamed_yaml_is_the_whole_document_without_aliases() -> None:
     assert yaml.safe_load(text) == json.loads(output.render_json(result))
 
 
+def test_an_examples_streamed_yaml_is_safe_dumps_text_byte_for_byte_written_by_the_fast_writer() -> None:
+    import pathlib
+
+    from karpy.simulator import yamltext
+
+    path = pathlib.Path(__file__).resolve().parents[3] / "examples" / "drift-waves.yaml"
+    result = engine.Simulation(scenario.load(str(path))).run()
+    doc = document.document(result)
+
+    class NoAliases(yaml.SafeDumper):  # yaml.safe_dump's pure-Python dumper, without &id anchors
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    expected = yaml.dump(doc, Dumper=NoAliases, sort_keys=False, allow_unicode=True, width=120)
+    assert output.render_yaml(result) == expected
+    items = [*doc["events"], *doc["timeline"], *(o for objs in doc["objects"].values() for o in objs)]
+    assert len(items) > 100
+    assert all(yamltext.block_item(item, 0) is not None for item in items)  # none left to PyYAML
+
+
 def test_the_table_tells_that_karpy_launched_three_r5_large_and_removed_them_when_empty() -> None:
     text = _table(seed_run(900.0))
     launched = text.split("NODECLAIMS LAUNCHED\n", 1)[1].split("NODES DISRUPTED", 1)[0]
