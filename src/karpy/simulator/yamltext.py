@@ -69,7 +69,8 @@ _QUICK = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./=+-]*")
 _PRINTABLE = re.compile("[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]*")
 """The characters both emitters write as they are (``allow_unicode``) and neither reads as a break."""
 _LEADING = frozenset("#,[]{}&*!|>'\"%@`")
-_CACHE_LIMIT = 200_000
+_CACHE_LIMIT = 65_536
+"""Texts kept (then forgotten all at once): a run's keys and common values, not all its names."""
 
 
 def _tag(text: str) -> str:
@@ -138,14 +139,9 @@ def _float(value: float) -> str:
     return text
 
 
-def _scalar(value: Any, column: int) -> str:
-    """A scalar's text starting at ``column``, or :class:`Unsure`."""
+def _other(value: Any) -> str:
+    """The text of a scalar that is not a string (no space in it: never folded), or :class:`Unsure`."""
     kind = type(value)
-    if kind is str:
-        text = _string(value)
-        if column + len(text) > WIDTH and " " in text:
-            raise Unsure(value)  # PyYAML may fold it
-        return text
     if kind is bool:
         return "true" if value else "false"
     if kind is int:
@@ -157,32 +153,49 @@ def _scalar(value: Any, column: int) -> str:
     raise Unsure(value)
 
 
-def _key(key: Any) -> str:
-    if type(key) is not str or not key or len(key) >= _KEY_LIMIT:
+_keys: dict[str, str] = {}
+
+
+def _key(key: str) -> str:
+    """A mapping key's text (cached), or :class:`Unsure` when it may not be a simple ``key:``."""
+    if not key or len(key) >= _KEY_LIMIT:
         raise Unsure(key)
-    return _string(key)
+    if len(_keys) >= _CACHE_LIMIT:
+        _keys.clear()
+    done = _keys[key] = _string(key)
+    return done
 
 
 def _mapping(value: dict[Any, Any], indent: int, lead: str, out: list[str]) -> None:
     """A non-empty mapping at ``indent``; ``lead`` is written before its first key (its line so far)."""
     pad = " " * indent
+    keys = _keys
+    strings = _strings
+    append = out.append
     for k, v in value.items():
-        key = _key(k)
+        if type(k) is not str:
+            raise Unsure(k)
+        key = keys.get(k) or _key(k)
         kind = type(v)
-        if kind is dict:
+        if kind is str:
+            text = strings.get(v) or _string(v)
+            if " " in text and indent + len(key) + 2 + len(text) > WIDTH:
+                raise Unsure(v)  # PyYAML may fold it (at a space past WIDTH)
+            append(f"{lead}{key}: {text}\n")
+        elif kind is dict:
             if v:
-                out.append(f"{lead}{key}:\n")
+                append(f"{lead}{key}:\n")
                 _mapping(v, indent + 2, " " * (indent + 2), out)
             else:
-                out.append(f"{lead}{key}: {{}}\n")
+                append(f"{lead}{key}: {{}}\n")
         elif kind is list:
             if v:
-                out.append(f"{lead}{key}:\n")
+                append(f"{lead}{key}:\n")
                 _sequence(v, indent, pad, out)
             else:
-                out.append(f"{lead}{key}: []\n")
+                append(f"{lead}{key}: []\n")
         else:
-            out.append(f"{lead}{key}: {_scalar(v, indent + len(key) + 2)}\n")
+            append(f"{lead}{key}: {_other(v)}\n")
         lead = pad
 
 
@@ -201,8 +214,13 @@ def _sequence(value: list[Any], indent: int, lead: str, out: list[str]) -> None:
                 _sequence(v, indent + 2, lead + "- ", out)
             else:
                 out.append(f"{lead}- []\n")
+        elif kind is str:
+            text = _strings.get(v) or _string(v)
+            if " " in text and indent + 2 + len(text) > WIDTH:
+                raise Unsure(v)
+            out.append(f"{lead}- {text}\n")
         else:
-            out.append(f"{lead}- {_scalar(v, indent + 2)}\n")
+            out.append(f"{lead}- {_other(v)}\n")
         lead = pad
 
 
