@@ -10,15 +10,15 @@ The fast writer only writes what it can prove PyYAML writes the same way; anythi
 :class:`Unsure` inside, and the caller's answer is PyYAML's own text (:func:`fast` does that for a
 whole value; :func:`block_item` returns ``None`` and lets the caller do it). What it writes:
 
-- block mappings whose keys are strings of 1 to 99 characters (shorter than a simple key's limit of
-  128), ``key: scalar`` or the key alone on its line with the block collection under it; a mapping's
+- block mappings whose keys are strings of 1 to 99 characters (a simple key below both emitters'
+  limits: libyaml's 128 characters, the pure-Python emitter's 122, as it counts ``!!str``), ``key: scalar`` or the key alone on its line with the block collection under it; a mapping's
   lists are not indented (``- `` at the key's column), a list's lists and mappings begin on the
   ``- `` line (``- - a``, ``- k: v``); empty collections as ``{}`` and ``[]``;
 - ``null``, ``true``/``false``, ``int`` and ``float`` as the representer spells them (``.inf``,
   ``.nan``, ``1.0e+20``), plain because the resolver reads them back as themselves;
 - strings of printable characters of the Basic Multilingual Plane (no line break, no tab, no
-  ``U+0085``, ``U+2028``, ``U+2029``, ``U+FEFF``, where PyYAML's and libyaml's emitters differ or
-  quote with escapes): plain when the emitter allows a plain scalar (no leading indicator, no
+  ``U+0085``, ``U+2028``, ``U+2029``, ``U+FEFF``, nothing past ``U+FFFF``: where PyYAML's and libyaml's
+  emitters differ or quote with escapes): plain when the emitter allows a plain scalar (no leading indicator, no
   ``": "``/``" #"``, no ``---``/``...`` start, no leading or trailing space) and the resolver reads
   the text as a string; otherwise single-quoted (``'`` doubled). A scalar with a space whose line
   would pass column 120 might be folded: unsure.
@@ -38,7 +38,7 @@ import yaml
 WIDTH = 120
 """The ``width`` of :func:`pyyaml`: a plain or single-quoted scalar folds at a space past it."""
 _KEY_LIMIT = 100
-"""Keys at least this long are left to PyYAML (a simple key must be shorter than 128 characters)."""
+"""Keys at least this long are left to PyYAML (past 122 characters the pure-Python emitter writes ``? key``)."""
 
 _BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
