@@ -11,7 +11,8 @@ The fast writer only writes what it can prove PyYAML writes the same way; anythi
 whole value; :func:`block_item` returns ``None`` and lets the caller do it). What it writes:
 
 - block mappings whose keys are strings of 1 to 99 characters (a simple key below both emitters'
-  limits: libyaml's 128 characters, the pure-Python emitter's 122, as it counts ``!!str``), ``key: scalar`` or the key alone on its line with the block collection under it; a mapping's
+  limits: libyaml's 128 characters, the pure-Python emitter's 122, as it counts ``!!str``),
+  ``key: scalar`` or the key alone on its line with the block collection under it; a mapping's
   lists are not indented (``- `` at the key's column), a list's lists and mappings begin on the
   ``- `` line (``- - a``, ``- k: v``); empty collections as ``{}`` and ``[]``;
 - ``null``, ``true``/``false``, ``int`` and ``float`` as the representer spells them (``.inf``,
