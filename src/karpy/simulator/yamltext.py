@@ -92,17 +92,18 @@ def _plain_allowed(text: str) -> bool:
 
 
 def _careful(text: str) -> str:
-    """A string's scalar text the slow way, or :class:`Unsure`."""
+    """A string's one-line scalar text the slow way, or ``""`` when PyYAML may quote it otherwise."""
     if not text:
         return "''"
     if not _PRINTABLE.fullmatch(text):
-        raise Unsure(text)
+        return ""
     if _plain_allowed(text) and _tag(text) == _STR:
         return text
     return "'" + text.replace("'", "''") + "'"
 
 
 _strings: dict[str, str] = {}
+"""Texts of strings; ``""`` for a string left to PyYAML (:func:`_spliced`)."""
 _RESOLVABLE = frozenset(k for k in _RESOLVERS if k)
 """First characters for which the resolver may read a plain text as something other than a string."""
 _WILDCARD = None in _RESOLVERS
@@ -110,7 +111,7 @@ _WILDCARD = None in _RESOLVERS
 
 
 def _string(text: str) -> str:
-    """A string's scalar text (cached: keys and most values repeat)."""
+    """A string's one-line scalar text, or ``""`` (cached: keys and most values repeat)."""
     done = _strings.get(text)
     if done is not None:
         return done
@@ -159,12 +160,27 @@ _keys: dict[str, str] = {}
 
 def _key(key: str) -> str:
     """A mapping key's text (cached), or :class:`Unsure` when it may not be a simple ``key:``."""
-    if not key or len(key) >= _KEY_LIMIT:
+    done = _string(key)
+    if not key or len(key) >= _KEY_LIMIT or not done:
         raise Unsure(key)
     if len(_keys) >= _CACHE_LIMIT:
         _keys.clear()
-    done = _keys[key] = _string(key)
+    _keys[key] = done
     return done
+
+
+def _spliced(key: str | None, value: str, indent: int) -> str:
+    """PyYAML's text of ``key: value`` (``- value`` when ``key`` is None) at column ``indent``, without
+    the ``indent`` spaces: a string it may fold, quote over lines or escape, dumped alone where the emitter
+    is in the same state (same column and indentation: ``indent // 2`` mappings deep; an unindented list)."""
+    inner: dict[str, Any] = {key: value} if key is not None else {"k": [value]}
+    for _ in range(indent // 2):
+        inner = {"a": inner}
+    above = indent // 2 + (key is None)
+    text = pyyaml(inner).split("\n", above)[-1]
+    if not text.startswith(" " * indent + (f"{key}:" if key is not None else "- ")):
+        raise Unsure(value)  # not the expected lines: the caller's fallback
+    return text[indent:]
 
 
 def _mapping(value: dict[Any, Any], indent: int, lead: str, out: list[str]) -> None:
@@ -179,10 +195,13 @@ def _mapping(value: dict[Any, Any], indent: int, lead: str, out: list[str]) -> N
         key = keys.get(k) or _key(k)
         kind = type(v)
         if kind is str:
-            text = strings.get(v) or _string(v)
-            if " " in text and indent + len(key) + 2 + len(text) > WIDTH:
-                raise Unsure(v)  # PyYAML may fold it (at a space past WIDTH)
-            append(f"{lead}{key}: {text}\n")
+            text = strings.get(v)
+            if text is None:
+                text = _string(v)
+            if not text or (" " in text and indent + len(key) + 2 + len(text) > WIDTH):  # may fold it
+                append(lead + _spliced(key, v, indent))
+            else:
+                append(f"{lead}{key}: {text}\n")
         elif kind is dict:
             if v:
                 append(f"{lead}{key}:\n")
@@ -216,10 +235,13 @@ def _sequence(value: list[Any], indent: int, lead: str, out: list[str]) -> None:
             else:
                 out.append(f"{lead}- []\n")
         elif kind is str:
-            text = _strings.get(v) or _string(v)
-            if " " in text and indent + 2 + len(text) > WIDTH:
-                raise Unsure(v)
-            out.append(f"{lead}- {text}\n")
+            text = _strings.get(v)
+            if text is None:
+                text = _string(v)
+            if not text or (" " in text and indent + 2 + len(text) > WIDTH):
+                out.append(lead + _spliced(None, v, indent))
+            else:
+                out.append(f"{lead}- {text}\n")
         else:
             out.append(f"{lead}- {_other(v)}\n")
         lead = pad
