@@ -17,7 +17,9 @@ plus a newline, and of ``yaml.safe_dump(document, sort_keys=False, allow_unicode
 with one exception: a float that is not finite (never produced by a run) is written as JSON ``null``
 where ``json.dumps`` wrote the non-JSON ``NaN``. JSON items are encoded by orjson where its text is
 the standard library's (see :func:`_encode`); YAML by :func:`karpy.simulator.yamltext.fast`'s writer where
-it is sure its text is PyYAML's, by PyYAML (libyaml's emitter when it has it) elsewhere.
+it is sure its text is PyYAML's, by PyYAML (libyaml's emitter when it has it) elsewhere; where libyaml's
+emitter and ``safe_dump``'s pure-Python one differ (a string with ``U+0085`` or past ``U+FFFF``, a key of
+123 to 128 characters: never in a run) the text is libyaml's.
 """
 
 from __future__ import annotations

@@ -6,9 +6,11 @@ aliases. Even with libyaml, PyYAML's representer and resolver are Python: a call
 regular expressions per scalar. :func:`fast` writes the same text for the common data of a run in a
 fraction of the time, and :func:`block_item` the text of one item of a block sequence at a column.
 
-The fast writer only writes what it can prove PyYAML writes the same way; anything else raises
+The fast writer only writes what it can prove PyYAML writes the same way. A string it is not sure of
+is PyYAML's text of that string alone, dumped where the emitter is in the same state (:func:`_spliced`);
+anything else (a key that may not be simple, a type the safe representer does not take) raises
 :class:`Unsure` inside, and the caller's answer is PyYAML's own text (:func:`fast` does that for a
-whole value; :func:`block_item` returns ``None`` and lets the caller do it). What it writes:
+whole value; :func:`block_item` returns ``None`` and lets the caller do it). What it writes itself:
 
 - block mappings whose keys are strings of 1 to 99 characters (a simple key below both emitters'
   limits: libyaml's 128 characters, the pure-Python emitter's 122, as it counts ``!!str``),
@@ -22,7 +24,7 @@ whole value; :func:`block_item` returns ``None`` and lets the caller do it). Wha
   emitters differ or quote with escapes): plain when the emitter allows a plain scalar (no leading indicator, no
   ``": "``/``" #"``, no ``---``/``...`` start, no leading or trailing space) and the resolver reads
   the text as a string; otherwise single-quoted (``'`` doubled). A scalar with a space whose line
-  would pass column 120 might be folded: unsure.
+  would pass column 120 might be folded: spliced, as the strings outside these characters.
 
 Only ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool`` and ``None`` themselves (not
 subclasses, which the safe representer refuses) take the fast path.
