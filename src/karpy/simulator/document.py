@@ -19,7 +19,7 @@ where ``json.dumps`` wrote the non-JSON ``NaN``. JSON items are encoded by orjso
 the standard library's (see :func:`_encode`); YAML by :func:`karpy.simulator.yamltext.fast`'s writer where
 it is sure its text is PyYAML's, by PyYAML (libyaml's emitter when it has it) elsewhere; where libyaml's
 emitter and ``safe_dump``'s pure-Python one differ (a string with ``U+0085`` or past ``U+FFFF``, a key of
-123 to 128 characters: never in a run) the text is libyaml's.
+123 to 128 characters; none in the examples) the text is libyaml's.
 """
 
 from __future__ import annotations
