@@ -22,6 +22,9 @@ What a caller may rely on:
 - A table built with ``once=True`` serves one pass only (a Scheduler without a cache): it reads
   the running pods' signatures the pass's terms care about (:meth:`NodeTable.relevant_rows`)
   without building the index a kept table keeps up to date; the pass is the same.
+- A kept table keeps, per topology term, the running pod signatures it matches
+  (:mod:`term_index`): a run reads its terms' lists (:meth:`NodeTable.relevant_batches`) instead
+  of matching every signature against every term; dropped when the table starts afresh.
 - Pure: no I/O, no clock; nothing here depends on the order in which rows were created.
 """
 
@@ -37,7 +40,7 @@ import numpy.typing as npt
 from karpy.api import labels as wk
 from karpy.api import pod as pod_mod
 from karpy.provisioning import bins as bins_mod
-from karpy.provisioning import results
+from karpy.provisioning import results, term_index
 from karpy.scheduling import hostports, topology
 from karpy.scheduling import namespaces as ns_mod
 from karpy.scheduling import requirements as reqs_mod
@@ -101,6 +104,8 @@ class NodeTable:
         """Tuples of required anti-affinity terms a pod owns -> id (``()`` is 0)."""
         self.owned_sets.id(())
         self._sig_rows: dict[int, dict[int, int]] | None = None
+        self.term_index = term_index.TermIndex()
+        """Per topology term, the signatures it matches (kept between runs: :meth:`relevant_batches`)."""
         self._compat: dict[reqs_mod.Requirements, BoolArray] = {}
         self._owned: dict[tuple[int, str], tuple[Any, tuple[topology.Term, ...], int]] = {}
         self.syncs = 0
@@ -406,6 +411,12 @@ class NodeTable:
                         hit = out[sid] = (answer, {})
                     hit[1][i] = count
         return list(out.values())
+
+    def relevant_batches(self, terms: Sequence[topology.Term]) -> list[tuple[term_index.Relevance, IntArray, IntArray]]:
+        """:func:`term_index.batches` of a kept table's running pods for a run with ``terms`` (distinct)."""
+        rows = self.signature_rows()  # registers every row's signatures: before their relevance
+        said = self.term_index.relevance(terms, self.signatures.values, self.owned_sets.values)
+        return term_index.batches(said, rows)
 
     def _index(self, i: int) -> None:
         assert self._sig_rows is not None

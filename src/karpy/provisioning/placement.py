@@ -139,19 +139,23 @@ class Placement:
                 bins.ports[j] = held.copy()
         for j, usage in ports:
             bins.ports[j] = usage
-        if self.terms:  # running pods, by signature: only signatures some term cares about
+        if self.terms:  # running pods, by signature (a kept table: per distinct relevance, from its term index)
             pos = np.full(len(table.cls), -1, dtype=np.int64)
             pos[idx] = np.arange(n, dtype=np.int64)
-            for relevant, where in table.relevant_rows(self._relevant_items, topology.label_probes(self.terms)):
-                at = pos[np.fromiter(where.keys(), dtype=np.int64, count=len(where))]
-                counts = np.fromiter(where.values(), dtype=np.int64, count=len(where))
+            terms, states = list(self.terms), list(self.terms.values())
+            found = [(relevant, list(where), list(where.values())) for relevant, where in
+                     table.relevant_rows(self._relevant_items, topology.label_probes(self.terms))] if table.once else \
+                [([(terms[i], states[i], match, owner) for i, match, owner in hit], where, counts)
+                 for hit, where, counts in table.relevant_batches(terms)]
+            for relevant, rows_of, pods_on in found:
+                at, counts = pos[np.asarray(rows_of, dtype=np.int64)], np.asarray(pods_on, dtype=np.int64)
                 here = at >= 0
                 if here.any():
                     self._record_many(relevant, at[here], counts[here])
 
     def _record_many(self, relevant: list[tuple[topology.Term, topology.TermState, bool, bool]],
                      at: IntArray, counts: IntArray) -> None:
-        """:meth:`_record_relevant` for ``counts[j]`` pods on each bin ``at[j]`` (distinct bins)."""
+        """:meth:`_record_relevant` for ``counts[j]`` pods on each bin ``at[j]`` (a bin may repeat)."""
         for term, state, match, owner in relevant:
             if term.node_filter is not None:  # a spread counts only the nodes its filter passes
                 f = term.node_filter

@@ -74,13 +74,20 @@ class NodeAnswers:
     node-only part of them (:data:`Static`), shared by every node of the same *class* (cordon,
     hard taints and labels but the hostname) - binding a pod to the node keeps that part."""
 
-    __slots__ = ("node", "pods", "reasons", "static")
+    __slots__ = ("node", "pods", "reasons", "static", "used")
 
     def __init__(self, n: node.Node, pods: Sequence[pod.Pod], static: Static) -> None:
         self.node = n
         self.pods = pods
         self.reasons: dict[Hashable, tuple[str, ...]] = {}
         self.static = static
+        self.used: tuple[dict[str, int], set[Port]] | None = None
+        """What is left of the node with ``pods`` (:func:`usage`), worked out on first need; dropped
+        with :attr:`reasons`."""
+
+    def forget(self, pods: Sequence[pod.Pod]) -> None:
+        """The node now holds ``pods`` (or its resources changed): its reasons and usage are read again."""
+        self.pods, self.reasons, self.used = pods, {}, None
 
 
 class NodeMemo:
@@ -198,7 +205,7 @@ class Explainer:
         for n, answers in zip(self.nodes, self._node_answers(), strict=True):
             r = answers.reasons.get(fkey)
             if r is None:
-                r = answers.reasons[fkey] = reasons_of(facts, n, answers.static if by_class else None)
+                r = answers.reasons[fkey] = reasons_of(facts, n, answers.static if by_class else None, answers)
             tally[r] = tally.get(r, 0) + 1
         out = self._by_facts[fkey] = self._text(tally)
         return out
@@ -226,11 +233,12 @@ class Explainer:
                 elif entry.node is not n:  # re-parsed (a status write): keep what reads only equal parts
                     old, entry.node = entry.node, n
                     if not _same_node_only(old, n):
-                        entry.pods, entry.reasons, entry.static = pods, {}, memo.static_of(n)
+                        entry.forget(pods)
+                        entry.static = memo.static_of(n)
                     elif entry.pods is not pods or old.allocatable != n.allocatable:
-                        entry.pods, entry.reasons = pods, {}
+                        entry.forget(pods)
                 elif entry.pods is not pods:  # pods changed: the node-only part stays
-                    entry.pods, entry.reasons = pods, {}
+                    entry.forget(pods)
                 answers.append(entry)
             self._answers = answers
         return answers
@@ -249,9 +257,10 @@ class Explainer:
         return facts[1]
 
     def _reasons(self, p: _PodFacts, n: node.Node,
-                 static: Static | None) -> tuple[str, ...]:
+                 static: Static | None, answers: NodeAnswers | None = None) -> tuple[str, ...]:
         """The node's reasons to reject ``p``: the first failing filter in kube-scheduler's order.
-        ``static``: the node's memo of :meth:`_node_only` per signature (``p.sig``), if kept."""
+        ``static``: the node's memo of :meth:`_node_only` per signature (``p.sig``), if kept;
+        ``answers``: the node's kept answers (their usage is the node's with its pods of this pass)."""
         if static is None:
             node_only = self._node_only(p, n)
         else:
@@ -260,7 +269,13 @@ class Explainer:
                 node_only = static[p.sig] = self._node_only(p, n)
         if node_only is not None:
             return node_only
-        free, used = self._usage(n)
+        if answers is None:
+            free, used = self._usage(n)
+        else:
+            kept = answers.used
+            if kept is None:
+                kept = answers.used = self._usage(n)
+            free, used = kept
         if p.host_ports and any(hp in used or ("0.0.0.0", hp[1], hp[2]) in used for hp in p.host_ports):
             return ("node(s) didn't have free ports for the requested pod ports",)
         short = tuple([k for k, v in p.needs if v > free.get(k, 0)])

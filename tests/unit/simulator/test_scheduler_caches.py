@@ -108,6 +108,30 @@ def test_pods_whose_spreads_select_different_labels_share_each_nodes_answers() -
     assert [len(memo.nodes[n].reasons) for n in ("n0", "n1")] == [1, 1]
 
 
+
+def test_a_nodes_usage_is_worked_out_once_while_its_pods_stay_however_many_passes_and_pod_kinds_ask() -> None:
+    nodes = [_node("n0", [], True, "a", "4"), _node("n1", [], True, "b", "4")]
+    bound = {"n0": [_pod("b0", "3", False, None)]}
+    asked: list[str] = []
+
+    def usage_of(n: node.Node, pods: Any) -> Any:
+        asked.append(n.name)
+        return unschedulable.usage(n, pods)
+
+    memo = unschedulable.NodeMemo()
+    kinds = [_pod("p", "5", False, None), _pod("q", "3", True, "a"), _pod("r", "100m", False, None, 8080)]
+    texts = []
+    for p in kinds:  # a pass per pod kind, the nodes and their pod lists the same objects
+        explainer = unschedulable.Explainer(nodes, bound, _reqs, usage_of, memo)
+        texts.append(explainer.explain(p, None, unschedulable.signature(p))[0])
+    assert texts[0] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert sorted(asked) == ["n0", "n1"]
+    bound = {"n0": [*bound["n0"], _pod("b1", "1", False, None)]}  # n0's pods change: its usage is read again
+    explainer = unschedulable.Explainer(nodes, bound, _reqs, usage_of, memo)
+    assert explainer.explain(kinds[0], None, unschedulable.signature(kinds[0]))[0] == \
+        "0/2 nodes are available: 2 Insufficient cpu."
+    assert sorted(asked) == ["n0", "n0", "n1"]
+
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_an_explainer_with_a_memo_kept_across_passes_says_what_a_fresh_one_says(data: st.DataObject) -> None:
