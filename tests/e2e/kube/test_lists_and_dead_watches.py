@@ -5,12 +5,14 @@ from __future__ import annotations
 import socket
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 import yaml
 
 from karpy import clock
-from karpy.kube import adapter, client, config, transport
+from karpy.kube import adapter, client, config, informer, transport
 from support import apiserver, tcpproxy
 
 from .conftest import connect
@@ -55,14 +57,21 @@ def test_a_server_that_refuses_resource_version_0_gets_a_quorum_list_at_once(
         kube.close()
 
 
-def test_a_continued_page_carries_only_its_token(api: apiserver.EmulatedApiServer, tmp_path: Path) -> None:
+def test_a_continued_page_carries_only_its_token(api: apiserver.EmulatedApiServer, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(5):
         api.store.create(_node(f"n{i}"))
     api.fail_next(410, reason="Expired", method="GET", plural="nodes")  # quorum lists are paginated
+
+    class TwoPerPage(informer.Informer):  # the page size set before the informer's thread starts
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "page_size": 2})
+
+    monkeypatch.setattr(informer, "Informer", TwoPerPage)
     kube = connect(api, tmp_path)
     try:
         inf = kube._informer("Node", wait=False)
-        inf.page_size = 2
+        assert inf.page_size == 2
         assert kube.wait_for_sync(10)
         pages = _lists(api, "nodes")[1:]
         assert len(pages) == 3
