@@ -171,16 +171,17 @@ def _key(key: str) -> str:
     return done
 
 
-def _spliced(key: str | None, value: str, indent: int) -> str:
+def _spliced(key: str | None, value: str, indent: int, key_text: str = "") -> str:
     """PyYAML's text of ``key: value`` (``- value`` when ``key`` is None) at column ``indent``, without
     the ``indent`` spaces: a string it may fold, quote over lines or escape, dumped alone where the emitter
-    is in the same state (same column and indentation: ``indent // 2`` mappings deep; an unindented list)."""
+    is in the same state (same column and indentation: ``indent // 2`` mappings deep; an unindented list).
+    ``key_text``: the key as written (:func:`_key`; quoted when the resolver would read it otherwise)."""
     inner: dict[str, Any] = {key: value} if key is not None else {"k": [value]}
     for _ in range(indent // 2):
         inner = {"a": inner}
     above = indent // 2 + (key is None)
     text = pyyaml(inner).split("\n", above)[-1]
-    if not text.startswith(" " * indent + (f"{key}:" if key is not None else "- ")):
+    if not text.startswith(" " * indent + (f"{key_text}:" if key is not None else "- ")):
         raise Unsure(value)  # not the expected lines: the caller's fallback
     return text[indent:]
 
@@ -201,7 +202,7 @@ def _mapping(value: dict[Any, Any], indent: int, lead: str, out: list[str]) -> N
             if text is None:
                 text = _string(v)
             if not text or (" " in text and indent + len(key) + 2 + len(text) > WIDTH):  # may fold it
-                append(lead + _spliced(key, v, indent))
+                append(lead + _spliced(k, v, indent, key))
             else:
                 append(f"{lead}{key}: {text}\n")
         elif kind is dict:

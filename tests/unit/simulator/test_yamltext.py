@@ -170,3 +170,11 @@ def test_keys_near_the_simple_key_limit_are_written_as_pyyaml_writes_them() -> N
         assert yamltext.fast(doc) == yamltext.pyyaml(doc), length
         fast = yamltext.block_item(doc, 0)
         assert fast is None or fast == python_dump({"i": [doc]}).split("\n", 1)[1], length
+
+
+def test_a_foldable_string_under_a_key_the_resolver_would_misread_is_spliced_not_left_whole_to_pyyaml() -> None:
+    for key in ("yes", "null", "1.5", "on"):
+        item = {key: "word " * 40, "after": 1}
+        text = yamltext.block_item(item, 0)
+        assert text is not None  # the key is quoted and the long string spliced: the item stays on the fast path
+        assert text == yamltext.pyyaml([item])
